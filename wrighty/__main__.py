@@ -1,0 +1,3 @@
+from wrighty.cli.app import main
+
+main()

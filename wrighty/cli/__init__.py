@@ -1,0 +1,1 @@
+"""The command-line interface: parse arguments, call services, render."""

@@ -1,0 +1,343 @@
+"""The `wrighty` command: thin commands over the services, rendered with rich or as JSON."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from wrighty import __version__, services
+from wrighty.cli.context import AppContext
+from wrighty.cli.render import (
+    item_detail_json,
+    item_summary_json,
+    items_table,
+    print_item_detail,
+    print_json,
+)
+from wrighty.config import (
+    CONFIG_FILENAME,
+    DEFAULT_STORE_URL,
+    check_config_text,
+    config_json_schema,
+    find_config,
+)
+from wrighty.domain.durations import parse_duration
+from wrighty.domain.model import Item, NewItem
+from wrighty.domain.states import ItemState, parse_state
+from wrighty.errors import ConfigError, WrightyError
+from wrighty.installation import installation_id
+from wrighty.project import (
+    InitReport,
+    config_document,
+    ensure_gitignored,
+    write_json_file,
+    write_schema_copy,
+)
+from wrighty.store import open_store, parse_store_url
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class WrightyGroup(typer.core.TyperGroup):
+    """Reports a WrightyError from any command as one line on stderr with exit code 2."""
+
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except WrightyError as error:
+            typer.echo(f"wrighty: {error}", err=True)
+            raise typer.Exit(error.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("wrighty: interrupted", err=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+app = typer.Typer(
+    cls=WrightyGroup,
+    help="Supervise unattended coding agents working through a queue of items.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+config_app = typer.Typer(cls=WrightyGroup, help="Check and describe wrighty.json.")
+app.add_typer(config_app, name="config")
+
+console = Console(highlight=False, soft_wrap=False)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON (docs/json.md).")]
+ItemId = Annotated[int, typer.Argument(help="The item's id.", min=1)]
+
+
+def _context(ctx: typer.Context) -> AppContext:
+    obj = ctx.find_root().obj
+    assert isinstance(obj, AppContext)
+    return obj
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"wrighty {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            envvar="WRIGHTY_CONFIG",
+            help="wrighty.json to use (default: the nearest one upward from here).",
+            dir_okay=False,
+        ),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            envvar="WRIGHTY_STORE",
+            help="State store URL or path; overrides store.url in wrighty.json.",
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    ctx.obj = AppContext(config_option=config, store_option=store)
+
+
+def main() -> NoReturn:
+    """Console-script entry point."""
+    sys.exit(app())  # pragma: no cover - typer raises SystemExit itself
+
+
+# -- init -------------------------------------------------------------------------------------
+
+
+@app.command()
+def init(
+    ctx: typer.Context,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing wrighty.json with defaults.")
+    ] = False,
+) -> None:
+    """Create wrighty.json and the state store here (safe to run again)."""
+    app_ctx = _context(ctx)
+    config_path = (app_ctx.config_option or app_ctx.cwd / CONFIG_FILENAME).absolute()
+    root_dir = config_path.parent
+    config_existed = config_path.exists()
+    keep_existing = config_existed and not force
+    if app_ctx.store_option is not None:
+        target = parse_store_url(app_ctx.store_option, base=app_ctx.cwd)
+    else:
+        url = app_ctx.config().config.store.url if keep_existing else DEFAULT_STORE_URL
+        target = parse_store_url(url, base=root_dir)
+    report = InitReport(config_path=config_path, store=target.describe())
+    store_existed = target.sqlite_path.exists()
+    open_store(target).close()
+    report.done.append(f"{'opened' if store_existed else 'created'} store {target.describe()}")
+    write_schema_copy(root_dir)
+    if keep_existing:
+        report.done.append(f"kept existing {config_path} (use --force to replace it)")
+    else:
+        store_url = None if app_ctx.store_option is None else target.url()
+        write_json_file(config_path, config_document(store_url))
+        report.done.append(f"{'replaced' if config_existed else 'created'} {config_path}")
+    if ensure_gitignored(root_dir):
+        report.done.append(f"added .wrighty/ to {root_dir / '.gitignore'}")
+    report.done.append(f"installation {installation_id()}")
+    for line in report.done:
+        console.print(line)
+
+
+# -- items ------------------------------------------------------------------------------------
+
+
+def _read_body(body: str | None, body_file: Path | None) -> str:
+    if body is not None and body_file is not None:
+        raise WrightyError("give the body once: --body or --body-file, not both")
+    if body is not None:
+        return body
+    if body_file is not None:
+        if str(body_file) == "-":
+            return sys.stdin.read()
+        try:
+            return body_file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise WrightyError(f"--body-file {body_file}: no such file") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise WrightyError(f"--body-file {body_file}: cannot read ({error})") from None
+    if not sys.stdin.isatty():
+        return sys.stdin.read()
+    return ""
+
+
+@app.command()
+def create(
+    ctx: typer.Context,
+    title: Annotated[str, typer.Option("--title", help="One line saying what to do.")],
+    body: Annotated[str | None, typer.Option("--body", help="The task given to the agent.")] = None,
+    body_file: Annotated[
+        Path | None,
+        typer.Option("--body-file", help="Read the task from this file ('-' for stdin)."),
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Agent to run (default: worker.defaultAgent).")
+    ] = None,
+    timeout: Annotated[
+        str | None, typer.Option("--timeout", help="Run time limit, e.g. 30m or 1h30m.")
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option("--workspace", help="Directory the agent works in (default: the project)."),
+    ] = None,
+    queue: Annotated[
+        bool, typer.Option("--queue", help="Queue it right away instead of leaving it todo.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Add an item. The task comes from --body, --body-file, or standard input."""
+    app_ctx = _context(ctx)
+    loaded = app_ctx.config()
+    if agent is not None and agent not in loaded.config.agent_names():
+        known = ", ".join(loaded.config.agent_names())
+        raise WrightyError(f"--agent {agent}: unknown agent (known: {known}); see docs/config.md")
+    timeout_seconds = None
+    if timeout is not None:
+        try:
+            timeout_seconds = parse_duration(timeout)
+        except ValueError as error:
+            raise WrightyError(f"--timeout: {error}") from None
+    workspace_path = (workspace or loaded.root).absolute()
+    if not workspace_path.is_dir():
+        raise WrightyError(f"--workspace {workspace}: no such directory")
+    new = NewItem(
+        title=title,
+        body=_read_body(body, body_file),
+        agent=agent,
+        timeout_seconds=timeout_seconds,
+        workspace=str(workspace_path),
+        initial_state=ItemState.QUEUED if queue else ItemState.TODO,
+    )
+    with app_ctx.store() as store:
+        item = services.create_item(store, new, now=app_ctx.now())
+    if as_json:
+        print_json(console, item_summary_json(item))
+    else:
+        console.print(f"created item {item.id} ({item.state}): {item.title}")
+
+
+@app.command("list")
+def list_items(
+    ctx: typer.Context,
+    state: Annotated[
+        list[str] | None,
+        typer.Option("--state", help="Only items in this state (repeatable)."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List items, oldest first."""
+    try:
+        states = [parse_state(s) for s in state or []]
+    except ValueError as error:
+        raise WrightyError(f"--state: {error}") from None
+    with _context(ctx).store() as store:
+        items = store.list_items(states)
+    if as_json:
+        print_json(console, [item_summary_json(item) for item in items])
+    elif not items:
+        console.print("no items" + (f" in state {', '.join(states)}" if states else ""))
+    else:
+        console.print(items_table(items))
+
+
+@app.command()
+def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
+    """Show an item: its fields, session, runs and history."""
+    with _context(ctx).store() as store:
+        detail = services.item_detail(store, item_id)
+    resumable = detail.session is not None and services.resume_address_complete(
+        detail.session, installation_id=installation_id()
+    )
+    if as_json:
+        print_json(console, item_detail_json(detail, resumable=resumable))
+    else:
+        print_item_detail(console, detail, resumable=resumable)
+
+
+@app.command("queue")
+def queue_command(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
+    """Queue a todo item so that a worker can take it."""
+    app_ctx = _context(ctx)
+    with app_ctx.store() as store:
+        item = services.queue_item(store, item_id, now=app_ctx.now())
+    _report_move(item, as_json)
+
+
+@app.command()
+def cancel(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
+    """Cancel an item that has not finished. Cancelled is final."""
+    app_ctx = _context(ctx)
+    with app_ctx.store() as store:
+        item = services.cancel_item(store, item_id, now=app_ctx.now())
+    _report_move(item, as_json)
+
+
+def _report_move(item: Item, as_json: bool) -> None:
+    if as_json:
+        print_json(console, item_summary_json(item))
+    else:
+        console.print(f"item {item.id} is {item.state}")
+
+
+# -- config -----------------------------------------------------------------------------------
+
+
+@config_app.command("validate")
+def config_validate(
+    ctx: typer.Context,
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="Config file to check (default: the one wrighty would use)."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Check wrighty.json: print ok, or every problem as `JSON path: message`."""
+    app_ctx = _context(ctx)
+    target = path or find_config(app_ctx.cwd, app_ctx.config_option)
+    if target is None:
+        raise ConfigError(f"no {CONFIG_FILENAME} here or above; run `wrighty init`")
+    try:
+        text = target.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{target}: cannot read ({error.strerror or error})") from None
+    _, problems = check_config_text(text)
+    if as_json:
+        print_json(
+            console,
+            {
+                "path": str(target),
+                "valid": not problems,
+                "problems": [{"path": p.path, "message": p.message} for p in problems],
+            },
+        )
+    elif problems:
+        for problem in problems:
+            console.print(str(problem), markup=False)
+    else:
+        console.print("ok")
+    if problems:
+        raise typer.Exit(EXIT_USAGE)
+
+
+@config_app.command("schema")
+def config_schema() -> None:
+    """Print the JSON Schema of wrighty.json."""
+    print_json(console, config_json_schema())

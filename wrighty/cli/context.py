@@ -1,0 +1,58 @@
+"""What every command needs: the config it runs under, the store, the clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from wrighty.config import LoadedConfig, WrightyConfig, find_config, load_config
+from wrighty.errors import ConfigError
+from wrighty.store import Store, StoreTarget, open_store, parse_store_url
+
+
+def system_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class AppContext:
+    """Global options, resolved lazily so that commands that need no store open none."""
+
+    config_option: Path | None
+    store_option: str | None
+    cwd: Path = field(default_factory=Path.cwd)
+    now: Callable[[], datetime] = system_now
+    _loaded: LoadedConfig | None = None
+
+    def config(self) -> LoadedConfig:
+        """The config file found (or named); without one, defaults if --store was given."""
+        if self._loaded is None:
+            path = find_config(self.cwd, self.config_option)
+            if path is not None:
+                self._loaded = load_config(path)
+            elif self.store_option is not None:
+                self._loaded = LoadedConfig(path=None, config=WrightyConfig())
+            else:
+                raise ConfigError(
+                    f"no wrighty.json in {self.cwd} or any parent directory; "
+                    "run `wrighty init` here, or pass --config PATH"
+                )
+        return self._loaded
+
+    def store_target(self) -> StoreTarget:
+        if self.store_option is not None:
+            return parse_store_url(self.store_option, base=self.cwd)
+        loaded = self.config()
+        return parse_store_url(loaded.config.store.url, base=loaded.root)
+
+    @contextmanager
+    def store(self) -> Iterator[Store]:
+        target = self.store_target()
+        store = open_store(target)
+        try:
+            yield store
+        finally:
+            store.close()

@@ -1,0 +1,220 @@
+"""Turning records into the public JSON shapes (docs/json.md) and into terminal output."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from wrighty.domain.durations import format_duration
+from wrighty.domain.model import Event, Item, Run, Session
+from wrighty.services import ItemDetail
+
+
+def json_time(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def print_json(console: Console, document: object) -> None:
+    console.out(json.dumps(document, indent=2, ensure_ascii=False), highlight=False)
+
+
+def item_summary_json(item: Item) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "title": item.title,
+        "state": item.state.value,
+        "agent": item.agent,
+        "generation": item.generation,
+        "reason_code": item.reason_code,
+        "queued_at": json_time(item.queued_at),
+        "not_before": json_time(item.not_before),
+        "created_at": json_time(item.created_at),
+        "updated_at": json_time(item.updated_at),
+    }
+
+
+def session_json(session: Session, *, resumable: bool) -> dict[str, Any]:
+    return {
+        "vendor": session.vendor,
+        "session_id": session.session_id,
+        "workspace": session.workspace,
+        "installation_id": session.installation_id,
+        "resumable": resumable,
+    }
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "attempt": run.attempt,
+        "kind": run.kind.value,
+        "generation": run.generation,
+        "started_at": json_time(run.started_at),
+        "ended_at": json_time(run.ended_at),
+        "outcome_class": run.outcome_class.value if run.outcome_class else None,
+        "confidence": run.confidence.value if run.confidence else None,
+        "exit_code": run.exit_code,
+        "signal": run.signal,
+        "session_id": run.session_id,
+        "diagnostic": run.diagnostic,
+    }
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    return {
+        "at": json_time(event.at),
+        "actor": event.actor,
+        "generation": event.generation,
+        "from_state": event.from_state.value if event.from_state else None,
+        "to_state": event.to_state.value,
+        "reason_code": event.reason_code,
+        "reason": event.reason,
+    }
+
+
+def item_detail_json(detail: ItemDetail, *, resumable: bool) -> dict[str, Any]:
+    item = detail.item
+    return {
+        **item_summary_json(item),
+        "body": item.body,
+        "timeout_seconds": item.timeout_seconds,
+        "workspace": item.workspace,
+        "claimed_by": item.claimed_by,
+        "lease_expires_at": json_time(item.lease_expires_at),
+        "reason": item.reason,
+        "next_action": item.next_action,
+        "crash_retries": item.crash_retries,
+        "requeues": item.requeues,
+        "session": session_json(detail.session, resumable=resumable) if detail.session else None,
+        "runs": [run_json(run) for run in detail.runs],
+        "events": [event_json(event) for event in detail.events],
+    }
+
+
+# -- terminal ---------------------------------------------------------------------------------
+
+_STATE_STYLES = {
+    "todo": "dim",
+    "queued": "cyan",
+    "running": "bold blue",
+    "retry-scheduled": "yellow",
+    "needs-attention": "bold red",
+    "done": "green",
+    "cancelled": "dim",
+}
+
+
+def styled_state(state: str) -> Text:
+    return Text(state, style=_STATE_STYLES.get(state, ""))
+
+
+def _local(moment: datetime | None) -> str:
+    if moment is None:
+        return "-"
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def items_table(items: list[Item]) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("ID", "STATE", "AGENT", "TITLE", "UPDATED", "REASON"):
+        table.add_column(column, no_wrap=column != "TITLE", overflow="fold")
+    for item in items:
+        table.add_row(
+            str(item.id),
+            styled_state(item.state.value),
+            item.agent or "-",
+            item.title,
+            _local(item.updated_at),
+            item.reason_code or "",
+        )
+    return table
+
+
+def print_item_detail(console: Console, detail: ItemDetail, *, resumable: bool) -> None:
+    item = detail.item
+    heading = Text(f"Item {item.id}  ", style="bold")
+    heading.append_text(styled_state(item.state.value))
+    heading.append(f"  generation {item.generation}", style="dim")
+    console.print(heading)
+    console.print(Text(item.title))
+    fields: list[tuple[str, str]] = [
+        ("agent", item.agent or "(default)"),
+        ("workspace", item.workspace or "-"),
+        ("timeout", format_duration(item.timeout_seconds) if item.timeout_seconds else "(default)"),
+        ("queued at", _local(item.queued_at)),
+    ]
+    if item.not_before:
+        fields.append(("not before", _local(item.not_before)))
+    if item.claimed_by:
+        fields.append(("claimed by", f"{item.claimed_by} until {_local(item.lease_expires_at)}"))
+    if item.reason_code:
+        fields.append(("reason", f"{item.reason_code}: {item.reason or ''}".rstrip(": ")))
+    if item.next_action:
+        fields.append(("next", item.next_action))
+    if detail.session:
+        session = detail.session
+        fields.append(
+            (
+                "session",
+                f"{session.vendor} {session.session_id or '(id unknown)'}"
+                f"{'' if resumable else ' (not resumable here)'}",
+            )
+        )
+    for label, value in fields:
+        line = Text(f"  {label:<11}", style="dim")
+        line.append(value)
+        console.print(line)
+    _print_runs(console, detail.runs)
+    _print_events(console, detail.events)
+    if item.body:
+        console.print(Text("Task", style="bold"))
+        console.print(Text(item.body), soft_wrap=True)
+
+
+def _print_runs(console: Console, runs: list[Run]) -> None:
+    if not runs:
+        return
+    table = Table(title="Runs", title_justify="left", box=None, header_style="bold")
+    for column in ("ATTEMPT", "KIND", "STARTED", "ENDED", "OUTCOME", "EXIT"):
+        table.add_column(column)
+    for run in runs:
+        if run.signal is not None:
+            exit_text = f"signal {run.signal}"
+        else:
+            exit_text = "-" if run.exit_code is None else str(run.exit_code)
+        outcome = run.outcome_class.value if run.outcome_class else "(running)"
+        if run.confidence:
+            outcome += f" ({run.confidence.value})"
+        table.add_row(
+            str(run.attempt),
+            run.kind.value,
+            _local(run.started_at),
+            _local(run.ended_at),
+            outcome,
+            exit_text,
+        )
+    console.print(table)
+
+
+def _print_events(console: Console, events: list[Event]) -> None:
+    table = Table(title="History", title_justify="left", box=None, header_style="bold")
+    for column in ("AT", "ACTOR", "GEN", "CHANGE", "REASON"):
+        table.add_column(column)
+    for event in events:
+        change = Text(f"{event.from_state or 'created'} -> ")
+        change.append_text(styled_state(event.to_state.value))
+        table.add_row(
+            _local(event.at),
+            event.actor,
+            str(event.generation),
+            change,
+            event.reason or event.reason_code or "",
+        )
+    console.print(table)

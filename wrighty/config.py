@@ -1,0 +1,370 @@
+"""wrighty.json: pydantic models, discovery, loading and problem reports.
+
+The JSON Schema in ``schemas/wrighty.schema.json`` is generated from these models
+(``wrighty config schema``); a test keeps the two equal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from wrighty.errors import ConfigError
+
+CONFIG_FILENAME = "wrighty.json"
+STATE_DIRNAME = ".wrighty"
+SCHEMA_FILENAME = "wrighty.schema.json"
+SCHEMA_VERSION: Literal[1] = 1
+DEFAULT_STORE_URL = "sqlite:///.wrighty/wrighty.db"
+BUILTIN_VENDORS = ("claude", "codex", "gemini", "command")
+MAX_CRASH_RETRY_ATTEMPTS = 20
+AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        alias_generator=to_camel,
+        validate_by_name=False,
+        validate_by_alias=True,
+    )
+
+
+class StoreSettings(_Section):
+    url: str = Field(
+        DEFAULT_STORE_URL,
+        description=(
+            "Where the state lives: sqlite:///relative/or/absolute.db (relative to this file) "
+            "or postgresql://... Overridden by --store and WRIGHTY_STORE."
+        ),
+    )
+
+
+class ProcessCrashPolicy(_Section):
+    action: Literal["needs-attention", "retry"] = Field(
+        "needs-attention",
+        description="What a process crash leads to: needs-attention (default) or a bounded retry.",
+    )
+    initial_retry_minutes: float = Field(
+        2, gt=0, le=1440, description="Delay before the first retry, in minutes."
+    )
+    backoff_multiplier: float = Field(
+        2, ge=1, le=100, description="Each further retry waits this many times longer."
+    )
+    max_retry_minutes: float = Field(
+        15, gt=0, le=10080, description="No retry waits longer than this, in minutes."
+    )
+    max_attempts: int = Field(
+        2,
+        ge=1,
+        le=MAX_CRASH_RETRY_ATTEMPTS,
+        description="Retries after the first run (2 means at most 3 runs in all).",
+    )
+
+
+class WorkerSettings(_Section):
+    lease_seconds: float = Field(
+        60, gt=0, le=86400, description="How long a claim stays valid without renewal."
+    )
+    heartbeat_seconds: float = Field(
+        20, gt=0, le=86400, description="How often a worker renews its lease; below leaseSeconds."
+    )
+    item_timeout_minutes: float = Field(
+        60, gt=0, le=10080, description="Default limit on one run; an item may set its own."
+    )
+    poll_seconds: float = Field(
+        5, gt=0, le=3600, description="How often an idle worker looks for work."
+    )
+    concurrency: int = Field(1, ge=1, le=64, description="Items one worker runs at once.")
+    default_agent: str = Field("claude", description="Agent used for items that do not name one.")
+    max_requeues: int = Field(
+        3,
+        ge=0,
+        le=100,
+        description="How often the reaper may hand an item of a lost worker to another one.",
+    )
+    process_crash: ProcessCrashPolicy = Field(default_factory=ProcessCrashPolicy)
+
+
+class AgentSettings(_Section):
+    vendor: Literal["claude", "codex", "gemini", "command"] | None = Field(
+        None, description="Which adapter runs this agent; defaults to the agent's name."
+    )
+    executable: str | None = Field(
+        None, description="Program to start; defaults to the vendor's usual command on PATH."
+    )
+    args: tuple[str, ...] = Field((), description="Extra arguments after wrighty's own.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables added for the agent."
+    )
+
+
+class WrightyConfig(_Section):
+    schema_uri: str | None = Field(None, alias="$schema", description="Editor schema hint.")
+    schema_version: Literal[1] = Field(SCHEMA_VERSION, description="Version of this file's layout.")
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    agents: dict[str, AgentSettings] = Field(
+        default_factory=dict,
+        description="Per-agent settings, keyed by the name items use.",
+    )
+
+    def agent_names(self) -> list[str]:
+        return sorted(set(BUILTIN_VENDORS) | set(self.agents))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a config file: where (a JSON path) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    path: Path | None
+    config: WrightyConfig
+
+    @property
+    def root(self) -> Path:
+        """The project directory: where wrighty.json lives (or the cwd without one)."""
+        return self.path.parent if self.path else Path.cwd()
+
+
+def config_json_schema() -> dict[str, Any]:
+    schema = WrightyConfig.model_json_schema(by_alias=True, mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://wrighty.invalid/schemas/wrighty.schema.json",
+        **schema,
+    }
+
+
+def find_config(start: Path, explicit: Path | None = None) -> Path | None:
+    """The config file to use: ``explicit`` if given, else the nearest wrighty.json upward."""
+    if explicit is not None:
+        return explicit
+    directory = start.resolve()
+    for candidate_dir in (directory, *directory.parents):
+        candidate = candidate_dir / CONFIG_FILENAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def check_config_text(text: str) -> tuple[WrightyConfig | None, list[Problem]]:
+    """Validate wrighty.json contents; every problem found, with its JSON path."""
+    try:
+        data = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno}, column {error.colno}"
+        return None, [Problem("", f"invalid JSON at {where}: {error.msg}")]
+    except _DuplicateKeyError as error:
+        return None, [Problem("", f"duplicate key {error.args[0]!r}")]
+    if not isinstance(data, dict):
+        return None, [Problem("", "must be a JSON object")]
+    try:
+        config = WrightyConfig.model_validate(data)
+    except ValidationError as error:
+        return None, [_problem_from(detail) for detail in error.errors()]
+    problems = _cross_checks(config)
+    return (None if problems else config), problems
+
+
+def load_config(path: Path) -> LoadedConfig:
+    """The validated config at ``path``; ConfigError naming the file and first problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file; create one with `wrighty init`") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read config ({type(error).__name__})") from None
+    config, problems = check_config_text(text)
+    if config is None:
+        more = len(problems) - 1
+        suffix = f" (and {more} more; `wrighty config validate` lists them)" if more else ""
+        raise ConfigError(f"{path}: {problems[0]}{suffix}")
+    return LoadedConfig(path=path.resolve(), config=config)
+
+
+def default_config_document() -> dict[str, Any]:
+    """What `wrighty init` writes: the schema hint, the version and the default sections."""
+    return {
+        "$schema": f"./{STATE_DIRNAME}/{SCHEMA_FILENAME}",
+        "schemaVersion": SCHEMA_VERSION,
+        "store": {"url": DEFAULT_STORE_URL},
+        "worker": _whole_numbers_as_int(WorkerSettings().model_dump(by_alias=True, mode="json")),
+        "agents": {},
+    }
+
+
+def _whole_numbers_as_int(value: Any) -> Any:
+    """60.0 -> 60, recursively, so that the written file reads as a person would write it."""
+    if isinstance(value, dict):
+        return {key: _whole_numbers_as_int(item) for key, item in value.items()}
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Problem reports
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKeyError(key)
+        result[key] = value
+    return result
+
+
+_BOUND_WORDS = {
+    "greater_than": (">", "gt"),
+    "greater_than_equal": (">=", "ge"),
+    "less_than": ("<", "lt"),
+    "less_than_equal": ("<=", "le"),
+}
+
+
+def _problem_from(detail: Mapping[str, Any]) -> Problem:
+    loc = tuple(detail["loc"])
+    path = ".".join(str(part) for part in loc)
+    kind = detail["type"]
+    context = detail.get("ctx") or {}
+    if kind in _BOUND_WORDS:
+        symbol, key = _BOUND_WORDS[kind]
+        message = f"must be {symbol} {_number(context[key])}{_got(detail.get('input'))}"
+    elif kind == "extra_forbidden":
+        allowed = _allowed_keys(loc[:-1])
+        message = "unknown key" + (f" (allowed here: {', '.join(allowed)})" if allowed else "")
+    elif kind == "missing":
+        message = "is required"
+    elif kind in ("model_type", "dict_type"):
+        message = "must be an object"
+    elif kind == "literal_error" and loc == ("schemaVersion",):
+        message = (
+            f"this wrighty understands version {SCHEMA_VERSION}"
+            f"{_got(detail.get('input'))}; upgrade wrighty or fix the file"
+        )
+    else:
+        message = str(detail["msg"]).replace("Input should be", "must be")
+        message += _got(detail.get("input"))
+    return Problem(path, message)
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _got(value: object) -> str:
+    # Strings may be secrets (agents.*.env values); only echo numbers and booleans.
+    if isinstance(value, bool):
+        return f" (got {str(value).lower()})"
+    if isinstance(value, int | float):
+        return f" (got {_number(value)})"
+    return ""
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys a model accepts at ``loc``, for 'unknown key' messages."""
+    target: Any = WrightyConfig
+    for part in loc:
+        target = _unwrap_optional(target)
+        if isinstance(target, type) and issubclass(target, BaseModel):
+            field = next(
+                (f for name, f in target.model_fields.items() if _alias(target, name) == part),
+                None,
+            )
+            if field is None:
+                return []
+            target = field.annotation
+        elif typing.get_origin(target) is dict:
+            target = typing.get_args(target)[1]
+        else:
+            return []
+    target = _unwrap_optional(target)
+    if isinstance(target, type) and issubclass(target, BaseModel):
+        return [_alias(target, name) for name in target.model_fields]
+    return []
+
+
+def _alias(model: type[BaseModel], name: str) -> str:
+    return model.model_fields[name].alias or name
+
+
+def _unwrap_optional(annotation: Any) -> Any:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(options) == 1:
+            return options[0]
+    return annotation
+
+
+def _cross_checks(config: WrightyConfig) -> list[Problem]:
+    """Rules that relate one setting to another."""
+    problems: list[Problem] = []
+    worker = config.worker
+    if worker.heartbeat_seconds >= worker.lease_seconds:
+        problems.append(
+            Problem(
+                "worker.heartbeatSeconds",
+                f"must be < worker.leaseSeconds ({_number(worker.lease_seconds)})"
+                f"{_got(worker.heartbeat_seconds)}",
+            )
+        )
+    crash = worker.process_crash
+    if crash.max_retry_minutes < crash.initial_retry_minutes:
+        problems.append(
+            Problem(
+                "worker.processCrash.maxRetryMinutes",
+                f"must be >= initialRetryMinutes ({_number(crash.initial_retry_minutes)})"
+                f"{_got(crash.max_retry_minutes)}",
+            )
+        )
+    for name, agent in config.agents.items():
+        if not re.fullmatch(AGENT_NAME_PATTERN, name):
+            problems.append(
+                Problem(
+                    f"agents.{name}",
+                    "agent names use lowercase letters, digits, '-' and '_', "
+                    "starting with a letter",
+                )
+            )
+        elif agent.vendor is None and name not in BUILTIN_VENDORS:
+            problems.append(
+                Problem(
+                    f"agents.{name}.vendor",
+                    f"is required for an agent not named after a vendor "
+                    f"({', '.join(BUILTIN_VENDORS)})",
+                )
+            )
+    if worker.default_agent not in config.agent_names():
+        problems.append(
+            Problem(
+                "worker.defaultAgent",
+                f"unknown agent {worker.default_agent!r} "
+                f"(known: {', '.join(config.agent_names())})",
+            )
+        )
+    return problems

@@ -1,0 +1,1 @@
+"""Pure domain: states, transitions, outcome classes. No I/O lives here."""

@@ -1,0 +1,94 @@
+"""The records wrighty keeps: items, their event history, runs and sessions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.states import ItemState
+
+MAX_TITLE_LENGTH = 200
+
+
+@dataclass(frozen=True)
+class NewItem:
+    """What a user supplies when creating an item."""
+
+    title: str
+    body: str
+    agent: str | None
+    timeout_seconds: float | None
+    workspace: str | None
+    initial_state: ItemState
+
+
+@dataclass(frozen=True)
+class Item:
+    id: int
+    title: str
+    body: str
+    agent: str | None
+    timeout_seconds: float | None
+    workspace: str | None
+    state: ItemState
+    generation: int
+    claimed_by: str | None
+    lease_expires_at: datetime | None
+    queued_at: datetime | None
+    not_before: datetime | None
+    reason_code: str | None
+    reason: str | None
+    next_action: str | None
+    crash_retries: int
+    requeues: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Event:
+    """One row of an item's append-only history."""
+
+    item_id: int
+    at: datetime
+    actor: str
+    generation: int
+    from_state: ItemState | None
+    to_state: ItemState
+    reason_code: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Session:
+    """The vendor conversation an item's runs belong to."""
+
+    item_id: int
+    vendor: str
+    session_id: str | None
+    workspace: str
+    installation_id: str
+
+
+@dataclass(frozen=True)
+class Run:
+    """One attempt: an agent process start or resume, and how it ended."""
+
+    run_id: str
+    item_id: int
+    generation: int
+    attempt: int
+    kind: RunKind
+    worker_id: str
+    installation_id: str
+    started_at: datetime
+    ended_at: datetime | None
+    pid: int | None
+    process_started_at: float | None
+    exit_code: int | None
+    signal: int | None
+    outcome_class: OutcomeClass | None
+    confidence: Confidence | None
+    session_id: str | None
+    diagnostic: str | None

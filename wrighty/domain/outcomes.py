@@ -1,0 +1,31 @@
+"""How a run ended (DESIGN.md, outcome classes)."""
+
+from enum import StrEnum
+
+
+class OutcomeClass(StrEnum):
+    SUCCEEDED = "succeeded"
+    PROCESS_CRASH = "process-crash"
+    AGENT_FAILURE = "agent-failure"
+    CANCELLED = "cancelled"
+    TIMEOUT = "timeout"
+    FENCED = "fenced"
+    AUTH = "auth"
+    PERMISSION = "permission"
+    BILLING = "billing"
+    CONTEXT_LIMIT = "context-limit"
+    RATE_LIMITED = "rate-limited"
+    PROVIDER_UNAVAILABLE = "provider-unavailable"
+    WORKER_LOST = "worker-lost"
+    START_FAILED = "start-failed"
+    UNKNOWN = "unknown"
+
+
+class Confidence(StrEnum):
+    AUTHORITATIVE = "authoritative"
+    INFERRED = "inferred"
+
+
+class RunKind(StrEnum):
+    FRESH = "fresh"
+    RESUME = "resume"

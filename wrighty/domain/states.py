@@ -1,0 +1,53 @@
+"""Item states and the transitions between them, as data."""
+
+from enum import StrEnum
+
+
+class ItemState(StrEnum):
+    TODO = "todo"
+    QUEUED = "queued"
+    RUNNING = "running"
+    RETRY_SCHEDULED = "retry-scheduled"
+    NEEDS_ATTENTION = "needs-attention"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATES: frozenset[ItemState] = frozenset({ItemState.DONE, ItemState.CANCELLED})
+
+# States an item may be created in.
+INITIAL_STATES: frozenset[ItemState] = frozenset({ItemState.TODO, ItemState.QUEUED})
+
+# from-state -> the states it may move to. Terminal states have no way out.
+TRANSITIONS: dict[ItemState, frozenset[ItemState]] = {
+    ItemState.TODO: frozenset({ItemState.QUEUED, ItemState.CANCELLED}),
+    ItemState.QUEUED: frozenset({ItemState.RUNNING, ItemState.CANCELLED}),
+    ItemState.RUNNING: frozenset(
+        {
+            ItemState.DONE,
+            ItemState.RETRY_SCHEDULED,
+            ItemState.NEEDS_ATTENTION,
+            ItemState.QUEUED,
+            ItemState.CANCELLED,
+        }
+    ),
+    ItemState.RETRY_SCHEDULED: frozenset(
+        {ItemState.RUNNING, ItemState.NEEDS_ATTENTION, ItemState.QUEUED, ItemState.CANCELLED}
+    ),
+    ItemState.NEEDS_ATTENTION: frozenset({ItemState.QUEUED, ItemState.CANCELLED}),
+    ItemState.DONE: frozenset(),
+    ItemState.CANCELLED: frozenset(),
+}
+
+
+def can_move(from_state: ItemState, to_state: ItemState) -> bool:
+    return to_state in TRANSITIONS[from_state]
+
+
+def parse_state(text: str) -> ItemState:
+    """The state named ``text``; ValueError lists the valid names."""
+    try:
+        return ItemState(text)
+    except ValueError:
+        names = ", ".join(s.value for s in ItemState)
+        raise ValueError(f"unknown state {text!r} (valid: {names})") from None

@@ -1,0 +1,126 @@
+"""Applying a state change to an item: the one place that decides what is allowed."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from datetime import datetime
+
+from wrighty.domain.model import MAX_TITLE_LENGTH, Event, Item, NewItem
+from wrighty.domain.states import INITIAL_STATES, TERMINAL_STATES, ItemState, can_move
+from wrighty.errors import IllegalTransitionError, WrightyError
+
+
+def validate_new_item(new: NewItem) -> None:
+    """Refuse an item that could never be worked on."""
+    if not new.title.strip():
+        raise WrightyError("title is empty: pass a short description with --title")
+    if len(new.title) > MAX_TITLE_LENGTH:
+        raise WrightyError(
+            f"title is {len(new.title)} characters long; the limit is {MAX_TITLE_LENGTH}: "
+            "put the details in the body"
+        )
+    if "\n" in new.title or "\r" in new.title:
+        raise WrightyError("title must be one line: put the details in the body")
+    if new.initial_state not in INITIAL_STATES:
+        raise WrightyError(f"an item cannot be created in state {new.initial_state}")
+    if new.timeout_seconds is not None and new.timeout_seconds <= 0:
+        raise WrightyError("timeout must be greater than zero")
+
+
+def creation_event(new: NewItem, item_id: int, *, at: datetime, actor: str) -> Event:
+    return Event(
+        item_id=item_id,
+        at=at,
+        actor=actor,
+        generation=0,
+        from_state=None,
+        to_state=new.initial_state,
+        reason_code=None,
+        reason=None,
+    )
+
+
+def transition(
+    item: Item,
+    to_state: ItemState,
+    *,
+    at: datetime,
+    actor: str,
+    reason_code: str | None = None,
+    reason: str | None = None,
+    next_action: str | None = None,
+    not_before: datetime | None = None,
+) -> tuple[Item, Event]:
+    """The item after moving it to ``to_state``, and the event that records the move.
+
+    Raises IllegalTransitionError when the move is not allowed. The caller writes both
+    results in one guarded transaction.
+    """
+    if item.state in TERMINAL_STATES:
+        raise IllegalTransitionError(
+            f"item {item.id} is {item.state}, which is final; it cannot become {to_state}"
+        )
+    if not can_move(item.state, to_state):
+        raise IllegalTransitionError(f"item {item.id} cannot move from {item.state} to {to_state}")
+    if to_state is ItemState.RETRY_SCHEDULED and not_before is None:
+        raise ValueError("a retry-scheduled item needs not_before")
+    leaving_claim = item.state is ItemState.RUNNING
+    after = dataclasses.replace(
+        item,
+        state=to_state,
+        claimed_by=None if leaving_claim else item.claimed_by,
+        lease_expires_at=None if leaving_claim else item.lease_expires_at,
+        queued_at=at if _enters_queue(item.state, to_state) else item.queued_at,
+        not_before=not_before if to_state is ItemState.RETRY_SCHEDULED else None,
+        reason_code=reason_code,
+        reason=reason,
+        next_action=next_action,
+        updated_at=at,
+    )
+    event = Event(
+        item_id=item.id,
+        at=at,
+        actor=actor,
+        generation=item.generation,
+        from_state=item.state,
+        to_state=to_state,
+        reason_code=reason_code,
+        reason=reason,
+    )
+    return after, event
+
+
+def _enters_queue(from_state: ItemState, to_state: ItemState) -> bool:
+    """Whether a move stamps a new queue-entry time.
+
+    Enqueue, operator requeue and retry scheduling start a new wait. A run that goes back to
+    ``queued`` because no agent process was started keeps its original entry time: the item
+    has been waiting all along.
+    """
+    if to_state is ItemState.RETRY_SCHEDULED:
+        return True
+    return to_state is ItemState.QUEUED and from_state is not ItemState.RUNNING
+
+
+class ReplayError(ValueError):
+    """An event history that does not describe a legal sequence of moves."""
+
+
+def replay(events: Iterable[Event]) -> ItemState:
+    """The state an item's event history leads to; ReplayError if the history is not legal."""
+    state: ItemState | None = None
+    for number, event in enumerate(events, start=1):
+        if event.from_state != state:
+            raise ReplayError(
+                f"event {number} starts from {event.from_state} but the item was {state}"
+            )
+        if state is None:
+            if event.to_state not in INITIAL_STATES:
+                raise ReplayError(f"event {number} creates the item in {event.to_state}")
+        elif not can_move(state, event.to_state):
+            raise ReplayError(f"event {number} moves {state} to {event.to_state}, not allowed")
+        state = event.to_state
+    if state is None:
+        raise ReplayError("no events")
+    return state

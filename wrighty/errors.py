@@ -1,0 +1,31 @@
+"""The one exception family a user can cause.
+
+Anything raised as a ``WrightyError`` is reported as one line on stderr with exit code 2;
+every other exception is a bug and keeps its traceback.
+"""
+
+
+class WrightyError(Exception):
+    """Bad input or an unusable environment: the message says what, where and how to fix."""
+
+    exit_code = 2
+
+
+class ConfigError(WrightyError):
+    """wrighty.json is missing, malformed or invalid."""
+
+
+class StoreError(WrightyError):
+    """The state store cannot be opened, read or written."""
+
+
+class NotFoundError(WrightyError):
+    """An item id that does not exist."""
+
+
+class IllegalTransitionError(WrightyError):
+    """A state change that the item's current state does not allow."""
+
+
+class ConflictError(WrightyError):
+    """The item kept changing underneath an operator command."""

@@ -1,0 +1,65 @@
+"""The installation id: one random id per machine+user, kept in the user's config directory.
+
+It scopes resume affinity (a session's local transcript lives on one installation). It is never
+derived from a host name or a user name.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import platformdirs
+
+from wrighty.errors import WrightyError
+
+_FILENAME = "installation-id"
+_PREFIX = "inst-"
+
+
+def user_config_dir() -> Path:
+    return Path(platformdirs.user_config_dir("wrighty", appauthor=False))
+
+
+def installation_id(config_dir: Path | None = None) -> str:
+    """This installation's id, created on first use (safe when several processes race)."""
+    directory = config_dir or user_config_dir()
+    path = directory / _FILENAME
+    existing = _read(path)
+    if existing:
+        return existing
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        candidate = directory / f".{_FILENAME}.{os.getpid()}.{secrets.token_hex(4)}"
+        descriptor = os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+            handle.write(_PREFIX + secrets.token_hex(12) + "\n")
+        try:
+            # link() never replaces: the first process to get here decides the id.
+            os.link(candidate, path)
+        except FileExistsError:
+            pass
+        finally:
+            candidate.unlink()
+    except OSError as error:
+        raise WrightyError(
+            f"{directory}: cannot record this installation's id ({error.strerror or error}); "
+            "make the directory writable or set XDG_CONFIG_HOME"
+        ) from None
+    recorded = _read(path)
+    if not recorded:
+        raise WrightyError(f"{path}: installation id file is empty; delete it and try again")
+    return recorded
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="ascii").strip() or None
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise WrightyError(
+            f"{path}: cannot read the installation id ({type(error).__name__}); "
+            "delete the file to create a new one"
+        ) from None

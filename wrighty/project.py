@@ -1,0 +1,84 @@
+"""Setting a project up for wrighty: the config file, the state directory, .gitignore."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wrighty.config import (
+    SCHEMA_FILENAME,
+    STATE_DIRNAME,
+    WrightyConfig,
+    config_json_schema,
+    default_config_document,
+)
+from wrighty.errors import WrightyError
+
+_GITIGNORE_ENTRY = f"{STATE_DIRNAME}/"
+
+
+@dataclass
+class InitReport:
+    """What `wrighty init` did, line by line."""
+
+    config_path: Path
+    store: str
+    done: list[str] = field(default_factory=list)
+
+
+def config_document(store_url: str | None) -> dict[str, Any]:
+    document = default_config_document()
+    if store_url is not None:
+        document["store"] = {"url": store_url}
+    WrightyConfig.model_validate(document)  # the defaults must always validate
+    return document
+
+
+def write_json_file(path: Path, document: dict[str, Any], *, mode: int = 0o644) -> None:
+    """Write ``document`` atomically: a reader sees the old file or the new one."""
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        descriptor = os.open(temporary, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, mode)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise WrightyError(f"{path}: cannot write ({error.strerror or error})") from None
+
+
+def write_schema_copy(project_root: Path) -> Path:
+    """Keep .wrighty/wrighty.schema.json in step with this version, for editors."""
+    state_dir = project_root / STATE_DIRNAME
+    state_dir.mkdir(mode=0o700, exist_ok=True)
+    path = state_dir / SCHEMA_FILENAME
+    write_json_file(path, config_json_schema())
+    return path
+
+
+def git_worktree_root(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def ensure_gitignored(project_root: Path) -> bool:
+    """Add .wrighty/ to the project's .gitignore inside a git work tree; True if added."""
+    if git_worktree_root(project_root) is None:
+        return False
+    path = project_root / ".gitignore"
+    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    entries = {line.strip().strip("/") for line in existing.splitlines()}
+    if STATE_DIRNAME in entries:
+        return False
+    separator = "" if not existing or existing.endswith("\n") else "\n"
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(f"{separator}{_GITIGNORE_ENTRY}\n")
+    return True

@@ -1,0 +1,62 @@
+"""State stores: the port, and opening the one a URL names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from wrighty.errors import StoreError
+from wrighty.store.port import Store
+
+__all__ = ["Store", "StoreTarget", "open_store", "parse_store_url"]
+
+_SQLITE_PREFIX = "sqlite:///"
+
+
+@dataclass(frozen=True)
+class StoreTarget:
+    """Where a store lives, resolved: a SQLite file path (PostgreSQL joins later)."""
+
+    sqlite_path: Path
+
+    def describe(self) -> str:
+        """A printable name; never contains credentials."""
+        return str(self.sqlite_path)
+
+    def url(self) -> str:
+        """An absolute URL naming this store."""
+        return f"sqlite:///{self.sqlite_path.absolute()}"
+
+
+def parse_store_url(url: str, *, base: Path) -> StoreTarget:
+    """Resolve ``url`` (relative SQLite paths against ``base``) into a StoreTarget."""
+    text = url.strip()
+    if text.startswith(("postgresql://", "postgres://")):
+        raise StoreError(
+            "PostgreSQL stores are not supported by this version yet; "
+            "use sqlite:///path/to/wrighty.db"
+        )
+    if text.startswith(_SQLITE_PREFIX):
+        # sqlite:///relative.db -> "relative.db"; sqlite:////abs.db -> "/abs.db"
+        path_text = text[len(_SQLITE_PREFIX) :]
+    elif "://" in text or text.startswith("sqlite:"):
+        raise StoreError(
+            f"unsupported store URL scheme in {_scheme_of(text)!r}: "
+            "use sqlite:///path/to/wrighty.db or a file path"
+        )
+    else:
+        path_text = text
+    if not path_text:
+        raise StoreError("store URL names no file: use sqlite:///path/to/wrighty.db")
+    path = Path(path_text).expanduser()
+    return StoreTarget(sqlite_path=path if path.is_absolute() else base / path)
+
+
+def _scheme_of(text: str) -> str:
+    return text.split(":", 1)[0] + ":"
+
+
+def open_store(target: StoreTarget) -> Store:
+    from wrighty.store.sqlite import SqliteStore
+
+    return SqliteStore.open(target.sqlite_path)

@@ -1,0 +1,89 @@
+-- 0001: items with claim fields, their append-only event history, runs and sessions.
+
+CREATE TABLE items (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    title            TEXT    NOT NULL,
+    body             TEXT    NOT NULL,
+    agent            TEXT,
+    timeout_seconds  REAL,
+    workspace        TEXT,
+    state            TEXT    NOT NULL CHECK (state IN ('todo', 'queued', 'running',
+                                 'retry-scheduled', 'needs-attention', 'done', 'cancelled')),
+    generation       INTEGER NOT NULL DEFAULT 0,
+    claimed_by       TEXT,
+    lease_expires_at TEXT,
+    queued_at        TEXT,
+    not_before       TEXT,
+    reason_code      TEXT,
+    reason           TEXT,
+    next_action      TEXT,
+    crash_retries    INTEGER NOT NULL DEFAULT 0,
+    requeues         INTEGER NOT NULL DEFAULT 0,
+    created_at       TEXT    NOT NULL,
+    updated_at       TEXT    NOT NULL
+) STRICT;
+
+CREATE INDEX items_by_state ON items (state, queued_at, id);
+CREATE INDEX items_running_by_lease ON items (lease_expires_at) WHERE state = 'running';
+
+-- Terminal states are write-once, whatever code path tries otherwise.
+CREATE TRIGGER items_terminal_write_once BEFORE UPDATE ON items
+WHEN OLD.state IN ('done', 'cancelled')
+BEGIN
+    SELECT RAISE(ABORT, 'wrighty: a done or cancelled item is final');
+END;
+
+CREATE TABLE item_events (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id     INTEGER NOT NULL REFERENCES items (id),
+    at          TEXT    NOT NULL,
+    actor       TEXT    NOT NULL,
+    generation  INTEGER NOT NULL,
+    from_state  TEXT,
+    to_state    TEXT    NOT NULL,
+    reason_code TEXT,
+    reason      TEXT
+) STRICT;
+
+CREATE INDEX item_events_by_item ON item_events (item_id, id);
+
+CREATE TRIGGER item_events_append_only_update BEFORE UPDATE ON item_events
+BEGIN
+    SELECT RAISE(ABORT, 'wrighty: item history is append-only');
+END;
+
+CREATE TRIGGER item_events_append_only_delete BEFORE DELETE ON item_events
+BEGIN
+    SELECT RAISE(ABORT, 'wrighty: item history is append-only');
+END;
+
+CREATE TABLE sessions (
+    item_id         INTEGER PRIMARY KEY REFERENCES items (id),
+    vendor          TEXT NOT NULL,
+    session_id      TEXT,
+    workspace       TEXT NOT NULL,
+    installation_id TEXT NOT NULL,
+    updated_at      TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE runs (
+    run_id             TEXT    PRIMARY KEY,
+    item_id            INTEGER NOT NULL REFERENCES items (id),
+    generation         INTEGER NOT NULL,
+    attempt            INTEGER NOT NULL,
+    kind               TEXT    NOT NULL CHECK (kind IN ('fresh', 'resume')),
+    worker_id          TEXT    NOT NULL,
+    installation_id    TEXT    NOT NULL,
+    started_at         TEXT    NOT NULL,
+    ended_at           TEXT,
+    pid                INTEGER,
+    process_started_at REAL,
+    exit_code          INTEGER,
+    signal             INTEGER,
+    outcome_class      TEXT,
+    confidence         TEXT,
+    session_id         TEXT,
+    diagnostic         TEXT
+) STRICT;
+
+CREATE INDEX runs_by_item ON runs (item_id, started_at);

@@ -1,0 +1,51 @@
+"""SQL kept in .sql files: named query blocks and numbered migrations."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+_NAME_LINE = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
+_MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def read_sql(dialect: str, filename: str) -> str:
+    return resources.files("wrighty.store").joinpath("sql", dialect, filename).read_text("utf-8")
+
+
+@cache
+def queries(dialect: str) -> dict[str, str]:
+    """The named blocks of ``sql/<dialect>/queries.sql``."""
+    text = read_sql(dialect, "queries.sql")
+    parts = _NAME_LINE.split(text)
+    # parts = [preamble, name1, body1, name2, body2, ...]
+    blocks = {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    if len(blocks) != len(parts[1::2]):
+        raise ValueError(f"duplicate query name in sql/{dialect}/queries.sql")
+    return blocks
+
+
+@cache
+def migrations(dialect: str) -> tuple[Migration, ...]:
+    """The numbered migrations of ``sql/<dialect>/migrations``, in order, gap-free."""
+    folder = resources.files("wrighty.store").joinpath("sql", dialect, "migrations")
+    found = []
+    for entry in folder.iterdir():
+        match = _MIGRATION_FILE.match(entry.name)
+        if match:
+            found.append(
+                Migration(int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8"))
+            )
+    found.sort(key=lambda m: m.version)
+    if [m.version for m in found] != list(range(1, len(found) + 1)):
+        raise ValueError(f"sql/{dialect}/migrations must be numbered 0001, 0002, ... without gaps")
+    return tuple(found)

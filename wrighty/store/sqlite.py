@@ -1,0 +1,404 @@
+"""The embedded store: one SQLite file, WAL, BEGIN IMMEDIATE for every write.
+
+Durability: ``synchronous = FULL``. In WAL mode NORMAL already survives a crash of any
+process; FULL also survives power loss and OS crashes, at the price of one fsync per commit.
+wrighty commits a handful of times per run (claim, heartbeats, settle), so the cost is small and
+a settled outcome is never rolled back by a power cut (docs/storage.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from wrighty.domain.model import Event, Item, NewItem, Run, Session
+from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.states import ItemState
+from wrighty.domain.transitions import creation_event
+from wrighty.errors import StoreError
+from wrighty.store.sqlfiles import migrations, queries, read_sql
+
+DIALECT = "sqlite"
+BUSY_TIMEOUT_MS = 10_000
+SQLITE_HEADER = b"SQLite format 3\x00"
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def to_db_time(moment: datetime | None) -> str | None:
+    """Fixed-width UTC text, so comparing strings in SQL compares times."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        raise ValueError("naive datetime given to the store; use an aware UTC time")
+    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
+
+
+def from_db_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    return datetime.strptime(text, _TIME_FORMAT).replace(tzinfo=UTC)
+
+
+def _required_time(text: str) -> datetime:
+    moment = from_db_time(text)
+    assert moment is not None
+    return moment
+
+
+class SqliteStore:
+    """The Store port on one SQLite database file."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._connection = connection
+        self._path = path
+        self._lock = threading.RLock()
+        self._sql = queries(DIALECT)
+
+    @classmethod
+    def open(cls, path: Path) -> SqliteStore:
+        """Open (creating and migrating if needed) the store at ``path``.
+
+        Everything that could refuse the file is checked before anything is written to it.
+        """
+        _refuse_unusable_file(path)
+        _create_private_file(path)
+        try:
+            connection = sqlite3.connect(
+                path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+            )
+        except sqlite3.Error as error:
+            raise StoreError(f"{path}: cannot open the store ({_describe(error)})") from None
+        store = cls(connection, path)
+        try:
+            with _as_store_error(path):
+                connection.row_factory = sqlite3.Row
+                connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                _refuse_foreign_or_newer(connection, path)
+                mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if mode != "wal":
+                    raise StoreError(f"{path}: cannot switch the store to WAL mode (got {mode})")
+                connection.execute("PRAGMA synchronous = FULL")
+                connection.execute("PRAGMA foreign_keys = ON")
+                store._migrate()
+        except BaseException:
+            connection.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        with self._lock:
+            self._connection.close()
+
+    # -- transactions -----------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken with BEGIN IMMEDIATE so it never upgrades mid-way."""
+        with self._lock, _as_store_error(self._path):
+            self._connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._connection
+            except BaseException:
+                self._connection.execute("ROLLBACK")
+                raise
+            self._connection.execute("COMMIT")
+
+    def _read(self, name: str, params: dict[str, Any]) -> list[sqlite3.Row]:
+        with self._lock, _as_store_error(self._path):
+            return list(self._connection.execute(self._sql[name], params))
+
+    def _migrate(self) -> None:
+        known = migrations(DIALECT)
+        with self._write() as connection:
+            connection.execute(self._sql["create_migrations_table"])
+            applied = [row[0] for row in connection.execute(self._sql["select_applied_migrations"])]
+            if not applied:
+                # A new database: build the current schema in one go.
+                _run_script(connection, read_sql(DIALECT, "schema.sql"))
+                pending = known
+            else:
+                pending = tuple(m for m in known if m.version > max(applied))
+                for migration in pending:
+                    _run_script(connection, migration.sql)
+            now = to_db_time(datetime.now(UTC))
+            for migration in pending:
+                connection.execute(
+                    self._sql["insert_migration"],
+                    {"version": migration.version, "name": migration.name, "applied_at": now},
+                )
+
+    # -- the port ---------------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        rows = self._read("select_applied_migrations", {})
+        return int(rows[-1][0]) if rows else 0
+
+    def create_item(self, new: NewItem, *, at: datetime, actor: str) -> Item:
+        with self._write() as connection:
+            cursor = connection.execute(
+                self._sql["insert_item"],
+                {
+                    "title": new.title,
+                    "body": new.body,
+                    "agent": new.agent,
+                    "timeout_seconds": new.timeout_seconds,
+                    "workspace": new.workspace,
+                    "state": new.initial_state.value,
+                    "queued_at": to_db_time(at) if new.initial_state is ItemState.QUEUED else None,
+                    "created_at": to_db_time(at),
+                },
+            )
+            item_id = cursor.lastrowid
+            assert item_id is not None
+            event = creation_event(new, item_id, at=at, actor=actor)
+            connection.execute(self._sql["insert_event"], _event_params(event))
+            row = connection.execute(self._sql["select_item"], {"id": item_id}).fetchone()
+        return _item_from_row(row)
+
+    def get_item(self, item_id: int) -> Item | None:
+        rows = self._read("select_item", {"id": item_id})
+        return _item_from_row(rows[0]) if rows else None
+
+    def list_items(self, states: Collection[ItemState] = ()) -> list[Item]:
+        wanted = json.dumps(sorted(s.value for s in states)) if states else None
+        return [_item_from_row(row) for row in self._read("select_items", {"states": wanted})]
+
+    def list_events(self, item_id: int) -> list[Event]:
+        return [_event_from_row(row) for row in self._read("select_events", {"item_id": item_id})]
+
+    def list_runs(self, item_id: int) -> list[Run]:
+        return [_run_from_row(row) for row in self._read("select_runs", {"item_id": item_id})]
+
+    def get_session(self, item_id: int) -> Session | None:
+        rows = self._read("select_session", {"item_id": item_id})
+        return _session_from_row(rows[0]) if rows else None
+
+    def write_transition(self, before: Item, after: Item, event: Event) -> bool:
+        if before.id != after.id or event.item_id != before.id:
+            raise ValueError("a transition must describe one item")
+        with self._write() as connection:
+            cursor = connection.execute(
+                self._sql["update_item_guarded"],
+                {
+                    **_item_mutable_params(after),
+                    "expected_state": before.state.value,
+                    "expected_generation": before.generation,
+                    "expected_claimed_by": before.claimed_by,
+                },
+            )
+            if cursor.rowcount != 1:
+                return False
+            connection.execute(self._sql["insert_event"], _event_params(event))
+        return True
+
+
+# -- opening ----------------------------------------------------------------------------------
+
+
+def _refuse_unusable_file(path: Path) -> None:
+    """Refuse, without touching it, a path that is not (and cannot become) a wrighty store."""
+    if path.is_dir():
+        raise StoreError(f"{path}: is a directory; point the store at a file inside it")
+    if not path.exists():
+        return
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as error:
+        raise StoreError(f"{path}: cannot read the store ({_describe(error)})") from None
+    if header and header != SQLITE_HEADER:
+        raise StoreError(
+            f"{path}: is not a SQLite database; move it away or point --store elsewhere"
+        )
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise StoreError(f"{path}: the store is not writable by this user; fix its permissions")
+
+
+def _create_private_file(path: Path) -> None:
+    """Create the directory (0700) and an empty database file (0600) if they do not exist."""
+    if path.exists():
+        return
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    except OSError as error:
+        raise StoreError(
+            f"{path}: cannot create the store ({_describe(error)}); "
+            "choose a writable location with --store or store.url"
+        ) from None
+    os.close(descriptor)
+
+
+def _refuse_foreign_or_newer(connection: sqlite3.Connection, path: Path) -> None:
+    """Refuse a database that belongs to another program or to a newer wrighty."""
+    tables = {
+        row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+    }
+    if not tables:
+        return
+    if "wrighty_migrations" not in tables:
+        raise StoreError(
+            f"{path}: is a SQLite database but not a wrighty store; point --store elsewhere"
+        )
+    newest_known = migrations(DIALECT)[-1].version
+    newest_applied = connection.execute("SELECT max(version) FROM wrighty_migrations").fetchone()[0]
+    if newest_applied is not None and newest_applied > newest_known:
+        raise StoreError(
+            f"{path}: was written by a newer wrighty (schema {newest_applied}, this one knows "
+            f"up to {newest_known}); upgrade wrighty — it never migrates a store down"
+        )
+
+
+def _run_script(connection: sqlite3.Connection, script: str) -> None:
+    """Execute every statement of ``script`` inside the current transaction.
+
+    (sqlite3's executescript would COMMIT first.)
+    """
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            connection.execute(statement)
+            statement = ""
+    if statement.strip() and not _only_comments(statement):
+        raise ValueError(f"incomplete SQL statement at the end of a script: {statement[:80]!r}")
+
+
+def _only_comments(text: str) -> bool:
+    return all(not line.strip() or line.strip().startswith("--") for line in text.splitlines())
+
+
+@contextmanager
+def _as_store_error(path: Path) -> Iterator[None]:
+    """Turn environmental SQLite failures (locked, read-only, corrupt) into one clear line."""
+    try:
+        yield
+    except (sqlite3.OperationalError, sqlite3.DatabaseError) as error:
+        if isinstance(error, sqlite3.IntegrityError | sqlite3.ProgrammingError):
+            raise
+        raise StoreError(f"{path}: {_describe(error)}") from None
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error)
+    if "locked" in text or "busy" in text:
+        return "the store stayed busy; another wrighty process holds a long write — try again"
+    if "readonly" in text or "read-only" in text:
+        return "the store is read-only for this user; fix its permissions or move it"
+    if "not a database" in text:
+        return "the file is not a SQLite database"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror.lower()
+    return text
+
+
+# -- rows -------------------------------------------------------------------------------------
+
+
+def _item_from_row(row: sqlite3.Row) -> Item:
+    return Item(
+        id=row["id"],
+        title=row["title"],
+        body=row["body"],
+        agent=row["agent"],
+        timeout_seconds=row["timeout_seconds"],
+        workspace=row["workspace"],
+        state=ItemState(row["state"]),
+        generation=row["generation"],
+        claimed_by=row["claimed_by"],
+        lease_expires_at=from_db_time(row["lease_expires_at"]),
+        queued_at=from_db_time(row["queued_at"]),
+        not_before=from_db_time(row["not_before"]),
+        reason_code=row["reason_code"],
+        reason=row["reason"],
+        next_action=row["next_action"],
+        crash_retries=row["crash_retries"],
+        requeues=row["requeues"],
+        created_at=_required_time(row["created_at"]),
+        updated_at=_required_time(row["updated_at"]),
+    )
+
+
+def _item_mutable_params(item: Item) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "state": item.state.value,
+        "generation": item.generation,
+        "claimed_by": item.claimed_by,
+        "lease_expires_at": to_db_time(item.lease_expires_at),
+        "queued_at": to_db_time(item.queued_at),
+        "not_before": to_db_time(item.not_before),
+        "reason_code": item.reason_code,
+        "reason": item.reason,
+        "next_action": item.next_action,
+        "crash_retries": item.crash_retries,
+        "requeues": item.requeues,
+        "updated_at": to_db_time(item.updated_at),
+    }
+
+
+def _event_params(event: Event) -> dict[str, Any]:
+    return {
+        "item_id": event.item_id,
+        "at": to_db_time(event.at),
+        "actor": event.actor,
+        "generation": event.generation,
+        "from_state": event.from_state.value if event.from_state else None,
+        "to_state": event.to_state.value,
+        "reason_code": event.reason_code,
+        "reason": event.reason,
+    }
+
+
+def _event_from_row(row: sqlite3.Row) -> Event:
+    return Event(
+        item_id=row["item_id"],
+        at=_required_time(row["at"]),
+        actor=row["actor"],
+        generation=row["generation"],
+        from_state=ItemState(row["from_state"]) if row["from_state"] else None,
+        to_state=ItemState(row["to_state"]),
+        reason_code=row["reason_code"],
+        reason=row["reason"],
+    )
+
+
+def _run_from_row(row: sqlite3.Row) -> Run:
+    return Run(
+        run_id=row["run_id"],
+        item_id=row["item_id"],
+        generation=row["generation"],
+        attempt=row["attempt"],
+        kind=RunKind(row["kind"]),
+        worker_id=row["worker_id"],
+        installation_id=row["installation_id"],
+        started_at=_required_time(row["started_at"]),
+        ended_at=from_db_time(row["ended_at"]),
+        pid=row["pid"],
+        process_started_at=row["process_started_at"],
+        exit_code=row["exit_code"],
+        signal=row["signal"],
+        outcome_class=OutcomeClass(row["outcome_class"]) if row["outcome_class"] else None,
+        confidence=Confidence(row["confidence"]) if row["confidence"] else None,
+        session_id=row["session_id"],
+        diagnostic=row["diagnostic"],
+    )
+
+
+def _session_from_row(row: sqlite3.Row) -> Session:
+    return Session(
+        item_id=row["item_id"],
+        vendor=row["vendor"],
+        session_id=row["session_id"],
+        workspace=row["workspace"],
+        installation_id=row["installation_id"],
+    )
