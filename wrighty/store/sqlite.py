@@ -229,13 +229,19 @@ def _create_private_file(path: Path) -> None:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
-        return
+        if path.is_file():
+            return  # another process created it first
+        raise StoreError(_cannot_create(path, "a path component is not a directory")) from None
     except OSError as error:
-        raise StoreError(
-            f"{path}: cannot create the store ({_describe(error)}); "
-            "choose a writable location with --store or store.url"
-        ) from None
+        raise StoreError(_cannot_create(path, _describe(error))) from None
     os.close(descriptor)
+
+
+def _cannot_create(path: Path, why: str) -> str:
+    return (
+        f"{path}: cannot create the store ({why}); "
+        "choose a writable location with --store or store.url"
+    )
 
 
 def _refuse_foreign_or_newer(connection: sqlite3.Connection, path: Path) -> None:

@@ -46,6 +46,7 @@ SET state = :state,
     requeues = :requeues,
     updated_at = :updated_at
 WHERE id = :id
+  AND state NOT IN ('done', 'cancelled')
   AND state = :expected_state
   AND generation = :expected_generation
   AND claimed_by IS :expected_claimed_by;

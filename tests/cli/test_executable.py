@@ -1,0 +1,56 @@
+"""The installed `wrighty` executable, run as a real subprocess, as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _executable() -> str:
+    beside_python = Path(sys.executable).parent / "wrighty"
+    found = str(beside_python) if beside_python.exists() else shutil.which("wrighty")
+    if found is None:
+        pytest.fail("the wrighty executable is not installed; run `pip install -e '.[test]'`")
+    return found
+
+
+def run(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
+    return subprocess.run(
+        [_executable(), *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_the_installed_command_runs_the_readme_tour(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    assert run(project, "init").returncode == 0
+    created = run(project, "create", "--title", "Say hello", "--queue", "--json",
+                  stdin="Print hello from the agent.\n")  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    item = json.loads(created.stdout)
+    assert item["state"] == "queued"
+    listed = run(project, "list", "--json")
+    assert [i["id"] for i in json.loads(listed.stdout)] == [item["id"]]
+    shown = json.loads(run(project, "show", str(item["id"]), "--json").stdout)
+    assert shown["body"] == "Print hello from the agent.\n"
+    refused = run(project, "cancel", "999")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        "wrighty: no item 999; `wrighty list` shows the items there are"
+    )
+    assert "Traceback" not in refused.stderr

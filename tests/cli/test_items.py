@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import wrighty
+
+SHOW_KEYS = {
+    "id", "title", "state", "agent", "generation", "reason_code", "queued_at", "not_before",
+    "created_at", "updated_at", "body", "timeout_seconds", "workspace", "claimed_by",
+    "lease_expires_at", "reason", "next_action", "crash_retries", "requeues", "session",
+    "runs", "events",
+}  # fmt: skip
+
+
+def create(*args: str, input: str | None = None) -> dict:
+    result = wrighty("create", *args, "--json", input=input)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def show(item_id: int) -> dict:
+    result = wrighty("show", str(item_id), "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_create_queue_show_cancel_round_trip(initialised: Path) -> None:
+    item = create("--title", "Fix the login bug", "--body", "Users cannot log in.")
+    assert item["state"] == "todo"
+    assert item["queued_at"] is None
+    queued = json.loads(wrighty("queue", str(item["id"]), "--json").stdout)
+    assert queued["state"] == "queued"
+    assert queued["queued_at"] is not None
+    cancelled = json.loads(wrighty("cancel", str(item["id"]), "--json").stdout)
+    assert cancelled["state"] == "cancelled"
+    detail = show(item["id"])
+    assert set(detail) == SHOW_KEYS
+    assert detail["body"] == "Users cannot log in."
+    assert detail["session"] is None
+    assert detail["runs"] == []
+    assert [(e["from_state"], e["to_state"]) for e in detail["events"]] == [
+        (None, "todo"),
+        ("todo", "queued"),
+        ("queued", "cancelled"),
+    ]
+    assert detail["events"][-1]["reason_code"] == "operator-cancelled"
+    assert all(e["actor"] == "operator" for e in detail["events"])
+
+
+def test_create_with_queue_agent_timeout_and_workspace(initialised: Path) -> None:
+    workspace = initialised / "service"
+    workspace.mkdir()
+    item = create(
+        "--title", "Add a health endpoint", "--body", "GET /healthz returns 200.",
+        "--agent", "codex", "--timeout", "1h30m", "--workspace", str(workspace), "--queue",
+    )  # fmt: skip
+    assert (item["state"], item["agent"]) == ("queued", "codex")
+    detail = show(item["id"])
+    assert detail["timeout_seconds"] == 5400
+    assert detail["workspace"] == str(workspace)
+
+
+def test_workspace_defaults_to_the_project_directory(initialised: Path) -> None:
+    nested = initialised / "src"
+    nested.mkdir()
+    item = create("--title", "t", "--body", "b")
+    assert show(item["id"])["workspace"] == str(initialised)
+
+
+def test_the_body_can_come_from_a_file_or_standard_input(initialised: Path) -> None:
+    task = initialised / "task.md"
+    task.write_text("Refactor the parser.\n\nKeep the public API.\n")
+    from_file = create("--title", "From a file", "--body-file", str(task))
+    from_stdin = create("--title", "From stdin", input="Write the changelog.\n")
+    from_dash = create("--title", "From dash", "--body-file", "-", input="Dash body")
+    assert show(from_file["id"])["body"] == task.read_text()
+    assert show(from_stdin["id"])["body"] == "Write the changelog.\n"
+    assert show(from_dash["id"])["body"] == "Dash body"
+
+
+def test_list_filters_by_state_and_prints_a_table(initialised: Path) -> None:
+    create("--title", "first todo", "--body", "x")
+    create("--title", "first queued", "--body", "x", "--queue")
+    create("--title", "second todo", "--body", "x")
+    listed = json.loads(wrighty("list", "--json", "--state", "todo").stdout)
+    assert [i["title"] for i in listed] == ["first todo", "second todo"]
+    both = json.loads(wrighty("list", "--json", "--state", "todo", "--state", "queued").stdout)
+    assert len(both) == 3
+    table = wrighty("list").stdout
+    assert "first queued" in table
+    assert "STATE" in table
+    assert "queued" in table
+    assert wrighty("list", "--state", "done").stdout.strip() == "no items in state done"
+
+
+def test_show_for_people_has_state_history_and_task(initialised: Path) -> None:
+    item = create("--title", "Write docs", "--body", "Explain the queue.", "--queue")
+    text = wrighty("show", str(item["id"])).stdout
+    assert f"Item {item['id']}" in text
+    assert "queued" in text
+    assert "created -> queued" in text
+    assert "Explain the queue." in text
+
+
+def test_store_override_by_option_and_environment(initialised: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "other" / "queue.db"
+    result = wrighty("--store", str(elsewhere), "create", "--title", "elsewhere", "--body", "x")
+    assert result.exit_code == 0, result.output
+    assert elsewhere.exists()
+    assert wrighty("list", "--json").stdout.strip() == "[]"
+    via_env = wrighty("list", "--json", env={"WRIGHTY_STORE": f"sqlite:///{elsewhere}"})
+    assert [i["title"] for i in json.loads(via_env.stdout)] == ["elsewhere"]
+
+
+def test_config_is_found_from_a_subdirectory_and_by_environment(
+    initialised: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create("--title", "root item", "--body", "x")
+    deep = initialised / "a" / "b"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    assert len(json.loads(wrighty("list", "--json").stdout)) == 1
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    env = {"WRIGHTY_CONFIG": str(initialised / "wrighty.json")}
+    assert len(json.loads(wrighty("list", "--json", env=env).stdout)) == 1
+
+
+def test_config_validate_and_schema(initialised: Path) -> None:
+    assert wrighty("config", "validate").stdout.strip() == "ok"
+    config = initialised / "wrighty.json"
+    config.write_text('{"worker": {"processCrash": {"backoffMultiplier": 0.5, "maxAttempts": 0}}}')
+    result = wrighty("config", "validate")
+    assert result.exit_code == 2
+    assert result.stdout.splitlines() == [
+        "worker.processCrash.backoffMultiplier: must be >= 1 (got 0.5)",
+        "worker.processCrash.maxAttempts: must be >= 1 (got 0)",
+    ]
+    as_json = json.loads(wrighty("config", "validate", "--json").stdout)
+    assert as_json["valid"] is False
+    assert as_json["problems"][0]["path"] == "worker.processCrash.backoffMultiplier"
+    schema_output = json.loads(wrighty("config", "schema").stdout)
+    checked_in = Path(__file__).resolve().parents[2] / "schemas" / "wrighty.schema.json"
+    assert schema_output == json.loads(checked_in.read_text())
+
+
+def test_help_and_version(project: Path) -> None:
+    assert wrighty("--version").stdout.startswith("wrighty ")
+    for command in (["init"], ["create"], ["list"], ["show"], ["queue"], ["cancel"],
+                    ["config", "validate"], ["config", "schema"]):  # fmt: skip
+        result = wrighty(*command, "--help")
+        assert result.exit_code == 0, command
+        assert "Usage" in result.stdout

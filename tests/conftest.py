@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from wrighty.store import Store
+from wrighty.store.sqlite import SqliteStore
+
+START = datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
+
+
+@dataclass
+class FakeClock:
+    """Time under the test's control."""
+
+    current: datetime = field(default=START)
+
+    def __call__(self) -> datetime:
+        return self.current
+
+    def advance(self, seconds: float) -> datetime:
+        self.current += timedelta(seconds=seconds)
+        return self.current
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture(autouse=True)
+def _private_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Every test gets its own user config dir (installation id) and no ambient wrighty env."""
+    home = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    for name in ("WRIGHTY_CONFIG", "WRIGHTY_STORE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def open_sqlite(path: Path) -> SqliteStore:
+    return SqliteStore.open(path)
+
+
+STORE_BACKENDS = ["sqlite"]
+
+
+@pytest.fixture(params=STORE_BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A fresh, empty store of every backend the contract covers."""
+    opened = open_sqlite(tmp_path / "store" / "wrighty.db")
+    yield opened
+    opened.close()

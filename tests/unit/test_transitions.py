@@ -1,0 +1,192 @@
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from wrighty.domain.model import Event, Item, NewItem
+from wrighty.domain.states import TERMINAL_STATES, TRANSITIONS, ItemState, parse_state
+from wrighty.domain.transitions import (
+    ReplayError,
+    creation_event,
+    replay,
+    transition,
+    validate_new_item,
+)
+from wrighty.errors import IllegalTransitionError, WrightyError
+
+T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+def make_item(state: ItemState = ItemState.TODO, **changes: object) -> Item:
+    item = Item(
+        id=1,
+        title="t",
+        body="b",
+        agent=None,
+        timeout_seconds=None,
+        workspace=None,
+        state=state,
+        generation=0,
+        claimed_by=None,
+        lease_expires_at=None,
+        queued_at=None,
+        not_before=None,
+        reason_code=None,
+        reason=None,
+        next_action=None,
+        crash_retries=0,
+        requeues=0,
+        created_at=T0,
+        updated_at=T0,
+    )
+    return dataclasses.replace(item, **changes)
+
+
+def _move_kwargs(to: ItemState) -> dict[str, object]:
+    return {"not_before": T0 + timedelta(minutes=2)} if to is ItemState.RETRY_SCHEDULED else {}
+
+
+@pytest.mark.parametrize("from_state", list(ItemState))
+@pytest.mark.parametrize("to_state", list(ItemState))
+def test_exactly_the_listed_moves_are_allowed(from_state: ItemState, to_state: ItemState) -> None:
+    item = make_item(from_state)
+    if to_state in TRANSITIONS[from_state]:
+        after, event = transition(item, to_state, at=T0, actor="t", **_move_kwargs(to_state))
+        assert after.state is to_state
+        assert (event.from_state, event.to_state) == (from_state, to_state)
+    else:
+        with pytest.raises(IllegalTransitionError, match=f"item 1 .*{to_state}"):
+            transition(item, to_state, at=T0, actor="t", **_move_kwargs(to_state))
+
+
+def test_final_states_have_no_way_out_and_say_so() -> None:
+    for state in TERMINAL_STATES:
+        assert TRANSITIONS[state] == frozenset()
+    with pytest.raises(IllegalTransitionError, match="done, which is final"):
+        transition(make_item(ItemState.DONE), ItemState.CANCELLED, at=T0, actor="t")
+
+
+def test_leaving_running_releases_the_claim_but_keeps_the_generation() -> None:
+    running = make_item(
+        ItemState.RUNNING, generation=4, claimed_by="w1", lease_expires_at=T0 + timedelta(60)
+    )
+    after, event = transition(running, ItemState.DONE, at=T0, actor="worker:w1")
+    assert (after.claimed_by, after.lease_expires_at, after.generation) == (None, None, 4)
+    assert event.generation == 4
+
+
+def test_queue_entry_time_is_stamped_on_enqueue_and_retry_but_not_on_a_return() -> None:
+    later = T0 + timedelta(minutes=5)
+    queued, _ = transition(make_item(ItemState.TODO), ItemState.QUEUED, at=later, actor="o")
+    assert queued.queued_at == later
+    requeued, _ = transition(
+        make_item(ItemState.NEEDS_ATTENTION, queued_at=T0), ItemState.QUEUED, at=later, actor="o"
+    )
+    assert requeued.queued_at == later
+    retry, _ = transition(
+        make_item(ItemState.RUNNING, queued_at=T0),
+        ItemState.RETRY_SCHEDULED,
+        at=later,
+        actor="w",
+        not_before=later + timedelta(minutes=2),
+    )
+    assert retry.queued_at == later
+    assert retry.not_before == later + timedelta(minutes=2)
+    returned, _ = transition(
+        make_item(ItemState.RUNNING, queued_at=T0), ItemState.QUEUED, at=later, actor="w"
+    )
+    assert returned.queued_at == T0
+
+
+def test_reason_fields_describe_only_the_latest_move() -> None:
+    attention, _ = transition(
+        make_item(ItemState.RUNNING),
+        ItemState.NEEDS_ATTENTION,
+        at=T0,
+        actor="w",
+        reason_code="timeout",
+        reason="ran past 30m",
+        next_action="wrighty requeue 1 --resume",
+    )
+    assert (attention.reason_code, attention.next_action) == (
+        "timeout",
+        "wrighty requeue 1 --resume",
+    )
+    requeued, _ = transition(attention, ItemState.QUEUED, at=T0, actor="o")
+    assert (requeued.reason_code, requeued.reason, requeued.next_action) == (None, None, None)
+
+
+def test_retry_scheduled_needs_a_due_time() -> None:
+    with pytest.raises(ValueError, match="not_before"):
+        transition(make_item(ItemState.RUNNING), ItemState.RETRY_SCHEDULED, at=T0, actor="w")
+
+
+def _event(frm: ItemState | None, to: ItemState) -> Event:
+    return Event(1, T0, "t", 0, frm, to, None, None)
+
+
+def test_replay_refuses_histories_that_skip_or_break_the_rules() -> None:
+    assert replay([_event(None, ItemState.TODO), _event(ItemState.TODO, ItemState.QUEUED)]) == (
+        ItemState.QUEUED
+    )
+    with pytest.raises(ReplayError, match="no events"):
+        replay([])
+    with pytest.raises(ReplayError, match="creates the item in running"):
+        replay([_event(None, ItemState.RUNNING)])
+    with pytest.raises(ReplayError, match="starts from queued but the item was todo"):
+        replay([_event(None, ItemState.TODO), _event(ItemState.QUEUED, ItemState.RUNNING)])
+    with pytest.raises(ReplayError, match="not allowed"):
+        replay([_event(None, ItemState.TODO), _event(ItemState.TODO, ItemState.DONE)])
+
+
+@given(st.lists(st.sampled_from(list(ItemState)), max_size=40), st.booleans())
+def test_random_operations_never_reach_an_illegal_state_and_replay_agrees(
+    targets: list[ItemState], start_queued: bool
+) -> None:
+    new = NewItem("t", "b", None, None, None, ItemState.QUEUED if start_queued else ItemState.TODO)
+    item = make_item(new.initial_state)
+    events = [creation_event(new, item.id, at=T0, actor="t")]
+    for step, target in enumerate(targets, start=1):
+        at = T0 + timedelta(seconds=step)
+        was_final = item.state in TERMINAL_STATES
+        try:
+            item, event = transition(item, target, at=at, actor="t", **_move_kwargs(target))
+        except IllegalTransitionError:
+            assert was_final or target not in TRANSITIONS[item.state]
+            continue
+        assert not was_final, "a final state was left"
+        events.append(event)
+        assert replay(events) is item.state
+    assert replay(events) is item.state
+
+
+@pytest.mark.parametrize(
+    ("title", "message"),
+    [
+        ("", "title is empty"),
+        ("   ", "title is empty"),
+        ("two\nlines", "one line"),
+        ("x" * 201, "limit is 200"),
+    ],
+)
+def test_bad_titles_are_refused_with_the_fix(title: str, message: str) -> None:
+    with pytest.raises(WrightyError, match=message):
+        validate_new_item(NewItem(title, "", None, None, None, ItemState.TODO))
+
+
+def test_state_names_are_exactly_the_design_names() -> None:
+    assert [s.value for s in ItemState] == [
+        "todo",
+        "queued",
+        "running",
+        "retry-scheduled",
+        "needs-attention",
+        "done",
+        "cancelled",
+    ]
+    with pytest.raises(ValueError, match="valid: todo, queued"):
+        parse_state("finished")
