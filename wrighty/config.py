@@ -104,7 +104,9 @@ class AgentSettings(_Section):
     executable: str | None = Field(
         None, description="Program to start; defaults to the vendor's usual command on PATH."
     )
-    args: tuple[str, ...] = Field((), description="Extra arguments after wrighty's own.")
+    args: list[str] = Field(
+        default_factory=list, description="Extra arguments after wrighty's own."
+    )
     env: dict[str, str] = Field(
         default_factory=dict, description="Environment variables added for the agent."
     )
@@ -118,6 +120,7 @@ class WrightyConfig(_Section):
     agents: dict[str, AgentSettings] = Field(
         default_factory=dict,
         description="Per-agent settings, keyed by the name items use.",
+        json_schema_extra={"propertyNames": {"pattern": AGENT_NAME_PATTERN}},
     )
 
     def agent_names(self) -> list[str]:
@@ -281,8 +284,10 @@ def _got(value: object) -> str:
     # Strings may be secrets (agents.*.env values); only echo numbers and booleans.
     if isinstance(value, bool):
         return f" (got {str(value).lower()})"
-    if isinstance(value, int | float):
-        return f" (got {_number(value)})"
+    if isinstance(value, int):
+        return f" (got {value})"
+    if isinstance(value, float):
+        return f" (got {value!r})"
     return ""
 
 
@@ -330,7 +335,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
             Problem(
                 "worker.heartbeatSeconds",
                 f"must be < worker.leaseSeconds ({_number(worker.lease_seconds)})"
-                f"{_got(worker.heartbeat_seconds)}",
+                f" (got {_number(worker.heartbeat_seconds)})",
             )
         )
     crash = worker.process_crash
@@ -339,7 +344,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
             Problem(
                 "worker.processCrash.maxRetryMinutes",
                 f"must be >= initialRetryMinutes ({_number(crash.initial_retry_minutes)})"
-                f"{_got(crash.max_retry_minutes)}",
+                f" (got {_number(crash.max_retry_minutes)})",
             )
         )
     for name, agent in config.agents.items():

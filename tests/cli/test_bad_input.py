@@ -56,12 +56,17 @@ def test_no_config_suggests_init(project: Path) -> None:
     assert "wrighty init" in line
 
 
-def test_an_unusable_store_location_is_refused(initialised: Path) -> None:
-    (initialised / "blocker").write_text("a file, not a directory")
-    write_config(initialised, json.dumps({"store": {"url": "sqlite:///blocker/wrighty.db"}}))
-    line = refused(initialised, "list")
+def test_an_unusable_store_location_is_refused(project: Path) -> None:
+    (project / "blocker").write_text("a file, not a directory")
+    write_config(project, json.dumps({"store": {"url": "sqlite:///blocker/wrighty.db"}}))
+    line = refused(project, "init")
     assert "cannot create the store" in line
     assert "--store" in line
+
+
+def test_a_missing_store_is_not_created_by_a_typo(initialised: Path) -> None:
+    line = refused(initialised, "--store", "typo.db", "show", "1")
+    assert "no store here; run `wrighty init`" in line
 
 
 def test_a_file_that_is_not_a_database_is_refused(initialised: Path) -> None:
@@ -124,6 +129,7 @@ def test_an_illegal_transition_is_refused(
     ("args", "message"),
     [
         (["--title", "", "--body", "b"], "title is empty"),
+        (["--title", "t", "--body", "  "], "the task is empty"),
         (["--title", "t", "--body-file", "missing.md"], "--body-file missing.md: no such file"),
         (["--title", "t", "--body", "b", "--body-file", "x.md"], "--body or --body-file"),
         (["--title", "t", "--body", "b", "--timeout", "30"], "--timeout: cannot read duration"),

@@ -31,7 +31,7 @@ def test_init_twice_changes_nothing_and_keeps_a_edited_config(project: Path) -> 
     edited = json.loads(config.read_text())
     edited["worker"]["concurrency"] = 3
     config.write_text(json.dumps(edited))
-    assert wrighty("create", "--title", "keep me").exit_code == 0
+    assert wrighty("create", "--title", "keep me", "--body", "b").exit_code == 0
     before = snapshot(project)
     result = wrighty("init")
     assert result.exit_code == 0

@@ -107,6 +107,7 @@ def test_show_for_people_has_state_history_and_task(initialised: Path) -> None:
 
 def test_store_override_by_option_and_environment(initialised: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "other" / "queue.db"
+    assert wrighty("--store", str(elsewhere), "init").exit_code == 0
     result = wrighty("--store", str(elsewhere), "create", "--title", "elsewhere", "--body", "x")
     assert result.exit_code == 0, result.output
     assert elsewhere.exists()

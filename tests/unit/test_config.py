@@ -88,6 +88,10 @@ def test_minutes_accept_fractions() -> None:
             "worker.processCrash.maxAttempts: must be a valid integer (got 1.5)",
         ),
         (
+            {"worker": {"concurrency": 2.0}},
+            "worker.concurrency: must be a valid integer (got 2.0)",
+        ),
+        (
             {"worker": {"processCrash": {"initialRetryMinutes": 10, "maxRetryMinutes": 5}}},
             "worker.processCrash.maxRetryMinutes: must be >= initialRetryMinutes (10) (got 5)",
         ),
@@ -150,6 +154,18 @@ def test_minutes_accept_fractions() -> None:
 )
 def test_each_problem_names_its_json_path_and_the_rule(document: object, expected: str) -> None:
     assert expected in problems_of(document)
+
+
+def test_agent_arguments_are_a_list_of_strings() -> None:
+    config, problems = check_config_text(
+        json.dumps({"agents": {"claude": {"args": ["--model", "opus"], "env": {"A": "b"}}}})
+    )
+    assert problems == []
+    assert config is not None
+    assert config.agents["claude"].args == ["--model", "opus"]
+    assert "agents.claude.args.1: must be a valid string (got 3)" in problems_of(
+        {"agents": {"claude": {"args": ["--model", 3]}}}
+    )
 
 
 def test_every_problem_is_reported_not_just_the_first() -> None:

@@ -175,7 +175,7 @@ def test_random_operations_never_reach_an_illegal_state_and_replay_agrees(
 )
 def test_bad_titles_are_refused_with_the_fix(title: str, message: str) -> None:
     with pytest.raises(WrightyError, match=message):
-        validate_new_item(NewItem(title, "", None, None, None, ItemState.TODO))
+        validate_new_item(NewItem(title, "the task", None, None, None, ItemState.TODO))
 
 
 def test_state_names_are_exactly_the_design_names() -> None:

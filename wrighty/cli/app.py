@@ -28,6 +28,7 @@ from wrighty.config import (
 from wrighty.domain.durations import parse_duration
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.states import ItemState, parse_state
+from wrighty.domain.transitions import validate_new_item
 from wrighty.errors import ConfigError, WrightyError
 from wrighty.installation import installation_id
 from wrighty.project import (
@@ -134,14 +135,14 @@ def init(
     root_dir = config_path.parent
     config_existed = config_path.exists()
     keep_existing = config_existed and not force
+    kept_url = app_ctx.config().config.store.url if keep_existing else DEFAULT_STORE_URL
     if app_ctx.store_option is not None:
         target = parse_store_url(app_ctx.store_option, base=app_ctx.cwd)
     else:
-        url = app_ctx.config().config.store.url if keep_existing else DEFAULT_STORE_URL
-        target = parse_store_url(url, base=root_dir)
+        target = parse_store_url(kept_url, base=root_dir)
     report = InitReport(config_path=config_path, store=target.describe())
     store_existed = target.sqlite_path.exists()
-    open_store(target).close()
+    open_store(target, create=True).close()
     report.done.append(f"{'opened' if store_existed else 'created'} store {target.describe()}")
     write_schema_copy(root_dir)
     if keep_existing:
@@ -154,7 +155,7 @@ def init(
         report.done.append(f"added .wrighty/ to {root_dir / '.gitignore'}")
     report.done.append(f"installation {installation_id()}")
     for line in report.done:
-        console.print(line)
+        typer.echo(line)
 
 
 # -- items ------------------------------------------------------------------------------------
@@ -174,9 +175,11 @@ def _read_body(body: str | None, body_file: Path | None) -> str:
             raise WrightyError(f"--body-file {body_file}: no such file") from None
         except (OSError, UnicodeDecodeError) as error:
             raise WrightyError(f"--body-file {body_file}: cannot read ({error})") from None
-    if not sys.stdin.isatty():
-        return sys.stdin.read()
-    return ""
+    if sys.stdin.isatty():
+        raise WrightyError(
+            "no task given: pass --body TEXT, --body-file PATH, or pipe the task on stdin"
+        )
+    return sys.stdin.read()
 
 
 @app.command()
@@ -226,12 +229,13 @@ def create(
         workspace=str(workspace_path),
         initial_state=ItemState.QUEUED if queue else ItemState.TODO,
     )
+    validate_new_item(new)
     with app_ctx.store() as store:
         item = services.create_item(store, new, now=app_ctx.now())
     if as_json:
         print_json(console, item_summary_json(item))
     else:
-        console.print(f"created item {item.id} ({item.state}): {item.title}")
+        typer.echo(f"created item {item.id} ({item.state}): {item.title}")
 
 
 @app.command("list")
@@ -253,7 +257,7 @@ def list_items(
     if as_json:
         print_json(console, [item_summary_json(item) for item in items])
     elif not items:
-        console.print("no items" + (f" in state {', '.join(states)}" if states else ""))
+        typer.echo("no items" + (f" in state {', '.join(states)}" if states else ""))
     else:
         console.print(items_table(items))
 
@@ -294,7 +298,7 @@ def _report_move(item: Item, as_json: bool) -> None:
     if as_json:
         print_json(console, item_summary_json(item))
     else:
-        console.print(f"item {item.id} is {item.state}")
+        typer.echo(f"item {item.id} is {item.state}")
 
 
 # -- config -----------------------------------------------------------------------------------
@@ -330,9 +334,9 @@ def config_validate(
         )
     elif problems:
         for problem in problems:
-            console.print(str(problem), markup=False)
+            typer.echo(str(problem))
     else:
-        console.print("ok")
+        typer.echo("ok")
     if problems:
         raise typer.Exit(EXIT_USAGE)
 

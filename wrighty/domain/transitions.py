@@ -20,6 +20,10 @@ def validate_new_item(new: NewItem) -> None:
             f"title is {len(new.title)} characters long; the limit is {MAX_TITLE_LENGTH}: "
             "put the details in the body"
         )
+    if not new.body.strip():
+        raise WrightyError(
+            "the task is empty: pass --body TEXT, --body-file PATH, or pipe it on stdin"
+        )
     if "\n" in new.title or "\r" in new.title:
         raise WrightyError("title must be one line: put the details in the body")
     if new.initial_state not in INITIAL_STATES:

@@ -56,7 +56,12 @@ def _scheme_of(text: str) -> str:
     return text.split(":", 1)[0] + ":"
 
 
-def open_store(target: StoreTarget) -> Store:
+def open_store(target: StoreTarget, *, create: bool = False) -> Store:
+    """Open the store at ``target``; only ``create=True`` (wrighty init) may make a new one."""
     from wrighty.store.sqlite import SqliteStore
 
+    if not create and not target.sqlite_path.exists():
+        raise StoreError(
+            f"{target.describe()}: no store here; run `wrighty init`, or check --store/store.url"
+        )
     return SqliteStore.open(target.sqlite_path)

@@ -116,6 +116,8 @@ class SqliteStore:
 
     def _migrate(self) -> None:
         known = migrations(DIALECT)
+        if self._applied_versions() == [m.version for m in known]:
+            return  # up to date: opening takes no write lock
         with self._write() as connection:
             connection.execute(self._sql["create_migrations_table"])
             applied = [row[0] for row in connection.execute(self._sql["select_applied_migrations"])]
@@ -134,11 +136,21 @@ class SqliteStore:
                     {"version": migration.version, "name": migration.name, "applied_at": now},
                 )
 
+    def _applied_versions(self) -> list[int]:
+        with self._lock, _as_store_error(self._path):
+            has_table = self._connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'wrighty_migrations'"
+            ).fetchone()
+            if not has_table:
+                return []
+            rows = self._connection.execute(self._sql["select_applied_migrations"])
+            return [int(row[0]) for row in rows]
+
     # -- the port ---------------------------------------------------------------------------
 
     def schema_version(self) -> int:
-        rows = self._read("select_applied_migrations", {})
-        return int(rows[-1][0]) if rows else 0
+        applied = self._applied_versions()
+        return applied[-1] if applied else 0
 
     def create_item(self, new: NewItem, *, at: datetime, actor: str) -> Item:
         with self._write() as connection:
