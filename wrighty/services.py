@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from wrighty.domain.model import Event, Item, NewItem, Run, Session
+from wrighty.domain.claims import release
+from wrighty.domain.model import Change, Event, Item, NewItem, Run, RunEnd, Session
+from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition, validate_new_item
 from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError
@@ -20,7 +22,7 @@ from wrighty.store.port import Store
 OPERATOR = "operator"
 _CAS_ATTEMPTS = 5
 
-Plan = Callable[[Item], tuple[Item, Event]]
+Plan = Callable[[Item], Change]
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ def resume_address_complete(session: Session, *, installation_id: str) -> bool:
 def queue_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERATOR) -> Item:
     """todo -> queued: the item becomes eligible for workers."""
 
-    def plan(item: Item) -> tuple[Item, Event]:
+    def plan(item: Item) -> Change:
         if item.state is not ItemState.TODO:
             raise IllegalTransitionError(
                 f"item {item.id} is {item.state}; `wrighty queue` moves todo items only"
@@ -79,9 +81,10 @@ def queue_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERAT
 
 
 def cancel_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERATOR) -> Item:
-    """Any unfinished item -> cancelled (final)."""
+    """Any unfinished item -> cancelled (final). A running item's worker finds its claim gone
+    at its next renewal and stops the agent; the run is recorded as cancelled here."""
 
-    def plan(item: Item) -> tuple[Item, Event]:
+    def plan(item: Item) -> Change:
         return transition(
             item,
             ItemState.CANCELLED,
@@ -89,15 +92,35 @@ def cancel_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERA
             actor=actor,
             reason_code="operator-cancelled",
             reason="cancelled by an operator",
+            run_end=RunEnd(now, OutcomeClass.CANCELLED, Confidence.AUTHORITATIVE)
+            if item.state is ItemState.RUNNING
+            else None,
         )
 
     return _apply(store, item_id, plan)
 
 
+def release_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERATOR) -> Item:
+    """running -> needs-attention under a new generation, for an item whose worker is gone."""
+    return _apply(store, item_id, lambda item: release(item, at=now, actor=actor))
+
+
+def reap_expired(
+    store: Store, *, now: datetime, max_requeues: int, limit: int = 100
+) -> list[Change]:
+    """Settle up to ``limit`` expired claims as worker-lost; the changes that landed."""
+    landed = []
+    for item in store.expired_claims(now=now, limit=limit):
+        change = store.reap(item.id, now=now, max_requeues=max_requeues)
+        if change is not None:
+            landed.append(change)
+    return landed
+
+
 def _apply(store: Store, item_id: int, plan: Plan) -> Item:
     for _ in range(_CAS_ATTEMPTS):
         before = require_item(store, item_id)
-        after, event = plan(before)
-        if store.write_transition(before, after, event):
-            return after
+        change = plan(before)
+        if store.write_transition(change):
+            return change.after
     raise ConflictError(f"item {item_id} kept changing while this command ran; try again")

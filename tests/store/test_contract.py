@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from tests.conftest import FakeClock
-from wrighty.domain.model import Item, NewItem
+from wrighty.domain.model import Change, Item, NewItem
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import replay, transition
 from wrighty.store import Store
@@ -85,9 +85,9 @@ def test_list_filters_by_state_and_keeps_id_order(store: Store, clock: FakeClock
 
 
 def _move(store: Store, item: Item, to: ItemState, clock: FakeClock) -> Item:
-    after, event = transition(item, to, at=clock.advance(1), actor="operator")
-    assert store.write_transition(item, after, event)
-    return after
+    change = transition(item, to, at=clock.advance(1), actor="operator")
+    assert store.write_transition(change)
+    return change.after
 
 
 def test_a_transition_updates_the_item_and_appends_its_event(
@@ -119,25 +119,19 @@ def test_a_write_guarded_by_a_stale_read_changes_nothing(
 ) -> None:
     item = store.create_item(new_item(), at=clock(), actor="operator")
     stale = dataclasses.replace(item, **stale_field)
-    after, event = transition(
-        dataclasses.replace(item, state=ItemState.TODO),
-        ItemState.CANCELLED,
-        at=clock.advance(1),
-        actor="operator",
-    )
-    after = dataclasses.replace(after, generation=stale.generation)
-    assert store.write_transition(stale, after, event) is False
+    change = transition(stale, ItemState.CANCELLED, at=clock.advance(1), actor="operator")
+    assert store.write_transition(change) is False
     assert store.get_item(item.id) == item
     assert len(store.list_events(item.id)) == 1
 
 
 def test_a_second_writer_from_the_same_read_loses(store: Store, clock: FakeClock) -> None:
     item = store.create_item(new_item(), at=clock(), actor="operator")
-    queued, queued_event = transition(item, ItemState.QUEUED, at=clock.advance(1), actor="a")
-    cancelled, cancelled_event = transition(item, ItemState.CANCELLED, at=clock(), actor="b")
-    assert store.write_transition(item, queued, queued_event) is True
-    assert store.write_transition(item, cancelled, cancelled_event) is False
-    assert store.get_item(item.id) == queued
+    queue = transition(item, ItemState.QUEUED, at=clock.advance(1), actor="a")
+    cancel = transition(item, ItemState.CANCELLED, at=clock(), actor="b")
+    assert store.write_transition(queue) is True
+    assert store.write_transition(cancel) is False
+    assert store.get_item(item.id) == queue.after
     assert replay(store.list_events(item.id)) is ItemState.QUEUED
 
 
@@ -146,8 +140,8 @@ def test_a_final_item_is_never_written_again(store: Store, clock: FakeClock) -> 
     done = _move(store, item, ItemState.CANCELLED, clock)
     # Bypass the domain check to prove the store itself refuses.
     revived = dataclasses.replace(done, state=ItemState.QUEUED, updated_at=clock.advance(1))
-    _, event = transition(item, ItemState.QUEUED, at=clock(), actor="bug")
-    assert store.write_transition(done, revived, event) is False
+    event = transition(item, ItemState.QUEUED, at=clock(), actor="bug").event
+    assert store.write_transition(Change(done, revived, event)) is False
     assert store.get_item(item.id) == done
     assert replay(store.list_events(item.id)) is ItemState.CANCELLED
 
@@ -169,9 +163,9 @@ def test_racing_writers_exactly_one_wins(store: Store, clock: FakeClock) -> None
 
     def race(number: int) -> None:
         target = ItemState.QUEUED if number % 2 else ItemState.CANCELLED
-        after, event = transition(item, target, at=clock(), actor=f"racer-{number}")
+        change = transition(item, target, at=clock(), actor=f"racer-{number}")
         barrier.wait()
-        results.append(store.write_transition(item, after, event))
+        results.append(store.write_transition(change))
 
     threads = [threading.Thread(target=race, args=(n,)) for n in range(8)]
     for thread in threads:

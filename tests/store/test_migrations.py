@@ -25,7 +25,8 @@ def _shape(connection: sqlite3.Connection) -> dict[str, object]:
         "SELECT name, sql FROM sqlite_master WHERE type IN ('trigger', 'index', 'table') "
         "AND sql IS NOT NULL ORDER BY name"
     ).fetchall()
-    shape["sql"] = [(name, " ".join(sql.split())) for name, sql in sql_text]
+    # ALTER TABLE rewrites the stored CREATE text; compare it without whitespace.
+    shape["sql"] = [(name, "".join(sql.split())) for name, sql in sql_text]
     return shape
 
 

@@ -99,8 +99,7 @@ def test_a_location_that_cannot_hold_a_file_is_refused(tmp_path: Path) -> None:
 def test_history_and_final_states_are_protected_below_the_code(tmp_path: Path) -> None:
     store = SqliteStore.open(tmp_path / "wrighty.db")
     item = store.create_item(new_item(), at=NOW, actor="operator")
-    after, event = transition(item, ItemState.CANCELLED, at=NOW, actor="operator")
-    assert store.write_transition(item, after, event)
+    assert store.write_transition(transition(item, ItemState.CANCELLED, at=NOW, actor="operator"))
     store.close()
     raw = sqlite3.connect(tmp_path / "wrighty.db")
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
@@ -118,10 +117,10 @@ def _race_to_move(
     store = SqliteStore.open(Path(path))
     item = store.get_item(item_id)
     assert item is not None
-    after, event = transition(item, ItemState(target), at=NOW, actor=f"racer-{target}")
+    change = transition(item, ItemState(target), at=NOW, actor=f"racer-{target}")
     ready.put(True)  # type: ignore[attr-defined]
     start.wait()  # type: ignore[attr-defined]
-    results.put(store.write_transition(item, after, event))  # type: ignore[attr-defined]
+    results.put(store.write_transition(change))  # type: ignore[attr-defined]
     store.close()
 
 

@@ -57,10 +57,11 @@ class StoreMachine(RuleBasedStateMachine):
         self._tick()
         extra = {"not_before": self.now} if to_state is ItemState.RETRY_SCHEDULED else {}
         try:
-            after, event = transition(item, to_state, at=self.now, actor="operator", **extra)
+            change = transition(item, to_state, at=self.now, actor="operator", **extra)
         except IllegalTransitionError:
             return
-        assert self.store.write_transition(item, after, event)
+        assert self.store.write_transition(change)
+        after = change.after
         self.moves[item.id] += 1
         self.snapshots.append(after)
         if after.state in TERMINAL_STATES:
@@ -75,10 +76,11 @@ class StoreMachine(RuleBasedStateMachine):
         self._tick()
         extra = {"not_before": self.now} if to_state is ItemState.RETRY_SCHEDULED else {}
         try:
-            after, event = transition(old, to_state, at=self.now, actor="late", **extra)
+            change = transition(old, to_state, at=self.now, actor="late", **extra)
         except IllegalTransitionError:
             return
-        landed = self.store.write_transition(old, after, event)
+        landed = self.store.write_transition(change)
+        after = change.after
         still_matches = (current.state, current.generation, current.claimed_by) == (
             old.state,
             old.generation,

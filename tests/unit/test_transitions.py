@@ -55,9 +55,9 @@ def _move_kwargs(to: ItemState) -> dict[str, object]:
 def test_exactly_the_listed_moves_are_allowed(from_state: ItemState, to_state: ItemState) -> None:
     item = make_item(from_state)
     if to_state in TRANSITIONS[from_state]:
-        after, event = transition(item, to_state, at=T0, actor="t", **_move_kwargs(to_state))
-        assert after.state is to_state
-        assert (event.from_state, event.to_state) == (from_state, to_state)
+        change = transition(item, to_state, at=T0, actor="t", **_move_kwargs(to_state))
+        assert change.after.state is to_state
+        assert (change.event.from_state, change.event.to_state) == (from_state, to_state)
     else:
         with pytest.raises(IllegalTransitionError, match=f"item 1 .*{to_state}"):
             transition(item, to_state, at=T0, actor="t", **_move_kwargs(to_state))
@@ -74,36 +74,36 @@ def test_leaving_running_releases_the_claim_but_keeps_the_generation() -> None:
     running = make_item(
         ItemState.RUNNING, generation=4, claimed_by="w1", lease_expires_at=T0 + timedelta(60)
     )
-    after, event = transition(running, ItemState.DONE, at=T0, actor="worker:w1")
-    assert (after.claimed_by, after.lease_expires_at, after.generation) == (None, None, 4)
-    assert event.generation == 4
+    change = transition(running, ItemState.DONE, at=T0, actor="worker:w1")
+    assert (change.after.claimed_by, change.after.lease_expires_at) == (None, None)
+    assert change.after.generation == change.event.generation == 4
 
 
 def test_queue_entry_time_is_stamped_on_enqueue_and_retry_but_not_on_a_return() -> None:
     later = T0 + timedelta(minutes=5)
-    queued, _ = transition(make_item(ItemState.TODO), ItemState.QUEUED, at=later, actor="o")
+    queued = transition(make_item(ItemState.TODO), ItemState.QUEUED, at=later, actor="o").after
     assert queued.queued_at == later
-    requeued, _ = transition(
+    requeued = transition(
         make_item(ItemState.NEEDS_ATTENTION, queued_at=T0), ItemState.QUEUED, at=later, actor="o"
-    )
+    ).after
     assert requeued.queued_at == later
-    retry, _ = transition(
+    retry = transition(
         make_item(ItemState.RUNNING, queued_at=T0),
         ItemState.RETRY_SCHEDULED,
         at=later,
         actor="w",
         not_before=later + timedelta(minutes=2),
-    )
+    ).after
     assert retry.queued_at == later
     assert retry.not_before == later + timedelta(minutes=2)
-    returned, _ = transition(
+    returned = transition(
         make_item(ItemState.RUNNING, queued_at=T0), ItemState.QUEUED, at=later, actor="w"
-    )
+    ).after
     assert returned.queued_at == T0
 
 
 def test_reason_fields_describe_only_the_latest_move() -> None:
-    attention, _ = transition(
+    attention = transition(
         make_item(ItemState.RUNNING),
         ItemState.NEEDS_ATTENTION,
         at=T0,
@@ -111,12 +111,12 @@ def test_reason_fields_describe_only_the_latest_move() -> None:
         reason_code="timeout",
         reason="ran past 30m",
         next_action="wrighty requeue 1 --resume",
-    )
+    ).after
     assert (attention.reason_code, attention.next_action) == (
         "timeout",
         "wrighty requeue 1 --resume",
     )
-    requeued, _ = transition(attention, ItemState.QUEUED, at=T0, actor="o")
+    requeued = transition(attention, ItemState.QUEUED, at=T0, actor="o").after
     assert (requeued.reason_code, requeued.reason, requeued.next_action) == (None, None, None)
 
 
@@ -154,12 +154,13 @@ def test_random_operations_never_reach_an_illegal_state_and_replay_agrees(
         at = T0 + timedelta(seconds=step)
         was_final = item.state in TERMINAL_STATES
         try:
-            item, event = transition(item, target, at=at, actor="t", **_move_kwargs(target))
+            change = transition(item, target, at=at, actor="t", **_move_kwargs(target))
         except IllegalTransitionError:
             assert was_final or target not in TRANSITIONS[item.state]
             continue
         assert not was_final, "a final state was left"
-        events.append(event)
+        item = change.after
+        events.append(change.event)
         assert replay(events) is item.state
     assert replay(events) is item.state
 

@@ -1,4 +1,4 @@
-"""Claims, leases and the reaper's decision (DESIGN.md, claims and fencing).
+"""Claims, leases, settling and the reaper's decision (DESIGN.md, claims and fencing).
 
 Pure: every function takes the facts it needs and returns a value; the store carries out the
 guarded writes.
@@ -6,22 +6,25 @@ guarded writes.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from wrighty.domain.model import Change, Item, RunEnd
+from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
+from wrighty.domain.transitions import transition
+from wrighty.errors import IllegalTransitionError
+
+CLAIMABLE_STATES = frozenset({ItemState.QUEUED, ItemState.RETRY_SCHEDULED})
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One worker's right to one item at one generation."""
+def worker_actor(worker_id: str) -> str:
+    return f"worker:{worker_id}"
 
-    item_id: int
-    generation: int
-    worker_id: str
-    lease_expires_at: datetime
-    renew_deadline: datetime
+
+REAPER = "reaper"
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,38 @@ class LeaseTerms:
         timeout = item_timeout_seconds or self.default_timeout_seconds
         return now + timedelta(seconds=timeout + self.lease_seconds)
 
-    def renewed_lease(self, now: datetime, deadline: datetime) -> datetime:
-        return min(now + timedelta(seconds=self.lease_seconds), deadline)
+    def proposed_lease(self, now: datetime) -> datetime:
+        """What a renewal asks for; the store caps it at the claim's renew deadline."""
+        return now + timedelta(seconds=self.lease_seconds)
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """Who is asking for work, and which work it may take."""
+
+    worker_id: str
+    installation_id: str
+    terms: LeaseTerms
+    default_agent: str
+    item_id: int | None = None
+    agent: str | None = None
+
+
+def claim(item: Item, request: ClaimRequest, *, at: datetime) -> Change:
+    """The move that gives ``item`` to the requesting worker under a new generation."""
+    if item.state not in CLAIMABLE_STATES:
+        raise IllegalTransitionError(f"item {item.id} is {item.state}; only queued or due items")
+    change = transition(
+        item, ItemState.RUNNING, at=at, actor=worker_actor(request.worker_id), new_generation=True
+    )
+    after = dataclasses.replace(
+        change.after,
+        claimed_by=request.worker_id,
+        claimed_at=at,
+        lease_expires_at=request.terms.first_lease(at),
+        renew_deadline=request.terms.renew_deadline(at, item.timeout_seconds),
+    )
+    return dataclasses.replace(change, after=after)
 
 
 class RenewOutcome(StrEnum):
@@ -67,48 +100,134 @@ def lease_expired(lease_expires_at: datetime | None, now: datetime) -> bool:
 
 
 @dataclass(frozen=True)
-class ReapDecision:
+class Settlement:
+    """How a worker ends its claim: where the item goes and how the run ended."""
+
     to_state: ItemState
-    reason_code: str | None
-    reason: str
-    next_action: str | None
-    counts_as_requeue: bool
+    process_started: bool
+    run_end: RunEnd | None = None
+    reason_code: str | None = None
+    reason: str | None = None
+    next_action: str | None = None
+    not_before: datetime | None = None
+    counts_as_crash_retry: bool = False
 
 
-def decide_reap(
-    *,
-    item_id: int,
-    process_started: bool,
-    has_resume_address: bool,
-    requeues: int,
-    max_requeues: int,
-) -> ReapDecision:
-    """Where an item whose worker vanished goes (invariant 4)."""
-    if not process_started:
-        return ReapDecision(
-            ItemState.QUEUED,
-            "worker-lost",
-            "the worker vanished before starting an agent; queued again",
-            None,
-            counts_as_requeue=False,
+def settle(claimed: Item, settlement: Settlement, *, at: datetime) -> Change:
+    """The move out of ``running`` that releases the claim (invariant 6: one transaction)."""
+    if claimed.state is not ItemState.RUNNING or claimed.claimed_by is None:
+        raise IllegalTransitionError(f"item {claimed.id} is not claimed; nothing to settle")
+    if settlement.to_state is ItemState.QUEUED and settlement.process_started:
+        raise IllegalTransitionError(
+            f"item {claimed.id} had an agent process; it cannot silently go back to queued"
         )
-    if has_resume_address and requeues < max_requeues:
-        return ReapDecision(
+    change = transition(
+        claimed,
+        settlement.to_state,
+        at=at,
+        actor=worker_actor(claimed.claimed_by),
+        reason_code=settlement.reason_code,
+        reason=settlement.reason,
+        next_action=settlement.next_action,
+        not_before=settlement.not_before,
+        run_end=settlement.run_end,
+    )
+    if settlement.counts_as_crash_retry:
+        after = dataclasses.replace(change.after, crash_retries=claimed.crash_retries + 1)
+        change = dataclasses.replace(change, after=after)
+    return change
+
+
+@dataclass(frozen=True)
+class ReapFacts:
+    """What the reaper knows about an expired claim, read in the same transaction."""
+
+    run_recorded: bool  # a run row exists for this generation: its agent may have started
+    has_resume_address: bool
+    claimed_from: ItemState  # where the item was when this claim took it
+
+
+def reap(item: Item, facts: ReapFacts, *, at: datetime, max_requeues: int) -> Change:
+    """The move for an item whose worker stopped renewing (invariant 4)."""
+    if not lease_expired(item.lease_expires_at, at) or item.state is not ItemState.RUNNING:
+        raise IllegalTransitionError(f"item {item.id} has a live claim; the reaper leaves it")
+    run_end = RunEnd(
+        ended_at=at,
+        outcome_class=OutcomeClass.WORKER_LOST,
+        confidence=Confidence.INFERRED,
+        diagnostic=f"lease expired at {item.lease_expires_at:%Y-%m-%dT%H:%M:%SZ}; "
+        "the worker stopped renewing",
+    )
+
+    def move(
+        to_state: ItemState,
+        reason: str,
+        *,
+        next_action: str | None = None,
+        not_before: datetime | None = None,
+    ) -> Change:
+        return transition(
+            item,
+            to_state,
+            at=at,
+            actor=REAPER,
+            reason_code="worker-lost",
+            reason=reason,
+            next_action=next_action,
+            not_before=not_before,
+            run_end=run_end,
+        )
+
+    if not facts.run_recorded:
+        # Nothing ran under this claim: the item goes back to where the claim found it.
+        if facts.claimed_from is ItemState.RETRY_SCHEDULED:
+            return move(
+                ItemState.RETRY_SCHEDULED,
+                "the worker vanished before starting an agent; the retry is due again",
+                not_before=at,
+            )
+        return move(ItemState.QUEUED, "the worker vanished before starting an agent; queued again")
+    if facts.has_resume_address and item.requeues < max_requeues:
+        change = move(
             ItemState.RETRY_SCHEDULED,
-            "worker-lost",
-            f"the worker vanished; resuming the session (reclaim {requeues + 1} of {max_requeues})",
-            None,
-            counts_as_requeue=True,
+            f"the worker vanished; the session will be resumed "
+            f"(reclaim {item.requeues + 1} of {max_requeues})",
+            not_before=at,
         )
+        after = dataclasses.replace(change.after, requeues=item.requeues + 1)
+        return dataclasses.replace(change, after=after)
     why = (
-        f"the reclaim budget of {max_requeues} is spent"
-        if has_resume_address
+        f"its reclaim budget ({max_requeues}) is spent"
+        if facts.has_resume_address
         else "no session was recorded to resume"
     )
-    return ReapDecision(
+    return move(
         ItemState.NEEDS_ATTENTION,
-        "worker-lost",
         f"the worker running this item vanished and {why}",
-        f"wrighty show {item_id}, then wrighty requeue {item_id} --resume or --fresh",
-        counts_as_requeue=False,
+        next_action=f"wrighty show {item.id}",
+    )
+
+
+def release(item: Item, *, at: datetime, actor: str) -> Change:
+    """An operator takes a running item from a worker that is gone (a new generation fences
+    off any late write from it)."""
+    if item.state is not ItemState.RUNNING:
+        raise IllegalTransitionError(
+            f"item {item.id} is {item.state}; `wrighty release` applies to running items"
+        )
+    return transition(
+        item,
+        ItemState.NEEDS_ATTENTION,
+        at=at,
+        actor=actor,
+        reason_code="operator-released",
+        reason=f"released by an operator from worker {item.claimed_by}",
+        next_action=f"wrighty show {item.id}",
+        new_generation=True,
+        run_end=RunEnd(
+            ended_at=at,
+            outcome_class=OutcomeClass.WORKER_LOST,
+            confidence=Confidence.INFERRED,
+            diagnostic="released by an operator",
+        ),
     )

@@ -44,6 +44,8 @@ class Item:
     requeues: int
     created_at: datetime
     updated_at: datetime
+    claimed_at: datetime | None = None
+    renew_deadline: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -92,3 +94,40 @@ class Run:
     confidence: Confidence | None
     session_id: str | None
     diagnostic: str | None
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """A run about to start under a claim (recorded before the agent is spawned)."""
+
+    run_id: str
+    kind: RunKind
+    worker_id: str
+    installation_id: str
+    started_at: datetime
+    session_id: str | None
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How the open run of a claim ended; written with the item's move, in one transaction."""
+
+    ended_at: datetime
+    outcome_class: OutcomeClass
+    confidence: Confidence
+    exit_code: int | None = None
+    signal: int | None = None
+    diagnostic: str | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One guarded move: the item as read, as it will be, the event, and the run it ends.
+
+    A store writes it only if the item still has ``before``'s state, generation and owner.
+    """
+
+    before: Item
+    after: Item
+    event: Event
+    run_end: RunEnd | None = None

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 from datetime import datetime
 
-from wrighty.domain.model import MAX_TITLE_LENGTH, Event, Item, NewItem
+from wrighty.domain.model import MAX_TITLE_LENGTH, Change, Event, Item, NewItem, RunEnd
 from wrighty.domain.states import INITIAL_STATES, TERMINAL_STATES, ItemState, can_move
 from wrighty.errors import IllegalTransitionError, WrightyError
 
@@ -55,11 +55,14 @@ def transition(
     reason: str | None = None,
     next_action: str | None = None,
     not_before: datetime | None = None,
-) -> tuple[Item, Event]:
-    """The item after moving it to ``to_state``, and the event that records the move.
+    run_end: RunEnd | None = None,
+    new_generation: bool = False,
+) -> Change:
+    """The guarded change that moves ``item`` to ``to_state``, with the event recording it.
 
-    Raises IllegalTransitionError when the move is not allowed. The caller writes both
-    results in one guarded transaction.
+    Raises IllegalTransitionError when the move is not allowed. ``new_generation`` fences off
+    the current claim holder (acquisition, operator release). The caller writes the change in
+    one guarded transaction.
     """
     if item.state in TERMINAL_STATES:
         raise IllegalTransitionError(
@@ -73,8 +76,11 @@ def transition(
     after = dataclasses.replace(
         item,
         state=to_state,
+        generation=item.generation + 1 if new_generation else item.generation,
         claimed_by=None if leaving_claim else item.claimed_by,
         lease_expires_at=None if leaving_claim else item.lease_expires_at,
+        claimed_at=None if leaving_claim else item.claimed_at,
+        renew_deadline=None if leaving_claim else item.renew_deadline,
         queued_at=at if _enters_queue(item.state, to_state) else item.queued_at,
         not_before=not_before if to_state is ItemState.RETRY_SCHEDULED else None,
         reason_code=reason_code,
@@ -86,13 +92,13 @@ def transition(
         item_id=item.id,
         at=at,
         actor=actor,
-        generation=item.generation,
+        generation=after.generation,
         from_state=item.state,
         to_state=to_state,
         reason_code=reason_code,
         reason=reason,
     )
-    return after, event
+    return Change(before=item, after=after, event=event, run_end=run_end)
 
 
 def _enters_queue(from_state: ItemState, to_state: ItemState) -> bool:

@@ -1,7 +1,8 @@
 """The store contract every backend implements (SQLite now, PostgreSQL later).
 
-All writes about an item are compare-and-set: they name the state, generation and claim the
-caller read, and change nothing if the item moved meanwhile.
+Every write about an item is compare-and-set: it names the state, generation and claim owner
+the caller read, and changes nothing if the item moved meanwhile. Writes made under a claim
+(runs, sessions, renewals, settling) land only while that exact claim is held.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Protocol
 
-from wrighty.domain.model import Event, Item, NewItem, Run, Session
+from wrighty.domain.claims import ClaimRequest, LeaseTerms, RenewResult
+from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, Session
 from wrighty.domain.states import ItemState
 
 
@@ -20,6 +22,8 @@ class Store(Protocol):
     def schema_version(self) -> int:
         """The newest migration applied to this store."""
         ...
+
+    # -- items ------------------------------------------------------------------------------
 
     def create_item(self, new: NewItem, *, at: datetime, actor: str) -> Item:
         """Insert the item and its creation event in one transaction."""
@@ -39,10 +43,45 @@ class Store(Protocol):
 
     def get_session(self, item_id: int) -> Session | None: ...
 
-    def write_transition(self, before: Item, after: Item, event: Event) -> bool:
-        """Store ``after`` and append ``event`` if the item still matches ``before``.
+    def write_transition(self, change: Change) -> bool:
+        """Write ``change`` (item, event, and the end of the claim's open run) atomically.
 
-        The guard is ``before``'s state, generation and claim owner. Returns False, having
-        changed nothing, when the item moved meanwhile.
+        The guard is ``change.before``'s state, generation and claim owner. Returns False,
+        having changed nothing, when the item moved meanwhile.
+        """
+        ...
+
+    # -- claims -----------------------------------------------------------------------------
+
+    def acquire(self, request: ClaimRequest, *, now: datetime) -> Item | None:
+        """Claim the next eligible item (due retries first, then oldest queue entry).
+
+        Exactly one of any number of racing callers gets a given item; the claimed item
+        comes back in state running with its new generation, owner and lease.
+        """
+        ...
+
+    def renew(self, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
+        """Extend the lease of a claim still held, never past its renewal deadline."""
+        ...
+
+    def start_run(self, claimed: Item, run: NewRun) -> Run | None:
+        """Record a run under the claim, before its agent starts; None if the claim is lost."""
+        ...
+
+    def record_process(
+        self, claimed: Item, run_id: str, *, pid: int, process_started_at: float
+    ) -> bool: ...
+
+    def record_session(self, claimed: Item, session: Session, *, at: datetime) -> bool: ...
+
+    def expired_claims(self, *, now: datetime, limit: int) -> list[Item]:
+        """Running items whose lease ended strictly before ``now``, oldest expiry first."""
+        ...
+
+    def reap(self, item_id: int, *, now: datetime, max_requeues: int) -> Change | None:
+        """Settle one expired claim as worker-lost, re-checking the expiry in the same write.
+
+        None when the item was renewed, settled or never expired: a live worker always wins.
         """
         ...

@@ -18,7 +18,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wrighty.domain.model import Event, Item, NewItem, Run, Session
+from wrighty.domain.claims import (
+    ClaimRequest,
+    LeaseTerms,
+    ReapFacts,
+    RenewOutcome,
+    RenewResult,
+    claim,
+    lease_expired,
+    reap,
+)
+from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import creation_event
@@ -192,23 +202,187 @@ class SqliteStore:
         rows = self._read("select_session", {"item_id": item_id})
         return _session_from_row(rows[0]) if rows else None
 
-    def write_transition(self, before: Item, after: Item, event: Event) -> bool:
+    def write_transition(self, change: Change) -> bool:
+        try:
+            with self._write() as connection:
+                self._apply(connection, change)
+        except _Refused:
+            return False
+        return True
+
+    def _apply(
+        self,
+        connection: sqlite3.Connection,
+        change: Change,
+        *,
+        expired_before: datetime | None = None,
+    ) -> None:
+        """Write ``change`` inside the open transaction, or raise _Refused (rolled back)."""
+        before, after, event = change.before, change.after, change.event
         if before.id != after.id or event.item_id != before.id:
-            raise ValueError("a transition must describe one item")
+            raise ValueError("a change must describe one item")
+        cursor = connection.execute(
+            self._sql["update_item_guarded"],
+            {
+                **_item_mutable_params(after),
+                "expected_state": before.state.value,
+                "expected_generation": before.generation,
+                "expected_claimed_by": before.claimed_by,
+                "expired_before": to_db_time(expired_before),
+            },
+        )
+        if cursor.rowcount != 1:
+            raise _Refused
+        if change.run_end is not None:
+            connection.execute(
+                self._sql["end_open_runs"],
+                _run_end_params(change.run_end, before.id, before.generation),
+            )
+        connection.execute(self._sql["insert_event"], _event_params(event))
+
+    # -- claims -----------------------------------------------------------------------------
+
+    def acquire(self, request: ClaimRequest, *, now: datetime) -> Item | None:
+        params = {
+            "now": to_db_time(now),
+            "installation_id": request.installation_id,
+            "item_id": request.item_id,
+            "agent": request.agent,
+            "default_agent": request.default_agent,
+        }
+        with self._write() as connection:
+            for query in ("select_next_due_retry", "select_next_queued"):
+                row = connection.execute(self._sql[query], params).fetchone()
+                if row is not None:
+                    change = claim(_item_from_row(row), request, at=now)
+                    # BEGIN IMMEDIATE serialises claimers: the guard cannot fail here.
+                    self._apply(connection, change)
+                    return change.after
+        return None
+
+    def renew(self, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
+        guard = {
+            "id": claimed.id,
+            "generation": claimed.generation,
+            "claimed_by": claimed.claimed_by,
+        }
+        with self._write() as connection:
+            proposed = to_db_time(terms.proposed_lease(now))
+            renewed = connection.execute(self._sql["renew_lease"], {**guard, "proposed": proposed})
+            row = connection.execute(self._sql["select_claim"], guard).fetchone()
+        if row is None:
+            return RenewResult(RenewOutcome.LOST)
+        lease = from_db_time(row["lease_expires_at"])
+        if renewed.rowcount != 1:
+            return RenewResult(RenewOutcome.BUDGET_EXHAUSTED, lease)
+        return RenewResult(RenewOutcome.RENEWED, lease)
+
+    def start_run(self, claimed: Item, run: NewRun) -> Run | None:
         with self._write() as connection:
             cursor = connection.execute(
-                self._sql["update_item_guarded"],
+                self._sql["insert_run_guarded"],
                 {
-                    **_item_mutable_params(after),
-                    "expected_state": before.state.value,
-                    "expected_generation": before.generation,
-                    "expected_claimed_by": before.claimed_by,
+                    **_claim_guard(claimed),
+                    "run_id": run.run_id,
+                    "kind": run.kind.value,
+                    "worker_id": run.worker_id,
+                    "installation_id": run.installation_id,
+                    "started_at": to_db_time(run.started_at),
+                    "session_id": run.session_id,
                 },
             )
-            if cursor.rowcount != 1:
-                return False
-            connection.execute(self._sql["insert_event"], _event_params(event))
-        return True
+        if cursor.rowcount != 1:
+            return None
+        return next(r for r in self.list_runs(claimed.id) if r.run_id == run.run_id)
+
+    def record_process(
+        self, claimed: Item, run_id: str, *, pid: int, process_started_at: float
+    ) -> bool:
+        with self._write() as connection:
+            cursor = connection.execute(
+                self._sql["record_process_guarded"],
+                {
+                    **_claim_guard(claimed),
+                    "run_id": run_id,
+                    "pid": pid,
+                    "process_started_at": process_started_at,
+                },
+            )
+        return cursor.rowcount == 1
+
+    def record_session(self, claimed: Item, session: Session, *, at: datetime) -> bool:
+        with self._write() as connection:
+            cursor = connection.execute(
+                self._sql["upsert_session_guarded"],
+                {
+                    **_claim_guard(claimed),
+                    "vendor": session.vendor,
+                    "session_id": session.session_id,
+                    "workspace": session.workspace,
+                    "installation_id": session.installation_id,
+                    "updated_at": to_db_time(at),
+                },
+            )
+        return cursor.rowcount == 1
+
+    def expired_claims(self, *, now: datetime, limit: int) -> list[Item]:
+        rows = self._read("select_expired_claims", {"now": to_db_time(now), "limit": limit})
+        return [_item_from_row(row) for row in rows]
+
+    def reap(self, item_id: int, *, now: datetime, max_requeues: int) -> Change | None:
+        try:
+            with self._write() as connection:
+                row = connection.execute(self._sql["select_item"], {"id": item_id}).fetchone()
+                if row is None:
+                    return None
+                item = _item_from_row(row)
+                if item.state is not ItemState.RUNNING or not lease_expired(
+                    item.lease_expires_at, now
+                ):
+                    return None  # renewed or settled meanwhile: the live worker wins
+                facts = connection.execute(
+                    self._sql["select_reap_facts"],
+                    {"item_id": item.id, "generation": item.generation},
+                ).fetchone()
+                change = reap(
+                    item,
+                    ReapFacts(
+                        run_recorded=facts["runs_recorded"] > 0,
+                        has_resume_address=facts["session_id"] is not None,
+                        claimed_from=ItemState(facts["claimed_from"] or ItemState.QUEUED),
+                    ),
+                    at=now,
+                    max_requeues=max_requeues,
+                )
+                self._apply(connection, change, expired_before=now)
+        except _Refused:
+            return None
+        return change
+
+
+class _Refused(Exception):
+    """A guard failed inside a write transaction: roll it back and report False."""
+
+
+def _claim_guard(claimed: Item) -> dict[str, Any]:
+    return {
+        "item_id": claimed.id,
+        "generation": claimed.generation,
+        "claimed_by": claimed.claimed_by,
+    }
+
+
+def _run_end_params(end: RunEnd, item_id: int, generation: int) -> dict[str, Any]:
+    return {
+        "item_id": item_id,
+        "generation": generation,
+        "ended_at": to_db_time(end.ended_at),
+        "outcome_class": end.outcome_class.value,
+        "confidence": end.confidence.value,
+        "exit_code": end.exit_code,
+        "signal": end.signal,
+        "diagnostic": end.diagnostic,
+    }
 
 
 # -- opening ----------------------------------------------------------------------------------
@@ -343,6 +517,8 @@ def _item_from_row(row: sqlite3.Row) -> Item:
         requeues=row["requeues"],
         created_at=_required_time(row["created_at"]),
         updated_at=_required_time(row["updated_at"]),
+        claimed_at=from_db_time(row["claimed_at"]),
+        renew_deadline=from_db_time(row["renew_deadline"]),
     )
 
 
@@ -361,6 +537,8 @@ def _item_mutable_params(item: Item) -> dict[str, Any]:
         "crash_retries": item.crash_retries,
         "requeues": item.requeues,
         "updated_at": to_db_time(item.updated_at),
+        "claimed_at": to_db_time(item.claimed_at),
+        "renew_deadline": to_db_time(item.renew_deadline),
     }
 
 

@@ -31,12 +31,15 @@ SELECT * FROM sessions WHERE item_id = :item_id;
 
 -- name: update_item_guarded
 -- Compare-and-set: the write lands only if the item is still in the state, generation and
--- claim the caller read. Zero changed rows means someone else moved it first.
+-- claim the caller read (and, for the reaper, its lease is still expired). Zero changed rows
+-- means someone else moved it first.
 UPDATE items
 SET state = :state,
     generation = :generation,
     claimed_by = :claimed_by,
     lease_expires_at = :lease_expires_at,
+    claimed_at = :claimed_at,
+    renew_deadline = :renew_deadline,
     queued_at = :queued_at,
     not_before = :not_before,
     reason_code = :reason_code,
@@ -49,7 +52,99 @@ WHERE id = :id
   AND state NOT IN ('done', 'cancelled')
   AND state = :expected_state
   AND generation = :expected_generation
-  AND claimed_by IS :expected_claimed_by;
+  AND claimed_by IS :expected_claimed_by
+  AND (:expired_before IS NULL OR lease_expires_at < :expired_before);
+
+-- name: end_open_runs
+-- The run of a claim ends together with the move that releases the claim.
+UPDATE runs
+SET ended_at = :ended_at,
+    outcome_class = :outcome_class,
+    confidence = :confidence,
+    exit_code = :exit_code,
+    signal = :signal,
+    diagnostic = :diagnostic
+WHERE item_id = :item_id AND generation = :generation AND ended_at IS NULL;
+
+-- name: select_next_due_retry
+-- Due retries first; a retry with a local session only on the installation that holds it.
+SELECT items.* FROM items
+LEFT JOIN sessions ON sessions.item_id = items.id
+WHERE items.state = 'retry-scheduled'
+  AND items.not_before <= :now
+  AND (sessions.session_id IS NULL OR sessions.installation_id = :installation_id)
+  AND (:item_id IS NULL OR items.id = :item_id)
+  AND (:agent IS NULL OR coalesce(items.agent, :default_agent) = :agent)
+ORDER BY items.queued_at, items.id
+LIMIT 1;
+
+-- name: select_next_queued
+-- Oldest queue entry first (an unknown entry time counts as oldest).
+SELECT * FROM items
+WHERE state = 'queued'
+  AND (:item_id IS NULL OR id = :item_id)
+  AND (:agent IS NULL OR coalesce(agent, :default_agent) = :agent)
+ORDER BY queued_at, id
+LIMIT 1;
+
+-- name: renew_lease
+-- Extends the lease of a claim that is still held, never past the claim's renewal deadline.
+UPDATE items
+SET lease_expires_at = max(lease_expires_at, min(:proposed, renew_deadline))
+WHERE id = :id
+  AND state = 'running'
+  AND generation = :generation
+  AND claimed_by = :claimed_by
+  AND lease_expires_at < renew_deadline;
+
+-- name: select_claim
+SELECT lease_expires_at FROM items
+WHERE id = :id AND state = 'running' AND generation = :generation AND claimed_by = :claimed_by;
+
+-- name: insert_run_guarded
+-- A run is recorded only under a claim that is still held.
+INSERT INTO runs (run_id, item_id, generation, attempt, kind, worker_id, installation_id,
+                  started_at, session_id)
+SELECT :run_id, :item_id, :generation,
+       (SELECT count(*) + 1 FROM runs WHERE item_id = :item_id),
+       :kind, :worker_id, :installation_id, :started_at, :session_id
+WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
+              AND generation = :generation AND claimed_by = :claimed_by);
+
+-- name: record_process_guarded
+UPDATE runs
+SET pid = :pid, process_started_at = :process_started_at
+WHERE run_id = :run_id AND item_id = :item_id AND generation = :generation
+  AND ended_at IS NULL
+  AND EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
+              AND generation = :generation AND claimed_by = :claimed_by);
+
+-- name: upsert_session_guarded
+INSERT INTO sessions (item_id, vendor, session_id, workspace, installation_id, updated_at)
+SELECT :item_id, :vendor, :session_id, :workspace, :installation_id, :updated_at
+WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
+              AND generation = :generation AND claimed_by = :claimed_by)
+ON CONFLICT (item_id) DO UPDATE
+SET vendor = excluded.vendor,
+    session_id = excluded.session_id,
+    workspace = excluded.workspace,
+    installation_id = excluded.installation_id,
+    updated_at = excluded.updated_at;
+
+-- name: select_expired_claims
+SELECT * FROM items
+WHERE state = 'running' AND lease_expires_at < :now
+ORDER BY lease_expires_at, id
+LIMIT :limit;
+
+-- name: select_reap_facts
+SELECT
+    (SELECT count(*) FROM runs WHERE item_id = :item_id AND generation = :generation)
+        AS runs_recorded,
+    (SELECT session_id FROM sessions WHERE item_id = :item_id) AS session_id,
+    (SELECT from_state FROM item_events
+     WHERE item_id = :item_id AND generation = :generation AND to_state = 'running'
+     ORDER BY id DESC LIMIT 1) AS claimed_from;
 
 -- name: create_migrations_table
 CREATE TABLE IF NOT EXISTS wrighty_migrations (

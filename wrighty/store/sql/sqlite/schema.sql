@@ -21,7 +21,9 @@ CREATE TABLE items (
     crash_retries    INTEGER NOT NULL DEFAULT 0,
     requeues         INTEGER NOT NULL DEFAULT 0,
     created_at       TEXT    NOT NULL,
-    updated_at       TEXT    NOT NULL
+    updated_at       TEXT    NOT NULL,
+    claimed_at       TEXT,
+    renew_deadline   TEXT
 ) STRICT;
 
 CREATE INDEX items_by_state ON items (state, queued_at, id);
@@ -88,3 +90,4 @@ CREATE TABLE runs (
 ) STRICT;
 
 CREATE INDEX runs_by_item ON runs (item_id, started_at);
+CREATE INDEX runs_by_claim ON runs (item_id, generation);

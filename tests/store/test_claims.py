@@ -1,0 +1,466 @@
+"""The claim contract: acquire, renew, run records, settle, reap, release — every guard."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+import pytest
+
+from tests.conftest import FakeClock
+from tests.store.test_contract import new_item
+from wrighty import services
+from wrighty.domain.claims import (
+    ClaimRequest,
+    LeaseTerms,
+    RenewOutcome,
+    Settlement,
+    settle,
+)
+from wrighty.domain.model import Item, NewRun, RunEnd, Session
+from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.states import ItemState
+from wrighty.domain.transitions import replay, transition
+from wrighty.store import Store
+
+LEASE = 60.0
+TIMEOUT = 600.0
+TERMS = LeaseTerms(lease_seconds=LEASE, default_timeout_seconds=TIMEOUT)
+
+
+def request(worker: str = "w1", installation: str = "inst-a", **filters) -> ClaimRequest:
+    return ClaimRequest(
+        worker_id=worker,
+        installation_id=installation,
+        terms=TERMS,
+        default_agent="claude",
+        **filters,
+    )
+
+
+def queued(store: Store, clock: FakeClock, title: str = "t", **changes) -> Item:
+    return store.create_item(new_item(title, queued=True, **changes), at=clock(), actor="op")
+
+
+def acquire(store: Store, clock: FakeClock, worker: str = "w1", **kw) -> Item:
+    claimed = store.acquire(request(worker, **kw), now=clock())
+    assert claimed is not None
+    return claimed
+
+
+def start(store: Store, claimed: Item, clock: FakeClock, *, session_id: str | None = None) -> str:
+    run_id = f"run-{claimed.id}-{claimed.generation}"
+    run = store.start_run(
+        claimed,
+        NewRun(run_id, RunKind.FRESH, claimed.claimed_by or "", "inst-a", clock(), None),
+    )
+    assert run is not None
+    assert store.record_process(claimed, run_id, pid=4242, process_started_at=123.5)
+    if session_id:
+        session = Session(claimed.id, "claude", session_id, "/tmp/project", "inst-a")
+        assert store.record_session(claimed, session, at=clock())
+    return run_id
+
+
+def settlement(to: ItemState, cls: OutcomeClass, clock: FakeClock, **kw) -> Settlement:
+    end = RunEnd(clock(), cls, Confidence.AUTHORITATIVE, exit_code=0)
+    return Settlement(to_state=to, process_started=True, run_end=end, **kw)
+
+
+# -- acquire ----------------------------------------------------------------------------------
+
+
+def test_nothing_to_claim_is_none(store: Store, clock: FakeClock) -> None:
+    store.create_item(new_item(), at=clock(), actor="op")  # todo: not eligible
+    assert store.acquire(request(), now=clock()) is None
+
+
+def test_a_claim_moves_the_item_to_running_under_a_new_generation(
+    store: Store, clock: FakeClock
+) -> None:
+    item = queued(store, clock)
+    claimed = acquire(store, clock)
+    assert claimed.id == item.id
+    assert (claimed.state, claimed.generation, claimed.claimed_by) == (ItemState.RUNNING, 1, "w1")
+    assert claimed.lease_expires_at == clock() + timedelta(seconds=LEASE)
+    assert claimed.claimed_at == clock()
+    assert claimed.renew_deadline == clock() + timedelta(seconds=TIMEOUT + LEASE)
+    assert store.get_item(item.id) == claimed
+    last = store.list_events(item.id)[-1]
+    assert (last.from_state, last.to_state, last.actor, last.generation) == (
+        ItemState.QUEUED,
+        ItemState.RUNNING,
+        "worker:w1",
+        1,
+    )
+    assert store.acquire(request("w2"), now=clock()) is None
+
+
+def test_the_renewal_budget_uses_the_items_own_timeout(store: Store, clock: FakeClock) -> None:
+    queued(store, clock, timeout_seconds=120.0)
+    claimed = acquire(store, clock)
+    assert claimed.renew_deadline == clock() + timedelta(seconds=120 + LEASE)
+
+
+def test_oldest_queue_entry_first(store: Store, clock: FakeClock) -> None:
+    first = queued(store, clock, "first")
+    clock.advance(1)
+    second = store.create_item(new_item("second"), at=clock(), actor="op")
+    third = queued(store, clock, "third")
+    # `second` enters the queue last although it was created before `third`.
+    assert store.write_transition(
+        transition(second, ItemState.QUEUED, at=clock.advance(1), actor="op")
+    )
+    order = [acquire(store, clock, f"w{n}").id for n in range(3)]
+    assert order == [first.id, third.id, second.id]
+
+
+def _retry_scheduled(store: Store, clock: FakeClock, *, due_in: float, session_id: str | None,
+                     installation: str = "inst-a") -> Item:  # fmt: skip
+    item = queued(store, clock, "crashed before")
+    claimed = acquire(store, clock, "w-old", installation=installation, item_id=item.id)
+    start(store, claimed, clock)
+    if session_id:
+        session = Session(claimed.id, "claude", session_id, "/tmp/p", installation)
+        assert store.record_session(claimed, session, at=clock())
+    change = settle(
+        claimed,
+        settlement(
+            ItemState.RETRY_SCHEDULED,
+            OutcomeClass.PROCESS_CRASH,
+            clock,
+            not_before=clock() + timedelta(seconds=due_in),
+            counts_as_crash_retry=True,
+        ),
+        at=clock(),
+    )
+    assert store.write_transition(change)
+    return change.after
+
+
+def test_due_retries_come_before_older_fresh_work(store: Store, clock: FakeClock) -> None:
+    fresh = queued(store, clock, "fresh")
+    clock.advance(1)
+    retry = _retry_scheduled(store, clock, due_in=30, session_id="s-1")
+    assert retry.crash_retries == 1
+    assert acquire(store, clock).id == fresh.id  # retry not due yet
+    clock.advance(29)
+    assert store.acquire(request(), now=clock()) is None
+    clock.advance(1)  # not_before == now: due
+    claimed = acquire(store, clock)
+    assert claimed.id == retry.id
+    assert claimed.generation == 2
+
+
+def test_a_retry_with_a_local_session_stays_on_its_installation(
+    store: Store, clock: FakeClock
+) -> None:
+    retry = _retry_scheduled(store, clock, due_in=0, session_id="s-1", installation="inst-a")
+    assert store.acquire(request("w-b", installation="inst-b"), now=clock()) is None
+    assert acquire(store, clock, "w-a", installation="inst-a").id == retry.id
+
+
+def test_a_retry_without_a_session_id_may_go_anywhere(store: Store, clock: FakeClock) -> None:
+    retry = _retry_scheduled(store, clock, due_in=0, session_id=None)
+    assert acquire(store, clock, "w-b", installation="inst-b").id == retry.id
+
+
+def test_claim_filters_by_item_and_agent(store: Store, clock: FakeClock) -> None:
+    default = queued(store, clock, "default agent")
+    codex = queued(store, clock, "codex", agent="codex")
+    other = queued(store, clock, "other")
+    assert acquire(store, clock, item_id=other.id).id == other.id
+    assert acquire(store, clock, agent="codex").id == codex.id
+    assert store.acquire(request(agent="gemini"), now=clock()) is None
+    assert acquire(store, clock, agent="claude").id == default.id
+
+
+# -- renew ------------------------------------------------------------------------------------
+
+
+def test_renewal_extends_the_lease_from_now(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    clock.advance(20)
+    result = store.renew(claimed, now=clock(), terms=TERMS)
+    assert result.outcome is RenewOutcome.RENEWED
+    assert result.lease_expires_at == clock() + timedelta(seconds=LEASE)
+    assert store.get_item(claimed.id).lease_expires_at == result.lease_expires_at  # type: ignore[union-attr]
+
+
+def test_renewal_stops_at_the_budget_edge(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    deadline = claimed.renew_deadline
+    assert deadline is not None
+    clock.current = deadline - timedelta(seconds=LEASE)  # now + lease == deadline exactly
+    edge = store.renew(claimed, now=clock(), terms=TERMS)
+    assert (edge.outcome, edge.lease_expires_at) == (RenewOutcome.RENEWED, deadline)
+    clock.advance(1)
+    spent = store.renew(claimed, now=clock(), terms=TERMS)
+    assert (spent.outcome, spent.lease_expires_at) == (RenewOutcome.BUDGET_EXHAUSTED, deadline)
+
+
+def test_a_renewal_past_the_edge_is_capped_at_the_deadline(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    clock.current = claimed.renew_deadline - timedelta(seconds=LEASE / 2)  # type: ignore[operator]
+    result = store.renew(claimed, now=clock(), terms=TERMS)
+    assert (result.outcome, result.lease_expires_at) == (
+        RenewOutcome.RENEWED,
+        claimed.renew_deadline,
+    )
+
+
+def test_a_renewal_never_shortens_a_lease(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    result = store.renew(claimed, now=clock() - timedelta(seconds=30), terms=TERMS)
+    assert result.lease_expires_at == claimed.lease_expires_at
+
+
+@pytest.mark.parametrize("stale", [{"generation": 0}, {"claimed_by": "w-impostor"}])
+def test_a_renewal_by_a_non_owner_is_lost_and_changes_nothing(
+    store: Store, clock: FakeClock, stale: dict[str, object]
+) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    clock.advance(30)
+    result = store.renew(dataclasses.replace(claimed, **stale), now=clock(), terms=TERMS)
+    assert result.outcome is RenewOutcome.LOST
+    assert store.get_item(claimed.id) == claimed
+
+
+# -- runs and sessions under a claim -----------------------------------------------------------
+
+
+def test_runs_and_sessions_are_recorded_only_under_the_held_claim(
+    store: Store, clock: FakeClock
+) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    run_id = start(store, claimed, clock, session_id="sess-1")
+    [run] = store.list_runs(claimed.id)
+    assert (run.run_id, run.attempt, run.generation, run.pid) == (run_id, 1, 1, 4242)
+    assert run.process_started_at == 123.5
+    session = store.get_session(claimed.id)
+    assert session is not None and session.session_id == "sess-1"
+    stale = dataclasses.replace(claimed, generation=0)
+    late = NewRun("run-late", RunKind.FRESH, "w1", "inst-a", clock(), None)
+    assert store.start_run(stale, late) is None
+    assert store.record_process(stale, run_id, pid=1, process_started_at=1.0) is False
+    assert (
+        store.record_session(
+            stale, Session(claimed.id, "codex", "evil", "/x", "inst-b"), at=clock()
+        )
+        is False
+    )
+    assert [r.run_id for r in store.list_runs(claimed.id)] == [run_id]
+    assert store.list_runs(claimed.id)[0].pid == 4242
+    assert store.get_session(claimed.id) == session
+
+
+# -- settle -----------------------------------------------------------------------------------
+
+
+def test_settling_ends_the_run_and_releases_the_claim_together(
+    store: Store, clock: FakeClock
+) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    start(store, claimed, clock)
+    clock.advance(90)
+    change = settle(claimed, settlement(ItemState.DONE, OutcomeClass.SUCCEEDED, clock), at=clock())
+    assert store.write_transition(change)
+    done = store.get_item(claimed.id)
+    assert done is not None
+    assert (done.state, done.claimed_by, done.lease_expires_at) == (ItemState.DONE, None, None)
+    [run] = store.list_runs(claimed.id)
+    assert (run.outcome_class, run.confidence, run.ended_at, run.exit_code) == (
+        OutcomeClass.SUCCEEDED,
+        Confidence.AUTHORITATIVE,
+        clock(),
+        0,
+    )
+    assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.LOST
+
+
+def test_a_late_settle_from_an_old_generation_changes_nothing(
+    store: Store, clock: FakeClock
+) -> None:
+    queued(store, clock)
+    old = acquire(store, clock, "w-old")
+    clock.advance(LEASE + 1)
+    assert services.reap_expired(store, now=clock(), max_requeues=3)  # no run: back to queued
+    new = acquire(store, clock, "w-new")
+    assert new.generation == old.generation + 1
+    start(store, new, clock)
+    late = settle(old, settlement(ItemState.DONE, OutcomeClass.SUCCEEDED, clock), at=clock())
+    assert store.write_transition(late) is False
+    assert store.get_item(old.id) == new
+    assert store.list_runs(old.id)[0].ended_at is None
+
+
+def test_a_retry_settlement_counts_the_attempt_and_stamps_the_queue_entry(
+    store: Store, clock: FakeClock
+) -> None:
+    retry = _retry_scheduled(store, clock, due_in=120, session_id="s")
+    assert retry.state is ItemState.RETRY_SCHEDULED
+    assert (retry.crash_retries, retry.not_before, retry.queued_at) == (
+        1,
+        clock() + timedelta(seconds=120),
+        clock(),
+    )
+    assert replay(store.list_events(retry.id)) is ItemState.RETRY_SCHEDULED
+
+
+# -- the reaper -------------------------------------------------------------------------------
+
+
+def test_a_lease_ending_exactly_now_is_not_reaped(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    clock.current = claimed.lease_expires_at  # type: ignore[assignment]
+    assert store.expired_claims(now=clock(), limit=10) == []
+    assert store.reap(claimed.id, now=clock(), max_requeues=3) is None
+    clock.advance(0.001)
+    assert [i.id for i in store.expired_claims(now=clock(), limit=10)] == [claimed.id]
+
+
+def test_reaped_before_any_run_goes_back_to_queued(store: Store, clock: FakeClock) -> None:
+    item = queued(store, clock)
+    claimed = acquire(store, clock)
+    clock.advance(LEASE + 1)
+    [change] = services.reap_expired(store, now=clock(), max_requeues=3)
+    after = store.get_item(item.id)
+    assert after == change.after
+    assert (after.state, after.reason_code, after.claimed_by) == (  # type: ignore[union-attr]
+        ItemState.QUEUED,
+        "worker-lost",
+        None,
+    )
+    assert after.queued_at == item.queued_at  # type: ignore[union-attr]
+    assert after.requeues == 0  # type: ignore[union-attr]
+    assert store.list_events(item.id)[-1].actor == "reaper"
+    assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.LOST
+
+
+def test_reaped_with_a_session_becomes_a_due_resume(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    start(store, claimed, clock, session_id="sess-1")
+    clock.advance(LEASE + 1)
+    [change] = services.reap_expired(store, now=clock(), max_requeues=3)
+    after = change.after
+    assert (after.state, after.not_before, after.requeues, after.crash_retries) == (
+        ItemState.RETRY_SCHEDULED,
+        clock(),
+        1,
+        0,
+    )
+    [run] = store.list_runs(claimed.id)
+    assert (run.outcome_class, run.confidence, run.ended_at) == (
+        OutcomeClass.WORKER_LOST,
+        Confidence.INFERRED,
+        clock(),
+    )
+
+
+def test_reaped_without_a_session_needs_attention(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    start(store, claimed, clock)
+    clock.advance(LEASE + 1)
+    [change] = services.reap_expired(store, now=clock(), max_requeues=3)
+    assert change.after.state is ItemState.NEEDS_ATTENTION
+    assert "no session was recorded" in (change.after.reason or "")
+    assert change.after.next_action == f"wrighty show {claimed.id}"
+
+
+def test_the_reclaim_budget_is_its_own_counter(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    states = []
+    for _ in range(3):
+        claimed = acquire(store, clock)
+        start(store, claimed, clock, session_id="sess-1")
+        clock.advance(LEASE + 1)
+        [change] = services.reap_expired(store, now=clock(), max_requeues=2)
+        states.append(change.after.state)
+    assert states == [
+        ItemState.RETRY_SCHEDULED,
+        ItemState.RETRY_SCHEDULED,
+        ItemState.NEEDS_ATTENTION,
+    ]
+    final = store.get_item(claimed.id)
+    assert final is not None and (final.requeues, final.crash_retries) == (2, 0)
+    assert "reclaim budget (2) is spent" in (final.reason or "")
+
+
+def test_a_reaped_due_retry_without_a_run_stays_a_due_retry(store: Store, clock: FakeClock) -> None:
+    retry = _retry_scheduled(store, clock, due_in=0, session_id="s-1")
+    acquire(store, clock)
+    clock.advance(LEASE + 1)
+    [change] = services.reap_expired(store, now=clock(), max_requeues=3)
+    assert change.after.state is ItemState.RETRY_SCHEDULED
+    assert change.after.requeues == 0
+    assert change.after.crash_retries == retry.crash_retries
+
+
+def test_a_renewal_that_lands_first_beats_the_reaper(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    clock.advance(LEASE + 1)
+    [expired] = store.expired_claims(now=clock(), limit=10)
+    # The owner renews between the reaper's scan and its write.
+    assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.RENEWED
+    assert store.reap(expired.id, now=clock(), max_requeues=3) is None
+    assert store.get_item(claimed.id).state is ItemState.RUNNING  # type: ignore[union-attr]
+
+
+def test_a_reaper_that_lands_first_makes_the_renewal_lost(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    clock.advance(LEASE + 1)
+    assert store.reap(claimed.id, now=clock(), max_requeues=3) is not None
+    assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.LOST
+
+
+def test_the_reaper_write_rechecks_the_expiry(store: Store, clock: FakeClock) -> None:
+    """Even a reaper holding a stale view cannot take a claim whose lease is live again."""
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    clock.advance(LEASE + 1)
+    store.renew(claimed, now=clock(), terms=TERMS)
+    assert store.reap(claimed.id, now=clock(), max_requeues=3) is None
+    assert store.expired_claims(now=clock(), limit=10) == []
+
+
+# -- operator actions on running items --------------------------------------------------------
+
+
+def test_release_fences_off_the_old_owner(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    start(store, claimed, clock)
+    released = services.release_item(store, claimed.id, now=clock.advance(5))
+    assert (released.state, released.reason_code, released.generation) == (
+        ItemState.NEEDS_ATTENTION,
+        "operator-released",
+        claimed.generation + 1,
+    )
+    assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.LOST
+    late = settle(claimed, settlement(ItemState.DONE, OutcomeClass.SUCCEEDED, clock), at=clock())
+    assert store.write_transition(late) is False
+    assert store.list_runs(claimed.id)[0].outcome_class is OutcomeClass.WORKER_LOST
+
+
+def test_cancelling_a_running_item_ends_its_run_as_cancelled(
+    store: Store, clock: FakeClock
+) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    start(store, claimed, clock)
+    services.cancel_item(store, claimed.id, now=clock.advance(5))
+    assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.LOST
+    [run] = store.list_runs(claimed.id)
+    assert (run.outcome_class, run.confidence) == (OutcomeClass.CANCELLED, Confidence.AUTHORITATIVE)
