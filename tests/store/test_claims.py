@@ -244,7 +244,8 @@ def test_runs_and_sessions_are_recorded_only_under_the_held_claim(
     assert (run.run_id, run.attempt, run.generation, run.pid) == (run_id, 1, 1, 4242)
     assert run.process_started_at == 123.5
     session = store.get_session(claimed.id)
-    assert session is not None and session.session_id == "sess-1"
+    assert session is not None
+    assert session.session_id == "sess-1"
     stale = dataclasses.replace(claimed, generation=0)
     late = NewRun("run-late", RunKind.FRESH, "w1", "inst-a", clock(), None)
     assert store.start_run(stale, late) is None
@@ -392,7 +393,8 @@ def test_the_reclaim_budget_is_its_own_counter(store: Store, clock: FakeClock) -
         ItemState.NEEDS_ATTENTION,
     ]
     final = store.get_item(claimed.id)
-    assert final is not None and (final.requeues, final.crash_retries) == (2, 0)
+    assert final is not None
+    assert (final.requeues, final.crash_retries) == (2, 0)
     assert "reclaim budget (2) is spent" in (final.reason or "")
 
 
