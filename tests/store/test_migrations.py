@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from wrighty.store.sqlfiles import migrations, read_sql
-from wrighty.store.sqlite import _run_script
+from wrighty.store.sqlfiles import migrations, queries, read_sql
+from wrighty.store.sqlite import SqliteStore, _run_script
 
 
 def _shape(connection: sqlite3.Connection) -> dict[str, object]:
@@ -48,3 +48,28 @@ def test_migrations_build_exactly_the_current_schema(tmp_path: Path) -> None:
 def test_migrations_are_numbered_without_gaps() -> None:
     versions = [m.version for m in migrations("sqlite")]
     assert versions == list(range(1, len(versions) + 1))
+
+
+def test_an_older_store_is_migrated_forward_and_keeps_its_items(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    first = migrations("sqlite")[0]
+    old = _build(tmp_path, "old.db", [first.sql, queries("sqlite")["create_migrations_table"]])
+    old.execute(
+        "INSERT INTO wrighty_migrations (version, name, applied_at) VALUES (?, ?, 'then')",
+        (first.version, first.name),
+    )
+    old.execute(
+        "INSERT INTO items (title, body, state, queued_at, created_at, updated_at) VALUES "
+        "('kept', 'task', 'queued', '2026-01-01T00:00:00.000000Z', "
+        "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')"
+    )
+    old.close()
+    store = SqliteStore.open(path)
+    assert store.schema_version() == migrations("sqlite")[-1].version
+    [item] = store.list_items()
+    assert (item.title, item.state.value, item.claimed_at) == ("kept", "queued", None)
+    store.close()
+    current = _build(tmp_path, "current.db", [read_sql("sqlite", "schema.sql")])
+    upgraded = sqlite3.connect(path)
+    upgraded.execute("DROP TABLE wrighty_migrations")
+    assert _shape(upgraded) == _shape(current)

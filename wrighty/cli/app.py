@@ -17,6 +17,7 @@ from wrighty.cli.render import (
     items_table,
     print_item_detail,
     print_json,
+    reaped_json,
 )
 from wrighty.config import (
     CONFIG_FILENAME,
@@ -292,6 +293,53 @@ def cancel(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> No
     with app_ctx.store() as store:
         item = services.cancel_item(store, item_id, now=app_ctx.now())
     _report_move(item, as_json)
+
+
+@app.command()
+def release(
+    ctx: typer.Context,
+    item_id: ItemId,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Confirm that the item's worker is gone."),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Take a running item from a worker that is gone: it goes to needs-attention."""
+    if not force:
+        raise WrightyError(
+            f"release takes item {item_id} away from its worker; if that worker is really "
+            f"gone, run `wrighty release {item_id} --force` (or wait for the reaper)"
+        )
+    app_ctx = _context(ctx)
+    with app_ctx.store() as store:
+        item = services.release_item(store, item_id, now=app_ctx.now())
+    _report_move(item, as_json)
+
+
+@app.command()
+def reap(
+    ctx: typer.Context,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, help="Reap at most this many items.")
+    ] = 100,
+    as_json: JsonFlag = False,
+) -> None:
+    """Settle running items whose worker stopped renewing its lease (run once)."""
+    app_ctx = _context(ctx)
+    max_requeues = app_ctx.config().config.worker.max_requeues
+    with app_ctx.store() as store:
+        changes = services.reap_expired(
+            store, now=app_ctx.now(), max_requeues=max_requeues, limit=limit
+        )
+    if as_json:
+        print_json(console, [reaped_json(change) for change in changes])
+    elif not changes:
+        typer.echo("nothing to reap")
+    else:
+        for change in changes:
+            after = change.after
+            typer.echo(f"item {after.id}: running -> {after.state} ({after.reason})")
 
 
 def _report_move(item: Item, as_json: bool) -> None:

@@ -17,6 +17,10 @@ def system_now() -> datetime:
     return datetime.now(UTC)
 
 
+# The clock every command reads; tests replace it to control time.
+clock: Callable[[], datetime] = system_now
+
+
 @dataclass
 class AppContext:
     """Global options, resolved lazily so that commands that need no store open none."""
@@ -24,8 +28,10 @@ class AppContext:
     config_option: Path | None
     store_option: str | None
     cwd: Path = field(default_factory=Path.cwd)
-    now: Callable[[], datetime] = system_now
     _loaded: LoadedConfig | None = None
+
+    def now(self) -> datetime:
+        return clock()
 
     def config(self) -> LoadedConfig:
         """The config file found (or named); without one, defaults if --store was given."""

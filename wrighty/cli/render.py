@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wrighty.domain.durations import format_duration
-from wrighty.domain.model import Event, Item, Run, Session
+from wrighty.domain.model import Change, Event, Item, Run, Session
 from wrighty.services import ItemDetail
 
 
@@ -76,6 +76,20 @@ def event_json(event: Event) -> dict[str, Any]:
         "to_state": event.to_state.value,
         "reason_code": event.reason_code,
         "reason": event.reason,
+    }
+
+
+def reaped_json(change: Change) -> dict[str, Any]:
+    """One item the reaper settled: where it went and why."""
+    return {
+        "id": change.after.id,
+        "generation": change.before.generation,
+        "from_state": change.before.state.value,
+        "to_state": change.after.state.value,
+        "reason_code": change.after.reason_code,
+        "reason": change.after.reason,
+        "lease_expired_at": json_time(change.before.lease_expires_at),
+        "worker_id": change.before.claimed_by,
     }
 
 
