@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -30,17 +31,21 @@ def _done(claimed_at: Any) -> Settlement:
     return Settlement(ItemState.DONE, process_started=True, run_end=end)
 
 
-def _burn_down(path: str, worker: str, start: Any, results: Any) -> None:
+def _burn_down(path: str, worker: str, ready: Any, start: Any, results: Any) -> None:
     """Claim and finish items until none is left; report every (item, generation)."""
     claimed_log: list[tuple[int, int]] = []
     error = None
     try:
         store = SqliteStore.open(Path(path))
         request = ClaimRequest(worker, "inst-a", TERMS, default_agent="claude")
+        ready.put(worker)
         start.wait()
         while (claimed := store.acquire(request, now=START)) is not None:
             claimed_log.append((claimed.id, claimed.generation))
             assert store.write_transition(settle(claimed, _done(START), at=START))
+            # The agent's run, outside any transaction. Without it one process re-takes the
+            # write lock before the others' busy handlers wake up, and there is no race.
+            time.sleep(0.002)
         store.close()
     except Exception as caught:  # reported to the parent, which fails the test
         error = f"{type(caught).__name__}: {caught}"
@@ -53,14 +58,15 @@ def test_racing_processes_claim_every_item_exactly_once(tmp_path: Path) -> None:
     store = SqliteStore.open(path)
     items = [store.create_item(new_item(f"item {n}", queued=True), at=START, actor="op")
              for n in range(200)]  # fmt: skip
-    start = CONTEXT.Event()
-    results = CONTEXT.Queue()
+    ready, start, results = CONTEXT.Queue(), CONTEXT.Event(), CONTEXT.Queue()
     workers = [
-        CONTEXT.Process(target=_burn_down, args=(str(path), f"w{n}", start, results))
+        CONTEXT.Process(target=_burn_down, args=(str(path), f"w{n}", ready, start, results))
         for n in range(4)
     ]
     for process in workers:
         process.start()
+    for _ in workers:  # every worker has opened the store before the race starts
+        ready.get(timeout=60)
     start.set()
     reports = [results.get(timeout=120) for _ in workers]
     for process in workers:
