@@ -85,9 +85,7 @@ def baseline_setup(path: Path, items: int) -> None:
     )
     connection.execute("CREATE INDEX jobs_state ON jobs (state, id)")
     connection.execute("BEGIN")
-    connection.executemany(
-        "INSERT INTO jobs (state) VALUES ('queued')", (() for _ in range(items))
-    )
+    connection.executemany("INSERT INTO jobs (state) VALUES ('queued')", (() for _ in range(items)))
     connection.execute("COMMIT")
     connection.close()
 

@@ -70,7 +70,7 @@ def test_reap_respects_the_configured_reclaim_budget(initialised: Path, clock: F
     claimed = claim_one(initialised, clock, with_session=True)
     clock.advance(61)
     text = wrighty("reap").stdout
-    assert text.startswith(f"item {claimed.id}: running -> needs-attention")
+    assert text.startswith(f"item {claimed.id}: running -> needs-attention: ")
     assert "reclaim budget (0) is spent" in text
 
 

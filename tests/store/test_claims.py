@@ -466,3 +466,26 @@ def test_cancelling_a_running_item_ends_its_run_as_cancelled(
     assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.LOST
     [run] = store.list_runs(claimed.id)
     assert (run.outcome_class, run.confidence) == (OutcomeClass.CANCELLED, Confidence.AUTHORITATIVE)
+
+
+def test_the_store_refuses_queued_after_an_agent_process_was_recorded(
+    store: Store, clock: FakeClock
+) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    start(store, claimed, clock)  # records a pid
+    # A caller that wrongly claims no process started is still refused by the store.
+    wrong = settle(claimed, Settlement(ItemState.QUEUED, process_started=False), at=clock())
+    assert store.write_transition(wrong) is False
+    assert store.get_item(claimed.id) == claimed
+
+
+def test_a_claim_never_ends_with_its_run_left_open(store: Store, clock: FakeClock) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    start(store, claimed, clock)
+    no_outcome = settle(claimed, Settlement(ItemState.NEEDS_ATTENTION, process_started=True),
+                        at=clock())  # fmt: skip
+    assert store.write_transition(no_outcome)
+    [run] = store.list_runs(claimed.id)
+    assert (run.ended_at, run.outcome_class) == (clock(), OutcomeClass.UNKNOWN)

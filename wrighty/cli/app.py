@@ -28,7 +28,7 @@ from wrighty.config import (
 )
 from wrighty.domain.durations import parse_duration
 from wrighty.domain.model import Item, NewItem
-from wrighty.domain.states import ItemState, parse_state
+from wrighty.domain.states import TERMINAL_STATES, ItemState, parse_state
 from wrighty.domain.transitions import validate_new_item
 from wrighty.errors import ConfigError, WrightyError
 from wrighty.installation import installation_id
@@ -268,8 +268,10 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
     """Show an item: its fields, session, runs and history."""
     with _context(ctx).store() as store:
         detail = services.item_detail(store, item_id)
-    resumable = detail.session is not None and services.resume_address_complete(
-        detail.session, installation_id=installation_id()
+    resumable = (
+        detail.session is not None
+        and detail.item.state not in TERMINAL_STATES
+        and services.resume_address_complete(detail.session, installation_id=installation_id())
     )
     if as_json:
         print_json(console, item_detail_json(detail, resumable=resumable))
@@ -339,7 +341,7 @@ def reap(
     else:
         for change in changes:
             after = change.after
-            typer.echo(f"item {after.id}: running -> {after.state} ({after.reason})")
+            typer.echo(f"item {after.id}: running -> {after.state}: {after.reason}")
 
 
 def _report_move(item: Item, as_json: bool) -> None:

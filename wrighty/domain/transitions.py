@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from wrighty.domain.model import MAX_TITLE_LENGTH, Change, Event, Item, NewItem, RunEnd
+from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import INITIAL_STATES, TERMINAL_STATES, ItemState, can_move
 from wrighty.errors import IllegalTransitionError, WrightyError
 
@@ -73,6 +74,11 @@ def transition(
     if to_state is ItemState.RETRY_SCHEDULED and not_before is None:
         raise ValueError("a retry-scheduled item needs not_before")
     leaving_claim = item.state is ItemState.RUNNING
+    if leaving_claim and run_end is None:
+        # A claim never ends with its run left open: say so rather than leave it dangling.
+        run_end = RunEnd(
+            at, OutcomeClass.UNKNOWN, Confidence.INFERRED, diagnostic="no outcome was recorded"
+        )
     after = dataclasses.replace(
         item,
         state=to_state,

@@ -38,22 +38,22 @@ from wrighty.store.sqlfiles import migrations, queries, read_sql
 DIALECT = "sqlite"
 BUSY_TIMEOUT_MS = 10_000
 SQLITE_HEADER = b"SQLite format 3\x00"
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def to_db_time(moment: datetime | None) -> str | None:
-    """Fixed-width UTC text, so comparing strings in SQL compares times."""
+    """Fixed-width UTC text (``2026-11-30T09:00:00.000000Z``): comparing strings compares
+    times."""
     if moment is None:
         return None
     if moment.tzinfo is None:
         raise ValueError("naive datetime given to the store; use an aware UTC time")
-    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def from_db_time(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    return datetime.strptime(text, _TIME_FORMAT).replace(tzinfo=UTC)
+    return None if text is None else datetime.fromisoformat(text)
 
 
 def _required_time(text: str) -> datetime:

@@ -53,7 +53,11 @@ WHERE id = :id
   AND state = :expected_state
   AND generation = :expected_generation
   AND claimed_by IS :expected_claimed_by
-  AND (:expired_before IS NULL OR lease_expires_at < :expired_before);
+  AND (:expired_before IS NULL OR lease_expires_at < :expired_before)
+  -- Back to queued only if no agent process was recorded under this claim.
+  AND NOT (:state = 'queued' AND EXISTS (
+      SELECT 1 FROM runs
+      WHERE item_id = :id AND generation = :expected_generation AND pid IS NOT NULL));
 
 -- name: end_open_runs
 -- The run of a claim ends together with the move that releases the claim.
