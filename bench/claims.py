@@ -6,6 +6,8 @@ Side by side in one run, on fresh files in the same directory, with 1 and 2 proc
   (two guarded write transactions, each appending an event; ``synchronous = FULL``);
 - baseline: a hand-written minimal sqlite3 loop doing the same guarded claim and settle on a
   bare table (two transactions per item, same pragmas);
+- schema: the same hand-written loop on wrighty's own schema, history events included, to
+  separate what the schema costs from what wrighty's Python code costs;
 - huey: Huey's ``SqliteHuey`` dequeuing and executing no-op tasks (one transaction per task,
   its default durability: SQLite's default ``synchronous = FULL`` in WAL mode).
 
@@ -123,6 +125,59 @@ def baseline_worker(path: str, name: str) -> int:
     return count
 
 
+def schema_worker(path: str, name: str) -> int:
+    """The same two transactions by hand on wrighty's own schema, history included: shows
+    what the schema costs apart from wrighty's Python code."""
+    connection = _baseline_connect(path)
+    now = to_db_time(NOW)
+    count = 0
+    while True:
+        connection.execute("BEGIN IMMEDIATE")
+        row = connection.execute(
+            "SELECT id, generation FROM items WHERE state = 'queued' ORDER BY queued_at, id LIMIT 1"
+        ).fetchone()
+        if row is None:
+            connection.execute("COMMIT")
+            break
+        item_id, generation = row
+        connection.execute(
+            "UPDATE items SET state = 'running', generation = generation + 1, claimed_by = ?, "
+            "lease_expires_at = ?, claimed_at = ?, renew_deadline = ?, updated_at = ? "
+            "WHERE id = ? AND state = 'queued' AND generation = ?",
+            (name, now, now, now, now, item_id, generation),
+        )
+        _event(connection, item_id, now, name, generation + 1, "queued", "running")
+        connection.execute("COMMIT")
+        connection.execute("BEGIN IMMEDIATE")
+        settled = connection.execute(
+            "UPDATE items SET state = 'done', claimed_by = NULL, lease_expires_at = NULL, "
+            "claimed_at = NULL, renew_deadline = NULL, updated_at = ? "
+            "WHERE id = ? AND state = 'running' AND generation = ? AND claimed_by = ?",
+            (now, item_id, generation + 1, name),
+        ).rowcount
+        connection.execute(
+            "UPDATE runs SET ended_at = ?, outcome_class = 'succeeded' "
+            "WHERE item_id = ? AND generation = ? AND ended_at IS NULL",
+            (now, item_id, generation + 1),
+        )
+        _event(connection, item_id, now, name, generation + 1, "running", "done")
+        connection.execute("COMMIT")
+        if settled != 1:
+            raise RuntimeError("a settle was refused in a burn-down without contention")
+        count += 1
+    connection.close()
+    return count
+
+
+def _event(connection: sqlite3.Connection, item_id: int, now: str | None, name: str,
+           generation: int, from_state: str, to_state: str) -> None:  # fmt: skip
+    connection.execute(
+        "INSERT INTO item_events (item_id, at, actor, generation, from_state, to_state) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (item_id, now, f"worker:{name}", generation, from_state, to_state),
+    )
+
+
 # -- Huey -------------------------------------------------------------------------------------
 
 
@@ -168,7 +223,12 @@ def huey_worker(path: str, name: str) -> int:
 
 
 def _run_worker(kind: str, path: str, name: str, ready: Any, start: Any, done: Any) -> None:
-    worker = {"wrighty": wrighty_worker, "baseline": baseline_worker, "huey": huey_worker}[kind]
+    worker = {
+        "wrighty": wrighty_worker,
+        "baseline": baseline_worker,
+        "schema": schema_worker,
+        "huey": huey_worker,
+    }[kind]
     if kind == "huey":
         _huey(path)  # import and open before the clock starts, like the others
     ready.put(name)
@@ -182,6 +242,7 @@ def _run_worker(kind: str, path: str, name: str, ready: Any, start: Any, done: A
 SETUPS: dict[str, Callable[[Path, int], None]] = {
     "wrighty": wrighty_setup,
     "baseline": baseline_setup,
+    "schema": wrighty_setup,
     "huey": huey_setup,
 }
 
@@ -219,7 +280,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
-    kinds = ["wrighty", "baseline"]
+    kinds = ["wrighty", "baseline", "schema"]
     try:
         import huey  # noqa: F401
 
@@ -235,6 +296,7 @@ def main() -> None:
             rates = {kind: burn_down(kind, args.items, processes, Path(scratch)) for kind in kinds}
             row = "  ".join(f"{kind} {rate:8.0f} items/s" for kind, rate in rates.items())
             ratios = f"wrighty/baseline {rates['wrighty'] / rates['baseline']:.2f}x"
+            ratios += f"  wrighty/schema {rates['wrighty'] / rates['schema']:.2f}x"
             if "huey" in rates:
                 ratios += f"  wrighty/huey {rates['wrighty'] / rates['huey']:.2f}x"
             print(f"{processes} process(es): {row}  |  {ratios}", flush=True)
