@@ -49,23 +49,28 @@ class StoreMachine(RuleBasedStateMachine):
         self.moves[item.id] = 0
         self.snapshots.append(item)
 
+    def _try_move(self, read: Item, to_state: ItemState, actor: str) -> bool | None:
+        """Write a move planned from ``read``; None when the domain refuses it."""
+        self._tick()
+        extra = {"not_before": self.now} if to_state is ItemState.RETRY_SCHEDULED else {}
+        try:
+            change = transition(read, to_state, at=self.now, actor=actor, **extra)
+        except IllegalTransitionError:
+            return None
+        landed = self.store.write_transition(change)
+        if landed:
+            self.moves[read.id] += 1
+            self.snapshots.append(change.after)
+            if change.after.state in TERMINAL_STATES:
+                self.finals[read.id] = change.after
+        return landed
+
     @precondition(lambda self: self.ids)
     @rule(index=st.integers(min_value=0), to_state=TARGETS)
     def move(self, index: int, to_state: ItemState) -> None:
         item = self.store.get_item(self.ids[index % len(self.ids)])
         assert item is not None
-        self._tick()
-        extra = {"not_before": self.now} if to_state is ItemState.RETRY_SCHEDULED else {}
-        try:
-            change = transition(item, to_state, at=self.now, actor="operator", **extra)
-        except IllegalTransitionError:
-            return
-        assert self.store.write_transition(change)
-        after = change.after
-        self.moves[item.id] += 1
-        self.snapshots.append(after)
-        if after.state in TERMINAL_STATES:
-            self.finals[item.id] = after
+        assert self._try_move(item, to_state, "operator") is not False
 
     @precondition(lambda self: self.snapshots)
     @rule(index=st.integers(min_value=0), to_state=TARGETS)
@@ -73,25 +78,13 @@ class StoreMachine(RuleBasedStateMachine):
         old = self.snapshots[index % len(self.snapshots)]
         current = self.store.get_item(old.id)
         assert current is not None
-        self._tick()
-        extra = {"not_before": self.now} if to_state is ItemState.RETRY_SCHEDULED else {}
-        try:
-            change = transition(old, to_state, at=self.now, actor="late", **extra)
-        except IllegalTransitionError:
-            return
-        landed = self.store.write_transition(change)
-        after = change.after
         still_matches = (current.state, current.generation, current.claimed_by) == (
             old.state,
             old.generation,
             old.claimed_by,
         )
-        assert landed == still_matches
-        if landed:
-            self.moves[old.id] += 1
-            self.snapshots.append(after)
-            if after.state in TERMINAL_STATES:
-                self.finals[old.id] = after
+        landed = self._try_move(old, to_state, "late")
+        assert landed is None or landed == still_matches
 
     @invariant()
     def histories_replay_to_the_current_state(self) -> None:
