@@ -54,3 +54,29 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     opened = open_sqlite(tmp_path / "store" / "wrighty.db")
     yield opened
     opened.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_process_outlives_the_suite() -> Iterator[None]:
+    """After the whole suite, no process started by a test may still be alive."""
+    import psutil
+
+    yield
+    me = psutil.Process()
+    leftovers = [
+        p
+        for p in me.children(recursive=True)
+        if "multiprocessing.resource_tracker" not in " ".join(_cmdline(p))
+    ]
+    for process in leftovers:
+        process.kill()
+    assert leftovers == [], f"processes outlived the test suite: {leftovers}"
+
+
+def _cmdline(process: object) -> list[str]:
+    import psutil
+
+    try:
+        return process.cmdline()  # type: ignore[attr-defined,no-any-return]
+    except psutil.Error:
+        return []

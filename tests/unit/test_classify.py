@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
+from wrighty.domain.outcomes import Confidence, OutcomeClass
+
+AUTH, INF = Confidence.AUTHORITATIVE, Confidence.INFERRED
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        (RunFacts(0, None), (OutcomeClass.SUCCEEDED, AUTH)),
+        (RunFacts(2, None), (OutcomeClass.AGENT_FAILURE, INF)),
+        (RunFacts(None, signal.SIGKILL), (OutcomeClass.PROCESS_CRASH, AUTH)),
+        (RunFacts(None, signal.SIGSEGV), (OutcomeClass.PROCESS_CRASH, AUTH)),
+        (RunFacts(None, signal.SIGABRT), (OutcomeClass.PROCESS_CRASH, AUTH)),
+        # wrighty's own facts win over what the process did
+        (RunFacts(None, signal.SIGTERM, StopReason.TIMEOUT), (OutcomeClass.TIMEOUT, AUTH)),
+        (RunFacts(None, signal.SIGKILL, StopReason.CANCELLED), (OutcomeClass.CANCELLED, AUTH)),
+        (RunFacts(0, None, StopReason.FENCED), (OutcomeClass.FENCED, AUTH)),
+        (RunFacts(None, signal.SIGTERM, StopReason.SHUTDOWN), (OutcomeClass.UNKNOWN, AUTH)),
+        # then what the agent reported from inside the run
+        (RunFacts(0, None, agent_report=AgentReport.FAILED), (OutcomeClass.AGENT_FAILURE, AUTH)),
+        (RunFacts(1, None, agent_report=AgentReport.FINISHED), (OutcomeClass.SUCCEEDED, INF)),
+        (
+            RunFacts(None, signal.SIGKILL, agent_report=AgentReport.FINISHED),
+            (OutcomeClass.PROCESS_CRASH, AUTH),
+        ),
+    ],
+)
+def test_precedence_of_facts(facts: RunFacts, expected: tuple[OutcomeClass, Confidence]) -> None:
+    result = classify_exit(facts)
+    assert (result.outcome_class, result.confidence) == expected
+
+
+def test_summaries_name_the_signal() -> None:
+    assert classify_exit(RunFacts(None, signal.SIGSEGV)).summary == "killed by SIGSEGV"
+    assert "timeout" in classify_exit(RunFacts(None, 15, StopReason.TIMEOUT)).summary
+
+
+def test_a_nonzero_exit_alone_is_never_a_crash() -> None:
+    for code in range(1, 256):
+        assert classify_exit(RunFacts(code, None)).outcome_class is not OutcomeClass.PROCESS_CRASH

@@ -1,0 +1,95 @@
+"""How a run ended, from the facts wrighty has (DESIGN.md, outcome classes).
+
+Precedence, most authoritative first: wrighty's own facts (it fired the timeout, it cancelled,
+it lost the claim, it was shutting down) > what the agent reported from inside the run
+(`wrighty fail` / `wrighty finish`) > the exit status. Vendor adapters add their terminal
+records and error fields between the agent's report and the exit status.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from enum import StrEnum
+
+from wrighty.domain.outcomes import Confidence, OutcomeClass
+
+
+class StopReason(StrEnum):
+    """Why wrighty itself stopped an agent."""
+
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    FENCED = "fenced"
+    SHUTDOWN = "shutdown"
+
+
+class AgentReport(StrEnum):
+    """What the agent said about its own run, through `wrighty finish` / `wrighty fail`."""
+
+    FINISHED = "finished"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    exit_code: int | None
+    signal: int | None
+    stopped_by: StopReason | None = None
+    agent_report: AgentReport | None = None
+
+
+@dataclass(frozen=True)
+class Classification:
+    outcome_class: OutcomeClass
+    confidence: Confidence
+    summary: str
+
+
+_STOP_CLASSES = {
+    StopReason.TIMEOUT: OutcomeClass.TIMEOUT,
+    StopReason.CANCELLED: OutcomeClass.CANCELLED,
+    StopReason.FENCED: OutcomeClass.FENCED,
+    # A worker shutdown is not the agent's fault and not a crash: nothing to classify yet.
+    StopReason.SHUTDOWN: OutcomeClass.UNKNOWN,
+}
+
+
+def describe_exit(exit_code: int | None, signal_number: int | None) -> str:
+    if signal_number is not None:
+        try:
+            name = signal.Signals(signal_number).name
+        except ValueError:
+            name = f"signal {signal_number}"
+        return f"killed by {name}"
+    return f"exit code {exit_code}"
+
+
+def classify_exit(facts: RunFacts) -> Classification:
+    """The outcome of a generic (command adapter) run."""
+    how = describe_exit(facts.exit_code, facts.signal)
+    if facts.stopped_by is not None:
+        return Classification(
+            _STOP_CLASSES[facts.stopped_by],
+            Confidence.AUTHORITATIVE,
+            f"wrighty stopped the agent ({facts.stopped_by}); it ended with {how}",
+        )
+    if facts.agent_report is AgentReport.FAILED:
+        return Classification(
+            OutcomeClass.AGENT_FAILURE,
+            Confidence.AUTHORITATIVE,
+            f"the agent reported failure; {how}",
+        )
+    if facts.signal is not None:
+        # A signal wrighty did not send: SIGKILL from the OOM killer, SIGSEGV, SIGABRT...
+        return Classification(OutcomeClass.PROCESS_CRASH, Confidence.AUTHORITATIVE, how)
+    if facts.exit_code == 0:
+        return Classification(OutcomeClass.SUCCEEDED, Confidence.AUTHORITATIVE, how)
+    if facts.agent_report is AgentReport.FINISHED:
+        return Classification(
+            OutcomeClass.SUCCEEDED,
+            Confidence.INFERRED,
+            f"the agent reported it finished, then ended with {how}",
+        )
+    # A plain nonzero exit says the program failed, not that it crashed: never a crash retry.
+    return Classification(OutcomeClass.AGENT_FAILURE, Confidence.INFERRED, how)

@@ -1,0 +1,211 @@
+"""Replacing secrets in agent output with a marker, so logs stay readable and safe to keep.
+
+Every pattern starts at a short, fixed anchor and ends in a possessive run, so it either matches
+a whole run or gives up within a few characters: a scan is linear in the length of the text. The
+finer judgement (does this look like a key, is this base64 of ``user:password``) happens in Python
+on the matched text. All rules look at the original text; the spans they find are merged and
+replaced in one pass, which is what lets `redact_bytes_tail` cut the text anywhere.
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+REDACTED = "[REDACTED]"
+
+# Characters before a tail's cut that are scanned too, so a secret that starts before the cut is
+# still recognised; an 8192-bit PEM private key fits.
+_TAIL_CONTEXT_CHARS = 8192
+_MAX_UTF8_BYTES_PER_CHAR = 4
+
+# Values after `token:` or `password=` that are types or literals in code and config, not secrets.
+_PLACEHOLDER_VALUES = frozenset(
+    {"none", "null", "true", "false", "undefined", "str", "string", "bytes", "int", "bool"}
+)
+
+# OpenAI and Anthropic key prefixes; any other `sk-` run has to look random to count as a key
+_SK_PREFIXES = ("sk-ant-", "sk-proj-", "sk-svcacct-", "sk-admin-")
+
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """A pattern and the part of each match that is the secret (None: not a secret after all)."""
+
+    pattern: re.Pattern[str]
+    secret_span: Callable[[re.Match[str]], Span | None]
+
+
+def _whole_secret(match: re.Match[str]) -> Span | None:
+    return match.span("secret")
+
+
+def _vendor_token(match: re.Match[str]) -> Span | None:
+    """Every match, except `sk-` prose such as `sk-learn-compatible-estimators`.
+
+    An `sk-` key without a known prefix must contain a digit or no hyphen.
+    """
+    token = match["secret"]
+    if not token.startswith("sk-") or token.startswith(_SK_PREFIXES):
+        return match.span("secret")
+    body = token.removeprefix("sk-")
+    if "-" not in body or any(character.isdigit() for character in body):
+        return match.span("secret")
+    return None
+
+
+def _looks_random(token: str) -> bool:
+    """A word has no digits, no capitals after the first letter and no base64 punctuation."""
+    return len(token) >= 8 and (
+        any(character.isdigit() for character in token)
+        or any(character.isupper() for character in token[1:])
+        or any(character in "_+/=" for character in token)
+    )
+
+
+def _is_basic_credential(token: str) -> bool:
+    """HTTP Basic credentials are base64 of `user:password`."""
+    try:
+        decoded = binascii.a2b_base64(token, strict_mode=True)
+    except binascii.Error:
+        return False
+    return b":" in decoded
+
+
+def _auth_credential(match: re.Match[str]) -> Span | None:
+    """After `Authorization:` always; a bare `Bearer x` or `Basic x` only if x looks the part."""
+    scheme = match["scheme"].lower()
+    credential = match["secret"]
+    if match["header"] is not None:
+        return match.span("secret")
+    if scheme == "bearer" and _looks_random(credential):
+        return match.span("secret")
+    if scheme == "basic" and _is_basic_credential(credential):
+        return match.span("secret")
+    return None
+
+
+def _assigned_value(match: re.Match[str]) -> Span | None:
+    for group in ("escaped", "double", "single", "bare"):
+        if match[group] is not None:
+            if match[group].lower() in _PLACEHOLDER_VALUES:
+                return None
+            return match.span(group)
+    return None
+
+
+# One pattern for every fixed-prefix token: a scan per rule costs more than a longer alternation.
+_VENDOR_TOKEN = re.compile(
+    r"\b(?P<secret>"
+    r"sk-[A-Za-z0-9_-]{20,}+"  # Anthropic, OpenAI
+    r"|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}+"  # Stripe
+    r"|AIza[A-Za-z0-9_-]{35,}+"  # Google
+    r"|(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,}+"  # GitHub
+    r"|glpat-[A-Za-z0-9_-]{20,}+"  # GitLab
+    r"|hf_[A-Za-z0-9]{30,}+"  # Hugging Face
+    r"|npm_[A-Za-z0-9]{36,}+"  # npm
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}+"  # Slack
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key id
+    r")"
+)
+_ASSIGNMENT_KEY = (
+    # the key name only has to contain one of these: GITHUB_TOKEN, client_secret, db-password;
+    # `tokens` (max_tokens, input_tokens: counts) and `tokenizer` are not secrets
+    r"(?i:api[_-]?key|token(?!s|iz)|secret(?!ary)|passw(?:or)?d|passphrase)"
+    r"[\w.-]{0,40}+"
+    # a closing quote, possibly escaped inside a JSON string: \"api_key\": \"...\"
+    r"(?:\\?+[\"'])?+"
+    r"[ \t]*+(?::=|=>|[:=](?![=:]))[ \t]*+"
+)
+_ASSIGNMENT_VALUE = (
+    r"(?:\\\"(?P<escaped>(?:[^\"\\\n]|\\[^\"\n])++)\\\""
+    r"|\"(?P<double>(?:[^\"\\\n]|\\.)++)\""
+    r"|'(?P<single>(?:[^'\\\n]|\\.)++)'"
+    r"|\\?+[\"']?+(?P<bare>\[REDACTED\]|[^\s\"'`,;&)}\]]++))"
+)
+
+_RULES = (
+    _Rule(_VENDOR_TOKEN, _vendor_token),
+    _Rule(
+        # the body is base64, header lines (Proc-Type: 4,ENCRYPTED) and newlines, perhaps
+        # escaped inside JSON; the BEGIN and END lines stay so a reader sees what was there
+        re.compile(
+            r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----"
+            r"(?P<secret>(?:[A-Za-z0-9+/=\s\\:,]++|-(?!----))++)"
+        ),
+        _whole_secret,
+    ),
+    # no brackets in user or password, so a URL whose password was redacted does not match again
+    _Rule(re.compile(r"://[^\s/@:\[\]]*+:(?P<secret>[^\s/@\[\]]++)@"), _whole_secret),
+    _Rule(
+        re.compile(
+            r"(?P<header>(?i:authorization)(?:\\?+[\"'])?+[ \t]*+[:=][ \t]*+(?:\\?+[\"'])?+)?"
+            r"\b(?P<scheme>(?i:bearer|basic|token))[ \t]++(?P<secret>[A-Za-z0-9._~+/-]++=*+)"
+        ),
+        _auth_credential,
+    ),
+    _Rule(re.compile(_ASSIGNMENT_KEY + _ASSIGNMENT_VALUE), _assigned_value),
+)
+
+
+def redact(text: str) -> str:
+    """The text with every secret found replaced by `[REDACTED]`; everything else is kept."""
+    return _replace_spans(text, _secret_spans(text), start=0)
+
+
+def redact_bytes_tail(data: bytes, limit: int) -> str:
+    """The last `limit` characters of `data` as text, with secrets replaced.
+
+    Invalid UTF-8 shows as U+FFFD. When anything is cut, the text starts with a line saying how
+    many bytes were dropped. Secrets are found with context from before the cut, so one that
+    straddles the cut shows as `[REDACTED]` rather than as its tail.
+    """
+    if limit < 0:
+        raise ValueError(f"limit must not be negative, got {limit}")
+    window_bytes = (limit + _TAIL_CONTEXT_CHARS) * _MAX_UTF8_BYTES_PER_CHAR
+    window_start = max(0, len(data) - window_bytes)
+    # surrogateescape maps every undecodable byte to one character, so the number of bytes cut
+    # off stays exact; the kept part is decoded again with "replace" below
+    window = data[window_start:].decode("utf-8", errors="surrogateescape")
+    cut = max(0, len(window) - limit)
+    kept = _replace_spans(window, _secret_spans(window), start=cut)
+    text = kept.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+    dropped = window_start + len(window[:cut].encode("utf-8", errors="surrogateescape"))
+    if dropped == 0:
+        return text
+    return f"…[truncated {dropped} bytes]\n{text}"
+
+
+def _secret_spans(text: str) -> list[Span]:
+    """Where the secrets are, sorted, with overlapping and touching spans merged."""
+    found = sorted(
+        span
+        for rule in _RULES
+        for match in rule.pattern.finditer(text)
+        if (span := rule.secret_span(match)) is not None
+    )
+    merged: list[Span] = []
+    for start, end in found:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _replace_spans(text: str, spans: list[Span], *, start: int) -> str:
+    """`text[start:]` with each span replaced; a span reaching across `start` still counts."""
+    parts: list[str] = []
+    position = start
+    for span_start, span_end in spans:
+        if span_end <= start:
+            continue
+        parts.append(text[position : max(span_start, position)])
+        parts.append(REDACTED)
+        position = span_end
+    parts.append(text[position:])
+    return "".join(parts)

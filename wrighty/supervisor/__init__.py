@@ -1,0 +1,1 @@
+"""Starting, watching and stopping agent process trees (psutil lives here)."""

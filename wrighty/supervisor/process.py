@@ -1,0 +1,277 @@
+"""One agent process: launched headless with its task on stdin, watched, stopped as a tree.
+
+- argv only, never a shell; the task goes to stdin, never into argv or the environment;
+- the agent leads its own process group and, on Linux, dies with the thread that spawned it;
+- stdout and stderr go to size-capped log files, and a bounded tail is kept for diagnostics;
+- the exit is detected by a thread blocked in waitpid, not by polling;
+- stopping sends SIGTERM to the group and every known descendant, waits a grace period, then
+  SIGKILLs whatever is left, including processes that left the group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import psutil
+
+from wrighty.domain.redact import redact_bytes_tail
+from wrighty.supervisor.linux import die_with_parent
+
+DEFAULT_LOG_CAP_BYTES = 10 * 1024 * 1024
+DIAGNOSTIC_TAIL_BYTES = 4096
+_CHUNK = 64 * 1024
+
+
+class LaunchError(Exception):
+    """The agent could not be started: the run's outcome is start-failed."""
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    argv: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str]
+    task: str
+    log_dir: Path
+    log_cap_bytes: int = DEFAULT_LOG_CAP_BYTES
+
+
+@dataclass(frozen=True)
+class ExitStatus:
+    """How the process ended: an exit code, or the signal that killed it."""
+
+    exit_code: int | None
+    signal: int | None
+
+    @classmethod
+    def from_returncode(cls, returncode: int) -> ExitStatus:
+        if returncode < 0:
+            return cls(exit_code=None, signal=-returncode)
+        return cls(exit_code=returncode, signal=None)
+
+
+@dataclass
+class StopReport:
+    terminated: list[int] = field(default_factory=list)
+    killed: list[int] = field(default_factory=list)
+
+
+class _Pump:
+    """Copies one pipe to a capped log file and keeps the last bytes for diagnostics."""
+
+    def __init__(self, source: IO[bytes], path: Path, cap: int) -> None:
+        self._source = source
+        self._descriptor = source.fileno()
+        self._path = path
+        self._cap = cap
+        self._tail: deque[bytes] = deque()
+        self._tail_size = 0
+        self.written = 0
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._run, name=f"pump:{path.name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        descriptor = os.open(self._path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as log:
+            while chunk := os.read(self._descriptor, _CHUNK):
+                self._keep_tail(chunk)
+                room = self._cap - self.written
+                if room > 0:
+                    log.write(chunk[:room])
+                    self.written += min(room, len(chunk))
+                self.dropped += max(0, len(chunk) - max(room, 0))
+            if self.dropped:
+                log.write(
+                    f"\n[wrighty: output truncated at {self._cap} bytes; "
+                    f"{self.dropped} more bytes were not kept]\n".encode()
+                )
+        self._source.close()
+
+    def _keep_tail(self, chunk: bytes) -> None:
+        self._tail.append(chunk)
+        self._tail_size += len(chunk)
+        while self._tail_size - len(self._tail[0]) >= DIAGNOSTIC_TAIL_BYTES:
+            self._tail_size -= len(self._tail.popleft())
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def tail(self) -> bytes:
+        return b"".join(self._tail)
+
+
+class AgentProcess:
+    """A launched agent. Thread-safe to watch; stop() may be called from any thread."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], spec: LaunchSpec) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+        self.pgid = popen.pid  # start_new_session: the agent leads its own group
+        self.started_at = _create_time(popen.pid)
+        self.exited = threading.Event()
+        self._status: ExitStatus | None = None
+        self._known: dict[int, float] = {}  # descendants seen: pid -> create time
+        assert popen.stdout is not None
+        assert popen.stderr is not None
+        self._stdout = _Pump(popen.stdout, spec.log_dir / "stdout.log", spec.log_cap_bytes)
+        self._stderr = _Pump(popen.stderr, spec.log_dir / "stderr.log", spec.log_cap_bytes)
+        threading.Thread(target=self._feed, args=(spec.task,), daemon=True).start()
+        threading.Thread(target=self._wait, name=f"wait:{self.pid}", daemon=True).start()
+
+    def _feed(self, task: str) -> None:
+        stdin = self._popen.stdin
+        assert stdin is not None
+        try:
+            stdin.write(task.encode("utf-8"))
+            stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # the agent exited or closed stdin without reading it all
+
+    def _wait(self) -> None:
+        self.refresh_descendants()
+        returncode = self._popen.wait()  # blocks in waitpid: wakes exactly at the exit
+        self._status = ExitStatus.from_returncode(returncode)
+        self.exited.set()
+
+    def wait(self, timeout: float | None = None) -> ExitStatus | None:
+        """The exit status, waiting up to ``timeout`` seconds; None if still running."""
+        self.exited.wait(timeout)
+        return self._status
+
+    @property
+    def status(self) -> ExitStatus | None:
+        return self._status
+
+    def refresh_descendants(self) -> None:
+        """Remember the agent's current descendants, so that ones that later leave its group
+        or outlive it can still be stopped."""
+        try:
+            children = psutil.Process(self.pid).children(recursive=True)
+        except psutil.Error:
+            return
+        for child in children:
+            try:
+                self._known.setdefault(child.pid, child.create_time())
+            except psutil.Error:
+                continue
+
+    def stop(self, grace_seconds: float) -> StopReport:
+        """Stop the agent and every descendant: SIGTERM, grace, then SIGKILL."""
+        if not self.exited.is_set():
+            self.refresh_descendants()
+        report = StopReport()
+        targets = self._live_targets()
+        with _ignore_missing():
+            os.killpg(self.pgid, signal.SIGTERM)
+        for process in targets:
+            with _ignore_missing():
+                process.send_signal(signal.SIGTERM)
+                report.terminated.append(process.pid)
+        survivors = self._wait_for(targets, grace_seconds)
+        if not self.exited.is_set():
+            self.refresh_descendants()
+        survivors = list({p.pid: p for p in [*survivors, *self._live_targets()]}.values())
+        for process in survivors:
+            with _ignore_missing():
+                process.kill()
+                report.killed.append(process.pid)
+        with _ignore_missing():
+            os.killpg(self.pgid, signal.SIGKILL)
+        self._wait_for(survivors, grace_seconds)
+        return report
+
+    def _wait_for(self, targets: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+        """The targets still alive after up to ``timeout`` seconds.
+
+        The agent itself is waited for through its waiter thread: psutil would reap it and
+        steal its exit status from subprocess.
+        """
+        deadline = time.monotonic() + timeout
+        others = [p for p in targets if p.pid != self.pid]
+        _, alive = psutil.wait_procs(others, timeout=timeout)
+        self.exited.wait(max(0.0, deadline - time.monotonic()))
+        if not self.exited.is_set() and any(p.pid == self.pid for p in targets):
+            alive.append(psutil.Process(self.pid))
+        return alive
+
+    def _live_targets(self) -> list[psutil.Process]:
+        """The agent and its remembered descendants that are still the same processes."""
+        candidates = {self.pid: self.started_at, **self._known}
+        live = []
+        for pid, created in candidates.items():
+            try:
+                process = psutil.Process(pid)
+                if abs(process.create_time() - created) < 0.01 and process.status() != (
+                    psutil.STATUS_ZOMBIE
+                ):
+                    live.append(process)
+            except psutil.Error:
+                continue
+        return live
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Wait for the log pumps to drain (after the tree is gone)."""
+        self._stdout.join(timeout)
+        self._stderr.join(timeout)
+
+    def diagnostic_tail(self) -> str:
+        """The last bytes of stderr and stdout, decoded and redacted."""
+        parts = []
+        for name, pump in (("stderr", self._stderr), ("stdout", self._stdout)):
+            data = pump.tail()
+            if data:
+                parts.append(f"--- {name} ---\n{redact_bytes_tail(data, DIAGNOSTIC_TAIL_BYTES)}")
+        return "\n".join(parts)
+
+
+def launch(spec: LaunchSpec) -> AgentProcess:
+    """Start the agent; LaunchError (start-failed) when it cannot be started at all."""
+    if not spec.argv:
+        raise LaunchError("no command to run")
+    if not spec.cwd.is_dir():
+        raise LaunchError(f"workspace {spec.cwd} does not exist")
+    executable = spec.argv[0]
+    if shutil.which(executable, path=spec.env.get("PATH")) is None:
+        raise LaunchError(f"agent executable {executable!r} not found (PATH or absolute path)")
+    spec.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        popen = subprocess.Popen(
+            list(spec.argv),
+            cwd=spec.cwd,
+            env=dict(spec.env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+            preexec_fn=die_with_parent(os.getpid()),
+        )
+    except OSError as error:
+        raise LaunchError(f"cannot start {executable!r}: {error.strerror or error}") from None
+    return AgentProcess(popen, spec)
+
+
+def _create_time(pid: int) -> float:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return 0.0
+
+
+def _ignore_missing() -> contextlib.suppress:
+    """Ignore 'no such process' and 'access denied': the target is already gone."""
+    return contextlib.suppress(
+        ProcessLookupError, PermissionError, psutil.NoSuchProcess, psutil.AccessDenied
+    )
