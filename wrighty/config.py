@@ -98,7 +98,7 @@ class WorkerSettings(_Section):
 
 
 class AgentSettings(_Section):
-    vendor: Literal["claude", "codex", "gemini", "command"] | None = Field(
+    adapter: Literal["claude", "codex", "gemini", "command"] | None = Field(
         None, description="Which adapter runs this agent; defaults to the agent's name."
     )
     executable: str | None = Field(
@@ -110,6 +110,15 @@ class AgentSettings(_Section):
     env: dict[str, str] = Field(
         default_factory=dict, description="Environment variables added for the agent."
     )
+    command: list[str] | None = Field(
+        None, description="command adapter: the program and its arguments (argv, no shell)."
+    )
+    resume_command: list[str] | None = Field(
+        None, description="command adapter: argv that resumes a run's session, if it can."
+    )
+
+    def adapter_for(self, name: str) -> str:
+        return self.adapter or name
 
 
 class WrightyConfig(_Section):
@@ -356,14 +365,16 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
                     "starting with a letter",
                 )
             )
-        elif agent.vendor is None and name not in BUILTIN_VENDORS:
+        elif agent.adapter is None and name not in BUILTIN_VENDORS:
             problems.append(
                 Problem(
-                    f"agents.{name}.vendor",
-                    f"is required for an agent not named after a vendor "
+                    f"agents.{name}.adapter",
+                    f"is required for an agent not named after an adapter "
                     f"({', '.join(BUILTIN_VENDORS)})",
                 )
             )
+        elif agent.adapter_for(name) == "command" and not agent.command:
+            problems.append(Problem(f"agents.{name}.command", "is required by the command adapter"))
     if worker.default_agent not in config.agent_names():
         problems.append(
             Problem(

@@ -129,15 +129,16 @@ def test_minutes_accept_fractions() -> None:
         ),
         (
             {"agents": {"helper": {}}},
-            "agents.helper.vendor: is required for an agent not named "
-            "after a vendor (claude, codex, gemini, command)",
+            "agents.helper.adapter: is required for an agent not named "
+            "after an adapter (claude, codex, gemini, command)",
         ),
         (
             {"agents": {"claude": {"flavour": 1}}},
-            "agents.claude.flavour: unknown key (allowed here: vendor, executable, args, env)",
+            "agents.claude.flavour: unknown key (allowed here: adapter, executable, args, env, "
+            "command, resumeCommand)",
         ),
         (
-            {"agents": {"Bad Name": {"vendor": "claude"}}},
+            {"agents": {"Bad Name": {"adapter": "claude"}}},
             "agents.Bad Name: agent names use "
             "lowercase letters, digits, '-' and '_', starting with a letter",
         ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -40,6 +41,8 @@ from wrighty.project import (
     write_schema_copy,
 )
 from wrighty.store import open_store, parse_store_url
+from wrighty.supervisor.linux import become_subreaper
+from wrighty.worker import Worker, WorkerOptions
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -349,6 +352,73 @@ def _report_move(item: Item, as_json: bool) -> None:
         print_json(console, item_summary_json(item))
     else:
         typer.echo(f"item {item.id} is {item.state}")
+
+
+# -- worker -----------------------------------------------------------------------------------
+
+worker_app = typer.Typer(cls=WrightyGroup, help="Run a worker that claims items and runs agents.")
+app.add_typer(worker_app, name="worker")
+
+
+@worker_app.command("start")
+def worker_start(
+    ctx: typer.Context,
+    once: Annotated[
+        bool, typer.Option("--once", help="Process at most one item, then exit.")
+    ] = False,
+    item_id: Annotated[
+        int | None, typer.Option("--item", min=1, help="Work on this item only.")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Run this agent (default: worker.defaultAgent).")
+    ] = None,
+    max_items: Annotated[
+        int | None, typer.Option("--max-items", min=1, help="Stop after this many items.")
+    ] = None,
+    idle_timeout: Annotated[
+        str | None, typer.Option("--idle-timeout", help="Stop after idling this long, e.g. 5m.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON lifecycle event per line.")
+    ] = False,
+) -> None:
+    """Claim queued items one at a time and run their agent until stopped."""
+    idle_seconds = None
+    if idle_timeout is not None:
+        try:
+            idle_seconds = parse_duration(idle_timeout)
+        except ValueError as error:
+            raise WrightyError(f"--idle-timeout: {error}") from None
+    app_ctx = _context(ctx)
+    loaded = app_ctx.config()
+    options = WorkerOptions(
+        once=once,
+        item_id=item_id,
+        agent=agent,
+        max_items=max_items,
+        idle_timeout_seconds=idle_seconds,
+    )
+    become_subreaper()
+    with app_ctx.store() as store:
+        worker = Worker(
+            store,
+            loaded,
+            installation_id=installation_id(),
+            emit=_print_json_line if as_json else _print_event_line,
+            now=app_ctx.now,
+        )
+        worker.run(options)
+
+
+def _print_json_line(event: dict[str, Any]) -> None:
+    typer.echo(json.dumps(event, sort_keys=False))
+
+
+def _print_event_line(event: dict[str, Any]) -> None:
+    details = " ".join(
+        f"{key}={value}" for key, value in event.items() if key not in ("event", "at", "worker_id")
+    )
+    typer.echo(f"{event['at'][11:19]} {event['event']:<14} {details}".rstrip())
 
 
 # -- config -----------------------------------------------------------------------------------

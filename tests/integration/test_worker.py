@@ -1,0 +1,263 @@
+"""The worker against real agent processes (the command adapter) and a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from wrighty import services
+from wrighty.config import LoadedConfig, check_config_text
+from wrighty.domain.model import Item, NewItem
+from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.states import ItemState
+from wrighty.store.sqlite import SqliteStore
+from wrighty.worker import Worker, WorkerOptions
+
+
+@dataclass
+class Project:
+    root: Path
+    store: SqliteStore
+    loaded: LoadedConfig
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def item(
+        self, code: str, *, timeout: float | None = None, workspace: Path | None = None
+    ) -> Item:
+        return self.store.create_item(
+            NewItem("t", textwrap.dedent(code), None, timeout, str(workspace or self.root),
+                    ItemState.QUEUED),
+            at=services_now(),
+            actor="op",
+        )  # fmt: skip
+
+    def worker(self) -> Worker:
+        return Worker(self.store, self.loaded, installation_id="inst-test", emit=self.events.append)
+
+    def run_once(self, **options: Any) -> Item:
+        self.worker().run(WorkerOptions(once=True, stop_grace_seconds=1, **options))
+        [item] = self.store.list_items()
+        return item
+
+    def names(self) -> list[str]:
+        return [e["event"] for e in self.events]
+
+
+def services_now():
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
+
+
+AGENT = """
+import os, sys
+code = sys.stdin.read()
+exec(compile(code, "<task>", "exec"))
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "agent.py").write_text(AGENT)
+    command = [sys.executable, str(root / "agent.py")]
+    document = {
+        "worker": {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
+                   "defaultAgent": "fake"},
+        "agents": {"fake": {"adapter": "command", "command": command}},
+    }  # fmt: skip
+    config, problems = check_config_text(json.dumps(document))
+    assert problems == []
+    assert config is not None
+    (root / "wrighty.json").write_text(json.dumps(document))
+    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
+    yield Project(root, store, LoadedConfig(root / "wrighty.json", config))
+    store.close()
+
+
+def test_a_successful_run_is_done_with_its_records(project: Project) -> None:
+    project.item("""
+        print("working in", os.getcwd(), "on item", os.environ["WRIGHTY_ITEM_ID"])
+        open("result.txt", "w").write(os.environ["WRIGHTY_SESSION_ID"])
+    """)
+    item = project.run_once()
+    assert item.state is ItemState.DONE
+    [run] = project.store.list_runs(item.id)
+    assert (run.outcome_class, run.confidence, run.exit_code) == (
+        OutcomeClass.SUCCEEDED, Confidence.AUTHORITATIVE, 0)  # fmt: skip
+    assert run.pid is not None
+    assert run.process_started_at is not None
+    session = project.store.get_session(item.id)
+    assert session is not None
+    assert (project.root / "result.txt").read_text() == session.session_id
+    log = project.root / ".wrighty" / "runs" / str(item.id) / run.run_id / "stdout.log"
+    assert f"on item {item.id}" in log.read_text()
+    assert project.names() == ["started", "claimed", "spawned", "exited", "settled", "stopping"]
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome", "exit_code", "signal_number"),
+    [
+        ("sys.exit(4)", OutcomeClass.AGENT_FAILURE, 4, None),
+        (
+            "import signal; os.kill(os.getpid(), signal.SIGKILL)",
+            OutcomeClass.PROCESS_CRASH,
+            None,
+            9,
+        ),
+        (
+            "import signal; os.kill(os.getpid(), signal.SIGSEGV)",
+            OutcomeClass.PROCESS_CRASH,
+            None,
+            11,
+        ),
+    ],
+    ids=["exit-4", "sigkill", "sigsegv"],
+)
+def test_failures_need_attention_with_their_class(
+    project: Project,
+    code: str,
+    outcome: OutcomeClass,
+    exit_code: int | None,
+    signal_number: int | None,
+) -> None:
+    project.item(code)
+    item = project.run_once()
+    assert item.state is ItemState.NEEDS_ATTENTION
+    assert item.reason_code == outcome.value
+    [run] = project.store.list_runs(item.id)
+    assert (run.outcome_class, run.exit_code, run.signal) == (outcome, exit_code, signal_number)
+
+
+def test_a_hanging_agent_times_out_and_keeps_its_workspace(project: Project) -> None:
+    project.item("""
+        open("partial.txt", "w").write("half done")
+        import time
+        while True: time.sleep(1)
+    """, timeout=1.0)  # fmt: skip
+    item = project.run_once()
+    assert (item.state, item.reason_code) == (ItemState.NEEDS_ATTENTION, "timeout")
+    [run] = project.store.list_runs(item.id)
+    assert (run.outcome_class, run.signal) == (OutcomeClass.TIMEOUT, signal.SIGTERM)
+    assert (project.root / "partial.txt").read_text() == "half done"
+
+
+def _when_started(project: Project, action) -> threading.Thread:
+    """Run ``action`` once the agent has written started.txt."""
+
+    def wait_then_act() -> None:
+        deadline = time.monotonic() + 20
+        while not (project.root / "started.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        action()
+
+    thread = threading.Thread(target=wait_then_act)
+    thread.start()
+    return thread
+
+
+HANG = """
+open("pid.txt", "w").write(str(os.getpid()))
+open("started.txt", "w").write("yes")
+import time
+while True: time.sleep(1)
+"""
+
+
+def test_an_operator_cancel_stops_the_running_agent(project: Project) -> None:
+    item = project.item(HANG)
+    other = SqliteStore.open(project.root / ".wrighty" / "wrighty.db")
+    thread = _when_started(
+        project, lambda: services.cancel_item(other, item.id, now=services_now())
+    )
+    after = project.run_once()
+    thread.join()
+    other.close()
+    assert after.state is ItemState.CANCELLED
+    [run] = project.store.list_runs(item.id)
+    assert (run.outcome_class, run.confidence) == (OutcomeClass.CANCELLED, Confidence.AUTHORITATIVE)
+    assert not psutil.pid_exists(int((project.root / "pid.txt").read_text()))
+    assert "heartbeat-lost" in project.names()
+    assert "settled" not in project.names()
+
+
+def test_a_fenced_worker_stops_its_agent_and_writes_nothing(project: Project) -> None:
+    item = project.item(HANG)
+    other = SqliteStore.open(project.root / ".wrighty" / "wrighty.db")
+    thread = _when_started(
+        project, lambda: services.release_item(other, item.id, now=services_now())
+    )
+    after = project.run_once()
+    thread.join()
+    other.close()
+    assert (after.state, after.reason_code) == (ItemState.NEEDS_ATTENTION, "operator-released")
+    assert after.generation == 2
+    [run] = project.store.list_runs(item.id)
+    assert run.outcome_class is OutcomeClass.WORKER_LOST  # the release's record, untouched
+    assert not psutil.pid_exists(int((project.root / "pid.txt").read_text()))
+    assert "settled" not in project.names()
+
+
+def test_a_missing_workspace_is_start_failed(project: Project, tmp_path: Path) -> None:
+    project.item("print('never runs')", workspace=tmp_path / "deleted")
+    item = project.run_once()
+    assert (item.state, item.reason_code) == (ItemState.NEEDS_ATTENTION, "start-failed")
+    [run] = project.store.list_runs(item.id)
+    assert (run.outcome_class, run.pid) == (OutcomeClass.START_FAILED, None)
+
+
+def test_secrets_in_the_output_are_redacted_in_the_run_record(project: Project) -> None:
+    key = "sk-ant-" + "q9w8e7r6" * 6
+    project.item(f"print('token {key}', file=sys.stderr); sys.exit(2)")
+    item = project.run_once()
+    [run] = project.store.list_runs(item.id)
+    assert run.diagnostic is not None
+    assert "token" in run.diagnostic
+    assert key not in run.diagnostic
+
+
+def test_a_killed_worker_takes_its_agent_along_and_the_reaper_settles(project: Project) -> None:
+    item = project.item(HANG)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "wrighty", "--config", str(project.root / "wrighty.json"),
+         "worker", "start", "--once", "--json"],
+        cwd=project.root, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not (project.root / "pid.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        agent_pid = int((project.root / "pid.txt").read_text())
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+        deadline = time.monotonic() + 10
+        while psutil.pid_exists(agent_pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not psutil.pid_exists(agent_pid), "the agent outlived its killed worker"
+    finally:
+        worker.kill()
+        worker.wait()
+        if worker.stdout:
+            worker.stdout.close()
+    running = project.store.get_item(item.id)
+    assert running is not None
+    assert running.state is ItemState.RUNNING
+    later = services_now() + timedelta(seconds=3)
+    [change] = services.reap_expired(project.store, now=later, max_requeues=3)
+    assert change.after.state is ItemState.RETRY_SCHEDULED  # a session was recorded
+    [run] = project.store.list_runs(item.id)
+    assert run.outcome_class is OutcomeClass.WORKER_LOST

@@ -1,0 +1,290 @@
+"""The worker loop: reap, claim, launch, renew while the agent runs, classify, settle.
+
+Every write about a claimed item goes through the store's guarded operations. When one of
+them reports the claim lost, the worker stops the agent's whole tree and writes nothing more
+about the item (DESIGN.md, invariant 2).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from wrighty import services
+from wrighty.agents import AgentPlan, plan_agent
+from wrighty.config import LoadedConfig
+from wrighty.domain import decisions
+from wrighty.domain.claims import ClaimRequest, LeaseTerms, RenewOutcome, settle
+from wrighty.domain.classify import Classification, RunFacts, StopReason, classify_exit
+from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session
+from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.states import ItemState
+from wrighty.errors import WrightyError
+from wrighty.store.port import Store
+from wrighty.supervisor.process import AgentProcess, LaunchError, LaunchSpec, launch
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def system_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    once: bool = False
+    item_id: int | None = None
+    agent: str | None = None
+    max_items: int | None = None
+    idle_timeout_seconds: float | None = None
+    stop_grace_seconds: float = 10.0
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        loaded: LoadedConfig,
+        *,
+        installation_id: str,
+        emit: Emit,
+        now: Callable[[], datetime] = system_now,
+    ) -> None:
+        self._store = store
+        self._config = loaded.config
+        self._state_dir = loaded.root / ".wrighty"
+        self._installation_id = installation_id
+        self._emit_event = emit
+        self._now = now
+        self.worker_id = "w-" + secrets.token_hex(6)
+        settings = self._config.worker
+        self._terms = LeaseTerms(
+            lease_seconds=settings.lease_seconds,
+            default_timeout_seconds=settings.item_timeout_minutes * 60,
+        )
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self, options: WorkerOptions) -> int:
+        """Process items until told to stop; the number of items this worker settled."""
+        agent_name = options.agent or self._config.worker.default_agent
+        plan = plan_agent(self._config, agent_name)
+        if shutil.which(plan.argv[0]) is None:
+            raise WrightyError(
+                f"agent {agent_name!r}: executable {plan.argv[0]!r} not found; "
+                f"fix agents.{agent_name}.command in wrighty.json"
+            )
+        self._emit("started", agent=agent_name, installation_id=self._installation_id)
+        processed = 0
+        idle_since = time.monotonic()
+        while options.max_items is None or processed < options.max_items:
+            services.reap_expired(
+                self._store, now=self._now(), max_requeues=self._config.worker.max_requeues
+            )
+            claimed = self._store.acquire(self._request(agent_name, options), now=self._now())
+            if claimed is not None:
+                self._work_on(claimed, plan, options)
+                processed += 1
+                idle_since = time.monotonic()
+                if options.once:
+                    break
+                continue
+            if options.once or options.item_id is not None:
+                break
+            idle_for = time.monotonic() - idle_since
+            if (
+                options.idle_timeout_seconds is not None
+                and idle_for >= options.idle_timeout_seconds
+            ):
+                self._emit("idle", idle_seconds=round(idle_for, 3))
+                break
+            time.sleep(self._config.worker.poll_seconds)
+        self._emit("stopping", processed=processed)
+        return processed
+
+    def _request(self, agent_name: str, options: WorkerOptions) -> ClaimRequest:
+        return ClaimRequest(
+            worker_id=self.worker_id,
+            installation_id=self._installation_id,
+            terms=self._terms,
+            default_agent=self._config.worker.default_agent,
+            item_id=options.item_id,
+            agent=agent_name,
+        )
+
+    # -- one item ---------------------------------------------------------------------------
+
+    def _work_on(self, claimed: Item, plan: AgentPlan, options: WorkerOptions) -> None:
+        run_id = f"run-{uuid.uuid4().hex[:12]}"
+        self._emit("claimed", item_id=claimed.id, generation=claimed.generation, run_id=run_id)
+        session_id = str(uuid.uuid4())
+        run = self._store.start_run(
+            claimed,
+            NewRun(
+                run_id,
+                RunKind.FRESH,
+                self.worker_id,
+                self._installation_id,
+                self._now(),
+                session_id,
+            ),
+        )
+        workspace = Path(claimed.workspace or ".")
+        session = Session(
+            claimed.id, plan.adapter, session_id, str(workspace), self._installation_id
+        )
+        if run is None or not self._store.record_session(claimed, session, at=self._now()):
+            self._emit("heartbeat-lost", item_id=claimed.id, generation=claimed.generation)
+            return
+        try:
+            agent = launch(self._launch_spec(claimed, plan, run_id, session_id, workspace))
+        except LaunchError as error:
+            self._settle_start_failed(claimed, run_id, str(error), workspace)
+            return
+        self._emit("spawned", item_id=claimed.id, run_id=run_id, pid=agent.pid)
+        if not self._store.record_process(
+            claimed, run_id, pid=agent.pid, process_started_at=agent.started_at
+        ):
+            self._lost(claimed, agent, options)
+            return
+        stopped_by = self._watch(claimed, agent, options)
+        if stopped_by is StopReason.FENCED or stopped_by is StopReason.CANCELLED:
+            return
+        agent.stop(grace_seconds=options.stop_grace_seconds)  # descendants it left behind
+        agent.close()
+        self._settle_exit(claimed, agent, run_id, stopped_by)
+
+    def _launch_spec(
+        self, claimed: Item, plan: AgentPlan, run_id: str, session_id: str, workspace: Path
+    ) -> LaunchSpec:
+        env = {
+            **os.environ,
+            **plan.env,
+            "WRIGHTY_ITEM_ID": str(claimed.id),
+            "WRIGHTY_RUN_ID": run_id,
+            "WRIGHTY_SESSION_ID": session_id,
+        }
+        return LaunchSpec(
+            argv=plan.argv,
+            cwd=workspace,
+            env=env,
+            task=claimed.body,
+            log_dir=self._state_dir / "runs" / str(claimed.id) / run_id,
+        )
+
+    def _watch(
+        self, claimed: Item, agent: AgentProcess, options: WorkerOptions
+    ) -> StopReason | None:
+        """Renew the lease until the agent exits; why wrighty stopped it, if it did."""
+        timeout = claimed.timeout_seconds or self._terms.default_timeout_seconds
+        deadline = time.monotonic() + timeout
+        heartbeat = self._config.worker.heartbeat_seconds
+        while True:
+            remaining = deadline - time.monotonic()
+            if agent.wait(timeout=max(0.0, min(heartbeat, remaining))) is not None:
+                return None
+            if time.monotonic() >= deadline:
+                agent.stop(grace_seconds=options.stop_grace_seconds)
+                return StopReason.TIMEOUT
+            agent.refresh_descendants()
+            result = self._store.renew(claimed, now=self._now(), terms=self._terms)
+            if result.outcome is RenewOutcome.LOST:
+                return self._lost(claimed, agent, options)
+            if result.outcome is RenewOutcome.BUDGET_EXHAUSTED:
+                agent.stop(grace_seconds=options.stop_grace_seconds)
+                return StopReason.TIMEOUT
+
+    def _lost(self, claimed: Item, agent: AgentProcess, options: WorkerOptions) -> StopReason:
+        """The claim is gone: stop the tree at once and write nothing more about the item."""
+        current = self._store.get_item(claimed.id)
+        cancelled = current is not None and current.state is ItemState.CANCELLED
+        reason = StopReason.CANCELLED if cancelled else StopReason.FENCED
+        self._emit(
+            "heartbeat-lost", item_id=claimed.id, generation=claimed.generation, reason=reason.value
+        )
+        agent.stop(grace_seconds=options.stop_grace_seconds)
+        agent.close()
+        status = agent.status
+        self._emit(
+            "exited",
+            item_id=claimed.id,
+            outcome_class=reason.value,
+            exit_code=status.exit_code if status else None,
+            signal=status.signal if status else None,
+        )
+        return reason
+
+    def _settle_exit(
+        self, claimed: Item, agent: AgentProcess, run_id: str, stopped_by: StopReason | None
+    ) -> None:
+        status = agent.status
+        assert status is not None
+        result = classify_exit(RunFacts(status.exit_code, status.signal, stopped_by))
+        self._emit(
+            "exited",
+            item_id=claimed.id,
+            run_id=run_id,
+            outcome_class=result.outcome_class.value,
+            exit_code=status.exit_code,
+            signal=status.signal,
+        )
+        tail = agent.diagnostic_tail()
+        run_end = RunEnd(
+            ended_at=self._now(),
+            outcome_class=result.outcome_class,
+            confidence=result.confidence,
+            exit_code=status.exit_code,
+            signal=status.signal,
+            diagnostic=f"{result.summary}\n{tail}".strip(),
+        )
+        timeout = claimed.timeout_seconds or self._terms.default_timeout_seconds
+        settlement = decisions.after_run(claimed, result, run_end, timeout_seconds=timeout)
+        self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
+
+    def _settle_start_failed(self, claimed: Item, run_id: str, why: str, workspace: Path) -> None:
+        run_end = RunEnd(
+            self._now(), OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, diagnostic=why
+        )
+        self._emit("exited", item_id=claimed.id, run_id=run_id, outcome_class="start-failed")
+        if not workspace.is_dir():
+            # The item's own workspace is gone: every retry would fail the same way.
+            settlement = decisions.after_run(
+                claimed,
+                Classification(OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, why),
+                run_end,
+                timeout_seconds=self._terms.default_timeout_seconds,
+            )
+        else:
+            events = self._store.list_events(claimed.id)
+            claimed_from = events[-1].from_state or ItemState.QUEUED
+            settlement = decisions.start_failed(
+                claimed, run_end, why=why, claimed_from=claimed_from
+            )
+        self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
+
+    def _write_settlement(self, claimed: Item, change: Change, run_id: str) -> None:
+        if self._store.write_transition(change):
+            self._emit(
+                "settled",
+                item_id=claimed.id,
+                run_id=run_id,
+                state=change.after.state.value,
+                reason_code=change.after.reason_code,
+            )
+        else:
+            self._emit(
+                "heartbeat-lost", item_id=claimed.id, generation=claimed.generation, reason="fenced"
+            )
+
+    def _emit(self, event: str, **fields: Any) -> None:
+        self._emit_event(
+            {"event": event, "at": self._now().isoformat(), "worker_id": self.worker_id, **fields}
+        )
