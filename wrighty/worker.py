@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -65,11 +66,18 @@ class Worker:
         self._emit_event = emit
         self._now = now
         self.worker_id = "w-" + secrets.token_hex(6)
+        self._stop_requested = threading.Event()
+        self._wake = threading.Event()
         settings = self._config.worker
         self._terms = LeaseTerms(
             lease_seconds=settings.lease_seconds,
             default_timeout_seconds=settings.item_timeout_minutes * 60,
         )
+
+    def request_stop(self) -> None:
+        """Stop claiming; stop the running agent and settle it (safe from a signal handler)."""
+        self._stop_requested.set()
+        self._wake.set()
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -85,7 +93,9 @@ class Worker:
         self._emit("started", agent=agent_name, installation_id=self._installation_id)
         processed = 0
         idle_since = time.monotonic()
-        while options.max_items is None or processed < options.max_items:
+        while not self._stop_requested.is_set() and (
+            options.max_items is None or processed < options.max_items
+        ):
             services.reap_expired(
                 self._store, now=self._now(), max_requeues=self._config.worker.max_requeues
             )
@@ -106,7 +116,8 @@ class Worker:
             ):
                 self._emit("idle", idle_seconds=round(idle_for, 3))
                 break
-            time.sleep(self._config.worker.poll_seconds)
+            self._wake.wait(self._config.worker.poll_seconds)
+            self._wake.clear()  # a stop request is read from its own flag, not from here
         self._emit("stopping", processed=processed)
         return processed
 
@@ -160,7 +171,7 @@ class Worker:
             return
         agent.stop(grace_seconds=options.stop_grace_seconds)  # descendants it left behind
         agent.close()
-        self._settle_exit(claimed, agent, run_id, stopped_by)
+        self._settle_exit(claimed, agent, run_id, stopped_by, plan, workspace)
 
     def _launch_spec(
         self, claimed: Item, plan: AgentPlan, run_id: str, session_id: str, workspace: Path
@@ -178,6 +189,7 @@ class Worker:
             env=env,
             task=claimed.body,
             log_dir=self._state_dir / "runs" / str(claimed.id) / run_id,
+            wake=self._wake,
         )
 
     def _watch(
@@ -189,8 +201,13 @@ class Worker:
         heartbeat = self._config.worker.heartbeat_seconds
         while True:
             remaining = deadline - time.monotonic()
-            if agent.wait(timeout=max(0.0, min(heartbeat, remaining))) is not None:
+            self._wake.wait(timeout=max(0.0, min(heartbeat, remaining)))
+            self._wake.clear()
+            if agent.status is not None:
                 return None
+            if self._stop_requested.is_set():
+                agent.stop(grace_seconds=options.stop_grace_seconds)
+                return StopReason.SHUTDOWN
             if time.monotonic() >= deadline:
                 agent.stop(grace_seconds=options.stop_grace_seconds)
                 return StopReason.TIMEOUT
@@ -223,7 +240,13 @@ class Worker:
         return reason
 
     def _settle_exit(
-        self, claimed: Item, agent: AgentProcess, run_id: str, stopped_by: StopReason | None
+        self,
+        claimed: Item,
+        agent: AgentProcess,
+        run_id: str,
+        stopped_by: StopReason | None,
+        plan: AgentPlan,
+        workspace: Path,
     ) -> None:
         status = agent.status
         assert status is not None
@@ -246,7 +269,12 @@ class Worker:
             diagnostic=f"{result.summary}\n{tail}".strip(),
         )
         timeout = claimed.timeout_seconds or self._terms.default_timeout_seconds
-        settlement = decisions.after_run(claimed, result, run_end, timeout_seconds=timeout)
+        if stopped_by is StopReason.SHUTDOWN:
+            settlement = decisions.after_shutdown(
+                claimed, run_end, resumable=plan.resume_argv is not None and workspace.is_dir()
+            )
+        else:
+            settlement = decisions.after_run(claimed, result, run_end, timeout_seconds=timeout)
         self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
 
     def _settle_start_failed(self, claimed: Item, run_id: str, why: str, workspace: Path) -> None:

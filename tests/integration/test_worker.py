@@ -261,3 +261,48 @@ def test_a_killed_worker_takes_its_agent_along_and_the_reaper_settles(project: P
     assert change.after.state is ItemState.RETRY_SCHEDULED  # a session was recorded
     [run] = project.store.list_runs(item.id)
     assert run.outcome_class is OutcomeClass.WORKER_LOST
+
+
+def _start_worker_process(project: Project) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "wrighty", "--config", str(project.root / "wrighty.json"),
+         "worker", "start", "--json"],
+        cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _wait_for_file(path: Path) -> None:
+    deadline = time.monotonic() + 30
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert path.exists(), f"{path} never appeared"
+
+
+@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "not-resumable"])
+def test_sigterm_stops_the_worker_cleanly_and_leaves_no_item_running(
+    project: Project, resumable: bool
+) -> None:
+    if resumable:
+        document = json.loads((project.root / "wrighty.json").read_text())
+        document["agents"]["fake"]["resumeCommand"] = document["agents"]["fake"]["command"]
+        (project.root / "wrighty.json").write_text(json.dumps(document))
+    item = project.item(HANG)
+    worker = _start_worker_process(project)
+    try:
+        _wait_for_file(project.root / "pid.txt")
+        agent_pid = int((project.root / "pid.txt").read_text())
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(30) == 130
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        out, err = worker.communicate()
+    assert "stopping after the running agent is settled" in err
+    assert not psutil.pid_exists(agent_pid)
+    after = project.store.get_item(item.id)
+    assert after is not None
+    expected = ItemState.RETRY_SCHEDULED if resumable else ItemState.NEEDS_ATTENTION
+    assert (after.state, after.reason_code) == (expected, "worker-stopped")
+    events = [json.loads(line)["event"] for line in out.splitlines()]
+    assert events[-2:] == ["settled", "stopping"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -407,7 +408,31 @@ def worker_start(
             emit=_print_json_line if as_json else _print_event_line,
             now=app_ctx.now,
         )
+        signals = _stop_on_signals(worker)
         worker.run(options)
+    if signals:
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _stop_on_signals(worker: Worker) -> list[int]:
+    """First SIGINT/SIGTERM: stop claiming and settle the running agent cleanly. Second: force.
+
+    Returns the list that records the signals received.
+    """
+    received: list[int] = []
+
+    def handle(signum: int, _frame: object) -> None:
+        received.append(signum)
+        if len(received) > 1:
+            raise KeyboardInterrupt
+        typer.echo(
+            "wrighty: stopping after the running agent is settled (again to force)", err=True
+        )
+        worker.request_stop()
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+    return received
 
 
 def _print_json_line(event: dict[str, Any]) -> None:

@@ -53,3 +53,26 @@ def start_failed(item: Item, run_end: RunEnd, *, why: str, claimed_from: ItemSta
         not_before=run_end.ended_at if claimed_from is ItemState.RETRY_SCHEDULED else None,
         next_action=f"wrighty show {item.id}",
     )
+
+
+def after_shutdown(item: Item, run_end: RunEnd, *, resumable: bool) -> Settlement:
+    """The worker was asked to stop while the agent ran: leave the item where the next worker
+    can continue it — a resume when the session can be resumed, otherwise a person decides."""
+    if resumable:
+        return Settlement(
+            ItemState.RETRY_SCHEDULED,
+            process_started=True,
+            run_end=run_end,
+            reason_code="worker-stopped",
+            reason="the worker was stopped; the next worker resumes the session",
+            not_before=run_end.ended_at,
+        )
+    return Settlement(
+        ItemState.NEEDS_ATTENTION,
+        process_started=True,
+        run_end=run_end,
+        reason_code="worker-stopped",
+        reason="the worker was stopped while the agent ran and its session cannot be resumed; "
+        "the workspace is kept",
+        next_action=f"wrighty show {item.id}",
+    )

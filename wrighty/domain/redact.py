@@ -26,9 +26,6 @@ _PLACEHOLDER_VALUES = frozenset(
     {"none", "null", "true", "false", "undefined", "str", "string", "bytes", "int", "bool"}
 )
 
-# OpenAI and Anthropic key prefixes; any other `sk-` run has to look random to count as a key
-_SK_PREFIXES = ("sk-ant-", "sk-proj-", "sk-svcacct-", "sk-admin-")
-
 Span = tuple[int, int]
 
 
@@ -42,20 +39,6 @@ class _Rule:
 
 def _whole_secret(match: re.Match[str]) -> Span | None:
     return match.span("secret")
-
-
-def _vendor_token(match: re.Match[str]) -> Span | None:
-    """Every match, except `sk-` prose such as `sk-learn-compatible-estimators`.
-
-    An `sk-` key without a known prefix must contain a digit or no hyphen.
-    """
-    token = match["secret"]
-    if not token.startswith("sk-") or token.startswith(_SK_PREFIXES):
-        return match.span("secret")
-    body = token.removeprefix("sk-")
-    if "-" not in body or any(character.isdigit() for character in body):
-        return match.span("secret")
-    return None
 
 
 def _looks_random(token: str) -> bool:
@@ -99,9 +82,12 @@ def _assigned_value(match: re.Match[str]) -> Span | None:
 
 
 # One pattern for every fixed-prefix token: a scan per rule costs more than a longer alternation.
+# No match is ever declined, since a declined match would hide any secret inside it.
 _VENDOR_TOKEN = re.compile(
     r"\b(?P<secret>"
-    r"sk-[A-Za-z0-9_-]{20,}+"  # Anthropic, OpenAI
+    # Anthropic and OpenAI; without a known prefix no hyphens, or sk-learn-style prose would match
+    r"sk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{20,}+"
+    r"|sk-[A-Za-z0-9_]{20,}+"
     r"|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}+"  # Stripe
     r"|AIza[A-Za-z0-9_-]{35,}+"  # Google
     r"|(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,}+"  # GitHub
@@ -129,7 +115,7 @@ _ASSIGNMENT_VALUE = (
 )
 
 _RULES = (
-    _Rule(_VENDOR_TOKEN, _vendor_token),
+    _Rule(_VENDOR_TOKEN, _whole_secret),
     _Rule(
         # the body is base64, header lines (Proc-Type: 4,ENCRYPTED) and newlines, perhaps
         # escaped inside JSON; the BEGIN and END lines stay so a reader sees what was there
@@ -144,7 +130,10 @@ _RULES = (
     _Rule(
         re.compile(
             r"(?P<header>(?i:authorization)(?:\\?+[\"'])?+[ \t]*+[:=][ \t]*+(?:\\?+[\"'])?+)?"
-            r"\b(?P<scheme>(?i:bearer|basic|token))[ \t]++(?P<secret>[A-Za-z0-9._~+/-]++=*+)"
+            # the credential is only looked at, not consumed, so a declined `Bearer Bearer`
+            # still lets the second one be checked
+            r"\b(?P<scheme>(?i:bearer|basic|token))[ \t]++"
+            r"(?=(?P<secret>[A-Za-z0-9._~+/-]++=*+))"
         ),
         _auth_credential,
     ),

@@ -45,6 +45,8 @@ class LaunchSpec:
     task: str
     log_dir: Path
     log_cap_bytes: int = DEFAULT_LOG_CAP_BYTES
+    # Set when the agent exits, so a supervisor can wait for "exit or anything else" at once.
+    wake: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ class AgentProcess:
         self.pgid = popen.pid  # start_new_session: the agent leads its own group
         self.started_at = _create_time(popen.pid)
         self.exited = threading.Event()
+        self._wake = spec.wake
         self._status: ExitStatus | None = None
         self._known: dict[int, float] = {}  # descendants seen: pid -> create time
         assert popen.stdout is not None
@@ -144,6 +147,8 @@ class AgentProcess:
         returncode = self._popen.wait()  # blocks in waitpid: wakes exactly at the exit
         self._status = ExitStatus.from_returncode(returncode)
         self.exited.set()
+        if self._wake is not None:
+            self._wake.set()
 
     def wait(self, timeout: float | None = None) -> ExitStatus | None:
         """The exit status, waiting up to ``timeout`` seconds; None if still running."""
