@@ -24,7 +24,13 @@ from wrighty.agents import AgentPlan, plan_agent
 from wrighty.config import LoadedConfig
 from wrighty.domain import decisions
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, RenewOutcome, settle
-from wrighty.domain.classify import Classification, RunFacts, StopReason, classify_exit
+from wrighty.domain.classify import (
+    AgentReport,
+    Classification,
+    RunFacts,
+    StopReason,
+    classify_exit,
+)
 from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
@@ -58,6 +64,7 @@ class Worker:
         installation_id: str,
         emit: Emit,
         now: Callable[[], datetime] = system_now,
+        agent_env: dict[str, str] | None = None,
     ) -> None:
         self._store = store
         self._config = loaded.config
@@ -65,6 +72,10 @@ class Worker:
         self._installation_id = installation_id
         self._emit_event = emit
         self._now = now
+        # How `wrighty finish` / `wrighty fail` inside the run find this store.
+        self._agent_env = agent_env or (
+            {"WRIGHTY_CONFIG": str(loaded.path)} if loaded.path is not None else {}
+        )
         self.worker_id = "w-" + secrets.token_hex(6)
         self._stop_requested = threading.Event()
         self._wake = threading.Event()
@@ -137,17 +148,17 @@ class Worker:
         run_id = f"run-{uuid.uuid4().hex[:12]}"
         self._emit("claimed", item_id=claimed.id, generation=claimed.generation, run_id=run_id)
         session_id = str(uuid.uuid4())
-        run = self._store.start_run(
-            claimed,
-            NewRun(
-                run_id,
-                RunKind.FRESH,
-                self.worker_id,
-                self._installation_id,
-                self._now(),
-                session_id,
-            ),
+        claim_token = secrets.token_urlsafe(24)
+        new_run = NewRun(
+            run_id,
+            RunKind.FRESH,
+            self.worker_id,
+            self._installation_id,
+            self._now(),
+            session_id,
+            claim_token,
         )
+        run = self._store.start_run(claimed, new_run)
         workspace = Path(claimed.workspace or ".")
         session = Session(
             claimed.id, plan.adapter, session_id, str(workspace), self._installation_id
@@ -156,7 +167,8 @@ class Worker:
             self._emit("heartbeat-lost", item_id=claimed.id, generation=claimed.generation)
             return
         try:
-            agent = launch(self._launch_spec(claimed, plan, run_id, session_id, workspace))
+            spec = self._launch_spec(claimed, plan, run_id, session_id, workspace, claim_token)
+            agent = launch(spec)
         except LaunchError as error:
             self._settle_start_failed(claimed, run_id, str(error), workspace)
             return
@@ -174,14 +186,22 @@ class Worker:
         self._settle_exit(claimed, agent, run_id, stopped_by, plan, workspace)
 
     def _launch_spec(
-        self, claimed: Item, plan: AgentPlan, run_id: str, session_id: str, workspace: Path
+        self,
+        claimed: Item,
+        plan: AgentPlan,
+        run_id: str,
+        session_id: str,
+        workspace: Path,
+        claim_token: str,
     ) -> LaunchSpec:
         env = {
             **os.environ,
             **plan.env,
+            **self._agent_env,
             "WRIGHTY_ITEM_ID": str(claimed.id),
             "WRIGHTY_RUN_ID": run_id,
             "WRIGHTY_SESSION_ID": session_id,
+            "WRIGHTY_CLAIM_TOKEN": claim_token,
         }
         return LaunchSpec(
             argv=plan.argv,
@@ -250,7 +270,9 @@ class Worker:
     ) -> None:
         status = agent.status
         assert status is not None
-        result = classify_exit(RunFacts(status.exit_code, status.signal, stopped_by))
+        recorded = self._store.get_run(run_id)
+        report = AgentReport(recorded.agent_report) if recorded and recorded.agent_report else None
+        result = classify_exit(RunFacts(status.exit_code, status.signal, stopped_by, report))
         self._emit(
             "exited",
             item_id=claimed.id,
@@ -266,7 +288,17 @@ class Worker:
             confidence=result.confidence,
             exit_code=status.exit_code,
             signal=status.signal,
-            diagnostic=f"{result.summary}\n{tail}".strip(),
+            diagnostic="\n".join(
+                part
+                for part in (
+                    result.summary,
+                    f"agent says: {recorded.agent_reason}"
+                    if recorded and recorded.agent_reason
+                    else "",
+                    tail,
+                )
+                if part
+            ),
         )
         timeout = claimed.timeout_seconds or self._terms.default_timeout_seconds
         if stopped_by is StopReason.SHUTDOWN:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -306,3 +307,40 @@ def test_sigterm_stops_the_worker_cleanly_and_leaves_no_item_running(
     assert (after.state, after.reason_code) == (expected, "worker-stopped")
     events = [json.loads(line)["event"] for line in out.splitlines()]
     assert events[-2:] == ["settled", "stopping"]
+
+
+def test_an_agent_can_report_failure_from_inside_its_run(project: Project) -> None:
+    project.item("""
+        import json, subprocess
+        done = subprocess.run([sys.executable, "-m", "wrighty", "fail", "--reason",
+                               "the tests do not compile"], capture_output=True, text=True)
+        print(done.returncode, done.stdout, done.stderr)
+        json.dump({k: v for k, v in os.environ.items() if k.startswith("WRIGHTY_")},
+                  open("env.json", "w"))
+    """)  # fmt: skip
+    item = project.run_once()
+    assert (item.state, item.reason_code) == (ItemState.NEEDS_ATTENTION, "agent-failure")
+    [run] = project.store.list_runs(item.id)
+    assert (run.outcome_class, run.confidence, run.exit_code) == (
+        OutcomeClass.AGENT_FAILURE, Confidence.AUTHORITATIVE, 0)  # fmt: skip
+    assert run.diagnostic is not None
+    assert "agent says: the tests do not compile" in run.diagnostic
+    # The same token after the run ended: refused, nothing recorded.
+    env = {**os.environ, **json.loads((project.root / "env.json").read_text())}
+    late = subprocess.run(
+        [sys.executable, "-m", "wrighty", "finish"], env=env, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert late.returncode == 2
+    assert "no longer holds its claim" in late.stderr
+    assert project.store.list_runs(item.id)[0].agent_report == "failed"
+
+
+def test_finish_outside_a_run_is_bad_usage(project: Project) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
+    outside = subprocess.run(
+        [sys.executable, "-m", "wrighty", "finish"], env=env, capture_output=True, text=True,
+        cwd=project.root, check=False,
+    )  # fmt: skip
+    assert outside.returncode == 2
+    assert "runs inside an agent's run" in outside.stderr

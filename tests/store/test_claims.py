@@ -489,3 +489,21 @@ def test_a_claim_never_ends_with_its_run_left_open(store: Store, clock: FakeCloc
     assert store.write_transition(no_outcome)
     [run] = store.list_runs(claimed.id)
     assert (run.ended_at, run.outcome_class) == (clock(), OutcomeClass.UNKNOWN)
+
+
+def test_an_agent_report_lands_only_under_the_runs_live_claim(
+    store: Store, clock: FakeClock
+) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    run = NewRun("r-1", RunKind.FRESH, "w1", "inst-a", clock(), None, claim_token="tok-1")
+    assert store.start_run(claimed, run) is not None
+    assert not store.record_agent_report("r-1", claim_token="guess", report="failed", reason="x")
+    assert store.record_agent_report("r-1", claim_token="tok-1", report="failed", reason="why")
+    recorded = store.get_run("r-1")
+    assert recorded is not None
+    assert (recorded.agent_report, recorded.agent_reason) == ("failed", "why")
+    clock.advance(LEASE + 1)
+    services.reap_expired(store, now=clock(), max_requeues=3)
+    assert not store.record_agent_report("r-1", claim_token="tok-1", report="finished", reason=None)
+    assert store.get_run("r-1").agent_report == "failed"  # type: ignore[union-attr]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from wrighty.config import (
     config_json_schema,
     find_config,
 )
+from wrighty.domain.classify import AgentReport
 from wrighty.domain.durations import parse_duration
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.states import TERMINAL_STATES, ItemState, parse_state
@@ -433,6 +435,41 @@ def _stop_on_signals(worker: Worker) -> list[int]:
     signal.signal(signal.SIGINT, handle)
     signal.signal(signal.SIGTERM, handle)
     return received
+
+
+@app.command()
+def finish(ctx: typer.Context) -> None:
+    """From inside a run: report that the task is done (the agent still exits as usual)."""
+    _report_from_run(ctx, AgentReport.FINISHED, None)
+
+
+@app.command()
+def fail(
+    ctx: typer.Context,
+    reason: Annotated[str, typer.Option("--reason", help="Why the task failed, in one line.")],
+) -> None:
+    """From inside a run: report that the task failed; the run ends as agent-failure."""
+    _report_from_run(ctx, AgentReport.FAILED, reason)
+
+
+def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None) -> None:
+    run_id = os.environ.get("WRIGHTY_RUN_ID")
+    token = os.environ.get("WRIGHTY_CLAIM_TOKEN")
+    if not run_id or not token:
+        raise WrightyError(
+            "this command runs inside an agent's run: WRIGHTY_RUN_ID and WRIGHTY_CLAIM_TOKEN "
+            "are not set"
+        )
+    with _context(ctx).store() as store:
+        landed = store.record_agent_report(
+            run_id, claim_token=token, report=report.value, reason=reason
+        )
+    if not landed:
+        raise WrightyError(
+            f"run {run_id} no longer holds its claim (it ended, or the item moved on); "
+            "nothing was recorded"
+        )
+    typer.echo(f"recorded: {report.value}" + (f" ({reason})" if reason else ""))
 
 
 def _print_json_line(event: dict[str, Any]) -> None:

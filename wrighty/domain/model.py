@@ -94,6 +94,8 @@ class Run:
     confidence: Confidence | None
     session_id: str | None
     diagnostic: str | None
+    agent_report: str | None = None
+    agent_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class NewRun:
     installation_id: str
     started_at: datetime
     session_id: str | None
+    claim_token: str | None = None
 
 
 @dataclass(frozen=True)

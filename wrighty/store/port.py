@@ -75,6 +75,15 @@ class Store(Protocol):
 
     def record_session(self, claimed: Item, session: Session, *, at: datetime) -> bool: ...
 
+    def record_agent_report(
+        self, run_id: str, *, claim_token: str, report: str, reason: str | None
+    ) -> bool:
+        """`wrighty finish` / `wrighty fail` from inside a run; False unless the run's claim
+        is still held and the token is that run's."""
+        ...
+
+    def get_run(self, run_id: str) -> Run | None: ...
+
     def expired_claims(self, *, now: datetime, limit: int) -> list[Item]:
         """Running items whose lease ended strictly before ``now``, oldest expiry first."""
         ...

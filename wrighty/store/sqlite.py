@@ -289,6 +289,7 @@ class SqliteStore:
                     "installation_id": run.installation_id,
                     "started_at": to_db_time(run.started_at),
                     "session_id": run.session_id,
+                    "claim_token": run.claim_token,
                 },
             )
         if cursor.rowcount != 1:
@@ -309,6 +310,20 @@ class SqliteStore:
                 },
             )
         return cursor.rowcount == 1
+
+    def record_agent_report(
+        self, run_id: str, *, claim_token: str, report: str, reason: str | None
+    ) -> bool:
+        with self._write() as connection:
+            cursor = connection.execute(
+                self._sql["record_agent_report_guarded"],
+                {"run_id": run_id, "claim_token": claim_token, "report": report, "reason": reason},
+            )
+        return cursor.rowcount == 1
+
+    def get_run(self, run_id: str) -> Run | None:
+        rows = self._read("select_run", {"run_id": run_id})
+        return _run_from_row(rows[0]) if rows else None
 
     def record_session(self, claimed: Item, session: Session, *, at: datetime) -> bool:
         with self._write() as connection:
@@ -587,6 +602,8 @@ def _run_from_row(row: sqlite3.Row) -> Run:
         confidence=Confidence(row["confidence"]) if row["confidence"] else None,
         session_id=row["session_id"],
         diagnostic=row["diagnostic"],
+        agent_report=row["agent_report"],
+        agent_reason=row["agent_reason"],
     )
 
 

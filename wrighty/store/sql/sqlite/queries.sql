@@ -26,6 +26,9 @@ SELECT * FROM item_events WHERE item_id = :item_id ORDER BY id;
 -- name: select_runs
 SELECT * FROM runs WHERE item_id = :item_id ORDER BY started_at, run_id;
 
+-- name: select_run
+SELECT * FROM runs WHERE run_id = :run_id;
+
 -- name: select_session
 SELECT * FROM sessions WHERE item_id = :item_id;
 
@@ -108,10 +111,10 @@ WHERE id = :id AND state = 'running' AND generation = :generation AND claimed_by
 -- name: insert_run_guarded
 -- A run is recorded only under a claim that is still held.
 INSERT INTO runs (run_id, item_id, generation, attempt, kind, worker_id, installation_id,
-                  started_at, session_id)
+                  started_at, session_id, claim_token)
 SELECT :run_id, :item_id, :generation,
        (SELECT count(*) + 1 FROM runs WHERE item_id = :item_id),
-       :kind, :worker_id, :installation_id, :started_at, :session_id
+       :kind, :worker_id, :installation_id, :started_at, :session_id, :claim_token
 WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
               AND generation = :generation AND claimed_by = :claimed_by);
 
@@ -122,6 +125,17 @@ WHERE run_id = :run_id AND item_id = :item_id AND generation = :generation
   AND ended_at IS NULL
   AND EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
               AND generation = :generation AND claimed_by = :claimed_by);
+
+-- name: record_agent_report_guarded
+-- From inside a run: lands only while that run's claim is still held (a stale token from an
+-- earlier generation, or a run that already ended, changes nothing).
+UPDATE runs
+SET agent_report = :report, agent_reason = :reason
+WHERE run_id = :run_id
+  AND claim_token = :claim_token
+  AND ended_at IS NULL
+  AND EXISTS (SELECT 1 FROM items WHERE items.id = runs.item_id AND items.state = 'running'
+              AND items.generation = runs.generation AND items.claimed_by = runs.worker_id);
 
 -- name: upsert_session_guarded
 INSERT INTO sessions (item_id, vendor, session_id, workspace, installation_id, updated_at)

@@ -86,7 +86,10 @@ CREATE TABLE runs (
     outcome_class      TEXT,
     confidence         TEXT,
     session_id         TEXT,
-    diagnostic         TEXT
+    diagnostic         TEXT,
+    claim_token        TEXT,
+    agent_report       TEXT,
+    agent_reason       TEXT
 ) STRICT;
 
 CREATE INDEX runs_by_item ON runs (item_id, started_at);
