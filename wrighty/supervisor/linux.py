@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -48,3 +49,22 @@ def die_with_parent(parent_pid: int) -> Callable[[], None] | None:
             os._exit(1)
 
     return hook
+
+
+_SETPRIV = shutil.which("setpriv")
+
+
+def with_parent_death_signal(
+    argv: list[str], parent_pid: int
+) -> tuple[list[str], Callable[[], None] | None]:
+    """The argv and pre-exec hook that start ``argv`` so that it dies with its parent.
+
+    util-linux's setpriv sets the signal and then execs the agent (same pid). It is preferred
+    because a Python pre-exec hook forces a full fork of the worker, several milliseconds
+    slower. Without setpriv, the hook does it.
+    """
+    if _PRCTL is None:
+        return argv, None
+    if _SETPRIV is not None:
+        return [_SETPRIV, "--pdeathsig", "KILL", "--", *argv], None
+    return argv, die_with_parent(parent_pid)

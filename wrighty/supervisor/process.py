@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import shutil
 import signal
 import subprocess
@@ -26,11 +27,12 @@ from typing import IO
 import psutil
 
 from wrighty.domain.redact import redact_bytes_tail
-from wrighty.supervisor.linux import die_with_parent
+from wrighty.supervisor.linux import with_parent_death_signal
 
 DEFAULT_LOG_CAP_BYTES = 10 * 1024 * 1024
 DIAGNOSTIC_TAIL_BYTES = 4096
 _CHUNK = 64 * 1024
+_PIPE_BUFFER_BYTES = 16 * 1024  # well under Linux's default pipe capacity (64 KiB)
 
 
 class LaunchError(Exception):
@@ -69,49 +71,66 @@ class StopReport:
     killed: list[int] = field(default_factory=list)
 
 
-class _Pump:
+class _Capture:
     """Copies one pipe to a capped log file and keeps the last bytes for diagnostics."""
 
     def __init__(self, source: IO[bytes], path: Path, cap: int) -> None:
-        self._source = source
-        self._descriptor = source.fileno()
-        self._path = path
+        self.source = source
+        self._log = os.fdopen(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb")
         self._cap = cap
         self._tail: deque[bytes] = deque()
         self._tail_size = 0
         self.written = 0
         self.dropped = 0
-        self._thread = threading.Thread(target=self._run, name=f"pump:{path.name}", daemon=True)
-        self._thread.start()
 
-    def _run(self) -> None:
-        descriptor = os.open(self._path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "wb") as log:
-            while chunk := os.read(self._descriptor, _CHUNK):
-                self._keep_tail(chunk)
-                room = self._cap - self.written
-                if room > 0:
-                    log.write(chunk[:room])
-                    self.written += min(room, len(chunk))
-                self.dropped += max(0, len(chunk) - max(room, 0))
-            if self.dropped:
-                log.write(
-                    f"\n[wrighty: output truncated at {self._cap} bytes; "
-                    f"{self.dropped} more bytes were not kept]\n".encode()
-                )
-        self._source.close()
-
-    def _keep_tail(self, chunk: bytes) -> None:
+    def take(self, chunk: bytes) -> None:
         self._tail.append(chunk)
         self._tail_size += len(chunk)
         while self._tail_size - len(self._tail[0]) >= DIAGNOSTIC_TAIL_BYTES:
             self._tail_size -= len(self._tail.popleft())
+        room = self._cap - self.written
+        if room > 0:
+            self._log.write(chunk[:room])
+            self.written += min(room, len(chunk))
+        self.dropped += max(0, len(chunk) - max(room, 0))
 
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout)
+    def finish(self) -> None:
+        if self.dropped:
+            self._log.write(
+                f"\n[wrighty: output truncated at {self._cap} bytes; "
+                f"{self.dropped} more bytes were not kept]\n".encode()
+            )
+        self._log.close()
+        self.source.close()
 
     def tail(self) -> bytes:
         return b"".join(self._tail)
+
+
+class _Pump:
+    """One thread that drains stdout and stderr into their captures until both close."""
+
+    def __init__(self, *captures: _Capture) -> None:
+        self._captures = captures
+        self._thread = threading.Thread(target=self._run, name="pump", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with selectors.DefaultSelector() as selector:
+            for capture in self._captures:
+                selector.register(capture.source.fileno(), selectors.EVENT_READ, capture)
+            while selector.get_map():
+                for key, _ in selector.select():
+                    capture = key.data
+                    chunk = os.read(key.fd, _CHUNK)
+                    if chunk:
+                        capture.take(chunk)
+                    else:
+                        selector.unregister(key.fd)
+                        capture.finish()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
 
 
 class AgentProcess:
@@ -128,22 +147,26 @@ class AgentProcess:
         self._known: dict[int, float] = {}  # descendants seen: pid -> create time
         assert popen.stdout is not None
         assert popen.stderr is not None
-        self._stdout = _Pump(popen.stdout, spec.log_dir / "stdout.log", spec.log_cap_bytes)
-        self._stderr = _Pump(popen.stderr, spec.log_dir / "stderr.log", spec.log_cap_bytes)
-        threading.Thread(target=self._feed, args=(spec.task,), daemon=True).start()
+        self._stdout = _Capture(popen.stdout, spec.log_dir / "stdout.log", spec.log_cap_bytes)
+        self._stderr = _Capture(popen.stderr, spec.log_dir / "stderr.log", spec.log_cap_bytes)
+        self._pump = _Pump(self._stdout, self._stderr)
+        task = spec.task.encode("utf-8")
+        if len(task) <= _PIPE_BUFFER_BYTES:
+            self._feed(task)  # fits in the pipe: never blocks, even if the agent never reads
+        else:
+            threading.Thread(target=self._feed, args=(task,), daemon=True).start()
         threading.Thread(target=self._wait, name=f"wait:{self.pid}", daemon=True).start()
 
-    def _feed(self, task: str) -> None:
+    def _feed(self, task: bytes) -> None:
         stdin = self._popen.stdin
         assert stdin is not None
         try:
-            stdin.write(task.encode("utf-8"))
+            stdin.write(task)
             stdin.close()
         except (BrokenPipeError, OSError):
             pass  # the agent exited or closed stdin without reading it all
 
     def _wait(self) -> None:
-        self.refresh_descendants()
         returncode = self._popen.wait()  # blocks in waitpid: wakes exactly at the exit
         self._status = ExitStatus.from_returncode(returncode)
         self.exited.set()
@@ -228,8 +251,7 @@ class AgentProcess:
 
     def close(self, timeout: float = 5.0) -> None:
         """Wait for the log pumps to drain (after the tree is gone)."""
-        self._stdout.join(timeout)
-        self._stderr.join(timeout)
+        self._pump.join(timeout)
 
     def diagnostic_tail(self) -> str:
         """The last bytes of stderr and stdout, decoded and redacted."""
@@ -251,9 +273,10 @@ def launch(spec: LaunchSpec) -> AgentProcess:
     if shutil.which(executable, path=spec.env.get("PATH")) is None:
         raise LaunchError(f"agent executable {executable!r} not found (PATH or absolute path)")
     spec.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    argv, pre_exec = with_parent_death_signal(list(spec.argv), os.getpid())
     try:
         popen = subprocess.Popen(
-            list(spec.argv),
+            argv,
             cwd=spec.cwd,
             env=dict(spec.env),
             stdin=subprocess.PIPE,
@@ -261,7 +284,7 @@ def launch(spec: LaunchSpec) -> AgentProcess:
             stderr=subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=die_with_parent(os.getpid()),
+            preexec_fn=pre_exec,
         )
     except OSError as error:
         raise LaunchError(f"cannot start {executable!r}: {error.strerror or error}") from None
