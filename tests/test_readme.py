@@ -23,5 +23,5 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 def test_the_install_command_installs_and_runs_the_main_job() -> None:
     install_and_run, _ = _readme_commands()
     assert "pip install ." in install_and_run
-    for step in ("wrighty init", "wrighty create", "wrighty list"):
+    for step in ("wrighty init", "wrighty create", "wrighty worker start", "wrighty show"):
         assert step in install_and_run

@@ -54,3 +54,26 @@ def test_the_installed_command_runs_the_readme_tour(tmp_path: Path) -> None:
         "wrighty: no item 999; `wrighty list` shows the items there are"
     )
     assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.slow
+def test_the_readme_runs_one_item_through_the_example_agent(tmp_path: Path) -> None:
+    """The README's first command, minus the install: init, example config, create, run."""
+    repo = Path(__file__).resolve().parents[2]
+    demo = tmp_path / "demo"
+    demo.mkdir()
+    assert run(demo, "init").returncode == 0
+    config = (repo / "examples" / "wrighty.json").read_text()
+    (demo / "wrighty.json").write_text(
+        config.replace("../examples/agent.py", str(repo / "examples" / "agent.py"))
+    )
+    created = run(demo, "create", "--title", "Say hello", "--body", "wrighty-example: succeed",
+                  "--queue")  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    worked = run(demo, "worker", "start", "--once")
+    assert worked.returncode == 0, worked.stderr
+    assert "settled" in worked.stdout and "state=done" in worked.stdout
+    shown = json.loads(run(demo, "show", "1", "--json").stdout)
+    assert shown["state"] == "done"
+    assert shown["runs"][0]["outcome_class"] == "succeeded"
+    assert "succeed" in (demo / "WRIGHTY_EXAMPLE_NOTES.md").read_text()

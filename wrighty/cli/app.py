@@ -478,7 +478,9 @@ def _print_json_line(event: dict[str, Any]) -> None:
 
 def _print_event_line(event: dict[str, Any]) -> None:
     details = " ".join(
-        f"{key}={value}" for key, value in event.items() if key not in ("event", "at", "worker_id")
+        f"{key}={value}"
+        for key, value in event.items()
+        if key not in ("event", "at", "worker_id") and value is not None
     )
     typer.echo(f"{event['at'][11:19]} {event['event']:<14} {details}".rstrip())
 

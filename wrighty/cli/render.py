@@ -12,6 +12,7 @@ from rich.text import Text
 
 from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Change, Event, Item, Run, Session
+from wrighty.domain.states import TERMINAL_STATES
 from wrighty.services import ItemDetail
 
 
@@ -178,7 +179,7 @@ def print_item_detail(console: Console, detail: ItemDetail, *, resumable: bool) 
             (
                 "session",
                 f"{session.vendor} {session.session_id or '(id unknown)'}"
-                f"{'' if resumable else ' (not resumable here)'}",
+                f"{'' if resumable or item.state in TERMINAL_STATES else ' (not resumable here)'}",
             )
         )
     for label, value in fields:

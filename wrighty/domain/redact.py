@@ -26,7 +26,7 @@ _PLACEHOLDER_VALUES = frozenset(
     {"none", "null", "true", "false", "undefined", "str", "string", "bytes", "int", "bool"}
 )
 
-Span = tuple[int, int]
+_Span = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -34,15 +34,15 @@ class _Rule:
     """A pattern and the part of each match that is the secret (None: not a secret after all)."""
 
     pattern: re.Pattern[str]
-    secret_span: Callable[[re.Match[str]], Span | None]
+    secret_span: Callable[[re.Match[str]], _Span | None]
 
 
-def _whole_secret(match: re.Match[str]) -> Span | None:
+def _whole_secret(match: re.Match[str]) -> _Span | None:
     return match.span("secret")
 
 
 def _looks_random(token: str) -> bool:
-    """A word has no digits, no capitals after the first letter and no base64 punctuation."""
+    """Has a digit, a capital after the first letter or base64 punctuation, as words do not."""
     return len(token) >= 8 and (
         any(character.isdigit() for character in token)
         or any(character.isupper() for character in token[1:])
@@ -59,7 +59,7 @@ def _is_basic_credential(token: str) -> bool:
     return b":" in decoded
 
 
-def _auth_credential(match: re.Match[str]) -> Span | None:
+def _auth_credential(match: re.Match[str]) -> _Span | None:
     """After `Authorization:` always; a bare `Bearer x` or `Basic x` only if x looks the part."""
     scheme = match["scheme"].lower()
     credential = match["secret"]
@@ -72,7 +72,8 @@ def _auth_credential(match: re.Match[str]) -> Span | None:
     return None
 
 
-def _assigned_value(match: re.Match[str]) -> Span | None:
+def _assigned_value(match: re.Match[str]) -> _Span | None:
+    """The quoted or bare value, unless it is a placeholder such as `null` or `str`."""
     for group in ("escaped", "double", "single", "bare"):
         if match[group] is not None:
             if match[group].lower() in _PLACEHOLDER_VALUES:
@@ -111,7 +112,7 @@ _ASSIGNMENT_VALUE = (
     r"(?:\\\"(?P<escaped>(?:[^\"\\\n]|\\[^\"\n])++)\\\""
     r"|\"(?P<double>(?:[^\"\\\n]|\\.)++)\""
     r"|'(?P<single>(?:[^'\\\n]|\\.)++)'"
-    r"|\\?+[\"']?+(?P<bare>\[REDACTED\]|[^\s\"'`,;&)}\]]++))"
+    rf"|\\?+[\"']?+(?P<bare>{re.escape(REDACTED)}|[^\s\"'`,;&)}}\]]++))"
 )
 
 _RULES = (
@@ -169,7 +170,7 @@ def redact_bytes_tail(data: bytes, limit: int) -> str:
     return f"…[truncated {dropped} bytes]\n{text}"
 
 
-def _secret_spans(text: str) -> list[Span]:
+def _secret_spans(text: str) -> list[_Span]:
     """Where the secrets are, sorted, with overlapping and touching spans merged."""
     found = sorted(
         span
@@ -177,7 +178,7 @@ def _secret_spans(text: str) -> list[Span]:
         for match in rule.pattern.finditer(text)
         if (span := rule.secret_span(match)) is not None
     )
-    merged: list[Span] = []
+    merged: list[_Span] = []
     for start, end in found:
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
@@ -186,7 +187,7 @@ def _secret_spans(text: str) -> list[Span]:
     return merged
 
 
-def _replace_spans(text: str, spans: list[Span], *, start: int) -> str:
+def _replace_spans(text: str, spans: list[_Span], *, start: int) -> str:
     """`text[start:]` with each span replaced; a span reaching across `start` still counts."""
     parts: list[str] = []
     position = start
