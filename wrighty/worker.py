@@ -7,6 +7,7 @@ about the item (DESIGN.md, invariant 2).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import shutil
@@ -48,6 +49,7 @@ def system_now() -> datetime:
 @dataclass(frozen=True)
 class WorkerOptions:
     once: bool = False
+    concurrency: int = 1
     item_id: int | None = None
     agent: str | None = None
     max_items: int | None = None
@@ -78,7 +80,9 @@ class Worker:
         )
         self.worker_id = "w-" + secrets.token_hex(6)
         self._stop_requested = threading.Event()
-        self._wake = threading.Event()
+        self._wake = threading.Event()  # the claim loop's: a slot freed up, or stop
+        self._slot_wakes: set[threading.Event] = set()
+        self._slot_lock = threading.Lock()
         settings = self._config.worker
         self._terms = LeaseTerms(
             lease_seconds=settings.lease_seconds,
@@ -86,9 +90,11 @@ class Worker:
         )
 
     def request_stop(self) -> None:
-        """Stop claiming; stop the running agent and settle it (safe from a signal handler)."""
+        """Stop claiming; stop the running agents and settle them (safe in a signal handler)."""
         self._stop_requested.set()
         self._wake.set()
+        for wake in list(self._slot_wakes):
+            wake.set()
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -102,35 +108,68 @@ class Worker:
                 f"fix agents.{agent_name}.command in wrighty.json"
             )
         self._emit("started", agent=agent_name, installation_id=self._installation_id)
-        processed = 0
+        claimed_count = 0
+        slots: list[threading.Thread] = []
         idle_since = time.monotonic()
         while not self._stop_requested.is_set() and (
-            options.max_items is None or processed < options.max_items
+            options.max_items is None or claimed_count < options.max_items
         ):
-            services.reap_expired(
-                self._store, now=self._now(), max_requeues=self._config.worker.max_requeues
-            )
-            claimed = self._store.acquire(self._request(agent_name, options), now=self._now())
+            slots = [slot for slot in slots if slot.is_alive()]
+            claimed = None
+            if len(slots) < options.concurrency:
+                services.reap_expired(
+                    self._store, now=self._now(), max_requeues=self._config.worker.max_requeues
+                )
+                claimed = self._store.acquire(self._request(agent_name, options), now=self._now())
             if claimed is not None:
-                self._work_on(claimed, plan, options)
-                processed += 1
+                claimed_count += 1
+                slots.append(self._start_slot(claimed, plan, options))
                 idle_since = time.monotonic()
                 if options.once:
                     break
                 continue
-            if options.once or options.item_id is not None:
-                break
-            idle_for = time.monotonic() - idle_since
-            if (
-                options.idle_timeout_seconds is not None
-                and idle_for >= options.idle_timeout_seconds
+            if slots:
+                idle_since = time.monotonic()
+            elif (
+                options.once
+                or options.item_id is not None
+                or self._idle_too_long(options, idle_since)
             ):
-                self._emit("idle", idle_seconds=round(idle_for, 3))
                 break
             self._wake.wait(self._config.worker.poll_seconds)
             self._wake.clear()  # a stop request is read from its own flag, not from here
-        self._emit("stopping", processed=processed)
-        return processed
+        for slot in slots:
+            slot.join()
+        self._emit("stopping", processed=claimed_count)
+        return claimed_count
+
+    def _idle_too_long(self, options: WorkerOptions, idle_since: float) -> bool:
+        idle_for = time.monotonic() - idle_since
+        if options.idle_timeout_seconds is None or idle_for < options.idle_timeout_seconds:
+            return False
+        self._emit("idle", idle_seconds=round(idle_for, 3))
+        return True
+
+    def _start_slot(
+        self, claimed: Item, plan: AgentPlan, options: WorkerOptions
+    ) -> threading.Thread:
+        """Work on ``claimed`` in its own thread. The thread lives as long as the agent: Linux
+        sends the parent-death signal when the spawning thread ends."""
+
+        def work() -> None:
+            wake = threading.Event()
+            with self._slot_lock:
+                self._slot_wakes.add(wake)
+            try:
+                self._work_on(claimed, plan, options, wake)
+            finally:
+                with self._slot_lock:
+                    self._slot_wakes.discard(wake)
+                self._wake.set()
+
+        slot = threading.Thread(target=work, name=f"item-{claimed.id}")
+        slot.start()
+        return slot
 
     def _request(self, agent_name: str, options: WorkerOptions) -> ClaimRequest:
         return ClaimRequest(
@@ -144,7 +183,9 @@ class Worker:
 
     # -- one item ---------------------------------------------------------------------------
 
-    def _work_on(self, claimed: Item, plan: AgentPlan, options: WorkerOptions) -> None:
+    def _work_on(
+        self, claimed: Item, plan: AgentPlan, options: WorkerOptions, wake: threading.Event
+    ) -> None:
         run_id = f"run-{uuid.uuid4().hex[:12]}"
         self._emit("claimed", item_id=claimed.id, generation=claimed.generation, run_id=run_id)
         session_id = str(uuid.uuid4())
@@ -168,7 +209,7 @@ class Worker:
             return
         try:
             spec = self._launch_spec(claimed, plan, run_id, session_id, workspace, claim_token)
-            agent = launch(spec)
+            agent = launch(dataclasses.replace(spec, wake=wake))
         except LaunchError as error:
             self._settle_start_failed(claimed, run_id, str(error), workspace)
             return
@@ -178,7 +219,7 @@ class Worker:
         ):
             self._lost(claimed, agent, options)
             return
-        stopped_by = self._watch(claimed, agent, options)
+        stopped_by = self._watch(claimed, agent, options, wake)
         if stopped_by is StopReason.FENCED or stopped_by is StopReason.CANCELLED:
             return
         agent.stop(grace_seconds=options.stop_grace_seconds)  # descendants it left behind
@@ -209,11 +250,10 @@ class Worker:
             env=env,
             task=claimed.body,
             log_dir=self._state_dir / "runs" / str(claimed.id) / run_id,
-            wake=self._wake,
         )
 
     def _watch(
-        self, claimed: Item, agent: AgentProcess, options: WorkerOptions
+        self, claimed: Item, agent: AgentProcess, options: WorkerOptions, wake: threading.Event
     ) -> StopReason | None:
         """Renew the lease until the agent exits; why wrighty stopped it, if it did."""
         timeout = claimed.timeout_seconds or self._terms.default_timeout_seconds
@@ -221,8 +261,8 @@ class Worker:
         heartbeat = self._config.worker.heartbeat_seconds
         while True:
             remaining = deadline - time.monotonic()
-            self._wake.wait(timeout=max(0.0, min(heartbeat, remaining)))
-            self._wake.clear()
+            wake.wait(timeout=max(0.0, min(heartbeat, remaining)))
+            wake.clear()
             if agent.status is not None:
                 return None
             if self._stop_requested.is_set():

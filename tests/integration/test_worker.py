@@ -344,3 +344,29 @@ def test_finish_outside_a_run_is_bad_usage(project: Project) -> None:
     )  # fmt: skip
     assert outside.returncode == 2
     assert "runs inside an agent's run" in outside.stderr
+
+
+def test_two_items_run_at_once_without_crossing_their_logs(project: Project) -> None:
+    code = """
+        import time
+        item = os.environ["WRIGHTY_ITEM_ID"]
+        open(f"started-{item}", "w").close()
+        deadline = time.monotonic() + 20
+        other = "2" if item == "1" else "1"
+        while not os.path.exists(f"started-{other}") and time.monotonic() < deadline:
+            time.sleep(0.01)  # proves the two ran at the same time
+        for n in range(200):
+            print(f"item {item} line {n}")
+        sys.exit(0 if os.path.exists(f"started-{other}") else 7)
+    """
+    first, second = project.item(code), project.item(code)
+    project.worker().run(WorkerOptions(concurrency=2, max_items=2, stop_grace_seconds=1))
+    for item, other in ((first, second), (second, first)):
+        after = project.store.get_item(item.id)
+        assert after is not None
+        assert after.state is ItemState.DONE, after.reason
+        [run] = project.store.list_runs(item.id)
+        log = project.root / ".wrighty" / "runs" / str(item.id) / run.run_id / "stdout.log"
+        lines = log.read_text().splitlines()
+        assert len(lines) == 200
+        assert all(line.startswith(f"item {item.id} ") for line in lines)

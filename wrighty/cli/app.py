@@ -369,6 +369,10 @@ def worker_start(
     once: Annotated[
         bool, typer.Option("--once", help="Process at most one item, then exit.")
     ] = False,
+    concurrency: Annotated[
+        int | None,
+        typer.Option("--concurrency", min=1, max=64, help="Items at once (default: config)."),
+    ] = None,
     item_id: Annotated[
         int | None, typer.Option("--item", min=1, help="Work on this item only.")
     ] = None,
@@ -396,6 +400,7 @@ def worker_start(
     loaded = app_ctx.config()
     options = WorkerOptions(
         once=once,
+        concurrency=concurrency or loaded.config.worker.concurrency,
         item_id=item_id,
         agent=agent,
         max_items=max_items,
