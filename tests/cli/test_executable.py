@@ -72,7 +72,8 @@ def test_the_readme_runs_one_item_through_the_example_agent(tmp_path: Path) -> N
     assert created.returncode == 0, created.stderr
     worked = run(demo, "worker", "start", "--once")
     assert worked.returncode == 0, worked.stderr
-    assert "settled" in worked.stdout and "state=done" in worked.stdout
+    assert "settled" in worked.stdout
+    assert "state=done" in worked.stdout
     shown = json.loads(run(demo, "show", "1", "--json").stdout)
     assert shown["state"] == "done"
     assert shown["runs"][0]["outcome_class"] == "succeeded"

@@ -361,7 +361,7 @@ def test_two_items_run_at_once_without_crossing_their_logs(project: Project) -> 
     """
     first, second = project.item(code), project.item(code)
     project.worker().run(WorkerOptions(concurrency=2, max_items=2, stop_grace_seconds=1))
-    for item, other in ((first, second), (second, first)):
+    for item in (first, second):
         after = project.store.get_item(item.id)
         assert after is not None
         assert after.state is ItemState.DONE, after.reason
