@@ -36,7 +36,11 @@ def plan_agent(config: WrightyConfig, name: str) -> AgentPlan:
             'declare a command agent: "agents": {"NAME": {"adapter": "command", '
             '"command": ["prog", "arg"]}}'
         )
-    assert settings.command  # enforced by config validation
+    if not settings.command:
+        raise WrightyError(
+            f"agent {name!r} uses the command adapter but has no command; set "
+            f'agents.{name}.command in wrighty.json, e.g. ["python3", "agent.py"]'
+        )
     return AgentPlan(
         name=name,
         adapter=adapter,

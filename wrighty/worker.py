@@ -27,7 +27,6 @@ from wrighty.domain import decisions
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, RenewOutcome, settle
 from wrighty.domain.classify import (
     AgentReport,
-    Classification,
     RunFacts,
     StopReason,
     classify_exit,
@@ -188,11 +187,28 @@ class Worker:
     ) -> None:
         run_id = f"run-{uuid.uuid4().hex[:12]}"
         self._emit("claimed", item_id=claimed.id, generation=claimed.generation, run_id=run_id)
-        session_id = str(uuid.uuid4())
+        recorded = self._store.get_session(claimed.id)
+        choice = decisions.choose_run(
+            claimed_from=self._claimed_from(claimed),
+            session=recorded,
+            installation_id=self._installation_id,
+            adapter=plan.adapter,
+            can_resume=plan.resume_argv is not None,
+            workspace_exists=recorded is not None and Path(recorded.workspace).is_dir(),
+        )
+        if choice.missing:
+            settlement = decisions.resume_state_missing(claimed, choice.missing)
+            self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
+            return
+        resuming = False
+        session_id, workspace = str(uuid.uuid4()), Path(claimed.workspace or ".")
+        if choice.kind is RunKind.RESUME and recorded is not None and recorded.session_id:
+            resuming = True
+            session_id, workspace = recorded.session_id, Path(recorded.workspace)
         claim_token = secrets.token_urlsafe(24)
         new_run = NewRun(
             run_id,
-            RunKind.FRESH,
+            choice.kind,
             self.worker_id,
             self._installation_id,
             self._now(),
@@ -200,18 +216,23 @@ class Worker:
             claim_token,
         )
         run = self._store.start_run(claimed, new_run)
-        workspace = Path(claimed.workspace or ".")
         session = Session(
             claimed.id, plan.adapter, session_id, str(workspace), self._installation_id
         )
         if run is None or not self._store.record_session(claimed, session, at=self._now()):
             self._emit("heartbeat-lost", item_id=claimed.id, generation=claimed.generation)
             return
+        if resuming:
+            self._emit("resumed", item_id=claimed.id, run_id=run_id, session_id=session_id)
+            plan = dataclasses.replace(plan, argv=plan.resume_argv or plan.argv)
+            claimed = dataclasses.replace(
+                claimed, body=decisions.CONTINUATION_PROMPT + claimed.body
+            )
         try:
             spec = self._launch_spec(claimed, plan, run_id, session_id, workspace, claim_token)
             agent = launch(dataclasses.replace(spec, wake=wake))
         except LaunchError as error:
-            self._settle_start_failed(claimed, run_id, str(error), workspace)
+            self._settle_start_failed(claimed, run_id, str(error))
             return
         self._emit("spawned", item_id=claimed.id, run_id=run_id, pid=agent.pid)
         if not self._store.record_process(
@@ -349,26 +370,18 @@ class Worker:
             settlement = decisions.after_run(claimed, result, run_end, timeout_seconds=timeout)
         self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
 
-    def _settle_start_failed(self, claimed: Item, run_id: str, why: str, workspace: Path) -> None:
+    def _settle_start_failed(self, claimed: Item, run_id: str, why: str) -> None:
         run_end = RunEnd(
             self._now(), OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, diagnostic=why
         )
         self._emit("exited", item_id=claimed.id, run_id=run_id, outcome_class="start-failed")
-        if not workspace.is_dir():
-            # The item's own workspace is gone: every retry would fail the same way.
-            settlement = decisions.after_run(
-                claimed,
-                Classification(OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, why),
-                run_end,
-                timeout_seconds=self._terms.default_timeout_seconds,
-            )
-        else:
-            events = self._store.list_events(claimed.id)
-            claimed_from = events[-1].from_state or ItemState.QUEUED
-            settlement = decisions.start_failed(
-                claimed, run_end, why=why, claimed_from=claimed_from
-            )
+        settlement = decisions.start_failed(claimed, run_end, why=why)
         self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
+
+    def _claimed_from(self, claimed: Item) -> ItemState:
+        """The state this claim took the item from (the last event is the claim's own)."""
+        events = self._store.list_events(claimed.id)
+        return events[-1].from_state or ItemState.QUEUED if events else ItemState.QUEUED
 
     def _write_settlement(self, claimed: Item, change: Change, run_id: str) -> None:
         if self._store.write_transition(change):

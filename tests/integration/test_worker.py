@@ -21,8 +21,9 @@ import pytest
 
 from wrighty import services
 from wrighty.config import LoadedConfig, check_config_text
-from wrighty.domain.model import Item, NewItem
-from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
+from wrighty.domain.model import Item, NewItem, NewRun, Session
+from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.store.sqlite import SqliteStore
 from wrighty.worker import Worker, WorkerOptions
@@ -370,3 +371,72 @@ def test_two_items_run_at_once_without_crossing_their_logs(project: Project) -> 
         lines = log.read_text().splitlines()
         assert len(lines) == 200
         assert all(line.startswith(f"item {item.id} ") for line in lines)
+
+
+RESUMER = """
+import json, os, sys
+json.dump({"argv": sys.argv[1:], "task": sys.stdin.read(),
+           "session": os.environ["WRIGHTY_SESSION_ID"]}, open("resumed.json", "w"))
+"""
+
+
+def test_a_stopped_run_is_resumed_by_the_next_worker_in_the_same_session(
+    project: Project,
+) -> None:
+    (project.root / "resumer.py").write_text(RESUMER)
+    document = json.loads((project.root / "wrighty.json").read_text())
+    document["agents"]["fake"]["resumeCommand"] = [
+        sys.executable, str(project.root / "resumer.py"), "--resume"]  # fmt: skip
+    (project.root / "wrighty.json").write_text(json.dumps(document))
+    config, _ = check_config_text(json.dumps(document))
+    assert config is not None
+    project.loaded = LoadedConfig(project.root / "wrighty.json", config)
+    item = project.item(HANG)
+    worker = project.worker()
+    _when_started(project, worker.request_stop)
+    worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
+    stopped = project.store.get_item(item.id)
+    assert stopped is not None
+    assert (stopped.state, stopped.reason_code) == (ItemState.RETRY_SCHEDULED, "worker-stopped")
+    first_session = project.store.get_session(item.id)
+    assert first_session is not None
+    after = project.run_once()
+    assert after.state is ItemState.DONE
+    fresh, resumed = project.store.list_runs(item.id)
+    assert (fresh.kind.value, resumed.kind.value) == ("fresh", "resume")
+    assert resumed.session_id == first_session.session_id
+    seen = json.loads((project.root / "resumed.json").read_text())
+    assert seen["argv"] == ["--resume"]
+    assert seen["session"] == first_session.session_id
+    assert seen["task"].startswith("The previous attempt at this task ended")
+    assert seen["task"].endswith(HANG)
+    assert "resumed" in project.names()
+
+
+def test_a_retry_whose_workspace_is_gone_is_never_run_fresh(
+    project: Project, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    document = json.loads((project.root / "wrighty.json").read_text())
+    document["agents"]["fake"]["resumeCommand"] = document["agents"]["fake"]["command"]
+    config, _ = check_config_text(json.dumps(document))
+    assert config is not None
+    project.loaded = LoadedConfig(project.root / "wrighty.json", config)
+    item = project.item("import signal; os.kill(os.getpid(), signal.SIGKILL)", workspace=workspace)
+    claimed = project.store.acquire(
+        ClaimRequest("w-x", "inst-test", LeaseTerms(60, 600), "fake"), now=services_now()
+    )
+    assert claimed is not None
+    first_run = NewRun("r0", RunKind.FRESH, "w-x", "inst-test", services_now(), "s-0")
+    project.store.start_run(claimed, first_run)
+    session = Session(item.id, "command", "s-0", str(workspace), "inst-test")
+    project.store.record_session(claimed, session, at=services_now())
+    retry = settle(claimed, Settlement(ItemState.RETRY_SCHEDULED, process_started=True,
+                   not_before=services_now()), at=services_now())  # fmt: skip
+    assert project.store.write_transition(retry)
+    workspace.rmdir()
+    after = project.run_once()
+    assert (after.state, after.reason_code) == (ItemState.NEEDS_ATTENTION, "resume-state-missing")
+    assert f"the workspace {workspace} is gone" in (after.reason or "")
+    assert [r.run_id for r in project.store.list_runs(item.id)] == ["r0"]  # no fresh run

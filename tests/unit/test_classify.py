@@ -45,3 +45,51 @@ def test_summaries_name_the_signal() -> None:
 def test_a_nonzero_exit_alone_is_never_a_crash() -> None:
     for code in range(1, 256):
         assert classify_exit(RunFacts(code, None)).outcome_class is not OutcomeClass.PROCESS_CRASH
+
+
+# -- choosing between a fresh run and a resume ---------------------------------------------------
+
+from wrighty.domain.decisions import choose_run  # noqa: E402
+from wrighty.domain.model import Session  # noqa: E402
+from wrighty.domain.outcomes import RunKind  # noqa: E402
+from wrighty.domain.states import ItemState  # noqa: E402
+
+SESSION = Session(1, "command", "s-1", "/work/ws", "inst-a")
+
+
+def choose(**overrides: object):
+    facts: dict[str, object] = {
+        "claimed_from": ItemState.RETRY_SCHEDULED,
+        "session": SESSION,
+        "installation_id": "inst-a",
+        "adapter": "command",
+        "can_resume": True,
+        "workspace_exists": True,
+    }
+    facts.update(overrides)
+    return choose_run(**facts)  # type: ignore[arg-type]
+
+
+def test_a_due_retry_with_a_complete_address_resumes() -> None:
+    assert choose().kind is RunKind.RESUME
+    assert choose().missing == ()
+
+
+def test_fresh_work_starts_fresh() -> None:
+    assert choose(claimed_from=ItemState.QUEUED).kind is RunKind.FRESH
+    assert choose(session=None).kind is RunKind.FRESH
+
+
+def test_every_missing_piece_of_the_address_is_named() -> None:
+    missing = choose(
+        session=Session(1, "codex", None, "/work/ws", "inst-b"),
+        workspace_exists=False,
+        can_resume=False,
+    ).missing
+    assert missing == (
+        "no session id was recorded",
+        "the session belongs to codex, not command",
+        "the session lives on another installation",
+        "the workspace /work/ws is gone",
+        "the command agent has no resume command",
+    )

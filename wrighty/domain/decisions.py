@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
-from wrighty.domain.model import Item, RunEnd
-from wrighty.domain.outcomes import OutcomeClass
+from wrighty.domain.model import Item, RunEnd, Session
+from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 
 _ATTENTION_REASONS = {
     OutcomeClass.TIMEOUT: "the run passed its time limit{limit} and was stopped",
     OutcomeClass.PROCESS_CRASH: "the agent process crashed ({summary})",
-    OutcomeClass.AGENT_FAILURE: "the agent reported that the task failed ({summary})",
+    OutcomeClass.AGENT_FAILURE: "the agent failed ({summary})",
     OutcomeClass.UNKNOWN: "the run ended without a clear outcome ({summary})",
     OutcomeClass.START_FAILED: "the agent could not be started ({summary})",
 }
@@ -42,15 +44,64 @@ def after_run(
     )
 
 
-def start_failed(item: Item, run_end: RunEnd, *, why: str, claimed_from: ItemState) -> Settlement:
-    """No agent process was started: back where the claim found the item."""
+def start_failed(item: Item, run_end: RunEnd, *, why: str) -> Settlement:
+    """No agent process was started. A person decides: putting the item straight back in the
+    queue would make the next claim fail the same way, many times a second."""
     return Settlement(
-        claimed_from,
+        ItemState.NEEDS_ATTENTION,
         process_started=False,
         run_end=run_end,
         reason_code="start-failed",
         reason=f"the agent could not be started: {why}",
-        not_before=run_end.ended_at if claimed_from is ItemState.RETRY_SCHEDULED else None,
+        next_action=f"wrighty show {item.id}",
+    )
+
+
+CONTINUATION_PROMPT = (
+    "The previous attempt at this task ended before it finished (its process crashed or its "
+    "worker stopped). Continue from where it left off: the workspace holds its partial work.\n\n"
+    "The task was:\n"
+)
+
+
+@dataclass(frozen=True)
+class RunChoice:
+    """Whether the next run starts fresh or resumes the recorded session."""
+
+    kind: RunKind
+    missing: tuple[str, ...] = ()  # why a needed resume is impossible; empty when fine
+
+
+def choose_run(
+    *,
+    claimed_from: ItemState,
+    session: Session | None,
+    installation_id: str,
+    adapter: str,
+    can_resume: bool,
+    workspace_exists: bool,
+) -> RunChoice:
+    """A due retry resumes its session; anything else starts fresh. A retry whose resume
+    address is incomplete is never silently run fresh."""
+    if claimed_from is not ItemState.RETRY_SCHEDULED or session is None:
+        return RunChoice(RunKind.FRESH)
+    checks = (
+        (session.session_id is not None, "no session id was recorded"),
+        (session.vendor == adapter, f"the session belongs to {session.vendor}, not {adapter}"),
+        (session.installation_id == installation_id, "the session lives on another installation"),
+        (workspace_exists, f"the workspace {session.workspace} is gone"),
+        (can_resume, f"the {adapter} agent has no resume command"),
+    )
+    missing = tuple(why for ok, why in checks if not ok)
+    return RunChoice(RunKind.RESUME, missing)
+
+
+def resume_state_missing(item: Item, missing: tuple[str, ...]) -> Settlement:
+    return Settlement(
+        ItemState.NEEDS_ATTENTION,
+        process_started=False,
+        reason_code="resume-state-missing",
+        reason="the retry cannot resume its session: " + "; ".join(missing),
         next_action=f"wrighty show {item.id}",
     )
 
