@@ -34,6 +34,7 @@ from wrighty.domain.classify import (
 from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
+from wrighty.domain.times import rfc3339
 from wrighty.errors import WrightyError
 from wrighty.store.port import Store
 from wrighty.supervisor.process import AgentProcess, LaunchError, LaunchSpec, launch
@@ -98,7 +99,7 @@ class Worker:
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self, options: WorkerOptions) -> int:
-        """Process items until told to stop; the number of items this worker settled."""
+        """Process items until told to stop; the number of items this worker claimed."""
         agent_name = options.agent or self._config.worker.default_agent
         plan = plan_agent(self._config, agent_name)
         if shutil.which(plan.argv[0]) is None:
@@ -334,6 +335,10 @@ class Worker:
         recorded = self._store.get_run(run_id)
         report = AgentReport(recorded.agent_report) if recorded and recorded.agent_report else None
         result = classify_exit(RunFacts(status.exit_code, status.signal, stopped_by, report))
+        if recorded and recorded.agent_reason:
+            result = dataclasses.replace(
+                result, summary=f"{result.summary}: {recorded.agent_reason}"
+            )
         self._emit(
             "exited",
             item_id=claimed.id,
@@ -399,5 +404,5 @@ class Worker:
 
     def _emit(self, event: str, **fields: Any) -> None:
         self._emit_event(
-            {"event": event, "at": self._now().isoformat(), "worker_id": self.worker_id, **fields}
+            {"event": event, "at": rfc3339(self._now()), "worker_id": self.worker_id, **fields}
         )

@@ -314,7 +314,8 @@ def test_an_agent_can_report_failure_from_inside_its_run(project: Project) -> No
     project.item("""
         import json, subprocess
         done = subprocess.run([sys.executable, "-m", "wrighty", "fail", "--reason",
-                               "the tests do not compile"], capture_output=True, text=True)
+                               "the tests do not compile\\n key sk-ant-" + "z9" * 24],
+                              capture_output=True, text=True)
         print(done.returncode, done.stdout, done.stderr)
         json.dump({k: v for k, v in os.environ.items() if k.startswith("WRIGHTY_")},
                   open("env.json", "w"))
@@ -325,7 +326,9 @@ def test_an_agent_can_report_failure_from_inside_its_run(project: Project) -> No
     assert (run.outcome_class, run.confidence, run.exit_code) == (
         OutcomeClass.AGENT_FAILURE, Confidence.AUTHORITATIVE, 0)  # fmt: skip
     assert run.diagnostic is not None
-    assert "agent says: the tests do not compile" in run.diagnostic
+    assert "agent says: the tests do not compile key [REDACTED]" in run.diagnostic
+    assert "z9z9" not in run.diagnostic
+    assert "the tests do not compile" in (item.reason or "")
     # The same token after the run ended: refused, nothing recorded.
     env = {**os.environ, **json.loads((project.root / "env.json").read_text())}
     late = subprocess.run(

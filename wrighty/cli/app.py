@@ -32,6 +32,7 @@ from wrighty.config import (
 from wrighty.domain.classify import AgentReport
 from wrighty.domain.durations import parse_duration
 from wrighty.domain.model import Item, NewItem
+from wrighty.domain.redact import redact
 from wrighty.domain.states import TERMINAL_STATES, ItemState, parse_state
 from wrighty.domain.transitions import validate_new_item
 from wrighty.errors import ConfigError, WrightyError
@@ -49,6 +50,7 @@ from wrighty.worker import Worker, WorkerOptions
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+MAX_AGENT_REASON = 500
 
 
 class WrightyGroup(typer.core.TyperGroup):
@@ -389,7 +391,7 @@ def worker_start(
         bool, typer.Option("--json", help="One JSON lifecycle event per line.")
     ] = False,
 ) -> None:
-    """Claim queued items one at a time and run their agent until stopped."""
+    """Claim queued items and run their agent until stopped (Ctrl-C stops cleanly)."""
     idle_seconds = None
     if idle_timeout is not None:
         try:
@@ -465,6 +467,9 @@ def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None
             "this command runs inside an agent's run: WRIGHTY_RUN_ID and WRIGHTY_CLAIM_TOKEN "
             "are not set"
         )
+    if reason is not None:
+        # One line, bounded, and no secrets: it ends up in the run's diagnostic.
+        reason = redact(" ".join(reason.split()))[:MAX_AGENT_REASON]
     with _context(ctx).store() as store:
         landed = store.record_agent_report(
             run_id, claim_token=token, report=report.value, reason=reason

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from rich.console import Console
@@ -13,13 +13,10 @@ from rich.text import Text
 from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Change, Event, Item, Run, Session
 from wrighty.domain.states import TERMINAL_STATES
+from wrighty.domain.times import rfc3339
 from wrighty.services import ItemDetail
 
-
-def json_time(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+json_time = rfc3339
 
 
 def print_json(console: Console, document: object) -> None:
