@@ -63,10 +63,14 @@ def _no_process_outlives_the_suite() -> Iterator[None]:
 
     yield
     me = psutil.Process()
+    children = me.children(recursive=True)
+    # Exited but not yet reaped (the suite may run as a subreaper, adopting orphans): not alive.
+    psutil.wait_procs([p for p in children if _status(p) == psutil.STATUS_ZOMBIE], timeout=1)
     leftovers = [
         p
-        for p in me.children(recursive=True)
-        if "multiprocessing.resource_tracker" not in " ".join(_cmdline(p))
+        for p in children
+        if _status(p) not in (psutil.STATUS_ZOMBIE, None)
+        and "multiprocessing.resource_tracker" not in " ".join(_cmdline(p))
     ]
     for process in leftovers:
         process.kill()
@@ -80,3 +84,12 @@ def _cmdline(process: object) -> list[str]:
         return process.cmdline()  # type: ignore[attr-defined,no-any-return]
     except psutil.Error:
         return []
+
+
+def _status(process: object) -> str | None:
+    import psutil
+
+    try:
+        return process.status()  # type: ignore[attr-defined,no-any-return]
+    except psutil.Error:
+        return None
