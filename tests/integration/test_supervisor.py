@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.helpers import process_ended
 from wrighty.supervisor.process import AgentProcess, LaunchError, LaunchSpec, launch
 
 TASK = "Refactor the parser. MARKER-7f3a"
@@ -37,18 +38,6 @@ def run_to_exit(agent: AgentProcess):
     assert status is not None, "the agent did not exit"
     agent.close()
     return status
-
-
-def gone(pid: int, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def read_pid(path: Path, within: float = 10.0) -> int:
@@ -134,7 +123,7 @@ def test_stop_kills_what_ignores_sigterm_even_outside_the_group(tmp_path: Path) 
         report = agent.stop(grace_seconds=0.5)
         assert agent.pid in report.killed
         assert grandchild in report.killed
-        assert gone(grandchild)
+        assert process_ended(grandchild)
         assert agent.status is not None
         assert agent.status.signal == signal.SIGKILL
     finally:
@@ -166,7 +155,7 @@ def test_the_agent_dies_when_its_worker_is_killed(tmp_path: Path) -> None:
     assert psutil.pid_exists(agent_pid)
     worker.kill()  # SIGKILL: the worker gets no chance to clean up
     worker.wait(10)
-    assert gone(agent_pid), "the agent outlived its worker"
+    assert process_ended(agent_pid), "the agent outlived its worker"
 
 
 def test_output_is_capped_with_a_visible_marker(tmp_path: Path) -> None:

@@ -16,9 +16,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
+from tests.helpers import process_ended
 from wrighty import services
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
@@ -56,19 +56,6 @@ class Project:
 
     def names(self) -> list[str]:
         return [e["event"] for e in self.events]
-
-
-def _gone(pid: int, within: float = 10.0) -> bool:
-    """The process has ended (a zombie waiting to be reaped has ended too)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def services_now():
@@ -205,7 +192,7 @@ def test_an_operator_cancel_stops_the_running_agent(project: Project) -> None:
     assert after.state is ItemState.CANCELLED
     [run] = project.store.list_runs(item.id)
     assert (run.outcome_class, run.confidence) == (OutcomeClass.CANCELLED, Confidence.AUTHORITATIVE)
-    assert _gone(int((project.root / "pid.txt").read_text()))
+    assert process_ended(int((project.root / "pid.txt").read_text()))
     assert "heartbeat-lost" in project.names()
     assert "settled" not in project.names()
 
@@ -223,7 +210,7 @@ def test_a_fenced_worker_stops_its_agent_and_writes_nothing(project: Project) ->
     assert after.generation == 2
     [run] = project.store.list_runs(item.id)
     assert run.outcome_class is OutcomeClass.WORKER_LOST  # the release's record, untouched
-    assert _gone(int((project.root / "pid.txt").read_text()))
+    assert process_ended(int((project.root / "pid.txt").read_text()))
     assert "settled" not in project.names()
 
 
@@ -259,7 +246,7 @@ def test_a_killed_worker_takes_its_agent_along_and_the_reaper_settles(project: P
         agent_pid = int((project.root / "pid.txt").read_text())
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
-        assert _gone(agent_pid), "the agent outlived its killed worker"
+        assert process_ended(agent_pid), "the agent outlived its killed worker"
     finally:
         worker.kill()
         worker.wait()
@@ -311,7 +298,7 @@ def test_sigterm_stops_the_worker_cleanly_and_leaves_no_item_running(
             worker.wait()
         out, err = worker.communicate()
     assert "stopping after the running agent is settled" in err
-    assert _gone(agent_pid)
+    assert process_ended(agent_pid)
     after = project.store.get_item(item.id)
     assert after is not None
     expected = ItemState.RETRY_SCHEDULED if resumable else ItemState.NEEDS_ATTENTION
