@@ -94,6 +94,11 @@ class WorkerSettings(_Section):
         le=100,
         description="How often the reaper may hand an item of a lost worker to another one.",
     )
+    workspace_mode: Literal["current", "worktree", "directory"] = Field(
+        "current",
+        description="Where agents work: the project directory (one at a time), a git worktree "
+        "per item, or a folder per item.",
+    )
     process_crash: ProcessCrashPolicy = Field(default_factory=ProcessCrashPolicy)
 
 

@@ -38,6 +38,7 @@ from wrighty.domain.times import rfc3339
 from wrighty.errors import WrightyError
 from wrighty.store.port import Store
 from wrighty.supervisor.process import AgentProcess, LaunchError, LaunchSpec, launch
+from wrighty.workspaces import CurrentDirectoryLock, WorkspaceError, choose_workspace
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -70,7 +71,13 @@ class Worker:
     ) -> None:
         self._store = store
         self._config = loaded.config
+        self._project_root = loaded.root
         self._state_dir = loaded.root / ".wrighty"
+        self._mode = loaded.config.worker.workspace_mode
+        # In "current" mode one agent at a time works in the project directory, across workers.
+        self._current_lock = (
+            CurrentDirectoryLock(self._state_dir) if self._mode == "current" else None
+        )
         self._installation_id = installation_id
         self._emit_event = emit
         self._now = now
@@ -116,11 +123,13 @@ class Worker:
         ):
             slots = [slot for slot in slots if slot.is_alive()]
             claimed = None
-            if len(slots) < options.concurrency:
+            if len(slots) < self._slot_limit(options) and self._workspace_free():
                 services.reap_expired(
                     self._store, now=self._now(), max_requeues=self._config.worker.max_requeues
                 )
                 claimed = self._store.acquire(self._request(agent_name, options), now=self._now())
+                if claimed is None and self._current_lock is not None:
+                    self._current_lock.release()
             if claimed is not None:
                 claimed_count += 1
                 slots.append(self._start_slot(claimed, plan, options))
@@ -142,6 +151,13 @@ class Worker:
             slot.join()
         self._emit("stopping", processed=claimed_count)
         return claimed_count
+
+    def _slot_limit(self, options: WorkerOptions) -> int:
+        return 1 if self._current_lock is not None else options.concurrency
+
+    def _workspace_free(self) -> bool:
+        """In "current" mode, take the project directory's lock before claiming."""
+        return self._current_lock is None or self._current_lock.try_acquire()
 
     def _idle_too_long(self, options: WorkerOptions, idle_since: float) -> bool:
         idle_for = time.monotonic() - idle_since
@@ -165,6 +181,8 @@ class Worker:
             finally:
                 with self._slot_lock:
                     self._slot_wakes.discard(wake)
+                if self._current_lock is not None:
+                    self._current_lock.release()
                 self._wake.set()
 
         slot = threading.Thread(target=work, name=f"item-{claimed.id}")
@@ -201,11 +219,20 @@ class Worker:
             settlement = decisions.resume_state_missing(claimed, choice.missing)
             self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
             return
-        resuming = False
-        session_id, workspace = str(uuid.uuid4()), Path(claimed.workspace or ".")
-        if choice.kind is RunKind.RESUME and recorded is not None and recorded.session_id:
-            resuming = True
-            session_id, workspace = recorded.session_id, Path(recorded.workspace)
+        try:
+            workspace = choose_workspace(
+                self._mode,
+                project_root=self._project_root,
+                state_dir=self._state_dir,
+                item=claimed,
+                session=recorded,
+            )
+        except WorkspaceError as error:
+            self._settle_start_failed(claimed, run_id, str(error))
+            return
+        resuming = choice.kind is RunKind.RESUME and recorded is not None
+        session_id = recorded.session_id if resuming and recorded else None
+        session_id = session_id or str(uuid.uuid4())
         claim_token = secrets.token_urlsafe(24)
         new_run = NewRun(
             run_id,

@@ -63,11 +63,9 @@ def test_create_with_queue_agent_timeout_and_workspace(initialised: Path) -> Non
     assert detail["workspace"] == str(workspace)
 
 
-def test_workspace_defaults_to_the_project_directory(initialised: Path) -> None:
-    nested = initialised / "src"
-    nested.mkdir()
+def test_an_unpinned_item_leaves_its_workspace_to_the_worker(initialised: Path) -> None:
     item = create("--title", "t", "--body", "b")
-    assert show(item["id"])["workspace"] == str(initialised)
+    assert show(item["id"])["workspace"] is None  # chosen by worker.workspaceMode at its run
 
 
 def test_the_body_can_come_from_a_file_or_standard_input(initialised: Path) -> None:

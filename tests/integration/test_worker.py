@@ -37,11 +37,16 @@ class Project:
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def item(
-        self, code: str, *, timeout: float | None = None, workspace: Path | None = None
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        workspace: Path | None = None,
+        pinned: bool = True,
     ) -> Item:
+        where = str(workspace or self.root) if pinned else None
         return self.store.create_item(
-            NewItem("t", textwrap.dedent(code), None, timeout, str(workspace or self.root),
-                    ItemState.QUEUED),
+            NewItem("t", textwrap.dedent(code), None, timeout, where, ItemState.QUEUED),
             at=services_now(),
             actor="op",
         )  # fmt: skip
@@ -347,18 +352,29 @@ def test_finish_outside_a_run_is_bad_usage(project: Project) -> None:
     assert "runs inside an agent's run" in outside.stderr
 
 
+def _use_mode(project: Project, mode: str) -> None:
+    document = json.loads((project.root / "wrighty.json").read_text())
+    document["worker"]["workspaceMode"] = mode
+    (project.root / "wrighty.json").write_text(json.dumps(document))
+    config, problems = check_config_text(json.dumps(document))
+    assert config is not None, problems
+    project.loaded = LoadedConfig(project.root / "wrighty.json", config)
+
+
 def test_two_items_run_at_once_without_crossing_their_logs(project: Project) -> None:
-    code = """
+    _use_mode(project, "directory")
+    marks = str(project.root)
+    code = f"""
         import time
         item = os.environ["WRIGHTY_ITEM_ID"]
-        open(f"started-{item}", "w").close()
+        open(os.path.join({marks!r}, "started-" + item), "w").close()
         deadline = time.monotonic() + 20
-        other = "2" if item == "1" else "1"
-        while not os.path.exists(f"started-{other}") and time.monotonic() < deadline:
+        other = os.path.join({marks!r}, "started-" + ("2" if item == "1" else "1"))
+        while not os.path.exists(other) and time.monotonic() < deadline:
             time.sleep(0.01)  # proves the two ran at the same time
         for n in range(200):
-            print(f"item {item} line {n}")
-        sys.exit(0 if os.path.exists(f"started-{other}") else 7)
+            print(f"item {{item}} line {{n}}")
+        sys.exit(0 if os.path.exists(other) else 7)
     """
     first, second = project.item(code), project.item(code)
     project.worker().run(WorkerOptions(concurrency=2, max_items=2, stop_grace_seconds=1))
@@ -440,3 +456,68 @@ def test_a_retry_whose_workspace_is_gone_is_never_run_fresh(
     assert (after.state, after.reason_code) == (ItemState.NEEDS_ATTENTION, "resume-state-missing")
     assert f"the workspace {workspace} is gone" in (after.reason or "")
     assert [r.run_id for r in project.store.list_runs(item.id)] == ["r0"]  # no fresh run
+
+
+WHERE = 'open("where.txt", "w").write(os.getcwd())'
+
+
+def test_directory_mode_gives_each_item_its_own_folder_and_keeps_it(project: Project) -> None:
+    _use_mode(project, "directory")
+    item = project.item(WHERE, pinned=False)
+    after = project.run_once()
+    assert after.state is ItemState.DONE
+    folder = project.root / ".wrighty" / "workspaces" / str(item.id)
+    assert (folder / "where.txt").read_text() == str(folder)
+    session = project.store.get_session(item.id)
+    assert session is not None
+    assert session.workspace == str(folder)
+
+
+def test_worktree_mode_runs_each_item_in_a_git_worktree(project: Project) -> None:
+    _use_mode(project, "worktree")
+    git = [
+        "git",
+        "-C",
+        str(project.root),
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.invalid",
+    ]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (project.root / "README").write_text("hello")
+    subprocess.run([*git, "add", "README"], check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], check=True)
+    item = project.item(WHERE, pinned=False)
+    after = project.run_once()
+    assert after.state is ItemState.DONE, after.reason
+    tree = project.root / ".wrighty" / "worktrees" / str(item.id)
+    assert (tree / "where.txt").read_text() == str(tree)
+    assert (tree / "README").read_text() == "hello"  # a checkout of the project
+    listed = subprocess.run([*git, "worktree", "list"], capture_output=True, text=True, check=True)
+    assert str(tree) in listed.stdout
+
+
+def test_current_mode_runs_one_agent_at_a_time_in_the_project(project: Project) -> None:
+    from filelock import FileLock
+
+    item = project.item(WHERE, pinned=False)
+    held = FileLock(str(project.root / ".wrighty" / "current-workspace.lock"))
+    with held.acquire(timeout=5):  # another worker's agent is working in the project
+        project.worker().run(WorkerOptions(once=True, stop_grace_seconds=1))
+        waiting = project.store.get_item(item.id)
+        assert waiting is not None
+        assert waiting.state is ItemState.QUEUED
+    after = project.run_once()
+    assert after.state is ItemState.DONE
+    assert (project.root / "where.txt").read_text() == str(project.root)
+
+
+def test_current_mode_hands_the_directory_from_one_item_to_the_next(project: Project) -> None:
+    first = project.item(WHERE, pinned=False)
+    second = project.item(WHERE, pinned=False)
+    project.worker().run(WorkerOptions(max_items=2, idle_timeout_seconds=0.2, stop_grace_seconds=1))
+    for item in (first, second):
+        after = project.store.get_item(item.id)
+        assert after is not None
+        assert after.state is ItemState.DONE

@@ -116,7 +116,7 @@ def test_minutes_accept_fractions() -> None:
             {"worker": {"leaseSecs": 30}},
             "worker.leaseSecs: unknown key (allowed here: leaseSeconds, heartbeatSeconds, "
             "itemTimeoutMinutes, pollSeconds, concurrency, defaultAgent, maxRequeues, "
-            "processCrash)",
+            "workspaceMode, processCrash)",
         ),
         (
             {"worker": {"processCrash": {"retries": 3}}},

@@ -208,7 +208,9 @@ def create(
     ] = None,
     workspace: Annotated[
         Path | None,
-        typer.Option("--workspace", help="Directory the agent works in (default: the project)."),
+        typer.Option(
+            "--workspace", help="Pin the agent to this directory (default: worker.workspaceMode)."
+        ),
     ] = None,
     queue: Annotated[
         bool, typer.Option("--queue", help="Queue it right away instead of leaving it todo.")
@@ -227,15 +229,15 @@ def create(
             timeout_seconds = parse_duration(timeout)
         except ValueError as error:
             raise WrightyError(f"--timeout: {error}") from None
-    workspace_path = (workspace or loaded.root).absolute()
-    if not workspace_path.is_dir():
+    workspace_path = workspace.absolute() if workspace else None
+    if workspace_path is not None and not workspace_path.is_dir():
         raise WrightyError(f"--workspace {workspace}: no such directory")
     new = NewItem(
         title=title,
         body=_read_body(body, body_file),
         agent=agent,
         timeout_seconds=timeout_seconds,
-        workspace=str(workspace_path),
+        workspace=str(workspace_path) if workspace_path else None,
         initial_state=ItemState.QUEUED if queue else ItemState.TODO,
     )
     validate_new_item(new)

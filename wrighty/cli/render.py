@@ -158,7 +158,11 @@ def print_item_detail(console: Console, detail: ItemDetail, *, resumable: bool) 
     console.print(Text(item.title))
     fields: list[tuple[str, str]] = [
         ("agent", item.agent or "(default)"),
-        ("workspace", item.workspace or "-"),
+        (
+            "workspace",
+            item.workspace
+            or (detail.session.workspace if detail.session else "(chosen at the first run)"),
+        ),
         ("timeout", format_duration(item.timeout_seconds) if item.timeout_seconds else "(default)"),
         ("queued at", _local(item.queued_at)),
     ]
