@@ -299,6 +299,7 @@ class Worker:
             env=env,
             task=claimed.body,
             log_dir=self._state_dir / "runs" / str(claimed.id) / run_id,
+            marker=("WRIGHTY_RUN_ID", run_id),
         )
 
     def _watch(

@@ -521,3 +521,32 @@ def test_current_mode_hands_the_directory_from_one_item_to_the_next(project: Pro
         after = project.store.get_item(item.id)
         assert after is not None
         assert after.state is ItemState.DONE
+
+
+ESCAPEE = """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+os.setsid()
+open(sys.argv[1] + ".tmp", "w").write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    time.sleep(1)
+"""
+
+
+def test_a_process_that_escaped_before_any_heartbeat_is_still_swept(project: Project) -> None:
+    pidfile = project.root / "escaped.pid"
+    script = project.root / "escapee.py"
+    script.write_text(ESCAPEE)
+    project.item(f"""
+        import subprocess, time
+        subprocess.Popen([sys.executable, {str(script)!r}, {str(pidfile)!r}],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not os.path.exists({str(pidfile)!r}) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    """)  # fmt: skip
+    after = project.run_once()  # the agent exits at once, long before its first heartbeat
+    assert after.state is ItemState.DONE, after.reason
+    escaped = int(pidfile.read_text())
+    assert process_ended(escaped), "a process the agent left behind outlived the run"

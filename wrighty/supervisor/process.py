@@ -49,6 +49,9 @@ class LaunchSpec:
     log_cap_bytes: int = DEFAULT_LOG_CAP_BYTES
     # Set when the agent exits, so a supervisor can wait for "exit or anything else" at once.
     wake: threading.Event | None = None
+    # An environment variable (name, value) unique to this run: every descendant inherits it,
+    # so the final sweep finds even processes that left the tree before anyone looked.
+    marker: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,7 @@ class AgentProcess:
         self.started_at = _create_time(popen.pid)
         self.exited = threading.Event()
         self._wake = spec.wake
+        self._marker = spec.marker
         self._status: ExitStatus | None = None
         self._known: dict[int, float] = {}  # descendants seen: pid -> create time
         assert popen.stdout is not None
@@ -199,6 +203,7 @@ class AgentProcess:
         """Stop the agent and every descendant: SIGTERM, grace, then SIGKILL."""
         if not self.exited.is_set():
             self.refresh_descendants()
+        self._remember_marked()
         report = StopReport()
         targets = self._live_targets()
         with _ignore_missing():
@@ -233,6 +238,21 @@ class AgentProcess:
         if not self.exited.is_set() and any(p.pid == self.pid for p in targets):
             alive.append(psutil.Process(self.pid))
         return alive
+
+    def _remember_marked(self) -> None:
+        """Remember every live process that carries this run's marker in its environment."""
+        if self._marker is None:
+            return
+        name, value = self._marker
+        me = os.getpid()
+        for process in psutil.process_iter():
+            if process.pid == me:
+                continue
+            try:
+                if process.environ().get(name) == value:
+                    self._known.setdefault(process.pid, process.create_time())
+            except psutil.Error:
+                continue
 
     def _live_targets(self) -> list[psutil.Process]:
         """The agent and its remembered descendants that are still the same processes."""
