@@ -240,18 +240,22 @@ class AgentProcess:
         return alive
 
     def _remember_marked(self) -> None:
-        """Remember every live process that carries this run's marker in its environment."""
+        """Remember every live process that carries this run's marker in its environment.
+
+        Only processes started after the agent can carry it. On Linux, pids grow over time, so
+        reading the environment of the few processes with a larger pid is enough (a pid
+        wrap-around during the run could hide one; the heartbeat scan still covers it).
+        """
         if self._marker is None:
             return
-        name, value = self._marker
-        me = os.getpid()
-        for process in psutil.process_iter():
-            if process.pid == me:
-                continue
+        needle = b"\0" + f"{self._marker[0]}={self._marker[1]}".encode() + b"\0"
+        for pid in _pids_after(self.pid):
             try:
-                if process.environ().get(name) == value:
-                    self._known.setdefault(process.pid, process.create_time())
-            except psutil.Error:
+                with open(f"/proc/{pid}/environ", "rb") as handle:
+                    environment = b"\0" + handle.read()
+                if needle in environment:
+                    self._known.setdefault(pid, psutil.Process(pid).create_time())
+            except (OSError, psutil.Error):
                 continue
 
     def _live_targets(self) -> list[psutil.Process]:
@@ -309,6 +313,14 @@ def launch(spec: LaunchSpec) -> AgentProcess:
     except OSError as error:
         raise LaunchError(f"cannot start {executable!r}: {error.strerror or error}") from None
     return AgentProcess(popen, spec)
+
+
+def _pids_after(pid: int) -> list[int]:
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return [p for p in psutil.pids() if p > pid]
+    return [int(name) for name in entries if name.isdigit() and int(name) > pid]
 
 
 def _create_time(pid: int) -> float:
