@@ -243,11 +243,10 @@ class Worker:
             session_id,
             claim_token,
         )
-        run = self._store.start_run(claimed, new_run)
         session = Session(
             claimed.id, plan.adapter, session_id, str(workspace), self._installation_id
         )
-        if run is None or not self._store.record_session(claimed, session, at=self._now()):
+        if self._store.start_run(claimed, new_run, session=session) is None:
             self._emit("heartbeat-lost", item_id=claimed.id, generation=claimed.generation)
             return
         if resuming:

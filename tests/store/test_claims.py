@@ -507,3 +507,21 @@ def test_an_agent_report_lands_only_under_the_runs_live_claim(
     services.reap_expired(store, now=clock(), max_requeues=3)
     assert not store.record_agent_report("r-1", claim_token="tok-1", report="finished", reason=None)
     assert store.get_run("r-1").agent_report == "failed"  # type: ignore[union-attr]
+
+
+def test_a_run_and_its_session_are_recorded_together_or_not_at_all(
+    store: Store, clock: FakeClock
+) -> None:
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    session = Session(claimed.id, "command", "s-1", "/tmp/ws", "inst-a")
+    stale = dataclasses.replace(claimed, generation=0)
+    late = NewRun("r-stale", RunKind.FRESH, "w1", "inst-a", clock(), "s-1")
+    assert store.start_run(stale, late, session=session) is None
+    assert store.get_session(claimed.id) is None
+    assert store.list_runs(claimed.id) == []
+    run = NewRun("r-1", RunKind.FRESH, "w1", "inst-a", clock(), "s-1")
+    recorded = store.start_run(claimed, run, session=session)
+    assert recorded is not None
+    assert recorded.run_id == "r-1"
+    assert store.get_session(claimed.id) == session

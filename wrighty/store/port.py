@@ -65,8 +65,11 @@ class Store(Protocol):
         """Extend the lease of a claim still held, never past its renewal deadline."""
         ...
 
-    def start_run(self, claimed: Item, run: NewRun) -> Run | None:
-        """Record a run under the claim, before its agent starts; None if the claim is lost."""
+    def start_run(
+        self, claimed: Item, run: NewRun, *, session: Session | None = None
+    ) -> Run | None:
+        """Record a run (and the session it works in) under the claim, in one transaction,
+        before its agent starts; None, having written nothing, if the claim is lost."""
         ...
 
     def record_process(

@@ -277,7 +277,9 @@ class SqliteStore:
             return RenewResult(RenewOutcome.BUDGET_EXHAUSTED, lease)
         return RenewResult(RenewOutcome.RENEWED, lease)
 
-    def start_run(self, claimed: Item, run: NewRun) -> Run | None:
+    def start_run(
+        self, claimed: Item, run: NewRun, *, session: Session | None = None
+    ) -> Run | None:
         with self._write() as connection:
             cursor = connection.execute(
                 self._sql["insert_run_guarded"],
@@ -292,9 +294,9 @@ class SqliteStore:
                     "claim_token": run.claim_token,
                 },
             )
-        if cursor.rowcount != 1:
-            return None
-        return next(r for r in self.list_runs(claimed.id) if r.run_id == run.run_id)
+            if cursor.rowcount == 1 and session is not None:
+                self._upsert_session(connection, claimed, session, at=run.started_at)
+        return self.get_run(run.run_id) if cursor.rowcount == 1 else None
 
     def record_process(
         self, claimed: Item, run_id: str, *, pid: int, process_started_at: float
@@ -327,17 +329,22 @@ class SqliteStore:
 
     def record_session(self, claimed: Item, session: Session, *, at: datetime) -> bool:
         with self._write() as connection:
-            cursor = connection.execute(
-                self._sql["upsert_session_guarded"],
-                {
-                    **_claim_guard(claimed),
-                    "vendor": session.vendor,
-                    "session_id": session.session_id,
-                    "workspace": session.workspace,
-                    "installation_id": session.installation_id,
-                    "updated_at": to_db_time(at),
-                },
-            )
+            return self._upsert_session(connection, claimed, session, at=at)
+
+    def _upsert_session(
+        self, connection: sqlite3.Connection, claimed: Item, session: Session, *, at: datetime
+    ) -> bool:
+        cursor = connection.execute(
+            self._sql["upsert_session_guarded"],
+            {
+                **_claim_guard(claimed),
+                "vendor": session.vendor,
+                "session_id": session.session_id,
+                "workspace": session.workspace,
+                "installation_id": session.installation_id,
+                "updated_at": to_db_time(at),
+            },
+        )
         return cursor.rowcount == 1
 
     def expired_claims(self, *, now: datetime, limit: int) -> list[Item]:
