@@ -37,7 +37,13 @@ from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.errors import WrightyError
 from wrighty.store.port import Store
-from wrighty.supervisor.process import AgentProcess, LaunchError, LaunchSpec, launch
+from wrighty.supervisor.process import (
+    AgentProcess,
+    LaunchError,
+    LaunchSpec,
+    launch,
+    stop_earlier_run,
+)
 from wrighty.workspaces import CurrentDirectoryLock, WorkspaceError, choose_workspace
 
 Emit = Callable[[dict[str, Any]], None]
@@ -250,6 +256,7 @@ class Worker:
             self._emit("heartbeat-lost", item_id=claimed.id, generation=claimed.generation)
             return
         if resuming:
+            self._stop_earlier_runs(claimed, run_id, options)
             self._emit("resumed", item_id=claimed.id, run_id=run_id, session_id=session_id)
             plan = dataclasses.replace(plan, argv=plan.resume_argv or plan.argv)
             claimed = dataclasses.replace(
@@ -273,6 +280,18 @@ class Worker:
         agent.stop(grace_seconds=options.stop_grace_seconds)  # descendants it left behind
         agent.close()
         self._settle_exit(claimed, agent, run_id, stopped_by, plan, workspace)
+
+    def _stop_earlier_runs(self, claimed: Item, run_id: str, options: WorkerOptions) -> None:
+        """Never two live agents on one session (invariant 5): before resuming, stop what is
+        still alive of the item's earlier runs on this installation."""
+        for earlier in self._store.list_runs(claimed.id):
+            if earlier.run_id != run_id and earlier.installation_id == self._installation_id:
+                stop_earlier_run(
+                    earlier.run_id,
+                    earlier.pid,
+                    earlier.process_started_at,
+                    grace_seconds=options.stop_grace_seconds,
+                )
 
     def _launch_spec(
         self,

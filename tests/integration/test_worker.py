@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.helpers import process_ended
@@ -550,3 +551,44 @@ def test_a_process_that_escaped_before_any_heartbeat_is_still_swept(project: Pro
     assert after.state is ItemState.DONE, after.reason
     escaped = int(pidfile.read_text())
     assert process_ended(escaped), "a process the agent left behind outlived the run"
+
+
+def test_before_resuming_whatever_is_left_of_the_earlier_run_is_stopped(
+    project: Project,
+) -> None:
+    """Never two live agents on one session: an orphan of the earlier run (its worker was
+    SIGKILLed, say) is stopped before the resume starts."""
+    (project.root / "resumer.py").write_text(RESUMER)
+    document = json.loads((project.root / "wrighty.json").read_text())
+    document["agents"]["fake"]["resumeCommand"] = [sys.executable, str(project.root / "resumer.py")]
+    config, _ = check_config_text(json.dumps(document))
+    assert config is not None
+    project.loaded = LoadedConfig(project.root / "wrighty.json", config)
+    item = project.item("print('first attempt')")
+    claimed = project.store.acquire(
+        ClaimRequest("w-old", "inst-test", LeaseTerms(60, 600), "fake"), now=services_now()
+    )
+    assert claimed is not None
+    session = Session(item.id, "command", "s-0", str(project.root), "inst-test")
+    first = NewRun("r-old", RunKind.FRESH, "w-old", "inst-test", services_now(), "s-0")
+    assert project.store.start_run(claimed, first, session=session) is not None
+    orphan = subprocess.Popen(
+        [sys.executable, "-c",
+         "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+         "while True: time.sleep(1)"],
+        env={**os.environ, "WRIGHTY_RUN_ID": "r-old"}, start_new_session=True,
+    )  # fmt: skip
+    try:
+        started = psutil.Process(orphan.pid).create_time()
+        project.store.record_process(claimed, "r-old", pid=orphan.pid, process_started_at=started)
+        retry = settle(claimed, Settlement(ItemState.RETRY_SCHEDULED, process_started=True,
+                       not_before=services_now()), at=services_now())  # fmt: skip
+        assert project.store.write_transition(retry)
+        after = project.run_once()
+        assert process_ended(orphan.pid), "the earlier run's process was still alive"
+        assert after.state is ItemState.DONE
+        assert project.store.list_runs(item.id)[-1].kind is RunKind.RESUME
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+            orphan.wait()

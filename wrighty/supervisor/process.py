@@ -248,15 +248,8 @@ class AgentProcess:
         """
         if self._marker is None:
             return
-        needle = b"\0" + f"{self._marker[0]}={self._marker[1]}".encode() + b"\0"
-        for pid in _pids_after(self.pid):
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as handle:
-                    environment = b"\0" + handle.read()
-                if needle in environment:
-                    self._known.setdefault(pid, psutil.Process(pid).create_time())
-            except (OSError, psutil.Error):
-                continue
+        for pid, created in _marked(self._marker, _pids_after(self.pid)).items():
+            self._known.setdefault(pid, created)
 
     def _live_targets(self) -> list[psutil.Process]:
         """The agent and its remembered descendants that are still the same processes."""
@@ -313,6 +306,43 @@ def launch(spec: LaunchSpec) -> AgentProcess:
     except OSError as error:
         raise LaunchError(f"cannot start {executable!r}: {error.strerror or error}") from None
     return AgentProcess(popen, spec)
+
+
+def _marked(marker: tuple[str, str], pids: list[int]) -> dict[int, float]:
+    """The processes among ``pids`` whose environment carries ``marker``, with start times."""
+    needle = b"\0" + f"{marker[0]}={marker[1]}".encode() + b"\0"
+    found = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                environment = b"\0" + handle.read()
+            if needle in environment:
+                found[pid] = psutil.Process(pid).create_time()
+        except (OSError, psutil.Error):
+            continue
+    return found
+
+
+def stop_earlier_run(
+    run_id: str, pid: int | None, started_at: float | None, *, grace_seconds: float
+) -> list[int]:
+    """Stop whatever is still alive of an earlier run: its recorded process (same pid and
+    start time) and every process carrying its WRIGHTY_RUN_ID. The pids it had to stop."""
+    candidates = _marked(("WRIGHTY_RUN_ID", run_id), _pids_after(0))
+    if pid is not None and started_at is not None and abs(_create_time(pid) - started_at) < 0.01:
+        candidates[pid] = started_at
+    targets = []
+    for candidate in candidates:
+        with _ignore_missing():
+            process = psutil.Process(candidate)
+            process.terminate()
+            targets.append(process)
+    _, alive = psutil.wait_procs(targets, timeout=grace_seconds)
+    for process in alive:
+        with _ignore_missing():
+            process.kill()
+    psutil.wait_procs(alive, timeout=grace_seconds)
+    return [process.pid for process in targets]
 
 
 def _pids_after(pid: int) -> list[int]:
