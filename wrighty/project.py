@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,6 @@ from wrighty.config import (
 from wrighty.errors import WrightyError
 
 _GITIGNORE_ENTRY = f"{STATE_DIRNAME}/"
-
-
-@dataclass
-class InitReport:
-    """What `wrighty init` did, line by line."""
-
-    config_path: Path
-    store: str
-    done: list[str] = field(default_factory=list)
 
 
 def config_document(store_url: str | None) -> dict[str, Any]:

@@ -432,7 +432,9 @@ class Worker:
     def _claimed_from(self, claimed: Item) -> ItemState:
         """The state this claim took the item from (the last event is the claim's own)."""
         events = self._store.list_events(claimed.id)
-        return events[-1].from_state or ItemState.QUEUED if events else ItemState.QUEUED
+        if not events or events[-1].from_state is None:
+            return ItemState.QUEUED
+        return events[-1].from_state
 
     def _write_settlement(self, claimed: Item, change: Change, run_id: str) -> None:
         if self._store.write_transition(change):

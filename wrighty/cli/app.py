@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -38,7 +39,6 @@ from wrighty.domain.transitions import validate_new_item
 from wrighty.errors import ConfigError, WrightyError
 from wrighty.installation import installation_id
 from wrighty.project import (
-    InitReport,
     config_document,
     ensure_gitignored,
     write_json_file,
@@ -149,21 +149,21 @@ def init(
         target = parse_store_url(app_ctx.store_option, base=app_ctx.cwd)
     else:
         target = parse_store_url(kept_url, base=root_dir)
-    report = InitReport(config_path=config_path, store=target.describe())
+    done: list[str] = []
     store_existed = target.sqlite_path.exists()
     open_store(target, create=True).close()
-    report.done.append(f"{'opened' if store_existed else 'created'} store {target.describe()}")
+    done.append(f"{'opened' if store_existed else 'created'} store {target.describe()}")
     write_schema_copy(root_dir)
     if keep_existing:
-        report.done.append(f"kept existing {config_path} (use --force to replace it)")
+        done.append(f"kept existing {config_path} (use --force to replace it)")
     else:
         store_url = None if app_ctx.store_option is None else target.url()
         write_json_file(config_path, config_document(store_url))
-        report.done.append(f"{'replaced' if config_existed else 'created'} {config_path}")
+        done.append(f"{'replaced' if config_existed else 'created'} {config_path}")
     if ensure_gitignored(root_dir):
-        report.done.append(f"added .wrighty/ to {root_dir / '.gitignore'}")
-    report.done.append(f"installation {installation_id()}")
-    for line in report.done:
+        done.append(f"added .wrighty/ to {root_dir / '.gitignore'}")
+    done.append(f"installation {installation_id()}")
+    for line in done:
         typer.echo(line)
 
 
@@ -292,19 +292,13 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
 @app.command("queue")
 def queue_command(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Queue a todo item so that a worker can take it."""
-    app_ctx = _context(ctx)
-    with app_ctx.store() as store:
-        item = services.queue_item(store, item_id, now=app_ctx.now())
-    _report_move(item, as_json)
+    _operator_move(ctx, services.queue_item, item_id, as_json)
 
 
 @app.command()
 def cancel(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Cancel an item that has not finished. Cancelled is final."""
-    app_ctx = _context(ctx)
-    with app_ctx.store() as store:
-        item = services.cancel_item(store, item_id, now=app_ctx.now())
-    _report_move(item, as_json)
+    _operator_move(ctx, services.cancel_item, item_id, as_json)
 
 
 @app.command()
@@ -323,10 +317,7 @@ def release(
             f"release takes item {item_id} away from its worker; if that worker is really "
             f"gone, run `wrighty release {item_id} --force` (or wait for the reaper)"
         )
-    app_ctx = _context(ctx)
-    with app_ctx.store() as store:
-        item = services.release_item(store, item_id, now=app_ctx.now())
-    _report_move(item, as_json)
+    _operator_move(ctx, services.release_item, item_id, as_json)
 
 
 @app.command()
@@ -354,7 +345,13 @@ def reap(
             typer.echo(f"item {after.id}: running -> {after.state}: {after.reason}")
 
 
-def _report_move(item: Item, as_json: bool) -> None:
+def _operator_move(
+    ctx: typer.Context, action: Callable[..., Item], item_id: int, as_json: bool
+) -> None:
+    """Run one operator action (a services function) on an item and report where it went."""
+    app_ctx = _context(ctx)
+    with app_ctx.store() as store:
+        item = action(store, item_id, now=app_ctx.now())
     if as_json:
         print_json(console, item_summary_json(item))
     else:

@@ -16,8 +16,6 @@ from wrighty.domain.states import TERMINAL_STATES
 from wrighty.domain.times import rfc3339
 from wrighty.services import ItemDetail
 
-json_time = rfc3339
-
 
 def print_json(console: Console, document: object) -> None:
     console.out(json.dumps(document, indent=2, ensure_ascii=False), highlight=False)
@@ -31,10 +29,10 @@ def item_summary_json(item: Item) -> dict[str, Any]:
         "agent": item.agent,
         "generation": item.generation,
         "reason_code": item.reason_code,
-        "queued_at": json_time(item.queued_at),
-        "not_before": json_time(item.not_before),
-        "created_at": json_time(item.created_at),
-        "updated_at": json_time(item.updated_at),
+        "queued_at": rfc3339(item.queued_at),
+        "not_before": rfc3339(item.not_before),
+        "created_at": rfc3339(item.created_at),
+        "updated_at": rfc3339(item.updated_at),
     }
 
 
@@ -54,8 +52,8 @@ def run_json(run: Run) -> dict[str, Any]:
         "attempt": run.attempt,
         "kind": run.kind.value,
         "generation": run.generation,
-        "started_at": json_time(run.started_at),
-        "ended_at": json_time(run.ended_at),
+        "started_at": rfc3339(run.started_at),
+        "ended_at": rfc3339(run.ended_at),
         "outcome_class": run.outcome_class.value if run.outcome_class else None,
         "confidence": run.confidence.value if run.confidence else None,
         "exit_code": run.exit_code,
@@ -67,7 +65,7 @@ def run_json(run: Run) -> dict[str, Any]:
 
 def event_json(event: Event) -> dict[str, Any]:
     return {
-        "at": json_time(event.at),
+        "at": rfc3339(event.at),
         "actor": event.actor,
         "generation": event.generation,
         "from_state": event.from_state.value if event.from_state else None,
@@ -86,7 +84,7 @@ def reaped_json(change: Change) -> dict[str, Any]:
         "to_state": change.after.state.value,
         "reason_code": change.after.reason_code,
         "reason": change.after.reason,
-        "lease_expired_at": json_time(change.before.lease_expires_at),
+        "lease_expired_at": rfc3339(change.before.lease_expires_at),
         "worker_id": change.before.claimed_by,
     }
 
@@ -99,7 +97,7 @@ def item_detail_json(detail: ItemDetail, *, resumable: bool) -> dict[str, Any]:
         "timeout_seconds": item.timeout_seconds,
         "workspace": item.workspace,
         "claimed_by": item.claimed_by,
-        "lease_expires_at": json_time(item.lease_expires_at),
+        "lease_expires_at": rfc3339(item.lease_expires_at),
         "reason": item.reason,
         "next_action": item.next_action,
         "crash_retries": item.crash_retries,

@@ -15,8 +15,6 @@ _ATTENTION_REASONS = {
     OutcomeClass.TIMEOUT: "the run passed its time limit{limit} and was stopped",
     OutcomeClass.PROCESS_CRASH: "the agent process crashed ({summary})",
     OutcomeClass.AGENT_FAILURE: "the agent failed ({summary})",
-    OutcomeClass.UNKNOWN: "the run ended without a clear outcome ({summary})",
-    OutcomeClass.START_FAILED: "the agent could not be started ({summary})",
 }
 
 
