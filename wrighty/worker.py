@@ -155,6 +155,8 @@ class Worker:
             self._wake.clear()  # a stop request is read from its own flag, not from here
         for slot in slots:
             slot.join()
+        if self._current_lock is not None:
+            self._current_lock.release()
         self._emit("stopping", processed=claimed_count)
         return claimed_count
 
@@ -162,7 +164,8 @@ class Worker:
         return 1 if self._current_lock is not None else options.concurrency
 
     def _workspace_free(self) -> bool:
-        """In "current" mode, take the project directory's lock before claiming."""
+        """In "current" mode, take the project directory's lock before claiming. The worker
+        keeps it while it goes on claiming, and lets go when it finds nothing or stops."""
         return self._current_lock is None or self._current_lock.try_acquire()
 
     def _idle_too_long(self, options: WorkerOptions, idle_since: float) -> bool:
@@ -187,8 +190,6 @@ class Worker:
             finally:
                 with self._slot_lock:
                     self._slot_wakes.discard(wake)
-                if self._current_lock is not None:
-                    self._current_lock.release()
                 self._wake.set()
 
         slot = threading.Thread(target=work, name=f"item-{claimed.id}")

@@ -70,6 +70,9 @@ class CurrentDirectoryLock:
         self._lock = FileLock(str(state_dir / "current-workspace.lock"), thread_local=False)
 
     def try_acquire(self) -> bool:
+        """Take the lock, or keep it: a worker that goes on claiming holds it between items."""
+        if self._lock.is_locked:
+            return True
         try:
             self._lock.acquire(timeout=0)
         except Timeout:

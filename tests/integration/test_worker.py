@@ -517,11 +517,17 @@ def test_current_mode_runs_one_agent_at_a_time_in_the_project(project: Project) 
 def test_current_mode_hands_the_directory_from_one_item_to_the_next(project: Project) -> None:
     first = project.item(WHERE, pinned=False)
     second = project.item(WHERE, pinned=False)
-    project.worker().run(WorkerOptions(max_items=2, idle_timeout_seconds=0.2, stop_grace_seconds=1))
+    worker = project.worker()
+    worker.run(WorkerOptions(max_items=2, idle_timeout_seconds=0.2, stop_grace_seconds=1))
     for item in (first, second):
         after = project.store.get_item(item.id)
         assert after is not None
         assert after.state is ItemState.DONE
+    # The worker held the directory from one item to the next, and let go when it stopped:
+    # another process can take it now.
+    lock = project.root / ".wrighty" / "current-workspace.lock"
+    probe = "import fcntl, sys; fcntl.flock(open(sys.argv[1]), fcntl.LOCK_EX | fcntl.LOCK_NB)"
+    subprocess.run([sys.executable, "-c", probe, str(lock)], check=True)
 
 
 ESCAPEE = """
