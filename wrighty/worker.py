@@ -153,12 +153,16 @@ class Worker:
                 break
             self._wake.wait(self._config.worker.poll_seconds)
             self._wake.clear()  # a stop request is read from its own flag, not from here
+        self._wind_down(slots)
+        self._emit("stopping", processed=claimed_count)
+        return claimed_count
+
+    def _wind_down(self, slots: list[threading.Thread]) -> None:
+        """Wait for the running items to settle, then let go of the project directory."""
         for slot in slots:
             slot.join()
         if self._current_lock is not None:
             self._current_lock.release()
-        self._emit("stopping", processed=claimed_count)
-        return claimed_count
 
     def _slot_limit(self, options: WorkerOptions) -> int:
         return 1 if self._current_lock is not None else options.concurrency
