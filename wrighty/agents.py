@@ -1,40 +1,102 @@
 """Turning an agent name into what to run: the adapter, its argv, its environment.
 
-Only the `command` adapter runs today; the vendor adapters (claude, codex, gemini) arrive with
-the vendor issue and are refused with a clear reason until then.
+Two kinds of adapter: the vendor adapters (claude, codex, gemini; wrighty/vendors), which know
+their CLI's flags, session ids, transcripts and output; and the `command` adapter, which runs
+any program (exit 0 = success) with an optional resume command.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from wrighty.config import AgentSettings, WrightyConfig
 from wrighty.errors import WrightyError
-
-RUNNABLE_ADAPTERS = frozenset({"command"})
+from wrighty.vendors import VENDORS
+from wrighty.vendors.base import Permission, Reader, Vendor, VendorError
 
 
 @dataclass(frozen=True)
 class AgentPlan:
     name: str
     adapter: str
-    argv: tuple[str, ...]
-    resume_argv: tuple[str, ...] | None
+    executable: str
     env: dict[str, str]
+    args: tuple[str, ...] = ()
+    vendor: Vendor | None = None  # None: the command adapter
+    permission: Permission = "workspace"
+    command: tuple[str, ...] = ()  # command adapter: the program and its arguments
+    resume_command: tuple[str, ...] | None = None
+    resume: bool = True
+
+    @property
+    def can_resume(self) -> bool:
+        if self.vendor is None:
+            return self.resume_command is not None
+        return self.resume
+
+    @property
+    def preassigns_session(self) -> bool:
+        """True when wrighty chooses the session id (the command adapter's WRIGHTY_SESSION_ID,
+        Claude's --session-id); otherwise the vendor's output tells it."""
+        return self.vendor is None or self.vendor.preassigns_session
+
+    def permission_flags(self) -> tuple[str, ...]:
+        return self.vendor.flags(self.permission) if self.vendor else ()
+
+    def start_argv(self, session_id: str | None) -> tuple[str, ...]:
+        """A fresh run (VendorError for a session id that could pass as a flag)."""
+        if self.vendor is None:
+            return (*self.command, *self.args)
+        extra = (*self.permission_flags(), *self.args)
+        fixed = session_id if self.vendor.preassigns_session else None
+        return tuple(self.vendor.start_argv(self.executable, fixed, extra))
+
+    def resume_argv(self, session_id: str) -> tuple[str, ...]:
+        if self.vendor is None:
+            assert self.resume_command is not None
+            return (*self.resume_command, *self.args)
+        extra = (*self.permission_flags(), *self.args)
+        return tuple(self.vendor.resume_argv(self.executable, session_id, extra))
+
+    def transcript_problem(
+        self, session_id: str, workspace: Path, env: Mapping[str, str]
+    ) -> str | None:
+        """Why the session's local transcript cannot back a resume, or None when it can (or
+        when the adapter keeps none)."""
+        if self.vendor is None:
+            return None
+        try:
+            found = self.vendor.transcript(session_id, workspace, env)
+        except VendorError as error:
+            return str(error)
+        if found is None:
+            return f"no {self.vendor.name} transcript of session {session_id} on this installation"
+        return None
+
+    def reader(self) -> Reader | None:
+        return self.vendor.reader() if self.vendor else None
 
 
 def plan_agent(config: WrightyConfig, name: str) -> AgentPlan:
-    """How to run agent ``name``; WrightyError when it is unknown or cannot run yet."""
+    """How to run agent ``name``; WrightyError when it is unknown or cannot run."""
     if name not in config.agent_names():
         known = ", ".join(config.agent_names())
         raise WrightyError(f"unknown agent {name!r} (known: {known}); see docs/config.md")
     settings = config.agents.get(name) or AgentSettings.model_validate({})
     adapter = settings.adapter_for(name)
-    if adapter not in RUNNABLE_ADAPTERS:
-        raise WrightyError(
-            f"agent {name!r} uses the {adapter} adapter, which this version cannot run yet; "
-            'declare a command agent: "agents": {"NAME": {"adapter": "command", '
-            '"command": ["prog", "arg"]}}'
+    vendor = VENDORS.get(adapter)
+    if vendor is not None:
+        return AgentPlan(
+            name=name,
+            adapter=adapter,
+            executable=settings.executable or vendor.default_executable,
+            env=dict(settings.env),
+            args=tuple(settings.args),
+            vendor=vendor,
+            permission=settings.permission,
+            resume=settings.resume,
         )
     if not settings.command:
         raise WrightyError(
@@ -44,7 +106,9 @@ def plan_agent(config: WrightyConfig, name: str) -> AgentPlan:
     return AgentPlan(
         name=name,
         adapter=adapter,
-        argv=(*settings.command, *settings.args),
-        resume_argv=(*settings.resume_command, *settings.args) if settings.resume_command else None,
+        executable=settings.command[0],
         env=dict(settings.env),
+        args=tuple(settings.args),
+        command=tuple(settings.command),
+        resume_command=tuple(settings.resume_command) if settings.resume_command else None,
     )

@@ -121,6 +121,14 @@ class AgentSettings(_Section):
     resume_command: list[str] | None = Field(
         None, description="command adapter: argv that resumes a run's session, if it can."
     )
+    permission: Literal["workspace", "full"] = Field(
+        "workspace",
+        description="Vendor adapters: what the agent may do unasked. workspace: edit files in "
+        "its workspace; full: everything (the vendor's bypass flag). Opt in with care.",
+    )
+    resume: bool = Field(
+        True, description="Vendor adapters: whether a retry may resume the recorded session."
+    )
 
     def adapter_for(self, name: str) -> str:
         return self.adapter or name
@@ -380,6 +388,15 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
             )
         elif agent.adapter_for(name) == "command" and not agent.command:
             problems.append(Problem(f"agents.{name}.command", "is required by the command adapter"))
+        elif agent.adapter_for(name) != "command":
+            problems.extend(
+                Problem(f"agents.{name}.{key}", "applies only to the command adapter")
+                for key, value in (
+                    ("command", agent.command),
+                    ("resumeCommand", agent.resume_command),
+                )
+                if value is not None
+            )
     if worker.default_agent not in config.agent_names():
         problems.append(
             Problem(

@@ -41,9 +41,11 @@ from wrighty.supervisor.process import (
     AgentProcess,
     LaunchError,
     LaunchSpec,
+    Stream,
     launch,
     stop_earlier_run,
 )
+from wrighty.vendors.base import Reader, VendorError
 from wrighty.workspaces import CurrentDirectoryLock, WorkspaceError, choose_workspace
 
 Emit = Callable[[dict[str, Any]], None]
@@ -62,6 +64,47 @@ class WorkerOptions:
     max_items: int | None = None
     idle_timeout_seconds: float | None = None
     stop_grace_seconds: float = 10.0
+
+
+@dataclass(frozen=True)
+class _Start:
+    """How a claimed item's run starts."""
+
+    kind: RunKind
+    workspace: Path
+    session_id: str | None
+    argv: tuple[str, ...]
+
+
+class _Output:
+    """One run's vendor output reader, and the session id it learned (read by the run's
+    thread; fed by the output pump's)."""
+
+    def __init__(
+        self, reader: Reader | None, wake: threading.Event, unnamed: Session | None
+    ) -> None:
+        self.reader = reader
+        self._wake = wake
+        self._unnamed = unnamed  # the session recorded without an id, to complete when told
+        self.recorded: Session | None = None
+
+    def on_line(self, stream: Stream, line: bytes) -> None:
+        if self.reader is None:
+            return
+        known = self.reader.session_id
+        self.reader.feed(stream, line)
+        if known is None and self.reader.session_id is not None:
+            self._wake.set()  # the run's thread records it at once
+
+    def unrecorded_session(self) -> Session | None:
+        learned = self.reader.session_id if self.reader else None
+        if self._unnamed is None or learned is None or self.recorded is not None:
+            return None
+        return dataclasses.replace(self._unnamed, session_id=learned)
+
+    @property
+    def session_known(self) -> bool:
+        return self._unnamed is None or self.recorded is not None
 
 
 class Worker:
@@ -115,10 +158,11 @@ class Worker:
         """Process items until told to stop; the number of items this worker claimed."""
         agent_name = options.agent or self._config.worker.default_agent
         plan = plan_agent(self._config, agent_name)
-        if shutil.which(plan.argv[0]) is None:
+        if shutil.which(plan.executable) is None:
+            where = "command" if plan.vendor is None else "executable"
             raise WrightyError(
-                f"agent {agent_name!r}: executable {plan.argv[0]!r} not found; "
-                f"fix agents.{agent_name}.command in wrighty.json"
+                f"agent {agent_name!r}: executable {plan.executable!r} not found; install it "
+                f"or set agents.{agent_name}.{where} in wrighty.json"
             )
         self._emit("started", agent=agent_name, installation_id=self._installation_id)
         claimed_count = 0
@@ -217,19 +261,63 @@ class Worker:
     ) -> None:
         run_id = f"run-{uuid.uuid4().hex[:12]}"
         self._emit("claimed", item_id=claimed.id, generation=claimed.generation, run_id=run_id)
+        start = self._prepare(claimed, plan, run_id)
+        if start is None:
+            return
+        claim_token = secrets.token_urlsafe(24)
+        new_run = NewRun(
+            run_id,
+            start.kind,
+            self.worker_id,
+            self._installation_id,
+            self._now(),
+            start.session_id,
+            claim_token,
+        )
+        session = Session(
+            claimed.id, plan.adapter, start.session_id, str(start.workspace), self._installation_id
+        )
+        if self._store.start_run(claimed, new_run, session=session) is None:
+            self._emit("heartbeat-lost", item_id=claimed.id, generation=claimed.generation)
+            return
+        if start.kind is RunKind.RESUME:
+            self._stop_earlier_runs(claimed, run_id, options)
+            self._emit("resumed", item_id=claimed.id, run_id=run_id, session_id=start.session_id)
+            claimed = dataclasses.replace(
+                claimed, body=decisions.CONTINUATION_PROMPT + claimed.body
+            )
+        output = _Output(plan.reader(), wake, session if start.session_id is None else None)
+        try:
+            spec = self._launch_spec(claimed, plan, run_id, start, claim_token)
+            agent = launch(dataclasses.replace(spec, wake=wake, on_line=output.on_line))
+        except LaunchError as error:
+            self._settle_start_failed(claimed, run_id, str(error))
+            return
+        self._supervise(claimed, agent, run_id, options, wake, output, plan, start.workspace)
+
+    def _prepare(self, claimed: Item, plan: AgentPlan, run_id: str) -> _Start | None:
+        """Fresh run or resume, the workspace and the argv; None when the run cannot start
+        (the item has been settled then)."""
         recorded = self._store.get_session(claimed.id)
+        claimed_from = self._claimed_from(claimed)
+        workspace_exists = recorded is not None and Path(recorded.workspace).is_dir()
         choice = decisions.choose_run(
-            claimed_from=self._claimed_from(claimed),
+            claimed_from=claimed_from,
             session=recorded,
             installation_id=self._installation_id,
             adapter=plan.adapter,
-            can_resume=plan.resume_argv is not None,
-            workspace_exists=recorded is not None and Path(recorded.workspace).is_dir(),
+            can_resume=plan.can_resume,
+            workspace_exists=workspace_exists,
+            transcript_problem=self._transcript_problem(plan, recorded)
+            if claimed_from is ItemState.RETRY_SCHEDULED and workspace_exists
+            else None,
         )
         if choice.missing:
             settlement = decisions.resume_state_missing(claimed, choice.missing)
             self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
-            return
+            return None
+        resumed_id = recorded.session_id if choice.kind is RunKind.RESUME and recorded else None
+        session_id = resumed_id or (str(uuid.uuid4()) if plan.preassigns_session else None)
         try:
             workspace = choose_workspace(
                 self._mode,
@@ -238,53 +326,59 @@ class Worker:
                 item=claimed,
                 session=recorded,
             )
-        except WorkspaceError as error:
+            argv = plan.resume_argv(resumed_id) if resumed_id else plan.start_argv(session_id)
+        except (WorkspaceError, VendorError) as error:
             self._settle_start_failed(claimed, run_id, str(error))
-            return
-        resuming = choice.kind is RunKind.RESUME and recorded is not None
-        session_id = recorded.session_id if resuming and recorded else None
-        session_id = session_id or str(uuid.uuid4())
-        claim_token = secrets.token_urlsafe(24)
-        new_run = NewRun(
-            run_id,
-            choice.kind,
-            self.worker_id,
-            self._installation_id,
-            self._now(),
-            session_id,
-            claim_token,
-        )
-        session = Session(
-            claimed.id, plan.adapter, session_id, str(workspace), self._installation_id
-        )
-        if self._store.start_run(claimed, new_run, session=session) is None:
-            self._emit("heartbeat-lost", item_id=claimed.id, generation=claimed.generation)
-            return
-        if resuming:
-            self._stop_earlier_runs(claimed, run_id, options)
-            self._emit("resumed", item_id=claimed.id, run_id=run_id, session_id=session_id)
-            plan = dataclasses.replace(plan, argv=plan.resume_argv or plan.argv)
-            claimed = dataclasses.replace(
-                claimed, body=decisions.CONTINUATION_PROMPT + claimed.body
-            )
-        try:
-            spec = self._launch_spec(claimed, plan, run_id, session_id, workspace, claim_token)
-            agent = launch(dataclasses.replace(spec, wake=wake))
-        except LaunchError as error:
-            self._settle_start_failed(claimed, run_id, str(error))
-            return
+            return None
+        return _Start(choice.kind, workspace, session_id, argv)
+
+    def _supervise(
+        self,
+        claimed: Item,
+        agent: AgentProcess,
+        run_id: str,
+        options: WorkerOptions,
+        wake: threading.Event,
+        output: _Output,
+        plan: AgentPlan,
+        workspace: Path,
+    ) -> None:
+        """Watch a started agent to its end, then settle the item (or write nothing more if
+        the claim was lost)."""
         self._emit("spawned", item_id=claimed.id, run_id=run_id, pid=agent.pid)
         if not self._store.record_process(
             claimed, run_id, pid=agent.pid, process_started_at=agent.started_at
         ):
             self._lost(claimed, agent, options)
             return
-        stopped_by = self._watch(claimed, agent, options, wake)
+        stopped_by = self._watch(
+            claimed, agent, options, wake, lambda: self._note(output, claimed, run_id)
+        )
         if stopped_by is StopReason.FENCED or stopped_by is StopReason.CANCELLED:
             return
         agent.stop(grace_seconds=options.stop_grace_seconds)  # descendants it left behind
         agent.close()
-        self._settle_exit(claimed, agent, run_id, stopped_by, plan, workspace)
+        if not self._note(output, claimed, run_id):
+            self._lost(claimed, agent, options)
+            return
+        self._settle_exit(claimed, agent, run_id, stopped_by, plan, workspace, output)
+
+    def _transcript_problem(self, plan: AgentPlan, recorded: Session | None) -> str | None:
+        if recorded is None or recorded.session_id is None:
+            return None
+        env = {**os.environ, **plan.env}
+        return plan.transcript_problem(recorded.session_id, Path(recorded.workspace), env)
+
+    def _note(self, output: _Output, claimed: Item, run_id: str) -> bool:
+        """Record the session id as soon as the vendor tells it; False if the claim is lost."""
+        learned = output.unrecorded_session()
+        if learned is None:
+            return True
+        if not self._store.record_session(claimed, learned, at=self._now(), run_id=run_id):
+            return False
+        output.recorded = learned
+        self._emit("session", item_id=claimed.id, run_id=run_id, session_id=learned.session_id)
+        return True
 
     def _stop_earlier_runs(self, claimed: Item, run_id: str, options: WorkerOptions) -> None:
         """Never two live agents on one session (invariant 5): before resuming, stop what is
@@ -303,8 +397,7 @@ class Worker:
         claimed: Item,
         plan: AgentPlan,
         run_id: str,
-        session_id: str,
-        workspace: Path,
+        start: _Start,
         claim_token: str,
     ) -> LaunchSpec:
         env = {
@@ -313,12 +406,13 @@ class Worker:
             **self._agent_env,
             "WRIGHTY_ITEM_ID": str(claimed.id),
             "WRIGHTY_RUN_ID": run_id,
-            "WRIGHTY_SESSION_ID": session_id,
             "WRIGHTY_CLAIM_TOKEN": claim_token,
         }
+        if start.session_id is not None:
+            env["WRIGHTY_SESSION_ID"] = start.session_id
         return LaunchSpec(
-            argv=plan.argv,
-            cwd=workspace,
+            argv=start.argv,
+            cwd=start.workspace,
             env=env,
             task=claimed.body,
             log_dir=self._state_dir / "runs" / str(claimed.id) / run_id,
@@ -326,7 +420,12 @@ class Worker:
         )
 
     def _watch(
-        self, claimed: Item, agent: AgentProcess, options: WorkerOptions, wake: threading.Event
+        self,
+        claimed: Item,
+        agent: AgentProcess,
+        options: WorkerOptions,
+        wake: threading.Event,
+        note_session: Callable[[], bool],
     ) -> StopReason | None:
         """Renew the lease until the agent exits; why wrighty stopped it, if it did."""
         timeout = claimed.timeout_seconds or self._terms.default_timeout_seconds
@@ -338,6 +437,8 @@ class Worker:
             wake.clear()
             if agent.status is not None:
                 return None
+            if not note_session():
+                return self._lost(claimed, agent, options)
             if self._stop_requested.is_set():
                 agent.stop(grace_seconds=options.stop_grace_seconds)
                 return StopReason.SHUTDOWN
@@ -380,12 +481,16 @@ class Worker:
         stopped_by: StopReason | None,
         plan: AgentPlan,
         workspace: Path,
+        output: _Output,
     ) -> None:
         status = agent.status
         assert status is not None
         recorded = self._store.get_run(run_id)
         report = AgentReport(recorded.agent_report) if recorded and recorded.agent_report else None
-        result = classify_exit(RunFacts(status.exit_code, status.signal, stopped_by, report))
+        vendor = output.reader.classify(status.exit_code) if output.reader else None
+        result = classify_exit(
+            RunFacts(status.exit_code, status.signal, stopped_by, report, vendor=vendor)
+        )
         if recorded and recorded.agent_reason:
             result = dataclasses.replace(
                 result, summary=f"{result.summary}: {recorded.agent_reason}"
@@ -419,9 +524,8 @@ class Worker:
         )
         timeout = claimed.timeout_seconds or self._terms.default_timeout_seconds
         if stopped_by is StopReason.SHUTDOWN:
-            settlement = decisions.after_shutdown(
-                claimed, run_end, resumable=plan.resume_argv is not None and workspace.is_dir()
-            )
+            resumable = plan.can_resume and workspace.is_dir() and output.session_known
+            settlement = decisions.after_shutdown(claimed, run_end, resumable=resumable)
         else:
             settlement = decisions.after_run(claimed, result, run_end, timeout_seconds=timeout)
         self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)

@@ -22,7 +22,13 @@ def _configure(project: Path, agents: dict, default_agent: str) -> None:
 @pytest.mark.parametrize(
     ("agents", "default", "args", "message"),
     [
-        ({}, "claude", [], "uses the claude adapter, which this version cannot run yet"),
+        (
+            {"claude": {"executable": "/nonexistent/claude"}},
+            "claude",
+            [],
+            "executable '/nonexistent/claude' not found; install it or set "
+            "agents.claude.executable",
+        ),
         ({}, "claude", ["--agent", "robot"], "unknown agent 'robot'"),
         (
             {"ghost": {"adapter": "command", "command": ["/nonexistent/agent-binary"]}},
@@ -32,7 +38,7 @@ def _configure(project: Path, agents: dict, default_agent: str) -> None:
         ),
         ({}, "claude", ["--idle-timeout", "soon"], "--idle-timeout: cannot read duration"),
     ],
-    ids=["vendor-not-yet", "unknown-agent", "missing-executable", "bad-duration"],
+    ids=["vendor-missing", "unknown-agent", "missing-executable", "bad-duration"],
 )
 def test_worker_start_refuses_and_claims_nothing(
     initialised: Path, agents: dict, default: str, args: list[str], message: str

@@ -91,5 +91,5 @@ def test_every_missing_piece_of_the_address_is_named() -> None:
         "the session belongs to codex, not command",
         "the session lives on another installation",
         "the workspace /work/ws is gone",
-        "the command agent has no resume command",
+        "the command agent cannot resume (no resume command, or resume off)",
     )

@@ -135,7 +135,15 @@ def test_minutes_accept_fractions() -> None:
         (
             {"agents": {"claude": {"flavour": 1}}},
             "agents.claude.flavour: unknown key (allowed here: adapter, executable, args, env, "
-            "command, resumeCommand)",
+            "command, resumeCommand, permission, resume)",
+        ),
+        (
+            {"agents": {"claude": {"command": ["claude"]}}},
+            "agents.claude.command: applies only to the command adapter",
+        ),
+        (
+            {"agents": {"codex": {"permission": "root"}}},
+            "agents.codex.permission: must be 'workspace' or 'full'",
         ),
         (
             {"agents": {"Bad Name": {"adapter": "claude"}}},

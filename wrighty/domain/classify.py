@@ -2,8 +2,9 @@
 
 Precedence, most authoritative first: wrighty's own facts (it fired the timeout, it cancelled,
 it lost the claim, it was shutting down) > what the agent reported from inside the run
-(`wrighty fail` / `wrighty finish`) > the exit status. Vendor adapters add their terminal
-records and error fields between the agent's report and the exit status.
+(`wrighty fail` / `wrighty finish`) > a signal wrighty did not send (a crash) > the vendor
+adapter's reading of its CLI's records (terminal record, structured error fields, then text
+patterns inside a failed run; wrighty/vendors) > the bare exit status.
 """
 
 from __future__ import annotations
@@ -32,18 +33,20 @@ class AgentReport(StrEnum):
 
 
 @dataclass(frozen=True)
+class Classification:
+    outcome_class: OutcomeClass
+    confidence: Confidence
+    summary: str
+
+
+@dataclass(frozen=True)
 class RunFacts:
     exit_code: int | None
     signal: int | None
     stopped_by: StopReason | None = None
     agent_report: AgentReport | None = None
-
-
-@dataclass(frozen=True)
-class Classification:
-    outcome_class: OutcomeClass
-    confidence: Confidence
-    summary: str
+    # A vendor adapter's classification of its CLI's output (None: the command adapter).
+    vendor: Classification | None = None
 
 
 _STOP_CLASSES = {
@@ -66,7 +69,7 @@ def describe_exit(exit_code: int | None, signal_number: int | None) -> str:
 
 
 def classify_exit(facts: RunFacts) -> Classification:
-    """The outcome of a generic (command adapter) run."""
+    """The outcome of a run that wrighty watched to its end."""
     how = describe_exit(facts.exit_code, facts.signal)
     if facts.stopped_by is not None:
         return Classification(
@@ -83,6 +86,8 @@ def classify_exit(facts: RunFacts) -> Classification:
     if facts.signal is not None:
         # A signal wrighty did not send: SIGKILL from the OOM killer, SIGSEGV, SIGABRT...
         return Classification(OutcomeClass.PROCESS_CRASH, Confidence.AUTHORITATIVE, how)
+    if facts.vendor is not None:
+        return facts.vendor
     if facts.exit_code == 0:
         return Classification(OutcomeClass.SUCCEEDED, Confidence.AUTHORITATIVE, how)
     if facts.agent_report is AgentReport.FINISHED:

@@ -78,6 +78,7 @@ def choose_run(
     adapter: str,
     can_resume: bool,
     workspace_exists: bool,
+    transcript_problem: str | None = None,
 ) -> RunChoice:
     """A due retry resumes its session; anything else starts fresh. A retry whose resume
     address is incomplete is never silently run fresh."""
@@ -88,7 +89,8 @@ def choose_run(
         (session.vendor == adapter, f"the session belongs to {session.vendor}, not {adapter}"),
         (session.installation_id == installation_id, "the session lives on another installation"),
         (workspace_exists, f"the workspace {session.workspace} is gone"),
-        (can_resume, f"the {adapter} agent has no resume command"),
+        (can_resume, f"the {adapter} agent cannot resume (no resume command, or resume off)"),
+        (transcript_problem is None, transcript_problem or ""),
     )
     missing = tuple(why for ok, why in checks if not ok)
     return RunChoice(RunKind.RESUME, missing)

@@ -76,7 +76,13 @@ class Store(Protocol):
         self, claimed: Item, run_id: str, *, pid: int, process_started_at: float
     ) -> bool: ...
 
-    def record_session(self, claimed: Item, session: Session, *, at: datetime) -> bool: ...
+    def record_session(
+        self, claimed: Item, session: Session, *, at: datetime, run_id: str | None = None
+    ) -> bool:
+        """Record the item's session under the claim (and, with ``run_id``, the session id on
+        that open run: a vendor that tells its id only once started); False if the claim is
+        lost."""
+        ...
 
     def record_agent_report(
         self, run_id: str, *, claim_token: str, report: str, reason: str | None

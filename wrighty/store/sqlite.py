@@ -327,9 +327,18 @@ class SqliteStore:
         rows = self._read("select_run", {"run_id": run_id})
         return _run_from_row(rows[0]) if rows else None
 
-    def record_session(self, claimed: Item, session: Session, *, at: datetime) -> bool:
+    def record_session(
+        self, claimed: Item, session: Session, *, at: datetime, run_id: str | None = None
+    ) -> bool:
         with self._write() as connection:
-            return self._upsert_session(connection, claimed, session, at=at)
+            if not self._upsert_session(connection, claimed, session, at=at):
+                return False
+            if run_id is not None:
+                connection.execute(
+                    self._sql["record_run_session"],
+                    {**_claim_guard(claimed), "run_id": run_id, "session_id": session.session_id},
+                )
+            return True
 
     def _upsert_session(
         self, connection: sqlite3.Connection, claimed: Item, session: Session, *, at: datetime

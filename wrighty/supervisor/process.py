@@ -19,10 +19,10 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 import psutil
 
@@ -33,6 +33,11 @@ DEFAULT_LOG_CAP_BYTES = 10 * 1024 * 1024
 DIAGNOSTIC_TAIL_BYTES = 4096
 _CHUNK = 64 * 1024
 _PIPE_BUFFER_BYTES = 16 * 1024  # well under Linux's default pipe capacity (64 KiB)
+MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer output line is skipped, never held whole
+
+Stream = Literal["stdout", "stderr"]
+# Called from the pump thread with the stream and one complete line, without its "\n".
+LineObserver = Callable[[Stream, bytes], None]
 
 
 class LaunchError(Exception):
@@ -52,6 +57,8 @@ class LaunchSpec:
     # An environment variable (name, value) unique to this run: every descendant inherits it,
     # so the final sweep finds even processes that left the tree before anyone looked.
     marker: tuple[str, str] | None = None
+    # Sees every complete output line (a vendor adapter's reader), in the pump thread.
+    on_line: LineObserver | None = None
 
 
 @dataclass(frozen=True)
@@ -74,19 +81,67 @@ class StopReport:
     killed: list[int] = field(default_factory=list)
 
 
-class _Capture:
-    """Copies one pipe to a capped log file and keeps the last bytes for diagnostics."""
+class LineSplitter:
+    """Cuts a byte stream into lines for an observer, holding at most ``limit`` bytes: the
+    rest of a longer line is dropped and the line is not passed on."""
 
-    def __init__(self, source: IO[bytes], path: Path, cap: int) -> None:
+    def __init__(self, emit: Callable[[bytes], None], limit: int = MAX_LINE_BYTES) -> None:
+        self._emit = emit
+        self._limit = limit
+        self._partial = bytearray()
+        self._overlong = False
+        self.skipped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            self._add(chunk[start:end])
+            self._end_line()
+            start = end + 1
+        self._add(chunk[start:])
+
+    def close(self) -> None:
+        """The stream ended: a last line without its newline still counts."""
+        if self._partial or self._overlong:
+            self._end_line()
+
+    def _add(self, piece: bytes) -> None:
+        if self._overlong:
+            return
+        if len(self._partial) + len(piece) > self._limit:
+            self._overlong = True
+            self._partial.clear()
+            return
+        self._partial += piece
+
+    def _end_line(self) -> None:
+        if self._overlong:
+            self.skipped += 1
+        else:
+            self._emit(bytes(self._partial))
+        self._partial.clear()
+        self._overlong = False
+
+
+class _Capture:
+    """Copies one pipe to a capped log file, keeps the last bytes for diagnostics, and hands
+    complete lines to an observer if there is one."""
+
+    def __init__(
+        self, source: IO[bytes], path: Path, cap: int, lines: LineSplitter | None = None
+    ) -> None:
         self.source = source
         self._log = os.fdopen(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb")
         self._cap = cap
+        self._lines = lines
         self._tail: deque[bytes] = deque()
         self._tail_size = 0
         self.written = 0
         self.dropped = 0
 
     def take(self, chunk: bytes) -> None:
+        if self._lines is not None:
+            self._lines.feed(chunk)
         self._tail.append(chunk)
         self._tail_size += len(chunk)
         while self._tail_size - len(self._tail[0]) >= DIAGNOSTIC_TAIL_BYTES:
@@ -98,6 +153,8 @@ class _Capture:
         self.dropped += max(0, len(chunk) - max(room, 0))
 
     def finish(self) -> None:
+        if self._lines is not None:
+            self._lines.close()
         if self.dropped:
             self._log.write(
                 f"\n[wrighty: output truncated at {self._cap} bytes; "
@@ -151,8 +208,12 @@ class AgentProcess:
         self._known: dict[int, float] = {}  # descendants seen: pid -> create time
         assert popen.stdout is not None
         assert popen.stderr is not None
-        self._stdout = _Capture(popen.stdout, spec.log_dir / "stdout.log", spec.log_cap_bytes)
-        self._stderr = _Capture(popen.stderr, spec.log_dir / "stderr.log", spec.log_cap_bytes)
+        self._stdout = _Capture(
+            popen.stdout, spec.log_dir / "stdout.log", spec.log_cap_bytes, _lines(spec, "stdout")
+        )
+        self._stderr = _Capture(
+            popen.stderr, spec.log_dir / "stderr.log", spec.log_cap_bytes, _lines(spec, "stderr")
+        )
         self._pump = _Pump(self._stdout, self._stderr)
         task = spec.task.encode("utf-8")
         if len(task) <= _PIPE_BUFFER_BYTES:
@@ -278,6 +339,20 @@ class AgentProcess:
             if data:
                 parts.append(f"--- {name} ---\n{redact_bytes_tail(data, DIAGNOSTIC_TAIL_BYTES)}")
         return "\n".join(parts)
+
+
+def _lines(spec: LaunchSpec, stream: Stream) -> LineSplitter | None:
+    observer = spec.on_line
+    if observer is None:
+        return None
+
+    def emit(line: bytes) -> None:
+        # A reader's bug must not stop the pump: the agent would block on a full pipe. The
+        # log file still has every byte.
+        with contextlib.suppress(Exception):
+            observer(stream, line)
+
+    return LineSplitter(emit)
 
 
 def launch(spec: LaunchSpec) -> AgentProcess:

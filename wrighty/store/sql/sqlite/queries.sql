@@ -149,6 +149,11 @@ SET vendor = excluded.vendor,
     installation_id = excluded.installation_id,
     updated_at = excluded.updated_at;
 
+-- name: record_run_session
+-- Run inside the transaction whose guarded session upsert succeeded.
+UPDATE runs SET session_id = :session_id
+WHERE run_id = :run_id AND item_id = :item_id AND generation = :generation AND ended_at IS NULL;
+
 -- name: select_expired_claims
 SELECT * FROM items
 WHERE state = 'running' AND lease_expires_at < :now

@@ -1,0 +1,138 @@
+"""Claude Code (`claude`): `-p --output-format stream-json --verbose`, task on stdin.
+
+- The session id is chosen by wrighty and passed as `--session-id <uuid>`; a resume passes
+  `--resume=<id>` (the `=` keeps an id from ever being read as a flag).
+- The terminal record is the last `{"type": "result"}`. Every API failure arrives with
+  `subtype: "success"` and `is_error: true`: the outcome is read from `is_error`, the assistant
+  message's `error` code, `api_error_status` and `terminal_reason`, never from the subtype.
+- The transcript is `<$CLAUDE_CONFIG_DIR or ~/.claude>/projects/<workspace path with every
+  character other than a letter or digit replaced by '-'>/<session id>.jsonl`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from wrighty.domain.classify import Classification
+from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.supervisor.process import Stream
+from wrighty.vendors.base import (
+    PermissionFlags,
+    Reader,
+    Vendor,
+    checked_session_id,
+    failed_with_text,
+    home_dir,
+    inside,
+    int_of,
+    json_record,
+    no_terminal_record,
+    status_class,
+    text_of,
+    verdict,
+)
+
+# The assistant message's `error` codes that name a class on their own.
+_ERROR_CODES = {
+    "billing_error": OutcomeClass.BILLING,
+    "rate_limit": OutcomeClass.RATE_LIMITED,
+    "server_error": OutcomeClass.PROVIDER_UNAVAILABLE,
+    "overloaded": OutcomeClass.PROVIDER_UNAVAILABLE,
+}
+# Subtypes of a result that the agent itself ended in failure.
+_AGENT_FAILURES = ("error_max_turns", "error_max_budget_usd", "error_max_structured_output_retries")
+
+
+class ClaudeReader(Reader):
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self.error_code: str | None = None  # the last assistant message's `error`
+        self.has_result = False
+        self.subtype: str | None = None
+        self.is_error = False
+        self.api_status: int | None = None
+        self.terminal_reason: str | None = None
+        self.text = ""  # the result text, or its `errors`
+
+    def feed(self, stream: Stream, line: bytes) -> None:
+        if stream != "stdout":
+            return
+        record = json_record(line)
+        if record is None:
+            return
+        session_id = text_of(record.get("session_id"))
+        if session_id and self.session_id is None:
+            self.session_id = session_id
+        kind = record.get("type")
+        if kind == "assistant":
+            self.error_code = text_of(record.get("error")) or self.error_code
+        elif kind == "result":
+            self.has_result = True
+            self.subtype = text_of(record.get("subtype"))
+            self.is_error = record.get("is_error") is True
+            self.api_status = int_of(record.get("api_error_status"))
+            self.terminal_reason = text_of(record.get("terminal_reason"))
+            errors = record.get("errors")
+            listed = (
+                "; ".join(e for e in errors if isinstance(e, str))
+                if isinstance(errors, list)
+                else ""
+            )
+            self.text = text_of(record.get("result")) or listed[:2000]
+
+    def classify(self, exit_code: int | None) -> Classification:
+        if not self.has_result:
+            return no_terminal_record("claude", "result record", exit_code)
+        if not self.is_error and self.subtype == "success":
+            confidence = Confidence.AUTHORITATIVE if exit_code == 0 else Confidence.INFERRED
+            return verdict(OutcomeClass.SUCCEEDED, confidence, f"claude: {self.text or 'done'}")
+        found = self._structured_class()
+        if found is not None:
+            return verdict(found, Confidence.AUTHORITATIVE, f"claude: {self.text}")
+        if self.subtype in _AGENT_FAILURES:
+            return verdict(
+                OutcomeClass.AGENT_FAILURE, Confidence.AUTHORITATIVE, f"claude: {self.subtype}"
+            )
+        return failed_with_text(
+            "claude", self.text, exit_code, otherwise=OutcomeClass.AGENT_FAILURE
+        )
+
+    def _structured_class(self) -> OutcomeClass | None:
+        if self.terminal_reason == "prompt_too_long":
+            return OutcomeClass.CONTEXT_LIMIT
+        if self.error_code == "authentication_failed":
+            # Claude Code reports a 403 with the same code as a 401.
+            return OutcomeClass.PERMISSION if self.api_status == 403 else OutcomeClass.AUTH
+        return _ERROR_CODES.get(self.error_code or "") or status_class(self.api_status)
+
+
+class Claude(Vendor):
+    name = "claude"
+    default_executable = "claude"
+    preassigns_session = True
+    permission_flags = PermissionFlags(
+        workspace=("--permission-mode", "acceptEdits"),
+        full=("--dangerously-skip-permissions",),
+    )
+    _headless = ("-p", "--output-format", "stream-json", "--verbose")
+
+    def start_argv(
+        self, executable: str, session_id: str | None, extra: Sequence[str]
+    ) -> list[str]:
+        fixed = [f"--session-id={checked_session_id(session_id)}"] if session_id else []
+        return [executable, *self._headless, *fixed, *extra]
+
+    def resume_argv(self, executable: str, session_id: str, extra: Sequence[str]) -> list[str]:
+        return [executable, *self._headless, f"--resume={checked_session_id(session_id)}", *extra]
+
+    def transcript(self, session_id: str, workspace: Path, env: Mapping[str, str]) -> Path | None:
+        root = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else None
+        projects = (root or home_dir(env) / ".claude") / "projects"
+        folder = re.sub(r"[^A-Za-z0-9]", "-", str(workspace.resolve()))
+        path = inside(projects / folder / f"{checked_session_id(session_id)}.jsonl", projects)
+        return path if path.is_file() else None
+
+    def reader(self) -> Reader:
+        return ClaudeReader()

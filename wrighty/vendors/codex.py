@@ -1,0 +1,121 @@
+"""OpenAI Codex CLI (`codex exec --json`), task on stdin.
+
+- The session id is learned from the first event, `thread.started.thread_id`.
+- A resume is `codex exec resume <id>`.
+- The terminal records are `turn.completed` and `turn.failed`. Codex puts only a message on
+  `turn.failed` and `error`, so its text patterns apply only inside a failed run. While it
+  retries a connection it prints `error` events and goes on: those alone end nothing.
+- The transcript is a rollout file under `<$CODEX_HOME or ~/.codex>/sessions/`, whose name ends
+  in the session id and whose first record (`session_meta`) carries the same id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from wrighty.domain.classify import Classification
+from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.supervisor.process import Stream
+from wrighty.vendors.base import (
+    PermissionFlags,
+    Reader,
+    Vendor,
+    checked_session_id,
+    failed_with_text,
+    home_dir,
+    inside,
+    json_record,
+    no_terminal_record,
+    text_of,
+    verdict,
+)
+
+_FIRST_LINE_LIMIT = 64 * 1024
+
+
+class CodexReader(Reader):
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self.completed = False
+        self.failure: str | None = None  # turn.failed's message
+        self.last_error: str | None = None  # the last `error` event's message
+
+    def feed(self, stream: Stream, line: bytes) -> None:
+        if stream != "stdout":
+            return
+        record = json_record(line)
+        if record is None:
+            return
+        kind = record.get("type")
+        if kind == "thread.started" and self.session_id is None:
+            self.session_id = text_of(record.get("thread_id"))
+        elif kind == "turn.completed":
+            self.completed = True
+        elif kind == "turn.failed":
+            error = record.get("error")
+            message = text_of(error.get("message")) if isinstance(error, dict) else None
+            self.failure = message or "turn failed"
+        elif kind == "error":
+            self.last_error = text_of(record.get("message")) or self.last_error
+
+    def classify(self, exit_code: int | None) -> Classification:
+        if self.failure is not None:
+            return failed_with_text(
+                "codex", self.failure, exit_code, otherwise=OutcomeClass.UNKNOWN
+            )
+        if self.completed:
+            confidence = Confidence.AUTHORITATIVE if exit_code == 0 else Confidence.INFERRED
+            return verdict(OutcomeClass.SUCCEEDED, confidence, "codex: turn completed")
+        if exit_code != 0 and self.last_error:
+            # A failed run (nonzero exit) whose last words were an error event.
+            return failed_with_text(
+                "codex", self.last_error, exit_code, otherwise=OutcomeClass.PROCESS_CRASH
+            )
+        return no_terminal_record("codex", "turn.completed or turn.failed event", exit_code)
+
+
+class Codex(Vendor):
+    name = "codex"
+    default_executable = "codex"
+    permission_flags = PermissionFlags(
+        workspace=("--sandbox", "workspace-write"),
+        full=("--dangerously-bypass-approvals-and-sandbox",),
+    )
+    _headless = ("exec", "--json", "--skip-git-repo-check")
+
+    def start_argv(
+        self, executable: str, session_id: str | None, extra: Sequence[str]
+    ) -> list[str]:
+        return [executable, *self._headless, *extra, "-"]
+
+    def resume_argv(self, executable: str, session_id: str, extra: Sequence[str]) -> list[str]:
+        return [executable, *self._headless, *extra, "resume", checked_session_id(session_id), "-"]
+
+    def transcript(self, session_id: str, workspace: Path, env: Mapping[str, str]) -> Path | None:
+        checked_session_id(session_id)
+        root = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home_dir(env) / ".codex"
+        sessions = root / "sessions"
+        for candidate in sorted(sessions.glob(f"*/*/*/rollout-*-{session_id}.jsonl")):
+            path = inside(candidate, sessions)
+            if _meta_id(path) == session_id:
+                return path
+        return None
+
+    def reader(self) -> Reader:
+        return CodexReader()
+
+
+def _meta_id(path: Path) -> str | None:
+    """The session id in a rollout file's first record."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(_FIRST_LINE_LIMIT)
+    except OSError:
+        return None
+    record = json_record(first)
+    payload = record.get("payload") if record else None
+    if not isinstance(payload, dict):
+        return None
+    found = payload.get("id")
+    return found if isinstance(found, str) else None
