@@ -7,6 +7,7 @@ about the item (DESIGN.md, invariant 2).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import secrets
@@ -560,6 +561,9 @@ class Worker:
             )
 
     def _emit(self, event: str, **fields: Any) -> None:
-        self._emit_event(
-            {"event": event, "at": rfc3339(self._now()), "worker_id": self.worker_id, **fields}
-        )
+        """Tell the worker's output. Events only report what the store already holds, so a
+        closed output (a reader that went away, `| head`) must not interrupt supervision."""
+        with contextlib.suppress(OSError):
+            self._emit_event(
+                {"event": event, "at": rfc3339(self._now()), "worker_id": self.worker_id, **fields}
+            )

@@ -598,3 +598,16 @@ def test_before_resuming_whatever_is_left_of_the_earlier_run_is_stopped(
         if orphan.poll() is None:
             orphan.kill()
             orphan.wait()
+
+
+def test_a_closed_output_does_not_interrupt_supervision(project: Project) -> None:
+    item = project.item(WHERE, pinned=False)
+
+    def closed(_: dict[str, object]) -> None:
+        raise BrokenPipeError(32, "Broken pipe")  # stdout piped into `head`, which has exited
+
+    worker = Worker(project.store, project.loaded, installation_id="inst-a", emit=closed)
+    worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
+    after = project.store.get_item(item.id)
+    assert after is not None
+    assert after.state is ItemState.DONE
