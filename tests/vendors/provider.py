@@ -92,6 +92,15 @@ def error_body(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that keeps a client's dropped connection off stderr."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Ignore a failed request (usually the CLI hanging up mid-answer)."""
+
+
 class Provider:
     """A Messages API server on 127.0.0.1 (random free port) answering as ``mode`` says.
 
@@ -106,10 +115,9 @@ class Provider:
         self.seen: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="fake-anthropic", daemon=True
+            target=self._server.serve_forever, args=(0.05,), name="fake-anthropic", daemon=True
         )
 
     @property

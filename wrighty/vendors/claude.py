@@ -5,13 +5,14 @@
 - The terminal record is the last `{"type": "result"}`. Every API failure arrives with
   `subtype: "success"` and `is_error: true`: the outcome is read from `is_error`, the assistant
   message's `error` code, `api_error_status` and `terminal_reason`, never from the subtype.
-- The transcript is `<$CLAUDE_CONFIG_DIR or ~/.claude>/projects/<workspace path with every
-  character other than a letter or digit replaced by '-'>/<session id>.jsonl`.
+- The transcript is `<$CLAUDE_CONFIG_DIR or ~/.claude>/projects/<folder>/<session id>.jsonl`,
+  where the folder is the workspace's real path with every character other than an ASCII letter
+  or digit replaced by '-' (one per UTF-16 unit, as the CLI is JavaScript), cut to 200
+  characters plus '-' and a base-36 hash when longer (`project_folder`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -42,6 +43,37 @@ _ERROR_CODES = {
     "overloaded": OutcomeClass.PROVIDER_UNAVAILABLE,
 }
 # Subtypes of a result that the agent itself ended in failure.
+_FOLDER_LIMIT = 200
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def project_folder(workspace: str) -> str:
+    """The name Claude Code gives the folder of a working directory's transcripts."""
+    units = workspace.encode("utf-16-le")
+    codes = [int.from_bytes(units[i : i + 2], "little") for i in range(0, len(units), 2)]
+    name = "".join(chr(c) if c < 128 and chr(c).isalnum() else "-" for c in codes)
+    if len(name) <= _FOLDER_LIMIT:
+        return name
+    return f"{name[:_FOLDER_LIMIT]}-{_base36(abs(_java_hash(codes)))}"
+
+
+def _java_hash(codes: list[int]) -> int:
+    """Java's String.hashCode over UTF-16 units, as a signed 32-bit integer."""
+    value = 0
+    for code in codes:
+        value = (value * 31 + code) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _base36(number: int) -> str:
+    digits = ""
+    while True:
+        number, digit = divmod(number, 36)
+        digits = _BASE36[digit] + digits
+        if number == 0:
+            return digits
+
+
 _AGENT_FAILURES = ("error_max_turns", "error_max_budget_usd", "error_max_structured_output_retries")
 
 
@@ -130,7 +162,7 @@ class Claude(Vendor):
     def transcript(self, session_id: str, workspace: Path, env: Mapping[str, str]) -> Path | None:
         root = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else None
         projects = (root or home_dir(env) / ".claude") / "projects"
-        folder = re.sub(r"[^A-Za-z0-9]", "-", str(workspace.resolve()))
+        folder = project_folder(str(workspace.resolve()))
         path = inside(projects / folder / f"{checked_session_id(session_id)}.jsonl", projects)
         return path if path.is_file() else None
 

@@ -1,0 +1,119 @@
+"""The real vendor CLIs, run by a real `wrighty worker start --once`.
+
+The CLIs come from the npm registry at the versions pinned in tests/vendors/package.json;
+`tests/vendors/install-clis` puts them in $WRIGHTY_VENDOR_CLIS (default
+~/.cache/wrighty/vendor-clis), and .ci/run calls it. Without them these tests skip, saying so.
+Each run gets its own HOME, so nothing reads or writes the real user's vendor settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.vendors.provider import Provider
+
+CLI_FOLDER = Path(
+    os.environ.get("WRIGHTY_VENDOR_CLIS") or Path.home() / ".cache" / "wrighty" / "vendor-clis"
+)
+WORKER_TIMEOUT_SECONDS = 120
+
+
+def vendor_cli(name: str) -> Path:
+    """The pinned CLI ``name``, or skip the test with the reason."""
+    path = CLI_FOLDER / "node_modules" / ".bin" / name
+    if not path.exists():
+        pytest.skip(
+            f"the real {name} CLI is not installed in {CLI_FOLDER}; "
+            "run tests/vendors/install-clis (npm) to include these tests"
+        )
+    return path
+
+
+def _wrighty() -> list[str]:
+    return [sys.executable, "-m", "wrighty"]
+
+
+@dataclass
+class VendorProject:
+    """A wrighty project whose agents are the real CLIs, with a private HOME."""
+
+    root: Path
+    home: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        kept = {k: v for k, v in os.environ.items() if not k.startswith(("WRIGHTY_", "ANTHROPIC"))}
+        return {
+            **kept,
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
+            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+            "XDG_CACHE_HOME": str(self.home / ".cache"),
+        }
+
+    def wrighty(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*_wrighty(), *args],
+            cwd=self.root,
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=WORKER_TIMEOUT_SECONDS,
+            check=False,
+        )
+
+    def configure(self, agents: dict[str, Any], **worker: Any) -> None:
+        config = self.root / "wrighty.json"
+        document = json.loads(config.read_text())
+        document["agents"] = agents
+        document["worker"] = {**document.get("worker", {}), **worker}
+        config.write_text(json.dumps(document, indent=2))
+
+    def create(self, body: str, *extra: str) -> int:
+        created = self.wrighty("create", "--title", "vendor run", "--queue", "--json", *extra,
+                               stdin=body)  # fmt: skip
+        assert created.returncode == 0, created.stderr
+        return int(json.loads(created.stdout)["id"])
+
+    def run_once(
+        self, *extra: str
+    ) -> tuple[list[dict[str, Any]], subprocess.CompletedProcess[str]]:
+        """`wrighty worker start --once --json`: its events, and the finished process."""
+        worked = self.wrighty("worker", "start", "--once", "--json", *extra)
+        events = [json.loads(line) for line in worked.stdout.splitlines() if line.startswith("{")]
+        return events, worked
+
+    def show(self, item_id: int) -> dict[str, Any]:
+        shown = self.wrighty("show", str(item_id), "--json")
+        assert shown.returncode == 0, shown.stderr
+        result: dict[str, Any] = json.loads(shown.stdout)
+        return result
+
+
+@pytest.fixture
+def vendor_project(tmp_path: Path) -> VendorProject:
+    root = tmp_path / "project"
+    home = tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    project = VendorProject(root, home)
+    initialised = project.wrighty("init")
+    assert initialised.returncode == 0, initialised.stderr
+    return project
+
+
+@pytest.fixture
+def provider() -> Iterator[Provider]:
+    with Provider() as serving:
+        yield serving

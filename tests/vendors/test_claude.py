@@ -1,0 +1,177 @@
+"""The real Claude Code CLI against a loopback provider, run by a real worker."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.vendors.conftest import VendorProject, vendor_cli
+from tests.vendors.provider import Provider
+from wrighty.vendors import VENDORS
+
+pytestmark = pytest.mark.slow
+
+
+def claude_agent(provider: Provider, home: Path, **settings: Any) -> dict[str, Any]:
+    return {
+        "claude": {
+            "executable": str(vendor_cli("claude")),
+            "env": {
+                "ANTHROPIC_BASE_URL": provider.url,
+                "ANTHROPIC_API_KEY": "sk-test",
+                "CLAUDE_CODE_MAX_RETRIES": "0",
+                "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            },
+            **settings,
+        }
+    }
+
+
+def run_item(project: VendorProject, provider: Provider, mode: str) -> dict[str, Any]:
+    provider.mode = mode
+    project.configure(
+        claude_agent(provider, project.home), defaultAgent="claude", workspaceMode="directory"
+    )
+    item_id = project.create("Reply with the single word: done.")
+    events, worked = project.run_once()
+    assert worked.returncode == 0, worked.stderr
+    assert any(event["event"] == "settled" for event in events), worked.stdout
+    return project.show(item_id)
+
+
+def vendor_session_ids(project: VendorProject, shown: dict[str, Any]) -> set[str]:
+    """The session ids Claude Code itself printed during the item's last run."""
+    run_id = shown["runs"][-1]["run_id"]
+    log = project.root / ".wrighty" / "runs" / str(shown["id"]) / run_id / "stdout.log"
+    found = set()
+    for line in log.read_text().splitlines():
+        record = json.loads(line)
+        if "session_id" in record:
+            found.add(record["session_id"])
+    return found
+
+
+@pytest.mark.parametrize(
+    ("mode", "outcome_class", "state"),
+    [
+        ("ok", "succeeded", "done"),
+        ("auth", "auth", "needs-attention"),
+        ("permission", "permission", "needs-attention"),
+        ("billing", "billing", "needs-attention"),
+        ("context", "context-limit", "needs-attention"),
+        ("rate", "rate-limited", "needs-attention"),
+        ("overloaded", "provider-unavailable", "needs-attention"),
+        ("server", "provider-unavailable", "needs-attention"),
+    ],
+)
+def test_each_provider_answer_gets_its_class(
+    vendor_project: VendorProject,
+    provider: Provider,
+    mode: str,
+    outcome_class: str,
+    state: str,
+) -> None:
+    shown = run_item(vendor_project, provider, mode)
+    [run] = shown["runs"]
+    assert (run["outcome_class"], run["confidence"]) == (outcome_class, "authoritative")
+    assert shown["state"] == state
+    # wrighty chose the session id; Claude Code used exactly that one.
+    session_id = shown["session"]["session_id"]
+    assert re.fullmatch(r"[0-9a-f-]{36}", session_id)
+    assert run["session_id"] == session_id
+    assert vendor_session_ids(vendor_project, shown) == {session_id}
+    assert provider.requests, "the CLI never reached the provider"
+    assert "sk-test" not in json.dumps(shown)
+
+
+def transcript_of(project: VendorProject, shown: dict[str, Any]) -> Path:
+    workspace = Path(shown["session"]["workspace"])
+    found = VENDORS["claude"].transcript(
+        shown["session"]["session_id"],
+        workspace,
+        {"CLAUDE_CONFIG_DIR": str(project.home / ".claude")},
+    )
+    assert found is not None, "wrighty cannot find the transcript Claude Code wrote"
+    return found
+
+
+def test_a_stopped_run_is_resumed_in_the_same_session_and_its_transcript_grows(
+    vendor_project: VendorProject, provider: Provider
+) -> None:
+    provider.mode = "hang"  # the first run waits for an answer that never comes
+    vendor_project.configure(
+        claude_agent(provider, vendor_project.home),
+        defaultAgent="claude",
+        workspaceMode="directory",
+    )
+    item_id = vendor_project.create("Reply with the single word: done.")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "wrighty", "worker", "start", "--once", "--json"],
+        cwd=vendor_project.root,
+        env=vendor_project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert worker.stdout is not None
+        for line in worker.stdout:
+            if json.loads(line)["event"] == "spawned":
+                break
+        while not provider.requests:  # Claude Code writes its transcript once it has asked
+            assert worker.poll() is None
+            time.sleep(0.05)
+        time.sleep(0.5)
+        worker.send_signal(signal.SIGTERM)  # a worker shutdown: the run can be resumed later
+        worker.communicate(timeout=60)
+    finally:
+        worker.kill()
+        worker.wait()
+    stopped = vendor_project.show(item_id)
+    assert (stopped["state"], stopped["reason_code"]) == ("retry-scheduled", "worker-stopped")
+    session_id = stopped["session"]["session_id"]
+    transcript = transcript_of(vendor_project, stopped)
+    before = len(transcript.read_text().splitlines())
+    asked_before = len(provider.requests)
+
+    provider.mode = "ok"
+    events, worked = vendor_project.run_once()
+    assert worked.returncode == 0, worked.stderr
+    assert [e["session_id"] for e in events if e["event"] == "resumed"] == [session_id]
+    after = vendor_project.show(item_id)
+    assert after["state"] == "done"
+    assert [run["kind"] for run in after["runs"]] == ["fresh", "resume"]
+    assert after["runs"][1]["outcome_class"] == "succeeded"
+    assert after["runs"][1]["session_id"] == session_id
+    assert vendor_session_ids(vendor_project, after) == {session_id}
+    assert len(transcript.read_text().splitlines()) > before
+    # The resumed conversation carried the first run's prompt to the provider again.
+    resumed_request = provider.requests[asked_before]
+    assert "Reply with the single word" in json.dumps(resumed_request["messages"][0])
+    assert len(resumed_request["messages"]) > 1
+
+
+def test_the_transcript_of_an_awkward_workspace_path_is_found(
+    vendor_project: VendorProject, provider: Provider
+) -> None:
+    # Non-ASCII, an emoji (two UTF-16 units) and a name long enough to be cut and hashed.
+    workspace = vendor_project.root / ("wörk-😀_" + "x" * 220)
+    workspace.mkdir()
+    vendor_project.configure(claude_agent(provider, vendor_project.home), defaultAgent="claude")
+    item_id = vendor_project.create(
+        "Reply with the single word: done.", "--workspace", str(workspace)
+    )
+    _, worked = vendor_project.run_once()
+    assert worked.returncode == 0, worked.stderr
+    shown = vendor_project.show(item_id)
+    assert shown["state"] == "done"
+    assert transcript_of(vendor_project, shown).is_file()
