@@ -7,12 +7,21 @@ any program (exit 0 = success) with an optional resume command.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from wrighty.config import AgentSettings, WrightyConfig
+from wrighty.domain.classify import Classification, RunFacts, StopReason, classify_exit
+from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.redact import redact
 from wrighty.errors import WrightyError
+from wrighty.supervisor.process import LaunchError, LaunchSpec, launch
 from wrighty.vendors import VENDORS
 from wrighty.vendors.base import Permission, Reader, Vendor, VendorError
 
@@ -112,3 +121,75 @@ def plan_agent(config: WrightyConfig, name: str) -> AgentPlan:
         command=tuple(settings.command),
         resume_command=tuple(settings.resume_command) if settings.resume_command else None,
     )
+
+
+# -- `wrighty agents`: what is installed, and a real probe ------------------------------------
+
+VERSION_TIMEOUT_SECONDS = 15.0
+PROBE_TIMEOUT_SECONDS = 180.0
+PROBE_TASK = "Reply with the single word: ok. Do not use any tools."
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    plan: AgentPlan
+    path: str | None  # where the executable was found, None when it was not
+    version: str | None
+
+
+def describe_agent(plan: AgentPlan) -> AgentInfo:
+    """Whether the agent's program is installed, and its version (first line of --version)."""
+    env = {**os.environ, **plan.env}
+    path = shutil.which(plan.executable, path=env.get("PATH"))
+    if path is None or plan.vendor is None:
+        return AgentInfo(plan, path, None)
+    try:
+        done = subprocess.run(
+            [path, "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=env,
+            timeout=VERSION_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return AgentInfo(plan, path, None)
+    lines = done.stdout.decode(errors="replace").strip().splitlines()
+    return AgentInfo(plan, path, redact(lines[-1]) if done.returncode == 0 and lines else None)
+
+
+def probe_agent(
+    plan: AgentPlan, *, timeout_seconds: float = PROBE_TIMEOUT_SECONDS
+) -> Classification:
+    """Run the agent once for real, as a worker would (same argv, same reader), on a one-line
+    task in an empty scratch folder, and classify how it ended. May spend usage."""
+    reader = plan.reader()
+    with tempfile.TemporaryDirectory(prefix="wrighty-probe-") as scratch:
+        folder = Path(scratch)
+        (folder / "work").mkdir()
+        session_id = str(uuid.uuid4()) if plan.preassigns_session else None
+        env = {
+            **os.environ,
+            **plan.env,
+            **({"WRIGHTY_SESSION_ID": session_id} if session_id else {}),
+        }
+        spec = LaunchSpec(
+            argv=plan.start_argv(session_id),
+            cwd=folder / "work",
+            env=env,
+            task=PROBE_TASK,
+            log_dir=folder / "logs",
+            on_line=reader.feed if reader else None,
+        )
+        try:
+            agent = launch(spec)
+        except LaunchError as error:
+            return Classification(OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, str(error))
+        status = agent.wait(timeout_seconds)
+        stopped_by = StopReason.TIMEOUT if status is None else None
+        agent.stop(grace_seconds=5)
+        agent.close()
+        status = agent.status
+        assert status is not None
+        vendor = reader.classify(status.exit_code) if reader else None
+        return classify_exit(RunFacts(status.exit_code, status.signal, stopped_by, vendor=vendor))

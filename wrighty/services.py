@@ -6,7 +6,7 @@ compare-and-set; if another writer moved the item in between, it decides again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +18,8 @@ from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition, validate_new_item
 from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError
 from wrighty.store.port import Store
+from wrighty.vendors import VENDORS
+from wrighty.vendors.base import VendorError
 
 OPERATOR = "operator"
 _CAS_ATTEMPTS = 5
@@ -57,14 +59,25 @@ def item_detail(store: Store, item_id: int) -> ItemDetail:
     )
 
 
-def resume_address_complete(session: Session, *, installation_id: str) -> bool:
+def resume_address_complete(
+    session: Session, *, installation_id: str, env: Mapping[str, str]
+) -> bool:
     """Whether this installation could resume ``session``: id known, same installation,
-    workspace present. (The vendor transcript check joins with the vendor adapters.)"""
-    return (
+    workspace present, and the vendor's local transcript on disk (``env`` is the agent's
+    environment, which says where the vendor keeps it)."""
+    if not (
         session.session_id is not None
         and session.installation_id == installation_id
         and Path(session.workspace).is_dir()
-    )
+    ):
+        return False
+    vendor = VENDORS.get(session.vendor)
+    if vendor is None:
+        return True
+    try:
+        return vendor.transcript(session.session_id, Path(session.workspace), env) is not None
+    except VendorError:
+        return False
 
 
 def queue_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERATOR) -> Item:

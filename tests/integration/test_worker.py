@@ -611,3 +611,28 @@ def test_a_closed_output_does_not_interrupt_supervision(project: Project) -> Non
     after = project.store.get_item(item.id)
     assert after is not None
     assert after.state is ItemState.DONE
+
+
+def test_a_vendor_cli_missing_from_the_agents_path_is_start_failed(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker finds `claude` on its own PATH, but the agent's configured PATH lacks it.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "claude").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    document = json.loads((project.root / "wrighty.json").read_text())
+    document["agents"] = {"claude": {"env": {"PATH": str(tmp_path / "empty")}}}
+    document["worker"]["defaultAgent"] = "claude"
+    config, problems = check_config_text(json.dumps(document))
+    assert config is not None, problems
+    project.loaded = LoadedConfig(project.root / "wrighty.json", config)
+    project.item("print('never runs')")
+    item = project.run_once()
+    assert (item.state, item.reason_code, item.claimed_by) == (
+        ItemState.NEEDS_ATTENTION, "start-failed", None)  # fmt: skip
+    [run] = project.store.list_runs(item.id)
+    assert (run.outcome_class, run.pid) == (OutcomeClass.START_FAILED, None)
+    assert run.diagnostic is not None
+    assert "'claude' not found" in run.diagnostic

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -93,6 +94,63 @@ def test_each_provider_answer_gets_its_class(
     assert "sk-test" not in json.dumps(shown)
 
 
+def test_claude_without_any_api_key_is_an_auth_failure(
+    vendor_project: VendorProject, provider: Provider
+) -> None:
+    agents = claude_agent(provider, vendor_project.home)
+    del agents["claude"]["env"]["ANTHROPIC_API_KEY"]
+    vendor_project.configure(agents, defaultAgent="claude", workspaceMode="directory")
+    item_id = vendor_project.create("Reply with the single word: done.")
+    _, worked = vendor_project.run_once()
+    assert worked.returncode == 0, worked.stderr
+    shown = vendor_project.show(item_id)
+    [run] = shown["runs"]
+    assert (run["outcome_class"], run["confidence"]) == ("auth", "authoritative")
+    assert "Not logged in" in run["diagnostic"]
+
+
+def test_claude_killed_by_a_signal_wrighty_did_not_send_is_a_process_crash(
+    vendor_project: VendorProject, provider: Provider
+) -> None:
+    provider.mode = "hang"
+    vendor_project.configure(
+        claude_agent(provider, vendor_project.home),
+        defaultAgent="claude",
+        workspaceMode="directory",
+    )
+    item_id = vendor_project.create("Reply with the single word: done.")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "wrighty", "worker", "start", "--once", "--json"],
+        cwd=vendor_project.root,
+        env=vendor_project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert worker.stdout is not None
+        for line in worker.stdout:
+            event = json.loads(line)
+            if event["event"] == "spawned":
+                while not provider.requests:
+                    assert worker.poll() is None
+                    time.sleep(0.05)
+                os.kill(event["pid"], signal.SIGKILL)  # the OOM killer, say
+                break
+        worker.communicate(timeout=60)
+    finally:
+        worker.kill()
+        worker.wait()
+    shown = vendor_project.show(item_id)
+    [run] = shown["runs"]
+    assert (run["outcome_class"], run["confidence"], run["signal"]) == (
+        "process-crash",
+        "authoritative",
+        signal.SIGKILL,
+    )
+    assert shown["state"] == "needs-attention"
+
+
 def transcript_of(project: VendorProject, shown: dict[str, Any]) -> Path:
     workspace = Path(shown["session"]["workspace"])
     found = VENDORS["claude"].transcript(
@@ -175,3 +233,26 @@ def test_the_transcript_of_an_awkward_workspace_path_is_found(
     shown = vendor_project.show(item_id)
     assert shown["state"] == "done"
     assert transcript_of(vendor_project, shown).is_file()
+
+
+def test_agents_lists_the_real_cli_and_check_probes_it(
+    vendor_project: VendorProject, provider: Provider
+) -> None:
+    vendor_project.configure(claude_agent(provider, vendor_project.home), defaultAgent="claude")
+    refused = vendor_project.wrighty("agents", "--check", "--agent", "claude")
+    assert refused.returncode == 2
+    assert "add --yes" in refused.stderr
+    assert provider.requests == []
+    listed = vendor_project.wrighty("agents", "--agent", "claude", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [claude] = json.loads(listed.stdout)
+    assert claude["installed"] is True
+    assert claude["version"] == "2.1.197 (Claude Code)"
+    assert claude["permission_flags"] == ["--permission-mode", "acceptEdits"]
+    checked = vendor_project.wrighty("agents", "--check", "--yes", "--agent", "claude", "--json")
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)[0]["check"]["outcome_class"] == "succeeded"
+    provider.mode = "billing"
+    failing = vendor_project.wrighty("agents", "--check", "--yes", "--agent", "claude", "--json")
+    assert failing.returncode == 1
+    assert json.loads(failing.stdout)[0]["check"]["outcome_class"] == "billing"

@@ -14,8 +14,11 @@ import typer
 from rich.console import Console
 
 from wrighty import __version__, services
+from wrighty.agents import describe_agent, plan_agent, probe_agent
 from wrighty.cli.context import AppContext
 from wrighty.cli.render import (
+    agent_json,
+    agents_table,
     item_detail_json,
     item_summary_json,
     items_table,
@@ -26,6 +29,7 @@ from wrighty.cli.render import (
 from wrighty.config import (
     CONFIG_FILENAME,
     DEFAULT_STORE_URL,
+    WrightyConfig,
     check_config_text,
     config_json_schema,
     find_config,
@@ -33,6 +37,7 @@ from wrighty.config import (
 from wrighty.domain.classify import AgentReport
 from wrighty.domain.durations import parse_duration
 from wrighty.domain.model import Item, NewItem
+from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.redact import redact
 from wrighty.domain.states import TERMINAL_STATES, ItemState, parse_state
 from wrighty.domain.transitions import validate_new_item
@@ -276,17 +281,32 @@ def list_items(
 @app.command()
 def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Show an item: its fields, session, runs and history."""
-    with _context(ctx).store() as store:
+    app_ctx = _context(ctx)
+    with app_ctx.store() as store:
         detail = services.item_detail(store, item_id)
     resumable = (
         detail.session is not None
         and detail.item.state not in TERMINAL_STATES
-        and services.resume_address_complete(detail.session, installation_id=installation_id())
+        and services.resume_address_complete(
+            detail.session,
+            installation_id=installation_id(),
+            env={**os.environ, **_agent_env(app_ctx, detail.item.agent)},
+        )
     )
     if as_json:
         print_json(console, item_detail_json(detail, resumable=resumable))
     else:
         print_item_detail(console, detail, resumable=resumable)
+
+
+def _agent_env(app_ctx: AppContext, agent: str | None) -> dict[str, str]:
+    """The environment additions of the agent that runs an item (where its vendor keeps
+    transcripts may depend on them); none when the config does not say."""
+    try:
+        config = app_ctx.config().config
+        return plan_agent(config, agent or config.worker.default_agent).env
+    except WrightyError:
+        return {}
 
 
 @app.command("queue")
@@ -441,6 +461,49 @@ def _stop_on_signals(worker: Worker) -> list[int]:
     signal.signal(signal.SIGINT, handle)
     signal.signal(signal.SIGTERM, handle)
     return received
+
+
+# -- agents -----------------------------------------------------------------------------------
+
+
+@app.command()
+def agents(
+    ctx: typer.Context,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Only this agent (default: every one known).")
+    ] = None,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Run each installed agent once for real on a tiny task."),
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Confirm --check: a real run may spend usage.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """The agents wrighty knows: installed where, which version, with which permission flags."""
+    if check and not yes:
+        raise WrightyError(
+            "--check starts each agent for real and may spend usage or credits; "
+            "add --yes to go ahead"
+        )
+    app_ctx = _context(ctx)
+    try:
+        config = app_ctx.config().config
+    except ConfigError:
+        config = WrightyConfig()  # outside a project: the built-in vendors with defaults
+    names = [agent] if agent else [n for n in config.agent_names() if n != "command"]
+    plans = [plan_agent(config, name) for name in names]
+    rows = []
+    for plan in plans:
+        info = describe_agent(plan)
+        rows.append((info, probe_agent(plan) if check and info.path else None))
+    if as_json:
+        print_json(console, [agent_json(info, result) for info, result in rows])
+    else:
+        console.print(agents_table(rows))
+    if any(r is not None and r.outcome_class is not OutcomeClass.SUCCEEDED for _, r in rows):
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from wrighty.agents import AgentInfo
+from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Change, Event, Item, Run, Session
 from wrighty.domain.states import TERMINAL_STATES
@@ -232,3 +234,38 @@ def _print_events(console: Console, events: list[Event]) -> None:
             event.reason or event.reason_code or "",
         )
     console.print(table)
+
+
+def agent_json(info: AgentInfo, check: Classification | None) -> dict[str, Any]:
+    plan = info.plan
+    return {
+        "name": plan.name,
+        "adapter": plan.adapter,
+        "executable": plan.executable,
+        "installed": info.path is not None,
+        "path": info.path,
+        "version": info.version,
+        "permission": plan.permission if plan.vendor else None,
+        "permission_flags": list(plan.permission_flags()),
+        "resume": plan.can_resume,
+        "check": None
+        if check is None
+        else {
+            "outcome_class": check.outcome_class.value,
+            "confidence": check.confidence.value,
+            "summary": check.summary,
+        },
+    }
+
+
+def agents_table(rows: list[tuple[AgentInfo, Classification | None]]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("AGENT", "ADAPTER", "INSTALLED", "VERSION", "PERMISSION FLAGS", "CHECK"):
+        table.add_column(column)
+    for info, check in rows:
+        plan = info.plan
+        installed = Text(info.path, style="green") if info.path else Text("no", style="red")
+        flags = " ".join(plan.permission_flags()) or "-"
+        outcome = "-" if check is None else f"{check.outcome_class} ({check.confidence})"
+        table.add_row(plan.name, plan.adapter, installed, info.version or "-", flags, outcome)
+    return table
