@@ -25,6 +25,11 @@ stdout and one to stderr. Then, by action:
     output-binary  write invalid UTF-8 and NUL bytes to stdout, exit 0
     secret         print a fake Anthropic key and a fake bearer token, to see redaction, exit 0
     slow [N]       print a line every 0.1 s for N seconds (default 3), exit 0
+    crash-kill-until N, crash-segv-until N
+                   die by SIGKILL (or SIGSEGV) while this session has had fewer than N
+                   earlier runs, then succeed: a crash that a resume of the same session
+                   (same WRIGHTY_SESSION_ID, same workspace) gets past. The session's earlier
+                   runs are counted from the notes file.
 """
 
 from __future__ import annotations
@@ -74,6 +79,16 @@ def parse_task(task: str) -> tuple[str, str]:
     if found is None:
         return "succeed", ""
     return found[1].lower(), found[2]
+
+
+def runs_of_this_session() -> int:
+    """How many runs of this WRIGHTY_SESSION_ID the notes file records, this one included."""
+    session_id = os.environ.get("WRIGHTY_SESSION_ID")
+    notes = Path(NOTES_FILE)
+    if not session_id or not notes.exists():
+        return 0
+    marker = f" session_id={session_id} "
+    return sum(marker in line for line in notes.read_text(encoding="utf-8").splitlines())
 
 
 def write_note(action: str) -> None:
@@ -158,6 +173,23 @@ def slow(argument: str) -> int:
     return 0
 
 
+def crash_until(signal_number: signal.Signals) -> Callable[[str], int]:
+    def run(argument: str) -> int:
+        try:
+            crashes = int(argument or "1")
+        except ValueError:
+            print(f"example agent: expected a number of runs, got {argument!r}", file=sys.stderr)
+            return EXIT_BAD_TASK
+        this_run = runs_of_this_session()
+        if this_run <= crashes:
+            say(f"example agent: run {this_run} of this session, crashing on purpose")
+            die_by(signal_number)
+        say(f"example agent: run {this_run} of this session picks up the work, done")
+        return 0
+
+    return run
+
+
 ACTIONS: dict[str, Callable[[str], int]] = {
     "succeed": succeed,
     "fail": fail,
@@ -171,6 +203,8 @@ ACTIONS: dict[str, Callable[[str], int]] = {
     "output-binary": output_binary,
     "secret": secret,
     "slow": slow,
+    "crash-kill-until": crash_until(signal.SIGKILL),
+    "crash-segv-until": crash_until(signal.SIGSEGV),
 }
 
 

@@ -6,6 +6,7 @@ compare-and-set; if another writer moved the item in between, it decides again.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -109,6 +110,56 @@ def cancel_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERA
             if item.state is ItemState.RUNNING
             else None,
         )
+
+    return _apply(store, item_id, plan)
+
+
+REQUEUABLE = (ItemState.NEEDS_ATTENTION, ItemState.RETRY_SCHEDULED)
+
+
+def requeue_item(
+    store: Store, item_id: int, *, resume: bool, now: datetime, actor: str = OPERATOR
+) -> Item:
+    """needs-attention or retry-scheduled -> work again, with a new crash-retry budget.
+
+    ``resume``: the item becomes a retry that is due now, so the next worker of the
+    installation that holds the session resumes it (the usual pre-launch checks apply).
+    Otherwise it goes back to ``queued`` and its next run starts a new session (in the same
+    workspace: wrighty never deletes one).
+    """
+
+    def plan(item: Item) -> Change:
+        if item.state not in REQUEUABLE:
+            raise IllegalTransitionError(
+                f"item {item.id} is {item.state}; requeue takes items that are needs-attention "
+                "or retry-scheduled"
+            )
+        if resume:
+            session = store.get_session(item.id)
+            if session is None or session.session_id is None:
+                raise IllegalTransitionError(
+                    f"item {item.id} has no recorded session to resume; "
+                    f"start over with `wrighty requeue {item.id} --fresh`"
+                )
+            change = transition(
+                item,
+                ItemState.RETRY_SCHEDULED,
+                at=now,
+                actor=actor,
+                reason_code="operator-resume",
+                reason=f"an operator asked to resume session {session.session_id}",
+                not_before=now,
+            )
+        else:
+            change = transition(
+                item,
+                ItemState.QUEUED,
+                at=now,
+                actor=actor,
+                reason_code="operator-requeue",
+                reason="an operator asked to start over in a new session",
+            )
+        return dataclasses.replace(change, after=dataclasses.replace(change.after, crash_retries=0))
 
     return _apply(store, item_id, plan)
 

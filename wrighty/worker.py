@@ -81,13 +81,11 @@ class _Output:
     """One run's vendor output reader, and the session id it learned (read by the run's
     thread; fed by the output pump's)."""
 
-    def __init__(
-        self, reader: Reader | None, wake: threading.Event, unnamed: Session | None
-    ) -> None:
+    def __init__(self, reader: Reader | None, wake: threading.Event, session: Session) -> None:
         self.reader = reader
         self._wake = wake
-        self._unnamed = unnamed  # the session recorded without an id, to complete when told
-        self.recorded: Session | None = None
+        self._started = session  # as recorded when the run started (maybe without an id)
+        self.recorded: Session | None = None  # completed with the id the vendor told
 
     def on_line(self, stream: Stream, line: bytes) -> None:
         if self.reader is None:
@@ -99,13 +97,14 @@ class _Output:
 
     def unrecorded_session(self) -> Session | None:
         learned = self.reader.session_id if self.reader else None
-        if self._unnamed is None or learned is None or self.recorded is not None:
+        if self._started.session_id is not None or learned is None or self.recorded is not None:
             return None
-        return dataclasses.replace(self._unnamed, session_id=learned)
+        return dataclasses.replace(self._started, session_id=learned)
 
     @property
-    def session_known(self) -> bool:
-        return self._unnamed is None or self.recorded is not None
+    def session(self) -> Session:
+        """The run's session, with its id once known."""
+        return self.recorded or self._started
 
 
 class Worker:
@@ -141,6 +140,14 @@ class Worker:
         self._slot_wakes: set[threading.Event] = set()
         self._slot_lock = threading.Lock()
         settings = self._config.worker
+        crash = settings.process_crash
+        self._crash_policy = decisions.CrashPolicy(
+            action=crash.action,
+            initial_seconds=crash.initial_retry_minutes * 60,
+            multiplier=crash.backoff_multiplier,
+            max_seconds=crash.max_retry_minutes * 60,
+            max_attempts=crash.max_attempts,
+        )
         self._terms = LeaseTerms(
             lease_seconds=settings.lease_seconds,
             default_timeout_seconds=settings.item_timeout_minutes * 60,
@@ -287,7 +294,7 @@ class Worker:
             claimed = dataclasses.replace(
                 claimed, body=decisions.CONTINUATION_PROMPT + claimed.body
             )
-        output = _Output(plan.reader(), wake, session if start.session_id is None else None)
+        output = _Output(plan.reader(), wake, session)
         try:
             spec = self._launch_spec(claimed, plan, run_id, start, claim_token)
             agent = launch(dataclasses.replace(spec, wake=wake, on_line=output.on_line))
@@ -524,12 +531,34 @@ class Worker:
             ),
         )
         timeout = claimed.timeout_seconds or self._terms.default_timeout_seconds
+        missing = self._resume_gaps(output, plan, workspace)
         if stopped_by is StopReason.SHUTDOWN:
-            resumable = plan.can_resume and workspace.is_dir() and output.session_known
-            settlement = decisions.after_shutdown(claimed, run_end, resumable=resumable)
+            settlement = decisions.after_shutdown(claimed, run_end, resumable=not missing)
         else:
-            settlement = decisions.after_run(claimed, result, run_end, timeout_seconds=timeout)
+            settlement = decisions.after_run(
+                claimed,
+                result,
+                run_end,
+                timeout_seconds=timeout,
+                crash_policy=self._crash_policy,
+                resume_missing=missing,
+            )
         self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
+
+    def _resume_gaps(self, output: _Output, plan: AgentPlan, workspace: Path) -> tuple[str, ...]:
+        """What the run's session lacks for a later resume (empty: it can be resumed)."""
+        session = output.session
+        transcript = None
+        if session.session_id is not None and workspace.is_dir():
+            transcript = self._transcript_problem(plan, session)
+        return decisions.resume_gaps(
+            session,
+            installation_id=self._installation_id,
+            adapter=plan.adapter,
+            can_resume=plan.can_resume,
+            workspace_exists=workspace.is_dir(),
+            transcript_problem=transcript,
+        )
 
     def _settle_start_failed(self, claimed: Item, run_id: str, why: str) -> None:
         run_end = RunEnd(
@@ -555,6 +584,15 @@ class Worker:
                 state=change.after.state.value,
                 reason_code=change.after.reason_code,
             )
+            if change.after.state is ItemState.RETRY_SCHEDULED:
+                self._emit(
+                    "retry-scheduled",
+                    item_id=claimed.id,
+                    run_id=run_id,
+                    crash_retries=change.after.crash_retries,
+                    not_before=rfc3339(change.after.not_before),
+                    reason_code=change.after.reason_code,
+                )
         else:
             self._emit(
                 "heartbeat-lost", item_id=claimed.id, generation=claimed.generation, reason="fenced"

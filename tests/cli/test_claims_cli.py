@@ -102,3 +102,80 @@ def test_reap_leaves_a_renewed_claim_alone(initialised: Path, clock: FakeClock) 
     store.close()
     clock.current += timedelta(seconds=30)  # past the first lease, inside the renewed one
     assert wrighty("reap").stdout.strip() == "nothing to reap"
+
+
+def released(project: Path, clock: FakeClock, *, with_session: bool) -> Item:
+    """An item in needs-attention after its worker was released (a run, maybe a session)."""
+    claimed = claim_one(project, clock, with_session=with_session)
+    result = wrighty("release", str(claimed.id), "--force")
+    assert result.exit_code == 0, result.output
+    return claimed
+
+
+def test_requeue_resume_makes_a_retry_due_now_with_a_new_budget(
+    initialised: Path, clock: FakeClock
+) -> None:
+    item = released(initialised, clock, with_session=True)
+    clock.advance(5)
+    result = wrighty("requeue", str(item.id), "--resume", "--json")
+    assert result.exit_code == 0, result.output
+    shown = json.loads(wrighty("show", str(item.id), "--json").stdout)
+    assert (shown["state"], shown["reason_code"]) == ("retry-scheduled", "operator-resume")
+    assert shown["not_before"] == shown["queued_at"] == "2026-11-30T09:00:05.000Z"
+    assert shown["crash_retries"] == 0
+    assert "sess-1" in shown["events"][-1]["reason"]
+    store = SqliteStore.open(initialised / ".wrighty" / "wrighty.db")
+    terms = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
+    elsewhere = store.acquire(ClaimRequest("w-b", "inst-b", terms, "claude"), now=clock())
+    here = store.acquire(ClaimRequest("w-a", "inst-a", terms, "claude"), now=clock())
+    store.close()
+    assert elsewhere is None  # the session lives on inst-a: only its workers may resume it
+    assert here is not None
+    assert here.id == item.id
+
+
+def test_requeue_fresh_queues_the_item_for_any_worker(initialised: Path, clock: FakeClock) -> None:
+    item = released(initialised, clock, with_session=True)
+    result = wrighty("requeue", str(item.id), "--fresh")
+    assert result.exit_code == 0, result.output
+    shown = json.loads(wrighty("show", str(item.id), "--json").stdout)
+    assert (shown["state"], shown["reason_code"]) == ("queued", "operator-requeue")
+    store = SqliteStore.open(initialised / ".wrighty" / "wrighty.db")
+    terms = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
+    taken = store.acquire(ClaimRequest("w-b", "inst-b", terms, "claude"), now=clock())
+    store.close()
+    assert taken is not None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "say how item 1 starts again"),
+        (["--resume", "--fresh"], "say how item 1 starts again"),
+        (
+            ["--resume"],
+            "no recorded session to resume; start over with `wrighty requeue 1 --fresh`",
+        ),
+    ],
+)
+def test_requeue_refuses_bad_requests_and_changes_nothing(
+    initialised: Path, clock: FakeClock, args: list[str], message: str
+) -> None:
+    released(initialised, clock, with_session=False)
+    before = snapshot(initialised)
+    result = wrighty("requeue", "1", *args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert snapshot(initialised) == before
+
+
+def test_requeue_refuses_an_item_that_is_not_waiting_for_a_person(
+    initialised: Path, clock: FakeClock
+) -> None:
+    claimed = claim_one(initialised, clock, with_session=True)
+    result = wrighty("requeue", str(claimed.id), "--fresh")
+    assert result.exit_code == 2
+    assert "is running; requeue takes items that are needs-attention or retry-scheduled" in (
+        result.output
+    )

@@ -310,7 +310,10 @@ def test_sigterm_stops_the_worker_cleanly_and_leaves_no_item_running(
     expected = ItemState.RETRY_SCHEDULED if resumable else ItemState.NEEDS_ATTENTION
     assert (after.state, after.reason_code) == (expected, "worker-stopped")
     events = [json.loads(line)["event"] for line in out.splitlines()]
-    assert events[-2:] == ["settled", "stopping"]
+    if resumable:
+        assert events[-3:] == ["settled", "retry-scheduled", "stopping"]
+    else:
+        assert events[-2:] == ["settled", "stopping"]
 
 
 def test_an_agent_can_report_failure_from_inside_its_run(project: Project) -> None:

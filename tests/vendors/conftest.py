@@ -90,15 +90,51 @@ class VendorProject:
         self, *extra: str
     ) -> tuple[list[dict[str, Any]], subprocess.CompletedProcess[str]]:
         """`wrighty worker start --once --json`: its events, and the finished process."""
-        worked = self.wrighty("worker", "start", "--once", "--json", *extra)
+        return self.run_worker("--once", *extra)
+
+    def run_worker(
+        self, *args: str
+    ) -> tuple[list[dict[str, Any]], subprocess.CompletedProcess[str]]:
+        """`wrighty worker start --json ARGS` to its end: its events, and the process."""
+        worked = self.wrighty("worker", "start", "--json", *args)
         events = [json.loads(line) for line in worked.stdout.splitlines() if line.startswith("{")]
         return events, worked
+
+    def start_worker(self, *extra: str) -> subprocess.Popen[str]:
+        """A `wrighty worker start --json` in the background; read it with ``next_event``."""
+        return subprocess.Popen(
+            [*_wrighty(), "worker", "start", "--json", *extra],
+            cwd=self.root,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
 
     def show(self, item_id: int) -> dict[str, Any]:
         shown = self.wrighty("show", str(item_id), "--json")
         assert shown.returncode == 0, shown.stderr
         result: dict[str, Any] = json.loads(shown.stdout)
         return result
+
+
+def next_event(worker: subprocess.Popen[str], name: str) -> dict[str, Any]:
+    """Read the worker's events up to the first called ``name``."""
+    assert worker.stdout is not None
+    for line in worker.stdout:
+        event: dict[str, Any] = json.loads(line)
+        if event["event"] == name:
+            return event
+    raise AssertionError(f"the worker ended without a {name!r} event")
+
+
+def finish(worker: subprocess.Popen[str]) -> None:
+    """Wait for a worker to end by itself; kill it if it does not."""
+    try:
+        worker.communicate(timeout=WORKER_TIMEOUT_SECONDS)
+    finally:
+        worker.kill()
+        worker.wait()
 
 
 @pytest.fixture

@@ -35,8 +35,10 @@ ERRORS: dict[str, tuple[int, str, str]] = {
     "server": (500, "api_error", "Internal server error"),
 }
 
-# "hang" accepts the request and never answers until the provider shuts down.
-MODES = frozenset({"ok", "hang", *ERRORS})
+# "hang" accepts the request and never answers until the provider shuts down; "slow" starts
+# a streaming answer and adds to it a little at a time until the provider shuts down.
+MODES = frozenset({"ok", "hang", "slow", *ERRORS})
+SLOW_DELTA_SECONDS = 0.1
 
 
 def _sse(data: dict[str, Any]) -> str:
@@ -220,6 +222,9 @@ def _handler_for(provider: Provider) -> type[BaseHTTPRequestHandler]:
                 provider._closing.wait()
                 self.close_connection = True
                 return
+            if mode == "slow":
+                self._stream_slowly(str(body.get("model") or "claude-x"))
+                return
             if mode in ERRORS:
                 status, kind, message = ERRORS[mode]
                 self._send_json(status, error_body(kind, message))
@@ -229,6 +234,23 @@ def _handler_for(provider: Provider) -> type[BaseHTTPRequestHandler]:
                 self._send(200, "text/event-stream", stream_body(provider.reply, model))
             else:
                 self._send_json(200, message_body(provider.reply, model))
+
+        def _stream_slowly(self, model: str) -> None:
+            """Begin an answer, then a word every SLOW_DELTA_SECONDS, never ending it."""
+            events = stream_body("", model).split(b"\n\n")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                self.wfile.write(b"\n\n".join(events[:2]) + b"\n\n")  # message + block start
+                while not provider._closing.wait(SLOW_DELTA_SECONDS):
+                    delta = {"type": "text_delta", "text": "working "}
+                    event = {"type": "content_block_delta", "index": 0, "delta": delta}
+                    self.wfile.write(_sse(event).encode())
+                    self.wfile.flush()
+            except OSError:
+                return  # the client went away
 
         def _read_body(self) -> bytes:
             length = int(self.headers.get("Content-Length") or 0)

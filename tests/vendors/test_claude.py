@@ -7,14 +7,13 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.vendors.conftest import VendorProject, vendor_cli
+from tests.vendors.conftest import VendorProject, finish, next_event, vendor_cli
 from tests.vendors.provider import Provider
 from wrighty.vendors import VENDORS
 
@@ -112,35 +111,16 @@ def test_claude_without_any_api_key_is_an_auth_failure(
 def test_claude_killed_by_a_signal_wrighty_did_not_send_is_a_process_crash(
     vendor_project: VendorProject, provider: Provider
 ) -> None:
-    provider.mode = "hang"
+    provider.mode = "slow"
     vendor_project.configure(
         claude_agent(provider, vendor_project.home),
         defaultAgent="claude",
         workspaceMode="directory",
     )
     item_id = vendor_project.create("Reply with the single word: done.")
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "wrighty", "worker", "start", "--once", "--json"],
-        cwd=vendor_project.root,
-        env=vendor_project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert worker.stdout is not None
-        for line in worker.stdout:
-            event = json.loads(line)
-            if event["event"] == "spawned":
-                while not provider.requests:
-                    assert worker.poll() is None
-                    time.sleep(0.05)
-                os.kill(event["pid"], signal.SIGKILL)  # the OOM killer, say
-                break
-        worker.communicate(timeout=60)
-    finally:
-        worker.kill()
-        worker.wait()
+    worker = vendor_project.start_worker("--once")
+    kill_mid_answer(worker, provider)
+    finish(worker)
     shown = vendor_project.show(item_id)
     [run] = shown["runs"]
     assert (run["outcome_class"], run["confidence"], run["signal"]) == (
@@ -149,6 +129,20 @@ def test_claude_killed_by_a_signal_wrighty_did_not_send_is_a_process_crash(
         signal.SIGKILL,
     )
     assert shown["state"] == "needs-attention"
+
+
+def wait_for_requests(provider: Provider, worker: subprocess.Popen[str]) -> None:
+    while not provider.requests:
+        assert worker.poll() is None
+        time.sleep(0.05)
+
+
+def kill_mid_answer(worker: subprocess.Popen[str], provider: Provider) -> None:
+    """SIGKILL the claude process while the provider is streaming its answer."""
+    spawned = next_event(worker, "spawned")
+    wait_for_requests(provider, worker)
+    time.sleep(0.5)  # a few words into the answer
+    os.kill(spawned["pid"], signal.SIGKILL)  # the OOM killer, say
 
 
 def transcript_of(project: VendorProject, shown: dict[str, Any]) -> Path:
@@ -172,28 +166,12 @@ def test_a_stopped_run_is_resumed_in_the_same_session_and_its_transcript_grows(
         workspaceMode="directory",
     )
     item_id = vendor_project.create("Reply with the single word: done.")
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "wrighty", "worker", "start", "--once", "--json"],
-        cwd=vendor_project.root,
-        env=vendor_project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert worker.stdout is not None
-        for line in worker.stdout:
-            if json.loads(line)["event"] == "spawned":
-                break
-        while not provider.requests:  # Claude Code writes its transcript once it has asked
-            assert worker.poll() is None
-            time.sleep(0.05)
-        time.sleep(0.5)
-        worker.send_signal(signal.SIGTERM)  # a worker shutdown: the run can be resumed later
-        worker.communicate(timeout=60)
-    finally:
-        worker.kill()
-        worker.wait()
+    worker = vendor_project.start_worker("--once")
+    next_event(worker, "spawned")
+    wait_for_requests(provider, worker)
+    time.sleep(0.5)  # Claude Code writes its transcript just after it asked
+    worker.send_signal(signal.SIGTERM)  # a worker shutdown: the run can be resumed later
+    finish(worker)
     stopped = vendor_project.show(item_id)
     assert (stopped["state"], stopped["reason_code"]) == ("retry-scheduled", "worker-stopped")
     session_id = stopped["session"]["session_id"]
@@ -256,3 +234,50 @@ def test_agents_lists_the_real_cli_and_check_probes_it(
     failing = vendor_project.wrighty("agents", "--check", "--yes", "--agent", "claude", "--json")
     assert failing.returncode == 1
     assert json.loads(failing.stdout)[0]["check"]["outcome_class"] == "billing"
+
+
+CRASH_RETRY = {"action": "retry", "initialRetryMinutes": 0.01, "maxAttempts": 2}
+
+
+@pytest.mark.parametrize("transcript", ["kept", "deleted"])
+def test_a_crashed_claude_is_resumed_in_the_same_session_under_the_retry_policy(
+    vendor_project: VendorProject, provider: Provider, transcript: str
+) -> None:
+    provider.mode = "slow"
+    vendor_project.configure(
+        claude_agent(provider, vendor_project.home),
+        defaultAgent="claude",
+        workspaceMode="directory",
+        pollSeconds=0.1,
+        processCrash=CRASH_RETRY,
+    )
+    item_id = vendor_project.create("Reply with the single word: done.")
+    worker = vendor_project.start_worker("--once")
+    kill_mid_answer(worker, provider)
+    scheduled = next_event(worker, "retry-scheduled")
+    finish(worker)
+    crashed = vendor_project.show(item_id)
+    assert (crashed["state"], crashed["reason_code"]) == ("retry-scheduled", "process-crash")
+    assert crashed["runs"][0]["outcome_class"] == "process-crash"
+    assert scheduled["not_before"] == crashed["not_before"]
+    session_id = crashed["session"]["session_id"]
+    if transcript == "deleted":
+        transcript_of(vendor_project, crashed).unlink()
+
+    provider.mode = "ok"
+    events, worked = vendor_project.run_worker("--max-items", "1", "--idle-timeout", "30s")
+    assert worked.returncode == 0, worked.stderr
+    after = vendor_project.show(item_id)
+    if transcript == "deleted":
+        assert (after["state"], after["reason_code"]) == ("needs-attention", "resume-state-missing")
+        assert "transcript" in after["reason"]
+        assert len(after["runs"]) == 1  # never a silent fresh session
+        return
+    assert [e["session_id"] for e in events if e["event"] == "resumed"] == [session_id]
+    assert after["state"] == "done"
+    first, second = after["runs"]
+    assert (second["kind"], second["outcome_class"]) == ("resume", "succeeded")
+    assert second["generation"] > first["generation"]
+    assert second["session_id"] == session_id
+    assert vendor_session_ids(vendor_project, after) == {session_id}
+    assert after["session"]["workspace"] == crashed["session"]["workspace"]

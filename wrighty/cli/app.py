@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -319,6 +320,27 @@ def queue_command(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False
 def cancel(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Cancel an item that has not finished. Cancelled is final."""
     _operator_move(ctx, services.cancel_item, item_id, as_json)
+
+
+@app.command()
+def requeue(
+    ctx: typer.Context,
+    item_id: ItemId,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Resume the recorded session now (same workspace).")
+    ] = False,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Start over: a new session, same workspace.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Put a needs-attention or retry-scheduled item back to work: --resume or --fresh."""
+    if resume == fresh:
+        raise WrightyError(
+            f"say how item {item_id} starts again: `wrighty requeue {item_id} --resume` "
+            f"(same session) or `wrighty requeue {item_id} --fresh` (new session)"
+        )
+    _operator_move(ctx, functools.partial(services.requeue_item, resume=resume), item_id, as_json)
 
 
 @app.command()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
 
 from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification
@@ -10,6 +12,27 @@ from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Item, RunEnd, Session
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
+from wrighty.domain.times import rfc3339
+
+
+@dataclass(frozen=True)
+class CrashPolicy:
+    """`worker.processCrash` (DESIGN.md): what a process crash leads to."""
+
+    action: Literal["needs-attention", "retry"] = "needs-attention"
+    initial_seconds: float = 120.0
+    multiplier: float = 2.0
+    max_seconds: float = 900.0
+    max_attempts: int = 2  # retries after the first run
+
+    def delay_seconds(self, retry: int) -> float:
+        """The wait before retry number ``retry`` (1-based): initial x multiplier^(n-1),
+        capped at the maximum; never zero, never unbounded."""
+        if retry < 1:
+            raise ValueError("retries are numbered from 1")
+        # Attempts are at most 20 and the multiplier at most 100: the power stays finite.
+        return min(self.initial_seconds * self.multiplier ** (retry - 1), self.max_seconds)
+
 
 _ATTENTION_REASONS = {
     OutcomeClass.TIMEOUT: "the run passed its time limit{limit} and was stopped",
@@ -19,11 +42,25 @@ _ATTENTION_REASONS = {
 
 
 def after_run(
-    item: Item, classification: Classification, run_end: RunEnd, *, timeout_seconds: float
+    item: Item,
+    classification: Classification,
+    run_end: RunEnd,
+    *,
+    timeout_seconds: float,
+    crash_policy: CrashPolicy | None = None,
+    resume_missing: tuple[str, ...] = (),
 ) -> Settlement:
-    """The settlement for a finished run whose claim is still held."""
+    """The settlement for a finished run whose claim is still held. Only a process crash,
+    under a policy that says retry, can lead to a retry; ``resume_missing`` names what the
+    session lacks for a resume (empty when the resume address is complete)."""
     if classification.outcome_class is OutcomeClass.SUCCEEDED:
         return Settlement(ItemState.DONE, process_started=True, run_end=run_end)
+    if (
+        classification.outcome_class is OutcomeClass.PROCESS_CRASH
+        and crash_policy is not None
+        and crash_policy.action == "retry"
+    ):
+        return _after_crash(item, classification, run_end, crash_policy, resume_missing)
     template = _ATTENTION_REASONS.get(
         classification.outcome_class, "the run ended as {cls} ({summary})"
     )
@@ -40,6 +77,53 @@ def after_run(
         reason=f"{reason}; the workspace is kept",
         next_action=f"wrighty show {item.id}",
     )
+
+
+def _after_crash(
+    item: Item,
+    classification: Classification,
+    run_end: RunEnd,
+    policy: CrashPolicy,
+    resume_missing: tuple[str, ...],
+) -> Settlement:
+    crash = f"the agent process crashed ({classification.summary})"
+    if resume_missing:
+        return Settlement(
+            ItemState.NEEDS_ATTENTION,
+            process_started=True,
+            run_end=run_end,
+            reason_code="resume-state-missing",
+            reason=f"{crash}; no retry, as its session cannot be resumed: "
+            + "; ".join(resume_missing),
+            next_action=f"wrighty requeue {item.id} --fresh",
+        )
+    retry = item.crash_retries + 1
+    if retry > policy.max_attempts:
+        return Settlement(
+            ItemState.NEEDS_ATTENTION,
+            process_started=True,
+            run_end=run_end,
+            reason_code="retries-exhausted",
+            reason=f"{crash}; it crashed {retry} times, the first run and "
+            f"{policy.max_attempts} {_plural(policy.max_attempts, 'retry', 'retries')} "
+            "(worker.processCrash.maxAttempts)",
+            next_action=f"wrighty requeue {item.id} --resume",
+        )
+    due = run_end.ended_at + timedelta(seconds=policy.delay_seconds(retry))
+    return Settlement(
+        ItemState.RETRY_SCHEDULED,
+        process_started=True,
+        run_end=run_end,
+        reason_code="process-crash",
+        reason=f"{crash}; retry {retry} of {policy.max_attempts} resumes its session at "
+        f"{rfc3339(due)}",
+        not_before=due,
+        counts_as_crash_retry=True,
+    )
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return one if count == 1 else many
 
 
 def start_failed(item: Item, run_end: RunEnd, *, why: str) -> Settlement:
@@ -84,6 +168,27 @@ def choose_run(
     address is incomplete is never silently run fresh."""
     if claimed_from is not ItemState.RETRY_SCHEDULED or session is None:
         return RunChoice(RunKind.FRESH)
+    missing = resume_gaps(
+        session,
+        installation_id=installation_id,
+        adapter=adapter,
+        can_resume=can_resume,
+        workspace_exists=workspace_exists,
+        transcript_problem=transcript_problem,
+    )
+    return RunChoice(RunKind.RESUME, missing)
+
+
+def resume_gaps(
+    session: Session,
+    *,
+    installation_id: str,
+    adapter: str,
+    can_resume: bool,
+    workspace_exists: bool,
+    transcript_problem: str | None,
+) -> tuple[str, ...]:
+    """What keeps ``session`` from being resumed here (empty: its resume address is complete)."""
     checks = (
         (session.session_id is not None, "no session id was recorded"),
         (session.vendor == adapter, f"the session belongs to {session.vendor}, not {adapter}"),
@@ -92,8 +197,7 @@ def choose_run(
         (can_resume, f"the {adapter} agent cannot resume (no resume command, or resume off)"),
         (transcript_problem is None, transcript_problem or ""),
     )
-    missing = tuple(why for ok, why in checks if not ok)
-    return RunChoice(RunKind.RESUME, missing)
+    return tuple(why for ok, why in checks if not ok)
 
 
 def resume_state_missing(item: Item, missing: tuple[str, ...]) -> Settlement:

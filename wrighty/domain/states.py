@@ -31,10 +31,19 @@ TRANSITIONS: dict[ItemState, frozenset[ItemState]] = {
             ItemState.CANCELLED,
         }
     ),
+    # An operator's `requeue --resume` makes a retry due now (retry-scheduled again).
     ItemState.RETRY_SCHEDULED: frozenset(
-        {ItemState.RUNNING, ItemState.NEEDS_ATTENTION, ItemState.QUEUED, ItemState.CANCELLED}
+        {
+            ItemState.RUNNING,
+            ItemState.RETRY_SCHEDULED,
+            ItemState.NEEDS_ATTENTION,
+            ItemState.QUEUED,
+            ItemState.CANCELLED,
+        }
     ),
-    ItemState.NEEDS_ATTENTION: frozenset({ItemState.QUEUED, ItemState.CANCELLED}),
+    ItemState.NEEDS_ATTENTION: frozenset(
+        {ItemState.QUEUED, ItemState.RETRY_SCHEDULED, ItemState.CANCELLED}
+    ),
     ItemState.DONE: frozenset(),
     ItemState.CANCELLED: frozenset(),
 }

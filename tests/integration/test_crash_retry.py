@@ -1,0 +1,234 @@
+"""worker.processCrash "retry" with real agent processes (examples/agent.py): a crash is
+scheduled, and the due run resumes the same session in the same workspace."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FakeClock
+from wrighty.config import LoadedConfig, check_config_text
+from wrighty.domain.model import Item, NewItem
+from wrighty.domain.outcomes import OutcomeClass, RunKind
+from wrighty.domain.states import ItemState
+from wrighty.store.sqlite import SqliteStore
+from wrighty.worker import Worker, WorkerOptions
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT = [sys.executable, str(ROOT / "examples" / "agent.py")]
+
+
+@dataclass
+class Project:
+    root: Path
+    store: SqliteStore
+    loaded: LoadedConfig
+    clock: FakeClock
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def item(self, body: str) -> Item:
+        new = NewItem("t", body, None, None, None, ItemState.QUEUED)
+        return self.store.create_item(new, at=self.clock(), actor="op")
+
+    def run_once(self, installation_id: str = "inst-a") -> None:
+        worker = Worker(
+            self.store,
+            self.loaded,
+            installation_id=installation_id,
+            emit=self.events.append,
+            now=self.clock,
+        )
+        worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
+
+    def get(self, item_id: int) -> Item:
+        item = self.store.get_item(item_id)
+        assert item is not None
+        return item
+
+
+def make_project(root: Path, clock: FakeClock, **crash: Any) -> Project:
+    root.mkdir(parents=True, exist_ok=True)
+    document = {
+        "worker": {
+            "defaultAgent": "example",
+            "workspaceMode": "directory",
+            "processCrash": {"action": "retry", **crash},
+        },
+        "agents": {"example": {"adapter": "command", "command": AGENT, "resumeCommand": AGENT}},
+    }
+    config, problems = check_config_text(json.dumps(document))
+    assert config is not None, problems
+    (root / "wrighty.json").write_text(json.dumps(document))
+    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
+    return Project(root, store, LoadedConfig(root / "wrighty.json", config), clock)
+
+
+@pytest.fixture
+def project(tmp_path: Path, clock: FakeClock) -> Iterator[Project]:
+    made = make_project(tmp_path / "project", clock)
+    yield made
+    made.store.close()
+
+
+@pytest.mark.parametrize("how", ["kill", "segv"])
+def test_a_crash_is_retried_by_resuming_the_same_session_in_the_same_workspace(
+    project: Project, how: str
+) -> None:
+    item = project.item(f"wrighty-example: crash-{how}-until 1")
+    project.run_once()
+    scheduled = project.get(item.id)
+    assert (scheduled.state, scheduled.reason_code) == (ItemState.RETRY_SCHEDULED, "process-crash")
+    assert scheduled.crash_retries == 1
+    assert scheduled.claimed_by is None
+    assert scheduled.not_before == project.clock() + timedelta(minutes=2)
+    [crashed] = project.store.list_runs(item.id)
+    expected_signal = signal.SIGKILL if how == "kill" else signal.SIGSEGV
+    assert (crashed.outcome_class, crashed.signal) == (OutcomeClass.PROCESS_CRASH, expected_signal)
+    retry_events = [e for e in project.events if e["event"] == "retry-scheduled"]
+    assert retry_events[0]["crash_retries"] == 1
+
+    project.run_once()  # not due yet: nothing is claimed
+    assert project.get(item.id).state is ItemState.RETRY_SCHEDULED
+    assert len(project.store.list_runs(item.id)) == 1
+
+    project.clock.advance(120)
+    project.run_once()
+    done = project.get(item.id)
+    assert done.state is ItemState.DONE
+    first, second = project.store.list_runs(item.id)
+    assert (second.kind, second.outcome_class) == (RunKind.RESUME, OutcomeClass.SUCCEEDED)
+    assert second.generation > first.generation
+    assert second.session_id == first.session_id is not None
+    session = project.store.get_session(item.id)
+    assert session is not None
+    workspace = Path(session.workspace)
+    notes = (workspace / "WRIGHTY_EXAMPLE_NOTES.md").read_text().splitlines()
+    assert len(notes) == 2
+    assert all(f"session_id={first.session_id} " in line for line in notes)
+    assert [e["session_id"] for e in project.events if e["event"] == "resumed"] == [
+        first.session_id
+    ]
+
+
+def test_crashes_beyond_max_attempts_need_attention(project: Project) -> None:
+    item = project.item("wrighty-example: crash-kill-until 9")
+    for _ in range(3):  # the first run and 2 retries
+        project.run_once()
+        project.clock.advance(15 * 60)
+    after = project.get(item.id)
+    assert (after.state, after.reason_code) == (ItemState.NEEDS_ATTENTION, "retries-exhausted")
+    assert "crashed 3 times" in (after.reason or "")
+    runs = project.store.list_runs(item.id)
+    assert [run.kind for run in runs] == [RunKind.FRESH, RunKind.RESUME, RunKind.RESUME]
+    assert {run.outcome_class for run in runs} == {OutcomeClass.PROCESS_CRASH}
+
+
+def test_a_workspace_gone_before_the_retry_is_resume_state_missing(project: Project) -> None:
+    item = project.item("wrighty-example: crash-kill-until 1")
+    project.run_once()
+    session = project.store.get_session(item.id)
+    assert session is not None
+    Path(session.workspace).rename(Path(session.workspace + "-moved"))
+    project.clock.advance(120)
+    project.run_once()
+    after = project.get(item.id)
+    assert (after.state, after.reason_code) == (ItemState.NEEDS_ATTENTION, "resume-state-missing")
+    assert "is gone" in (after.reason or "")
+    assert len(project.store.list_runs(item.id)) == 1  # never a silent fresh session
+
+
+def test_a_due_retry_is_not_taken_by_another_installation(project: Project) -> None:
+    item = project.item("wrighty-example: crash-kill-until 1")
+    project.run_once(installation_id="inst-a")
+    project.clock.advance(120)
+    project.run_once(installation_id="inst-b")
+    assert project.get(item.id).state is ItemState.RETRY_SCHEDULED
+    project.run_once(installation_id="inst-a")
+    assert project.get(item.id).state is ItemState.DONE
+
+
+def test_a_concurrent_reader_never_sees_the_claim_released_without_the_retry(
+    project: Project,
+) -> None:
+    item = project.item("wrighty-example: crash-kill-until 1")
+    seen: set[tuple[str, bool, int, bool]] = set()
+    stop = threading.Event()
+    reader = SqliteStore.open(project.root / ".wrighty" / "wrighty.db")
+
+    def watch() -> None:
+        while not stop.is_set():
+            now = reader.get_item(item.id)
+            assert now is not None
+            seen.add(
+                (
+                    now.state.value,
+                    now.claimed_by is not None,
+                    now.crash_retries,
+                    now.not_before is not None,
+                )
+            )
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        project.run_once()
+    finally:
+        stop.set()
+        watcher.join()
+        reader.close()
+    assert seen <= {
+        ("queued", False, 0, False),
+        ("running", True, 0, False),
+        ("retry-scheduled", False, 1, True),
+    }
+    assert ("retry-scheduled", False, 1, True) in seen
+
+
+KILL_BEFORE_COMMIT = """
+import os, signal, sys
+from wrighty.store import sqlite
+
+real_apply = sqlite.SqliteStore._apply
+
+def apply_then_die(self, connection, change, **kwargs):
+    real_apply(self, connection, change, **kwargs)
+    if change.after.state.value == "retry-scheduled":
+        os.kill(os.getpid(), signal.SIGKILL)  # the worker dies inside the settle transaction
+
+sqlite.SqliteStore._apply = apply_then_die
+from wrighty.cli.app import app
+sys.exit(app(["worker", "start", "--once"]))
+"""
+
+
+def test_a_worker_killed_inside_the_settle_leaves_the_claim_held_for_the_reaper(
+    project: Project, tmp_path: Path
+) -> None:
+    item = project.item("wrighty-example: crash-kill-until 1")
+    script = tmp_path / "die_in_settle.py"
+    script.write_text(textwrap.dedent(KILL_BEFORE_COMMIT))
+    died = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=project.root,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    after = project.get(item.id)
+    # Nothing half done: still running under the dead worker's claim, no retry recorded.
+    assert (after.state, after.crash_retries, after.not_before) == (ItemState.RUNNING, 0, None)
+    assert after.claimed_by is not None
+    [run] = project.store.list_runs(item.id)
+    assert run.ended_at is None
