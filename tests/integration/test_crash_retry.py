@@ -16,12 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from tests.conftest import FakeClock
+from wrighty import services
+from wrighty.cli.render import item_detail_json, print_item_detail
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
+from wrighty.domain.times import rfc3339
 from wrighty.store.sqlite import SqliteStore
 from wrighty.worker import Worker, WorkerOptions
 
@@ -97,6 +101,29 @@ def test_a_crash_is_retried_by_resuming_the_same_session_in_the_same_workspace(
     assert (crashed.outcome_class, crashed.signal) == (OutcomeClass.PROCESS_CRASH, expected_signal)
     retry_events = [e for e in project.events if e["event"] == "retry-scheduled"]
     assert retry_events[0]["crash_retries"] == 1
+
+    shown = item_detail_json(
+        services.item_detail(project.store, item.id), resumable=True, max_attempts=2
+    )
+    assert shown["crash_retry"] == {
+        "retries": 1,
+        "max_attempts": 2,
+        "next_due": rfc3339(scheduled.not_before),
+        "last_crash": {
+            "run_id": crashed.run_id,
+            "ended_at": rfc3339(crashed.ended_at),
+            "exit_code": None,
+            "signal": expected_signal,
+            "summary": f"killed by {signal.Signals(expected_signal).name}",
+        },
+    }
+    console = Console(record=True, width=120)
+    print_item_detail(
+        console, services.item_detail(project.store, item.id), resumable=True, max_attempts=2
+    )
+    text = console.export_text()
+    assert "retries    1 of 2, next due" in text
+    assert f"last crash killed by {signal.Signals(expected_signal).name}" in text
 
     project.run_once()  # not due yet: nothing is claimed
     assert project.get(item.id).state is ItemState.RETRY_SCHEDULED

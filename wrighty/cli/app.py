@@ -294,10 +294,22 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
             env={**os.environ, **_agent_env(app_ctx, detail.item.agent)},
         )
     )
+    max_attempts = _crash_retry_limit(app_ctx)
     if as_json:
-        print_json(console, item_detail_json(detail, resumable=resumable))
+        print_json(
+            console, item_detail_json(detail, resumable=resumable, max_attempts=max_attempts)
+        )
     else:
-        print_item_detail(console, detail, resumable=resumable)
+        print_item_detail(console, detail, resumable=resumable, max_attempts=max_attempts)
+
+
+def _crash_retry_limit(app_ctx: AppContext) -> int | None:
+    """worker.processCrash.maxAttempts when the policy retries; None otherwise or unknown."""
+    try:
+        crash = app_ctx.config().config.worker.process_crash
+    except WrightyError:
+        return None
+    return crash.max_attempts if crash.action == "retry" else None
 
 
 def _agent_env(app_ctx: AppContext, agent: str | None) -> dict[str, str]:

@@ -14,7 +14,8 @@ from wrighty.agents import AgentInfo
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Change, Event, Item, Run, Session
-from wrighty.domain.states import TERMINAL_STATES
+from wrighty.domain.outcomes import OutcomeClass
+from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.services import ItemDetail
 
@@ -91,7 +92,36 @@ def reaped_json(change: Change) -> dict[str, Any]:
     }
 
 
-def item_detail_json(detail: ItemDetail, *, resumable: bool) -> dict[str, Any]:
+def _last_crash(runs: list[Run]) -> Run | None:
+    crashes = [run for run in runs if run.outcome_class is OutcomeClass.PROCESS_CRASH]
+    return crashes[-1] if crashes else None
+
+
+def crash_retry_json(detail: ItemDetail, max_attempts: int | None) -> dict[str, Any] | None:
+    """Where the item stands under worker.processCrash; None when it never crashed."""
+    item, last = detail.item, _last_crash(detail.runs)
+    if last is None and item.crash_retries == 0:
+        return None
+    scheduled = item.state is ItemState.RETRY_SCHEDULED
+    return {
+        "retries": item.crash_retries,
+        "max_attempts": max_attempts,
+        "next_due": rfc3339(item.not_before) if scheduled else None,
+        "last_crash": None
+        if last is None
+        else {
+            "run_id": last.run_id,
+            "ended_at": rfc3339(last.ended_at),
+            "exit_code": last.exit_code,
+            "signal": last.signal,
+            "summary": (last.diagnostic or "").split("\n", 1)[0],
+        },
+    }
+
+
+def item_detail_json(
+    detail: ItemDetail, *, resumable: bool, max_attempts: int | None = None
+) -> dict[str, Any]:
     item = detail.item
     return {
         **item_summary_json(item),
@@ -103,6 +133,7 @@ def item_detail_json(detail: ItemDetail, *, resumable: bool) -> dict[str, Any]:
         "reason": item.reason,
         "next_action": item.next_action,
         "crash_retries": item.crash_retries,
+        "crash_retry": crash_retry_json(detail, max_attempts),
         "requeues": item.requeues,
         "session": session_json(detail.session, resumable=resumable) if detail.session else None,
         "runs": [run_json(run) for run in detail.runs],
@@ -149,7 +180,9 @@ def items_table(items: list[Item]) -> Table:
     return table
 
 
-def print_item_detail(console: Console, detail: ItemDetail, *, resumable: bool) -> None:
+def print_item_detail(
+    console: Console, detail: ItemDetail, *, resumable: bool, max_attempts: int | None = None
+) -> None:
     item = detail.item
     heading = Text(f"Item {item.id}  ", style="bold")
     heading.append_text(styled_state(item.state.value))
@@ -174,6 +207,14 @@ def print_item_detail(console: Console, detail: ItemDetail, *, resumable: bool) 
         fields.append(("reason", f"{item.reason_code}: {item.reason or ''}".rstrip(": ")))
     if item.next_action:
         fields.append(("next", item.next_action))
+    retry = crash_retry_json(detail, max_attempts)
+    if retry is not None:
+        of = f" of {max_attempts}" if max_attempts is not None else ""
+        due = f", next due {_local(item.not_before)}" if retry["next_due"] else ""
+        fields.append(("retries", f"{retry['retries']}{of}{due}"))
+        if retry["last_crash"]:
+            crash = retry["last_crash"]
+            fields.append(("last crash", f"{crash['summary']} ({crash['run_id']})"))
     if detail.session:
         session = detail.session
         fields.append(
