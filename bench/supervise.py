@@ -35,10 +35,10 @@ from wrighty.store.sqlite import SqliteStore
 from wrighty.worker import Worker, WorkerOptions
 
 
-def make_project(root: Path, command: list[str]) -> tuple[SqliteStore, LoadedConfig]:
+def make_project(root: Path, command: list[str], **worker: Any) -> tuple[SqliteStore, LoadedConfig]:
     document = {
-        "worker": {"defaultAgent": "bench"},
-        "agents": {"bench": {"adapter": "command", "command": command}},
+        "worker": {"defaultAgent": "bench", **worker},
+        "agents": {"bench": {"adapter": "command", "command": command, "resumeCommand": command}},
     }
     config, problems = check_config_text(json.dumps(document))
     assert config is not None, problems
@@ -78,28 +78,50 @@ def wrighty_loop(runs: int, scratch: Path) -> float:
 
 def exit_latencies(runs: int, scratch: Path) -> list[float]:
     """Seconds from each agent's last act to its settled row, for ``runs`` runs."""
-    root = scratch / "latency"
+    return settle_latencies(runs, scratch / "latency", "exit", "settled")
+
+
+# The agent's last act: print the clock, then end (exit 0, or die by SIGKILL).
+_LAST_ACT = {
+    "exit": "import time\nprint(repr(time.time()), flush=True)\n",
+    "crash": (
+        "import os, signal, time\nprint(repr(time.time()), flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    ),
+}
+
+
+def settle_latencies(
+    runs: int, root: Path, ending: str, event_name: str, **worker: Any
+) -> list[float]:
+    """Seconds from each agent's last act (``ending``: "exit" or "crash") to the moment the
+    worker reported ``event_name`` for its item (emitted right after the row is committed)."""
     root.mkdir()
     agent = root / "agent.py"
-    agent.write_text("import time\nprint(repr(time.time()), flush=True)\n")
-    store, loaded = make_project(root, [sys.executable, "-S", str(agent)])
+    agent.write_text(_LAST_ACT[ending])
+    store, loaded = make_project(root, [sys.executable, "-S", str(agent)], **worker)
     queue_items(store, root, runs)
-    settled_at: dict[int, float] = {}
+    committed_at: dict[int, float] = {}
 
     def on_event(event: dict[str, Any]) -> None:
-        if event["event"] == "settled":
-            settled_at[event["item_id"]] = time.time()
+        if event["event"] == event_name:
+            committed_at[event["item_id"]] = time.time()
 
-    worker = Worker(store, loaded, installation_id="inst-bench", emit=on_event)
-    worker.run(WorkerOptions(max_items=runs, stop_grace_seconds=1))
+    worker_ = Worker(store, loaded, installation_id="inst-bench", emit=on_event)
+    worker_.run(WorkerOptions(max_items=runs, stop_grace_seconds=1))
     latencies = []
     for item in store.list_items():
         [run] = store.list_runs(item.id)
         log = root / ".wrighty" / "runs" / str(item.id) / run.run_id / "stdout.log"
-        exited_at = float(log.read_text().split()[0])
-        latencies.append(settled_at[item.id] - exited_at)
+        ended_at = float(log.read_text().split()[0])
+        latencies.append(committed_at[item.id] - ended_at)
     store.close()
     return latencies
+
+
+def percentiles(latencies: list[float]) -> tuple[float, float]:
+    ordered = sorted(latencies)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
 def idle_worker(seconds: float, scratch: Path) -> tuple[float, float]:
@@ -143,9 +165,8 @@ def main() -> None:
             f"overhead {(supervised - bare) * 1000:.2f} ms/run, ratio {supervised / bare:.1f}x",
             flush=True,
         )
-        latencies = sorted(exit_latencies(args.latency_runs, scratch))
-        p50 = statistics.median(latencies)
-        p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+        latencies = exit_latencies(args.latency_runs, scratch)
+        p50, p99 = percentiles(latencies)
         print(
             f"exit to settled row over {len(latencies)} runs: p50 {p50 * 1000:.2f} ms, "
             f"p99 {p99 * 1000:.2f} ms",
