@@ -198,3 +198,58 @@ def test_a_transcript_path_outside_the_vendor_folder_is_refused(tmp_path: Path) 
     (folder / "abc.jsonl").write_text("{}\n")
     found = VENDORS["claude"].transcript("abc", workspace, {"HOME": str(home)})
     assert found == (folder / "abc.jsonl").resolve()
+
+
+CODEX = SAMPLES / "codex-0.169.0"
+GEMINI = SAMPLES / "gemini-cli-0.61.0"
+
+
+@pytest.mark.parametrize(
+    ("sample", "expected"),
+    [
+        ("ok", (OutcomeClass.SUCCEEDED, Confidence.AUTHORITATIVE)),
+        ("api-401", (OutcomeClass.AUTH, Confidence.INFERRED)),
+        ("api-403", (OutcomeClass.PERMISSION, Confidence.INFERRED)),
+        ("api-429", (OutcomeClass.RATE_LIMITED, Confidence.INFERRED)),
+        ("api-429-quota", (OutcomeClass.BILLING, Confidence.INFERRED)),
+        ("api-400-context", (OutcomeClass.CONTEXT_LIMIT, Confidence.INFERRED)),
+        ("api-500", (OutcomeClass.PROVIDER_UNAVAILABLE, Confidence.INFERRED)),
+    ],
+)
+def test_codex_samples_classify_from_their_terminal_events(
+    sample: str, expected: tuple[OutcomeClass, Confidence]
+) -> None:
+    data = (CODEX / f"{sample}.jsonl").read_bytes()
+    reader = read("codex", data)
+    result = reader.classify(exit_code_of(CODEX / f"{sample}.exit"))
+    assert (result.outcome_class, result.confidence) == expected
+    assert reader.session_id == json.loads(data.splitlines()[0])["thread_id"]
+
+
+@pytest.mark.parametrize(
+    ("sample", "expected"),
+    [
+        ("ok", (OutcomeClass.SUCCEEDED, Confidence.AUTHORITATIVE)),
+        # The HTTP status is in the error message and (modulo 256) in the exit code.
+        ("api-401", (OutcomeClass.AUTH, Confidence.AUTHORITATIVE)),
+        ("api-403", (OutcomeClass.PERMISSION, Confidence.AUTHORITATIVE)),
+        ("api-429", (OutcomeClass.RATE_LIMITED, Confidence.INFERRED)),
+        ("api-500", (OutcomeClass.PROVIDER_UNAVAILABLE, Confidence.AUTHORITATIVE)),
+        # Exit 0, but the result says error: no success.
+        ("empty-answer", (OutcomeClass.AGENT_FAILURE, Confidence.INFERRED)),
+    ],
+)
+def test_gemini_samples_classify_from_result_and_exit_code(
+    sample: str, expected: tuple[OutcomeClass, Confidence]
+) -> None:
+    data = (GEMINI / f"{sample}.stream.jsonl").read_bytes()
+    reader = read("gemini", data)
+    result = reader.classify(exit_code_of(GEMINI / f"{sample}.exit"))
+    assert (result.outcome_class, result.confidence) == expected
+    assert reader.session_id == json.loads(data.splitlines()[0])["session_id"]
+
+
+def test_gemini_that_exits_0_without_its_result_crashed() -> None:
+    first = (GEMINI / "ok.stream.jsonl").read_bytes().splitlines()[0]
+    result = read("gemini", first).classify(0)  # SIGTERM from elsewhere: exit 0, no result
+    assert result.outcome_class is OutcomeClass.PROCESS_CRASH

@@ -120,7 +120,7 @@ _FAILURE_PATTERNS: tuple[tuple[OutcomeClass, re.Pattern[str]], ...] = (
     (
         OutcomeClass.PROVIDER_UNAVAILABLE,
         re.compile(
-            r"\b5\d\d\b|overloaded|unavailable|internal server error|bad gateway|"
+            r"\b5\d\d\b|overloaded|unavailable|internal server error|bad gateway|high demand|"
             r"gateway timeout|stream disconnected|error sending request|connection (refused|reset)",
             re.IGNORECASE,
         ),

@@ -1,15 +1,21 @@
-"""Gemini CLI (`gemini --output-format stream-json`), task on stdin.
+"""Gemini CLI (`gemini --output-format stream-json --skip-trust`), task on stdin.
 
-- The session id is learned from the `init` event's `session_id` (also on the JSON error object
-  that a failed start prints).
-- A resume is `--resume <id>`.
-- The terminal record is the `result` event (`status` "success" or "error"); Gemini's exit codes
-  are structured facts of their own: 41 authentication, 42 bad input, 44 sandbox, 52 config,
-  53 turn limit, 54 tool execution, 130 interrupted.
+- Headless because stdin is not a terminal; `--skip-trust` keeps it from refusing a workspace
+  it has not seen (exit 55).
+- The session id is chosen by wrighty (`--session-id <uuid>`); a resume is `--resume <id>`.
+- The terminal record is the `result` event (`status` "success" or "error"). Exit 0 without it
+  (the CLI exits 0 on SIGTERM) is no success.
+- Its exit codes are structured facts: 41 authentication, 42 bad input, 44 sandbox, 52 config,
+  53 turn limit, 54 tool execution, 55 untrusted workspace, 130 cancelled; an API error exits
+  with its HTTP status modulo 256 (401 -> 145, 429 -> 173), with the status in the message.
+- The transcript is `<$GEMINI_CLI_HOME or ~>/.gemini/tmp/<project>/chats/session-<time>-<first
+  8 characters of the id>.jsonl`, whose first record names the session and the workspace's
+  sha256 (`projectHash`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,6 +33,7 @@ from wrighty.vendors.base import (
     inside,
     json_record,
     no_terminal_record,
+    status_class,
     text_of,
     verdict,
 )
@@ -39,8 +46,12 @@ _EXIT_CODES = {
     52: (OutcomeClass.AGENT_FAILURE, "configuration error (exit 52)"),
     53: (OutcomeClass.AGENT_FAILURE, "the session reached its turn limit (exit 53)"),
     54: (OutcomeClass.AGENT_FAILURE, "a tool failed (exit 54)"),
+    55: (OutcomeClass.AGENT_FAILURE, "the workspace is not trusted (exit 55)"),
 }
 _SESSION_ID_TEXT = re.compile(rb'"session_id"\s*:\s*"([^"]{1,128})"')
+# The HTTP status inside an API error's message: {"error":{"code":401,...}}.
+_API_CODE = re.compile(r'"code\\?"\s*:\s*([1-5]\d\d)\b')
+_FIRST_LINE_LIMIT = 64 * 1024
 
 
 class GeminiReader(Reader):
@@ -77,41 +88,58 @@ class GeminiReader(Reader):
             return verdict(
                 OutcomeClass.PROCESS_CRASH,
                 Confidence.INFERRED,
-                "gemini was interrupted (exit 130) by something other than wrighty",
+                "gemini was cancelled (exit 130) by something other than wrighty",
             )
         if self.status == "success":
             confidence = Confidence.AUTHORITATIVE if exit_code == 0 else Confidence.INFERRED
             return verdict(OutcomeClass.SUCCEEDED, confidence, "gemini: success")
+        api_class = self._api_status_class(exit_code)
+        if api_class is not None:
+            return verdict(api_class, Confidence.AUTHORITATIVE, f"gemini: {self.error}")
         if self.status is not None or (exit_code != 0 and self.error):
             return failed_with_text(
                 "gemini", self.error or "error", exit_code, otherwise=OutcomeClass.AGENT_FAILURE
             )
         return no_terminal_record("gemini", "result event", exit_code)
 
+    def _api_status_class(self, exit_code: int | None) -> OutcomeClass | None:
+        """The class of an API error whose HTTP status both the message and the exit code
+        (status modulo 256) state."""
+        found = _API_CODE.search(self.error or "")
+        if found is None or exit_code is None:
+            return None
+        status = int(found.group(1))
+        return status_class(status) if status % 256 == exit_code else None
+
 
 class Gemini(Vendor):
     name = "gemini"
     default_executable = "gemini"
+    preassigns_session = True
     permission_flags = PermissionFlags(
         workspace=("--approval-mode", "auto_edit"),
         full=("--approval-mode", "yolo"),
     )
-    _headless = ("--output-format", "stream-json")
+    _headless = ("--output-format", "stream-json", "--skip-trust")
 
     def start_argv(
         self, executable: str, session_id: str | None, extra: Sequence[str]
     ) -> list[str]:
-        return [executable, *self._headless, *extra]
+        fixed = ["--session-id", checked_session_id(session_id)] if session_id else []
+        return [executable, *self._headless, *fixed, *extra]
 
     def resume_argv(self, executable: str, session_id: str, extra: Sequence[str]) -> list[str]:
         return [executable, *self._headless, "--resume", checked_session_id(session_id), *extra]
 
     def transcript(self, session_id: str, workspace: Path, env: Mapping[str, str]) -> Path | None:
         checked_session_id(session_id)
-        root = home_dir(env) / ".gemini" / "tmp"
-        for candidate in sorted(root.glob("*/chats/session-*.json")):
+        home = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home_dir(env)
+        root = home / ".gemini" / "tmp"
+        project_hash = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()
+        for candidate in sorted(root.glob(f"*/chats/session-*-{session_id[:8]}.jsonl")):
             path = inside(candidate, root)
-            if _mentions(path, session_id):
+            first = _first_record(path)
+            if first.get("sessionId") == session_id and first.get("projectHash") == project_hash:
                 return path
         return None
 
@@ -119,10 +147,9 @@ class Gemini(Vendor):
         return GeminiReader()
 
 
-def _mentions(path: Path, session_id: str) -> bool:
+def _first_record(path: Path) -> dict[str, object]:
     try:
         with path.open("rb") as handle:
-            head = handle.read(4096)
+            return json_record(handle.readline(_FIRST_LINE_LIMIT)) or {}
     except OSError:
-        return False
-    return f'"sessionId": "{session_id}"'.encode() in head or session_id.encode() in head
+        return {}
