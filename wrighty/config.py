@@ -100,6 +100,35 @@ class WorkerSettings(_Section):
         "per item, or a folder per item.",
     )
     process_crash: ProcessCrashPolicy = Field(default_factory=ProcessCrashPolicy)
+    label: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9._-]{1,40}$",
+        description="A name for this project's workers in `wrighty workers` and `status` "
+        "(letters, digits, '.', '_', '-'). wrighty never uses host or user names.",
+    )
+    registry_retention_hours: float = Field(
+        24, gt=0, le=8760, description="Forget registered workers silent for this long."
+    )
+
+
+class StatusSettings(_Section):
+    """Health thresholds of `wrighty status`; a command-line option overrides each."""
+
+    max_queue_wait_seconds: float | None = Field(
+        None, gt=0, description="Unhealthy when an item has waited longer than this."
+    )
+    min_workers: int | None = Field(
+        None, ge=0, le=10000, description="Unhealthy with fewer live workers than this."
+    )
+    worker_max_age_seconds: float = Field(
+        60, gt=0, le=86400, description="A worker is live if its heartbeat is this recent."
+    )
+    max_expired_leases: int | None = Field(
+        None, ge=0, description="Unhealthy with more running items whose lease expired."
+    )
+    max_needs_attention: int | None = Field(
+        None, ge=0, description="Unhealthy with more items waiting for a person."
+    )
 
 
 class AgentSettings(_Section):
@@ -139,6 +168,7 @@ class WrightyConfig(_Section):
     schema_version: Literal[1] = Field(SCHEMA_VERSION, description="Version of this file's layout.")
     store: StoreSettings = Field(default_factory=StoreSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    status: StatusSettings = Field(default_factory=StatusSettings)
     agents: dict[str, AgentSettings] = Field(
         default_factory=dict,
         description="Per-agent settings, keyed by the name items use.",

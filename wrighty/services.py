@@ -13,12 +13,16 @@ from datetime import datetime
 from pathlib import Path
 
 from wrighty.domain.claims import release
+from wrighty.domain.health import Liveness, QueueFigures, Thresholds, WorkerRow, liveness
+from wrighty.domain.health import Problem as HealthProblem
+from wrighty.domain.health import problems as health_problems
 from wrighty.domain.model import Change, Event, Item, NewItem, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition, validate_new_item
 from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError
 from wrighty.store.port import Store
+from wrighty.supervisor.process import same_process_running
 from wrighty.vendors import VENDORS
 from wrighty.vendors.base import VendorError
 
@@ -58,6 +62,40 @@ def item_detail(store: Store, item_id: int) -> ItemDetail:
         runs=store.list_runs(item_id),
         events=store.list_events(item_id),
     )
+
+
+@dataclass(frozen=True)
+class WaitingItem:
+    """An item in needs-attention: since when it has waited for a person, after how many runs."""
+
+    item: Item
+    since: datetime
+    attempts: int
+
+
+def items_needing_attention(store: Store) -> list[WaitingItem]:
+    """Every needs-attention item, the one that has waited longest first."""
+    waiting = []
+    for item in store.list_items([ItemState.NEEDS_ATTENTION]):
+        events = store.list_events(item.id)
+        since = events[-1].at if events else item.updated_at
+        waiting.append(WaitingItem(item, since, len(store.list_runs(item.id))))
+    return sorted(waiting, key=lambda entry: (entry.since, entry.item.id))
+
+
+def find_run(store: Store, item_id: int, attempt: int | None) -> Run:
+    """The item's run with this attempt number; its last run when ``attempt`` is None."""
+    item = require_item(store, item_id)
+    runs = store.list_runs(item_id)
+    if not runs:
+        raise NotFoundError(f"item {item_id} has no runs yet (it is {item.state})")
+    if attempt is None:
+        return max(runs, key=lambda run: run.attempt)
+    for run in runs:
+        if run.attempt == attempt:
+            return run
+    numbers = ", ".join(str(run.attempt) for run in runs)
+    raise NotFoundError(f"item {item_id} has no run {attempt} (its runs: {numbers})")
 
 
 def resume_address_complete(
@@ -188,3 +226,66 @@ def _apply(store: Store, item_id: int, plan: Plan) -> Item:
         if store.write_transition(change):
             return change.after
     raise ConflictError(f"item {item_id} kept changing while this command ran; try again")
+
+
+# -- health -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    row: WorkerRow
+    liveness: Liveness
+    heartbeat_age_seconds: float
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    checked_at: datetime
+    figures: QueueFigures
+    workers: list[WorkerView]
+    thresholds: Thresholds
+    worker_max_age_seconds: float
+    problems: list[HealthProblem]
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+    @property
+    def live_workers(self) -> int:
+        return sum(view.liveness is Liveness.LIVE for view in self.workers)
+
+
+def worker_views(
+    store: Store, *, now: datetime, max_age_seconds: float, installation_id: str
+) -> list[WorkerView]:
+    """Every registered worker with its liveness; a row of this installation whose process is
+    gone (or whose pid now belongs to another process) is dead."""
+    views = []
+    for row in store.list_workers():
+        running = (
+            same_process_running(row.pid, row.process_started_at)
+            if row.installation_id == installation_id
+            else None
+        )
+        state = liveness(row, now=now, max_age_seconds=max_age_seconds, process_running=running)
+        age = max(0.0, (now - row.last_heartbeat_at).total_seconds())
+        views.append(WorkerView(row, state, age))
+    return views
+
+
+def status_report(
+    store: Store,
+    *,
+    now: datetime,
+    thresholds: Thresholds,
+    worker_max_age_seconds: float,
+    installation_id: str,
+) -> StatusReport:
+    figures = store.queue_figures(now=now)
+    workers = worker_views(
+        store, now=now, max_age_seconds=worker_max_age_seconds, installation_id=installation_id
+    )
+    live = sum(view.liveness is Liveness.LIVE for view in workers)
+    found = health_problems(figures, now=now, live_workers=live, thresholds=thresholds)
+    return StatusReport(now, figures, workers, thresholds, worker_max_age_seconds, found)

@@ -21,9 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wrighty import services
+import psutil
+
+from wrighty import __version__, services
 from wrighty.agents import AgentPlan, plan_agent
-from wrighty.config import LoadedConfig
+from wrighty.config import LoadedConfig, WorkerSettings
 from wrighty.domain import decisions
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, RenewOutcome, settle
 from wrighty.domain.classify import (
@@ -32,11 +34,13 @@ from wrighty.domain.classify import (
     StopReason,
     classify_exit,
 )
+from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.errors import WrightyError
+from wrighty.registry import Heartbeat
 from wrighty.store.port import Store
 from wrighty.supervisor.process import (
     AgentProcess,
@@ -138,6 +142,7 @@ class Worker:
         self._stop_requested = threading.Event()
         self._wake = threading.Event()  # the claim loop's: a slot freed up, or stop
         self._slot_wakes: set[threading.Event] = set()
+        self._running_items: set[int] = set()
         self._slot_lock = threading.Lock()
         settings = self._config.worker
         crash = settings.process_crash
@@ -152,6 +157,39 @@ class Worker:
             lease_seconds=settings.lease_seconds,
             default_timeout_seconds=settings.item_timeout_minutes * 60,
         )
+        self._heartbeat = self._heartbeat_for(settings)
+
+    def _heartbeat_for(self, settings: WorkerSettings) -> Heartbeat:
+        started = self._now()
+        identity = WorkerRow(
+            worker_id=self.worker_id,
+            label=settings.label,
+            installation_id=self._installation_id,
+            pid=os.getpid(),
+            process_started_at=psutil.Process().create_time(),
+            version=__version__,
+            state=WorkerState.IDLE,
+            items=(),
+            started_at=started,
+            last_heartbeat_at=started,
+        )
+        return Heartbeat(
+            self._store,
+            identity,
+            interval_seconds=settings.heartbeat_seconds,
+            retention_seconds=settings.registry_retention_hours * 3600,
+            now=self._now,
+        )
+
+    def _beat(self, *, force: bool = False) -> None:
+        """The worker's own heartbeat in the registry (throttled, best effort)."""
+        with self._slot_lock:
+            items = tuple(sorted(self._running_items))
+        if self._stop_requested.is_set():
+            state = WorkerState.STOPPING
+        else:
+            state = WorkerState.RUNNING if items else WorkerState.IDLE
+        self._heartbeat.beat(state, items, force=force)
 
     def request_stop(self) -> None:
         """Stop claiming; stop the running agents and settle them (safe in a signal handler)."""
@@ -173,6 +211,7 @@ class Worker:
                 f"or set agents.{agent_name}.{where} in wrighty.json"
             )
         self._emit("started", agent=agent_name, installation_id=self._installation_id)
+        self._beat(force=True)
         claimed_count = 0
         slots: list[threading.Thread] = []
         idle_since = time.monotonic()
@@ -180,6 +219,7 @@ class Worker:
             options.max_items is None or claimed_count < options.max_items
         ):
             slots = [slot for slot in slots if slot.is_alive()]
+            self._beat()
             claimed = None
             if len(slots) < self._slot_limit(options) and self._workspace_free():
                 services.reap_expired(
@@ -210,9 +250,14 @@ class Worker:
         return claimed_count
 
     def _wind_down(self, slots: list[threading.Thread]) -> None:
-        """Wait for the running items to settle, then let go of the project directory."""
+        """Wait for the running items to settle (heartbeats go on), then let go of the project
+        directory and of the registry."""
+        self._beat(force=self._stop_requested.is_set())
         for slot in slots:
-            slot.join()
+            while slot.is_alive():
+                slot.join(self._config.worker.poll_seconds)
+                self._beat()
+        self._heartbeat.stop()
         if self._current_lock is not None:
             self._current_lock.release()
 
@@ -241,11 +286,13 @@ class Worker:
             wake = threading.Event()
             with self._slot_lock:
                 self._slot_wakes.add(wake)
+                self._running_items.add(claimed.id)
             try:
                 self._work_on(claimed, plan, options, wake)
             finally:
                 with self._slot_lock:
                     self._slot_wakes.discard(wake)
+                    self._running_items.discard(claimed.id)
                 self._wake.set()
 
         slot = threading.Thread(target=work, name=f"item-{claimed.id}")

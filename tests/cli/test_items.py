@@ -10,8 +10,8 @@ from tests.cli.conftest import wrighty
 SHOW_KEYS = {
     "id", "title", "state", "agent", "generation", "reason_code", "queued_at", "not_before",
     "created_at", "updated_at", "body", "timeout_seconds", "workspace", "claimed_by",
-    "lease_expires_at", "reason", "next_action", "crash_retries", "requeues", "session",
-    "runs", "events",
+    "lease_expires_at", "reason", "next_action", "crash_retries", "crash_retry", "requeues",
+    "session", "runs", "events",
 }  # fmt: skip
 
 
@@ -154,3 +154,15 @@ def test_help_and_version(project: Path) -> None:
         result = wrighty(*command, "--help")
         assert result.exit_code == 0, command
         assert "Usage" in result.stdout
+
+
+def test_titles_and_reasons_are_printed_as_written_never_as_markup(initialised: Path) -> None:
+    created = wrighty("create", "--title", "fix [/bold] and [red]this[/red]", "--body", "b")
+    assert created.exit_code == 0, created.output
+    listed = wrighty("list")
+    assert listed.exit_code == 0, listed.output
+    assert "fix [/bold] and [red]this[/red]" in listed.output
+    cancelled = wrighty("cancel", "1")
+    assert cancelled.exit_code == 0, cancelled.output
+    shown = wrighty("show", "1")
+    assert shown.exit_code == 0, shown.output

@@ -160,6 +160,15 @@ def test_crashes_beyond_max_attempts_need_attention(project: Project) -> None:
     assert [run.kind for run in runs] == [RunKind.FRESH, RunKind.RESUME, RunKind.RESUME]
     assert {run.outcome_class for run in runs} == {OutcomeClass.PROCESS_CRASH}
 
+    # An operator starts it over: a new session, a new retry budget.
+    requeued = services.requeue_item(project.store, item.id, resume=False, now=project.clock())
+    assert (requeued.state, requeued.crash_retries) == (ItemState.QUEUED, 0)
+    project.run_once()
+    fresh = project.store.list_runs(item.id)[-1]
+    assert fresh.kind is RunKind.FRESH
+    assert fresh.session_id != runs[0].session_id
+    assert project.get(item.id).state is ItemState.RETRY_SCHEDULED
+
 
 def test_a_workspace_gone_before_the_retry_is_resume_state_missing(project: Project) -> None:
     item = project.item("wrighty-example: crash-kill-until 1")

@@ -116,7 +116,7 @@ def test_minutes_accept_fractions() -> None:
             {"worker": {"leaseSecs": 30}},
             "worker.leaseSecs: unknown key (allowed here: leaseSeconds, heartbeatSeconds, "
             "itemTimeoutMinutes, pollSeconds, concurrency, defaultAgent, maxRequeues, "
-            "workspaceMode, processCrash)",
+            "workspaceMode, processCrash, label, registryRetentionHours)",
         ),
         (
             {"worker": {"processCrash": {"retries": 3}}},
@@ -125,7 +125,8 @@ def test_minutes_accept_fractions() -> None:
         ),
         (
             {"color": "blue"},
-            "color: unknown key (allowed here: $schema, schemaVersion, store, worker, agents)",
+            "color: unknown key (allowed here: $schema, schemaVersion, store, worker, status, "
+            "agents)",
         ),
         (
             {"agents": {"helper": {}}},

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -17,19 +18,30 @@ from rich.console import Console
 from wrighty import __version__, services
 from wrighty.agents import describe_agent, plan_agent, probe_agent
 from wrighty.cli.context import AppContext
+from wrighty.cli.health import (
+    status_json,
+    status_prometheus,
+    status_view,
+    watch_status,
+    worker_json,
+    workers_table,
+)
 from wrighty.cli.render import (
     agent_json,
     agents_table,
+    attention_table,
     item_detail_json,
     item_summary_json,
     items_table,
     print_item_detail,
     print_json,
     reaped_json,
+    waiting_item_json,
 )
 from wrighty.config import (
     CONFIG_FILENAME,
     DEFAULT_STORE_URL,
+    STATE_DIRNAME,
     WrightyConfig,
     check_config_text,
     config_json_schema,
@@ -37,6 +49,7 @@ from wrighty.config import (
 )
 from wrighty.domain.classify import AgentReport
 from wrighty.domain.durations import parse_duration
+from wrighty.domain.health import Thresholds
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.redact import redact
@@ -49,6 +62,14 @@ from wrighty.project import (
     ensure_gitignored,
     write_json_file,
     write_schema_copy,
+)
+from wrighty.runlogs import (
+    LogReader,
+    Stream,
+    check_logs_here,
+    follow_output,
+    print_output,
+    run_log_dir,
 )
 from wrighty.store import open_store, parse_store_url
 from wrighty.supervisor.linux import become_subreaper
@@ -262,13 +283,27 @@ def list_items(
         list[str] | None,
         typer.Option("--state", help="Only items in this state (repeatable)."),
     ] = None,
+    attention: Annotated[
+        bool,
+        typer.Option(
+            "--attention",
+            help="Only needs-attention items, longest waiting first (= --state needs-attention).",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """List items, oldest first."""
+    """List items, oldest first; needs-attention items alone: longest waiting first."""
     try:
         states = [parse_state(s) for s in state or []]
     except ValueError as error:
         raise WrightyError(f"--state: {error}") from None
+    if attention:
+        if any(s is not ItemState.NEEDS_ATTENTION for s in states):
+            raise WrightyError("--attention lists needs-attention items only; leave out --state")
+        states = [ItemState.NEEDS_ATTENTION]
+    if set(states) == {ItemState.NEEDS_ATTENTION}:
+        _list_needing_attention(_context(ctx), as_json)
+        return
     with _context(ctx).store() as store:
         items = store.list_items(states)
     if as_json:
@@ -277,6 +312,17 @@ def list_items(
         typer.echo("no items" + (f" in state {', '.join(states)}" if states else ""))
     else:
         console.print(items_table(items))
+
+
+def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:
+    with app_ctx.store() as store:
+        waiting = services.items_needing_attention(store)
+    if as_json:
+        print_json(console, [waiting_item_json(entry) for entry in waiting])
+    elif not waiting:
+        typer.echo(f"no items in state {ItemState.NEEDS_ATTENTION}")
+    else:
+        console.print(attention_table(waiting))
 
 
 @app.command()
@@ -320,6 +366,66 @@ def _agent_env(app_ctx: AppContext, agent: str | None) -> dict[str, str]:
         return plan_agent(config, agent or config.worker.default_agent).env
     except WrightyError:
         return {}
+
+
+class LogStreams(StrEnum):
+    STDOUT = "stdout"
+    STDERR = "stderr"
+    BOTH = "both"
+
+
+_LOG_FILES: dict[LogStreams, tuple[Stream, ...]] = {
+    LogStreams.STDOUT: ("stdout",),
+    LogStreams.STDERR: ("stderr",),
+    LogStreams.BOTH: ("stdout", "stderr"),
+}
+FOLLOW_POLL_SECONDS = 0.5
+
+
+@app.command()
+def logs(
+    ctx: typer.Context,
+    item_id: ItemId,
+    run: Annotated[
+        int | None,
+        typer.Option("--run", min=1, help="The run's attempt number (default: the last run)."),
+    ] = None,
+    follow: Annotated[
+        bool,
+        typer.Option("--follow", "-f", help="Keep printing new output until the run ends."),
+    ] = False,
+    stream: Annotated[
+        LogStreams,
+        typer.Option("--stream", help="The agent's stdout, its stderr, or both."),
+    ] = LogStreams.BOTH,
+) -> None:
+    """Print a run's captured output with secrets redacted (stderr's on standard error)."""
+    app_ctx = _context(ctx)
+    state_dir = app_ctx.config().root / STATE_DIRNAME
+    with app_ctx.store() as store:
+        chosen = services.find_run(store, item_id, run)
+        log_dir = run_log_dir(state_dir, chosen)
+        check_logs_here(chosen, log_dir, installation_id=installation_id())
+        readers = [LogReader(log_dir / f"{name}.log", name) for name in _LOG_FILES[stream]]
+        if not follow:
+            print_output(readers, final=chosen.ended_at is not None, write=_write_output)
+            return
+
+        def run_open() -> bool:
+            current = store.get_run(chosen.run_id)
+            return current is not None and current.ended_at is None
+
+        follow_output(
+            readers,
+            run_open=run_open,
+            write=_write_output,
+            sleep=app_ctx.sleep,
+            interval=FOLLOW_POLL_SECONDS,
+        )
+
+
+def _write_output(stream: Stream, text: str) -> None:
+    typer.echo(text, nl=False, err=stream == "stderr")
 
 
 @app.command("queue")
@@ -495,6 +601,122 @@ def _stop_on_signals(worker: Worker) -> list[int]:
     signal.signal(signal.SIGINT, handle)
     signal.signal(signal.SIGTERM, handle)
     return received
+
+
+# -- health -----------------------------------------------------------------------------------
+
+
+def _seconds_option(name: str, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as error:
+        raise WrightyError(f"{name}: {error}") from None
+
+
+WorkerMaxAge = Annotated[
+    str | None,
+    typer.Option(
+        "--worker-max-age",
+        help="A worker is live if its heartbeat is this recent, e.g. 60s "
+        "(default: status.workerMaxAgeSeconds).",
+    ),
+]
+
+
+@app.command()
+def workers(
+    ctx: typer.Context, worker_max_age: WorkerMaxAge = None, as_json: JsonFlag = False
+) -> None:
+    """The registered workers, with their liveness."""
+    max_age = _seconds_option("--worker-max-age", worker_max_age)
+    app_ctx = _context(ctx)
+    settings = app_ctx.config().config.status
+    with app_ctx.store() as store:
+        views = services.worker_views(
+            store,
+            now=app_ctx.now(),
+            max_age_seconds=max_age or settings.worker_max_age_seconds,
+            installation_id=installation_id(),
+        )
+    if as_json:
+        print_json(console, [worker_json(view) for view in views])
+    elif views:
+        console.print(workers_table(views))
+    else:
+        typer.echo("no registered workers")
+
+
+@app.command()
+def status(
+    ctx: typer.Context,
+    max_queue_wait: Annotated[
+        str | None, typer.Option("--max-queue-wait", help="Unhealthy if an item waited longer.")
+    ] = None,
+    min_workers: Annotated[
+        int | None, typer.Option("--min-workers", min=0, help="Unhealthy with fewer live workers.")
+    ] = None,
+    worker_max_age: WorkerMaxAge = None,
+    max_expired_leases: Annotated[
+        int | None,
+        typer.Option("--max-expired-leases", min=0, help="Unhealthy with more expired leases."),
+    ] = None,
+    max_needs_attention: Annotated[
+        int | None,
+        typer.Option("--max-needs-attention", min=0, help="Unhealthy with more such items."),
+    ] = None,
+    output_format: Annotated[
+        str, typer.Option("--format", help="text, json or prometheus.")
+    ] = "text",
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Keep a live view in the terminal (Ctrl-C stops).")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Is the queue healthy? Counts, waits, expired leases, workers; exit 1 when unhealthy."""
+    fmt = "json" if as_json else output_format
+    if fmt not in ("text", "json", "prometheus"):
+        raise WrightyError(f"--format: expected text, json or prometheus, got {output_format!r}")
+    if watch and fmt != "text":
+        raise WrightyError("--watch shows the terminal view; leave out --json and --format")
+    wait_limit = _seconds_option("--max-queue-wait", max_queue_wait)
+    max_age = _seconds_option("--worker-max-age", worker_max_age)
+    app_ctx = _context(ctx)
+    settings = app_ctx.config().config.status
+    thresholds = Thresholds(
+        max_queue_wait_seconds=wait_limit or settings.max_queue_wait_seconds,
+        min_workers=settings.min_workers if min_workers is None else min_workers,
+        max_expired_leases=settings.max_expired_leases
+        if max_expired_leases is None
+        else max_expired_leases,
+        max_needs_attention=settings.max_needs_attention
+        if max_needs_attention is None
+        else max_needs_attention,
+    )
+    with app_ctx.store() as store:
+
+        def report() -> services.StatusReport:
+            return services.status_report(
+                store,
+                now=app_ctx.now(),
+                thresholds=thresholds,
+                worker_max_age_seconds=max_age or settings.worker_max_age_seconds,
+                installation_id=installation_id(),
+            )
+
+        if watch:
+            watch_status(console, lambda: status_view(report()))
+            return
+        current = report()
+    if fmt == "json":
+        print_json(console, status_json(current))
+    elif fmt == "prometheus":
+        typer.echo(status_prometheus(current), nl=False)
+    else:
+        console.print(status_view(current))
+    if not current.healthy:
+        raise typer.Exit(1)
 
 
 # -- agents -----------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,9 @@ def system_now() -> datetime:
 # The clock every command reads; tests replace it to control time.
 clock: Callable[[], datetime] = system_now
 
+# How a polling command (`wrighty logs --follow`) waits; tests replace it to drive the polls.
+sleep: Callable[[float], None] = time.sleep
+
 
 @dataclass
 class AppContext:
@@ -32,6 +36,9 @@ class AppContext:
 
     def now(self) -> datetime:
         return clock()
+
+    def sleep(self, seconds: float) -> None:
+        sleep(seconds)
 
     def config(self) -> LoadedConfig:
         """The config file found (or named); without one, defaults if --store was given."""

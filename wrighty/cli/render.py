@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import json
+import signal
 from datetime import datetime
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from wrighty.agents import AgentInfo
+from wrighty.cli.suggestions import next_commands
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Change, Event, Item, Run, Session
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.times import rfc3339
-from wrighty.services import ItemDetail
+from wrighty.services import ItemDetail, WaitingItem
 
 
 def print_json(console: Console, document: object) -> None:
@@ -173,9 +176,33 @@ def items_table(items: list[Item]) -> Table:
             str(item.id),
             styled_state(item.state.value),
             item.agent or "-",
-            item.title,
+            Text(item.title),
             _local(item.updated_at),
             item.reason_code or "",
+        )
+    return table
+
+
+def waiting_item_json(entry: WaitingItem) -> dict[str, Any]:
+    """An item summary with since when it has needed attention and how many runs it had."""
+    return {
+        **item_summary_json(entry.item),
+        "since": rfc3339(entry.since),
+        "attempts": entry.attempts,
+    }
+
+
+def attention_table(entries: list[WaitingItem]) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("ID", "TITLE", "REASON", "SINCE", "ATTEMPTS"):
+        table.add_column(column, no_wrap=column != "TITLE", overflow="fold")
+    for entry in entries:
+        table.add_row(
+            str(entry.item.id),
+            Text(entry.item.title),  # not rich markup: a title may hold brackets
+            entry.item.reason_code or "-",
+            _local(entry.since),
+            str(entry.attempts),
         )
     return table
 
@@ -228,36 +255,108 @@ def print_item_detail(
         line = Text(f"  {label:<11}", style="dim")
         line.append(value)
         console.print(line)
+    _print_next_steps(console, detail, resumable=resumable)
     _print_runs(console, detail.runs)
+    _print_diagnostic_tail(console, detail.runs)
     _print_events(console, detail.events)
     if item.body:
         console.print(Text("Task", style="bold"))
         console.print(Text(item.body), soft_wrap=True)
 
 
+def _print_next_steps(console: Console, detail: ItemDetail, *, resumable: bool) -> None:
+    """A panel: why the item stands where it does and the commands that move it on (none when
+    no command is due)."""
+    item = detail.item
+    suggestions = next_commands(item.id, item.state, resumable=resumable)
+    if not suggestions:
+        return
+    parts: list[RenderableType] = []
+    why = item.reason or item.reason_code
+    if why:
+        parts.append(Text(why))
+    if item.state is ItemState.RUNNING and item.claimed_by:
+        parts.append(Text(f"worker {item.claimed_by} is running it"))
+    if item.state is ItemState.NEEDS_ATTENTION and detail.session and not resumable:
+        parts.append(
+            Text("no --resume: this installation cannot resume the item's session", style="dim")
+        )
+    commands = Table.grid(padding=(0, 2))
+    commands.add_column(no_wrap=True)
+    commands.add_column(style="dim")
+    for suggestion in suggestions:
+        commands.add_row(Text(suggestion.command), Text(f"# {suggestion.purpose}"))
+    parts += [Text(""), Text("Next:", style="bold"), commands]
+    since = f" since {_local(detail.events[-1].at)}" if detail.events else ""
+    title = Text(f"{item.state}{since}", style=_STATE_STYLES.get(item.state.value, ""))
+    console.print(Panel(Group(*parts), title=title, title_align="left", expand=False))
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _run_duration(run: Run) -> str:
+    if run.ended_at is None:
+        return "(running)"
+    seconds = max(0.0, (run.ended_at - run.started_at).total_seconds())
+    return f"{seconds:.1f}s" if seconds < 10 else format_duration(round(seconds))
+
+
 def _print_runs(console: Console, runs: list[Run]) -> None:
     if not runs:
         return
-    table = Table(title="Runs", title_justify="left", box=None, header_style="bold")
-    for column in ("ATTEMPT", "KIND", "STARTED", "ENDED", "OUTCOME", "EXIT"):
-        table.add_column(column)
+    # One space between columns, so the seven fit in 80 columns.
+    table = Table(
+        title="Runs",
+        title_justify="left",
+        box=None,
+        header_style="bold",
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    # RUN is the attempt number, as `wrighty logs --run N` takes it.
+    for column in ("RUN", "KIND", "STARTED", "DURATION"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("CLASS", overflow="fold")
+    table.add_column("EXIT/SIGNAL", no_wrap=True)
+    table.add_column("CONFIDENCE", overflow="fold")
     for run in runs:
         if run.signal is not None:
-            exit_text = f"signal {run.signal}"
+            exit_text = _signal_name(run.signal)
         else:
             exit_text = "-" if run.exit_code is None else str(run.exit_code)
-        outcome = run.outcome_class.value if run.outcome_class else "(running)"
-        if run.confidence:
-            outcome += f" ({run.confidence.value})"
         table.add_row(
             str(run.attempt),
             run.kind.value,
             _local(run.started_at),
-            _local(run.ended_at),
-            outcome,
+            _run_duration(run),
+            run.outcome_class.value if run.outcome_class else "(running)",
             exit_text,
+            run.confidence.value if run.confidence else "-",
         )
     console.print(table)
+
+
+DIAGNOSTIC_TAIL_LINES = 10
+
+
+def _print_diagnostic_tail(console: Console, runs: list[Run]) -> None:
+    """The last lines of the last run's diagnostic, when it has one."""
+    if not runs:
+        return
+    last = max(runs, key=lambda run: run.attempt)
+    lines = (last.diagnostic or "").rstrip().splitlines()
+    if not lines:
+        return
+    shown = lines[-DIAGNOSTIC_TAIL_LINES:]
+    cut = f", last {len(shown)} of {len(lines)} lines" if len(shown) < len(lines) else ""
+    console.print(Text(f"Diagnostic of run {last.attempt}{cut}", style="bold"))
+    for line in shown:
+        console.print(Text(f"  {line}"), soft_wrap=True)
 
 
 def _print_events(console: Console, events: list[Event]) -> None:
@@ -272,7 +371,7 @@ def _print_events(console: Console, events: list[Event]) -> None:
             event.actor,
             str(event.generation),
             change,
-            event.reason or event.reason_code or "",
+            Text(event.reason or event.reason_code or ""),
         )
     console.print(table)
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Protocol
 
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, RenewResult
+from wrighty.domain.health import QueueFigures, WorkerRow
 from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, Session
 from wrighty.domain.states import ItemState
 
@@ -92,6 +93,24 @@ class Store(Protocol):
         ...
 
     def get_run(self, run_id: str) -> Run | None: ...
+
+    # -- health -----------------------------------------------------------------------------
+
+    def queue_figures(self, *, now: datetime) -> QueueFigures:
+        """Counts by state and the queue's figures, read as one snapshot."""
+        ...
+
+    def upsert_worker(self, row: WorkerRow) -> None:
+        """Register a worker, or refresh its state, items and heartbeat."""
+        ...
+
+    def remove_worker(self, worker_id: str) -> None: ...
+
+    def prune_workers(self, *, older_than: datetime) -> int:
+        """Forget workers whose last heartbeat is older than ``older_than``; how many."""
+        ...
+
+    def list_workers(self) -> list[WorkerRow]: ...
 
     def expired_claims(self, *, now: datetime, limit: int) -> list[Item]:
         """Running items whose lease ended strictly before ``now``, oldest expiry first."""

@@ -28,6 +28,7 @@ from wrighty.domain.claims import (
     lease_expired,
     reap,
 )
+from wrighty.domain.health import QueueFigures, WorkerRow, WorkerState
 from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
@@ -356,6 +357,61 @@ class SqliteStore:
         )
         return cursor.rowcount == 1
 
+    # -- health -------------------------------------------------------------------------------
+
+    def queue_figures(self, *, now: datetime) -> QueueFigures:
+        with self._lock, _as_store_error(self._path):
+            self._connection.execute("BEGIN")  # one snapshot for the counts and the figures
+            try:
+                counted = self._connection.execute(self._sql["select_state_counts"]).fetchall()
+                row = self._connection.execute(
+                    self._sql["select_queue_figures"], {"now": to_db_time(now)}
+                ).fetchone()
+            finally:
+                self._connection.execute("COMMIT")
+        counts = {state: 0 for state in ItemState}
+        counts.update({ItemState(r["state"]): r["n"] for r in counted})
+        return QueueFigures(
+            counts=counts,
+            waiting=row["waiting"],
+            oldest_queued_at=from_db_time(row["oldest_queued_at"]),
+            unknown_queue_wait=row["unknown_queue_wait"],
+            expired_leases=row["expired_leases"],
+            retry_next_due=from_db_time(row["retry_next_due"]),
+        )
+
+    def upsert_worker(self, row: WorkerRow) -> None:
+        with self._write() as connection:
+            connection.execute(
+                self._sql["upsert_worker"],
+                {
+                    "worker_id": row.worker_id,
+                    "label": row.label,
+                    "installation_id": row.installation_id,
+                    "pid": row.pid,
+                    "process_started_at": row.process_started_at,
+                    "version": row.version,
+                    "state": row.state.value,
+                    "items": ",".join(str(item) for item in row.items),
+                    "started_at": to_db_time(row.started_at),
+                    "last_heartbeat_at": to_db_time(row.last_heartbeat_at),
+                },
+            )
+
+    def remove_worker(self, worker_id: str) -> None:
+        with self._write() as connection:
+            connection.execute(self._sql["delete_worker"], {"worker_id": worker_id})
+
+    def prune_workers(self, *, older_than: datetime) -> int:
+        with self._write() as connection:
+            cursor = connection.execute(
+                self._sql["prune_workers"], {"older_than": to_db_time(older_than)}
+            )
+            return cursor.rowcount
+
+    def list_workers(self) -> list[WorkerRow]:
+        return [_worker_from_row(row) for row in self._read("select_workers", {})]
+
     def expired_claims(self, *, now: datetime, limit: int) -> list[Item]:
         rows = self._read("select_expired_claims", {"now": to_db_time(now), "limit": limit})
         return [_item_from_row(row) for row in rows]
@@ -525,6 +581,21 @@ def _describe(error: BaseException) -> str:
 
 
 # -- rows -------------------------------------------------------------------------------------
+
+
+def _worker_from_row(row: sqlite3.Row) -> WorkerRow:
+    return WorkerRow(
+        worker_id=row["worker_id"],
+        label=row["label"],
+        installation_id=row["installation_id"],
+        pid=row["pid"],
+        process_started_at=row["process_started_at"],
+        version=row["version"],
+        state=WorkerState(row["state"]),
+        items=tuple(int(item) for item in row["items"].split(",") if item),
+        started_at=_required_time(row["started_at"]),
+        last_heartbeat_at=_required_time(row["last_heartbeat_at"]),
+    )
 
 
 def _item_from_row(row: sqlite3.Row) -> Item:

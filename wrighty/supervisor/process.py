@@ -440,3 +440,16 @@ def _ignore_missing() -> contextlib.suppress:
     return contextlib.suppress(
         ProcessLookupError, PermissionError, psutil.NoSuchProcess, psutil.AccessDenied
     )
+
+
+def same_process_running(pid: int, started_at: float) -> bool:
+    """Whether ``pid`` is still the process that started at ``started_at`` (not a zombie,
+    not a newer process that reuses the pid)."""
+    try:
+        process = psutil.Process(pid)
+        return (
+            abs(process.create_time() - started_at) < 0.01
+            and process.status() != psutil.STATUS_ZOMBIE
+        )
+    except psutil.Error:
+        return False

@@ -57,8 +57,9 @@ WHERE id = :id
   AND generation = :expected_generation
   AND claimed_by IS :expected_claimed_by
   AND (:expired_before IS NULL OR lease_expires_at < :expired_before)
-  -- Back to queued only if no agent process was recorded under this claim.
-  AND NOT (:state = 'queued' AND EXISTS (
+  -- A claim goes back to queued only if no agent process was recorded under it (an
+  -- operator's requeue of a settled item is not a claim going back).
+  AND NOT (:expected_state = 'running' AND :state = 'queued' AND EXISTS (
       SELECT 1 FROM runs
       WHERE item_id = :id AND generation = :expected_generation AND pid IS NOT NULL));
 
@@ -181,3 +182,46 @@ SELECT version FROM wrighty_migrations ORDER BY version;
 
 -- name: insert_migration
 INSERT INTO wrighty_migrations (version, name, applied_at) VALUES (:version, :name, :applied_at);
+
+-- name: select_state_counts
+SELECT state, count(*) AS n FROM items GROUP BY state;
+
+-- name: select_queue_figures
+-- Waiting = queued, or a retry that is due. Read in the same transaction as the counts.
+SELECT
+    (SELECT count(*) FROM items WHERE state = 'queued')
+      + (SELECT count(*) FROM items WHERE state = 'retry-scheduled' AND not_before <= :now)
+        AS waiting,
+    (SELECT min(queued_at) FROM (
+        SELECT min(queued_at) AS queued_at FROM items
+        WHERE state = 'queued' AND queued_at IS NOT NULL
+        UNION ALL
+        SELECT min(queued_at) FROM items
+        WHERE state = 'retry-scheduled' AND not_before <= :now AND queued_at IS NOT NULL
+    )) AS oldest_queued_at,
+    (SELECT count(*) FROM items WHERE state = 'queued' AND queued_at IS NULL)
+      + (SELECT count(*) FROM items
+         WHERE state = 'retry-scheduled' AND not_before <= :now AND queued_at IS NULL)
+        AS unknown_queue_wait,
+    (SELECT count(*) FROM items WHERE state = 'running' AND lease_expires_at < :now)
+        AS expired_leases,
+    (SELECT min(not_before) FROM items WHERE state = 'retry-scheduled') AS retry_next_due;
+
+-- name: upsert_worker
+INSERT INTO workers (worker_id, label, installation_id, pid, process_started_at, version, state,
+                     items, started_at, last_heartbeat_at)
+VALUES (:worker_id, :label, :installation_id, :pid, :process_started_at, :version, :state,
+        :items, :started_at, :last_heartbeat_at)
+ON CONFLICT (worker_id) DO UPDATE
+SET state = excluded.state,
+    items = excluded.items,
+    last_heartbeat_at = excluded.last_heartbeat_at;
+
+-- name: delete_worker
+DELETE FROM workers WHERE worker_id = :worker_id;
+
+-- name: prune_workers
+DELETE FROM workers WHERE last_heartbeat_at < :older_than;
+
+-- name: select_workers
+SELECT * FROM workers ORDER BY started_at, worker_id;

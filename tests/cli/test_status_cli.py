@@ -1,0 +1,215 @@
+"""`wrighty status` and `wrighty workers`: the document, thresholds, exit codes, liveness."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import jsonschema
+import psutil
+import pytest
+from rich.console import Console
+
+from tests.cli.conftest import wrighty
+from tests.conftest import FakeClock
+from tests.helpers import snapshot
+from wrighty.cli import context
+from wrighty.cli.health import watch_status
+from wrighty.domain.health import WorkerRow, WorkerState
+from wrighty.installation import installation_id
+from wrighty.store.sqlite import SqliteStore
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "schemas" / "status.schema.json").read_text())
+SECRET = "sk-ant-" + "q9w8e7r6" * 6
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(context, "clock", fake)
+    return fake
+
+
+def create(*extra: str) -> int:
+    result = wrighty("create", "--title", "t", "--body", f"fix it with {SECRET}", "--json", *extra)
+    assert result.exit_code == 0, result.output
+    return int(json.loads(result.stdout)["id"])
+
+
+def status(*args: str) -> tuple[int, dict]:
+    result = wrighty("status", "--json", *args)
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, SCHEMA)
+    return result.exit_code, document
+
+
+def register(project: Path, clock: FakeClock, **changes: object) -> WorkerRow:
+    """A registry row: this installation's by default, with a fresh heartbeat."""
+    fields: dict[str, object] = {
+        "worker_id": "w-0123456789ab",
+        "label": None,
+        "installation_id": installation_id(),
+        "pid": 1,
+        "process_started_at": 0.0,
+        "version": "0.0.0",
+        "state": WorkerState.IDLE,
+        "items": (),
+        "started_at": clock(),
+        "last_heartbeat_at": clock(),
+        **changes,
+    }
+    row = WorkerRow(**fields)  # type: ignore[arg-type]
+    store = SqliteStore.open(project / ".wrighty" / "wrighty.db")
+    store.upsert_worker(row)
+    store.close()
+    return row
+
+
+def test_status_counts_every_state_and_validates_against_its_schema(
+    initialised: Path, clock: FakeClock
+) -> None:
+    create("--queue")
+    create()
+    clock.advance(90)
+    code, document = status("--min-workers", "0")
+    assert code == 0
+    assert document["healthy"] is True
+    assert document["counts"] == {
+        "todo": 1, "queued": 1, "running": 0, "retry-scheduled": 0,
+        "needs-attention": 0, "done": 0, "cancelled": 0,
+    }  # fmt: skip
+    assert (document["waiting"], document["oldest_queue_wait_seconds"]) == (1, 90.0)
+    assert document["retry_scheduled_next_due"] is None
+    assert SECRET not in json.dumps(document)
+    text = wrighty("status", "--min-workers", "0").stdout
+    prometheus = wrighty("status", "--format", "prometheus", "--min-workers", "0").stdout
+    for output in (text, prometheus):
+        assert SECRET not in output
+        assert "fix it" not in output
+    assert 'wrighty_items{state="queued"} 1' in prometheus
+    assert "wrighty_oldest_queue_wait_seconds 90.0" in prometheus
+    samples = [line for line in prometheus.splitlines() if not line.startswith("#")]
+    assert all(re.fullmatch(r'wrighty_[a-z_]+(\{[a-z]+="[a-z_-]+"\})? (\d+(\.\d+)?|NaN)', s)
+               for s in samples)  # fmt: skip
+
+
+def test_waiting_items_with_no_live_worker_are_never_healthy(
+    initialised: Path, clock: FakeClock
+) -> None:
+    assert status()[0] == 0  # nothing waits: nothing to judge
+    create("--queue")
+    code, document = status()
+    assert code == 1
+    assert [p["check"] for p in document["problems"]] == ["min_workers"]
+    assert document["problems"][0]["message"] == "1 items wait and no worker is live"
+
+
+@pytest.mark.parametrize(
+    ("args", "healthy"),
+    [
+        (["--max-queue-wait", "60s"], True),  # exactly at the limit passes
+        (["--max-queue-wait", "59s"], False),
+        (["--max-needs-attention", "1"], True),
+        (["--max-needs-attention", "0"], False),
+        (["--min-workers", "0"], True),
+        (["--min-workers", "1"], True),  # a heartbeat exactly --worker-max-age old is live
+        (["--min-workers", "2"], False),
+        (["--max-expired-leases", "0"], True),
+    ],
+)
+def test_thresholds_turn_figures_into_exit_codes(
+    initialised: Path, clock: FakeClock, args: list[str], healthy: bool
+) -> None:
+    create("--queue")
+    item = create("--queue")
+    wrighty("cancel", str(item))
+    attention = create("--queue")
+    store = SqliteStore.open(initialised / ".wrighty" / "wrighty.db")
+    store._connection.execute(
+        "UPDATE items SET state = 'needs-attention' WHERE id = ?", (attention,)
+    )
+    store.close()
+    register(initialised, clock, pid=1, process_started_at=0.0, installation_id="inst-other")
+    clock.advance(60)
+    code, document = status("--worker-max-age", "60s", *args)
+    assert document["healthy"] is healthy
+    assert code == (0 if healthy else 1)
+    if not healthy:
+        [problem] = document["problems"]
+        assert problem["value"] > problem["limit"] or problem["check"] == "min_workers"
+
+
+def test_unknown_queue_entry_times_are_reported_not_invented(
+    initialised: Path, clock: FakeClock
+) -> None:
+    item = create("--queue")
+    database = initialised / ".wrighty" / "wrighty.db"
+    with sqlite3.connect(database) as connection:  # a legacy row without its entry time
+        connection.execute("UPDATE items SET queued_at = NULL WHERE id = ?", (item,))
+    _, document = status("--min-workers", "0")
+    assert (document["unknown_queue_wait"], document["oldest_queue_wait_seconds"]) == (1, None)
+
+
+def test_malformed_options_exit_2_without_opening_the_store(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "wrighty.db"
+    for args in (["--max-queue-wait", "soon"], ["--format", "xml"], ["--min-workers", "-1"]):
+        result = wrighty("--store", str(missing), "status", *args)
+        assert result.exit_code == 2, args
+        assert "store" not in result.output.lower()
+    assert not missing.parent.exists()
+
+
+def test_a_store_that_cannot_be_read_is_exit_2_not_healthy(initialised: Path) -> None:
+    database = initialised / ".wrighty" / "wrighty.db"
+    database.write_bytes(b"this is not a database" * 100)
+    for path in database.parent.glob("wrighty.db-*"):
+        path.unlink()
+    before = snapshot(initialised)
+    result = wrighty("status", "--json")
+    assert result.exit_code == 2
+    assert result.output.startswith("wrighty: ")
+    assert len(result.output.strip().splitlines()) == 1
+    assert snapshot(initialised) == before
+
+
+def test_workers_are_live_stale_or_dead(initialised: Path, clock: FakeClock) -> None:
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    me = psutil.Process()
+    register(initialised, clock, worker_id="w-00000000a11e", pid=me.pid,
+             process_started_at=me.create_time(), label="ci-box")  # fmt: skip
+    register(initialised, clock, worker_id="w-00000000dead", pid=int(ended.stdout),
+             process_started_at=1.0)  # fmt: skip
+    register(initialised, clock, worker_id="w-0000000057a1", installation_id="inst-elsewhere",
+             last_heartbeat_at=clock() - timedelta(seconds=61), pid=4242)  # fmt: skip
+    result = wrighty("workers", "--json")
+    assert result.exit_code == 0, result.output
+    by_id = {row["worker_id"]: row for row in json.loads(result.stdout)}
+    assert by_id["w-00000000a11e"]["liveness"] == "live"
+    assert by_id["w-00000000a11e"]["label"] == "ci-box"
+    assert by_id["w-00000000dead"]["liveness"] == "dead"  # heartbeat fresh, process gone
+    assert by_id["w-0000000057a1"]["liveness"] == "stale"
+    _, document = status()
+    assert document["live_workers"] == 1
+
+
+def test_watch_redraws_until_stopped(initialised: Path, clock: FakeClock) -> None:
+    drawn: list[int] = []
+    console = Console(record=True, width=100)
+
+    def frame():  # type: ignore[no-untyped-def]
+        from rich.console import Group
+        from rich.text import Text
+
+        drawn.append(1)
+        return Group(Text(f"frame {len(drawn)}"))
+
+    watch_status(console, frame, frames=2, sleep=lambda _: None)
+    assert len(drawn) == 3  # the first view and two refreshes
+    assert "frame 3" in console.export_text()

@@ -1,0 +1,149 @@
+"""The worker registry: a worker's row from start to clean stop, throttled best-effort
+heartbeats, pruning, and a registry that fails without disturbing any run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FakeClock
+from wrighty.config import LoadedConfig, check_config_text
+from wrighty.domain.health import WorkerRow, WorkerState
+from wrighty.domain.model import NewItem
+from wrighty.domain.states import ItemState
+from wrighty.registry import Heartbeat
+from wrighty.store.sqlite import SqliteStore
+from wrighty.worker import Worker, WorkerOptions
+
+
+class SpyStore:
+    """A SqliteStore that records registry writes and can be told to fail them."""
+
+    def __init__(self, store: SqliteStore, *, fail: bool = False) -> None:
+        self._store = store
+        self.fail = fail
+        self.registry: list[tuple[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def upsert_worker(self, row: WorkerRow) -> None:
+        self.registry.append(("upsert", (row.state, row.items)))
+        if self.fail:
+            raise sqlite3.OperationalError("database is locked (planted)")
+        self._store.upsert_worker(row)
+
+    def remove_worker(self, worker_id: str) -> None:
+        self.registry.append(("remove", worker_id))
+        if self.fail:
+            raise sqlite3.OperationalError("disk I/O error (planted)")
+        self._store.remove_worker(worker_id)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Any:
+    document = {
+        "worker": {"defaultAgent": "py", "heartbeatSeconds": 0.05, "pollSeconds": 0.02,
+                   "workspaceMode": "directory"},
+        "agents": {"py": {"adapter": "command", "command": [sys.executable, "-c",
+                          "import sys, time; time.sleep(float(sys.stdin.read()))"]}},
+    }  # fmt: skip
+    config, problems = check_config_text(json.dumps(document))
+    assert config is not None, problems
+    (tmp_path / "wrighty.json").write_text(json.dumps(document))
+    store = SqliteStore.open(tmp_path / ".wrighty" / "wrighty.db")
+    yield store, LoadedConfig(tmp_path / "wrighty.json", config)
+    store.close()
+
+
+def test_a_worker_registers_beats_while_it_runs_and_leaves_on_a_clean_stop(project: Any) -> None:
+    store, loaded = project
+    item = store.create_item(
+        NewItem("t", "0.5", None, None, None, ItemState.QUEUED), at=FakeClock()(), actor="op"
+    )
+    spy = SpyStore(store)
+    worker = Worker(spy, loaded, installation_id="inst-a", emit=lambda _: None)  # type: ignore[arg-type]
+    worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
+    upserts = [what for kind, what in spy.registry if kind == "upsert"]
+    assert upserts[0] == (WorkerState.IDLE, ())  # registered before the first claim
+    assert (WorkerState.RUNNING, (item.id,)) in upserts  # heartbeats while the agent runs
+    assert spy.registry[-1] == ("remove", worker.worker_id)
+    assert store.list_workers() == []
+    assert store.get_item(item.id).state is ItemState.DONE  # type: ignore[union-attr]
+
+
+def test_an_idle_worker_heartbeats_too(project: Any) -> None:
+    store, loaded = project
+    spy = SpyStore(store)
+    worker = Worker(spy, loaded, installation_id="inst-a", emit=lambda _: None)  # type: ignore[arg-type]
+    worker.run(WorkerOptions(idle_timeout_seconds=0.3, stop_grace_seconds=1))
+    idle_beats = [what for kind, what in spy.registry if kind == "upsert"]
+    assert len(idle_beats) >= 2
+    assert set(idle_beats) == {(WorkerState.IDLE, ())}
+
+
+def test_a_failing_registry_never_disturbs_a_run(
+    project: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    store, loaded = project
+    item = store.create_item(
+        NewItem("t", "0.3", None, None, None, ItemState.QUEUED), at=FakeClock()(), actor="op"
+    )
+    spy = SpyStore(store, fail=True)
+    worker = Worker(spy, loaded, installation_id="inst-a", emit=lambda _: None)  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger="wrighty.registry"):
+        worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
+    assert store.get_item(item.id).state is ItemState.DONE  # type: ignore[union-attr]
+    messages = {record.getMessage() for record in caplog.records}
+    assert messages == {
+        "worker registry: heartbeat failed (OperationalError)",
+        "worker registry: remove failed (OperationalError)",
+    }
+    assert "planted" not in caplog.text
+
+
+def test_heartbeats_are_throttled_failures_included_and_stop_forgets_the_identity(
+    project: Any,
+) -> None:
+    store, _ = project
+    spy = SpyStore(store, fail=True)
+    clock = FakeClock()
+    moments = iter([0.0, 0.5, 1.0, 1.1])
+    identity = WorkerRow("w-0123456789ab", None, "inst-a", 1, 0.0, "0", WorkerState.IDLE, (),
+                         clock(), clock())  # fmt: skip
+    heartbeat = Heartbeat(spy, identity, interval_seconds=1.0, retention_seconds=3600,  # type: ignore[arg-type]
+                          now=clock, monotonic=lambda: next(moments))  # fmt: skip
+    for _ in range(4):
+        heartbeat.beat(WorkerState.IDLE, ())
+    assert [kind for kind, _ in spy.registry] == ["upsert", "upsert"]  # at 0.0 and at 1.0
+    heartbeat.stop()
+    heartbeat.stop()
+    heartbeat.beat(WorkerState.IDLE, (), force=True)
+    assert [kind for kind, _ in spy.registry] == ["upsert", "upsert", "remove"]
+
+
+def test_rows_silent_for_longer_than_the_retention_are_pruned(project: Any) -> None:
+    store, _ = project
+    clock = FakeClock()
+    old = WorkerRow("w-00000000000d", None, "inst-b", 1, 0.0, "0", WorkerState.IDLE, (),
+                    clock(), clock() - timedelta(hours=25))  # fmt: skip
+    recent = WorkerRow("w-00000000000e", None, "inst-b", 2, 0.0, "0", WorkerState.IDLE, (),
+                       clock(), clock() - timedelta(hours=23))  # fmt: skip
+    store.upsert_worker(old)
+    store.upsert_worker(recent)
+    me = WorkerRow("w-00000000000f", None, "inst-a", 3, 0.0, "0", WorkerState.IDLE, (),
+                   clock(), clock())  # fmt: skip
+    Heartbeat(store, me, interval_seconds=1, retention_seconds=24 * 3600, now=clock).beat(
+        WorkerState.IDLE, ()
+    )
+    assert sorted(row.worker_id for row in store.list_workers()) == [
+        "w-00000000000e",
+        "w-00000000000f",
+    ]

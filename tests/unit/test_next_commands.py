@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+
+from wrighty.cli.suggestions import next_commands
+from wrighty.domain.states import ItemState
+
+
+def commands(state: ItemState, *, resumable: bool) -> list[str]:
+    return [suggestion.command for suggestion in next_commands(12, state, resumable=resumable)]
+
+
+def test_needs_attention_offers_resume_only_when_the_session_can_be_resumed_here() -> None:
+    assert commands(ItemState.NEEDS_ATTENTION, resumable=True) == [
+        "wrighty requeue 12 --resume",
+        "wrighty requeue 12 --fresh",
+        "wrighty logs 12",
+        "wrighty cancel 12",
+    ]
+    assert commands(ItemState.NEEDS_ATTENTION, resumable=False) == [
+        "wrighty requeue 12 --fresh",
+        "wrighty logs 12",
+        "wrighty cancel 12",
+    ]
+
+
+@pytest.mark.parametrize("resumable", [True, False])
+def test_a_scheduled_retry_can_be_run_now(resumable: bool) -> None:
+    # The retry resumes on the installation that holds the session, wherever show runs.
+    assert commands(ItemState.RETRY_SCHEDULED, resumable=resumable) == [
+        "wrighty requeue 12 --resume",
+        "wrighty cancel 12",
+        "wrighty logs 12",
+    ]
+
+
+@pytest.mark.parametrize("resumable", [True, False])
+def test_a_running_item_can_be_watched_or_stopped(resumable: bool) -> None:
+    assert commands(ItemState.RUNNING, resumable=resumable) == [
+        "wrighty logs 12 --follow",
+        "wrighty cancel 12",
+    ]
+
+
+@pytest.mark.parametrize(
+    "state", [ItemState.TODO, ItemState.QUEUED, ItemState.DONE, ItemState.CANCELLED]
+)
+def test_states_that_need_nobody_get_no_suggestions(state: ItemState) -> None:
+    assert commands(state, resumable=True) == []

@@ -1,0 +1,146 @@
+"""The worker registry and the queue's health (pure: the figures come in, verdicts go out).
+
+A worker is live when its last heartbeat is recent enough. On the installation that reads the
+registry, a worker whose process is gone, or whose pid now belongs to another process, is dead
+whatever its heartbeat says. Thresholds turn the figures into problems; no problem, healthy.
+Absent worker rows are never proof of health: items that wait while no worker is live are a
+problem even without a `--min-workers` threshold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from wrighty.domain.states import ItemState
+
+
+class WorkerState(StrEnum):
+    IDLE = "idle"
+    RUNNING = "running"
+    STOPPING = "stopping"
+
+
+class Liveness(StrEnum):
+    LIVE = "live"
+    STALE = "stale"  # no heartbeat within the maximum age
+    DEAD = "dead"  # on this installation: its process is gone
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    """One registered `wrighty worker start` process."""
+
+    worker_id: str
+    label: str | None
+    installation_id: str
+    pid: int
+    process_started_at: float
+    version: str
+    state: WorkerState
+    items: tuple[int, ...]
+    started_at: datetime
+    last_heartbeat_at: datetime
+
+
+def liveness(
+    row: WorkerRow,
+    *,
+    now: datetime,
+    max_age_seconds: float,
+    process_running: bool | None,
+) -> Liveness:
+    """``process_running``: whether the row's pid is still the same process (same start
+    time), when the reader is on the row's installation; None when it cannot tell."""
+    if process_running is False:
+        return Liveness.DEAD
+    age = (now - row.last_heartbeat_at).total_seconds()
+    return Liveness.LIVE if age <= max_age_seconds else Liveness.STALE
+
+
+@dataclass(frozen=True)
+class QueueFigures:
+    """What the store counts for `wrighty status`, in one read."""
+
+    counts: dict[ItemState, int]
+    waiting: int  # items a worker could take now: queued, and retries that are due
+    oldest_queued_at: datetime | None  # the earliest queue entry among waiting items
+    unknown_queue_wait: int  # waiting items whose queue entry time is unknown
+    expired_leases: int
+    retry_next_due: datetime | None
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    max_queue_wait_seconds: float | None = None
+    min_workers: int | None = None
+    max_expired_leases: int | None = None
+    max_needs_attention: int | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    check: str
+    value: float
+    limit: float
+    message: str
+
+
+def oldest_wait_seconds(figures: QueueFigures, now: datetime) -> float | None:
+    if figures.oldest_queued_at is None:
+        return None
+    return max(0.0, (now - figures.oldest_queued_at).total_seconds())
+
+
+def problems(
+    figures: QueueFigures, *, now: datetime, live_workers: int, thresholds: Thresholds
+) -> list[Problem]:
+    """The failed checks; an exact-threshold value passes."""
+    found: list[Problem] = []
+    wait = oldest_wait_seconds(figures, now)
+    limit = thresholds.max_queue_wait_seconds
+    if limit is not None and wait is not None and wait > limit:
+        found.append(
+            Problem(
+                "max_queue_wait",
+                round(wait, 3),
+                limit,
+                f"an item has waited {wait:.0f} s, more than {limit:g} s",
+            )
+        )
+    if thresholds.min_workers is not None and live_workers < thresholds.min_workers:
+        found.append(
+            Problem(
+                "min_workers",
+                live_workers,
+                thresholds.min_workers,
+                f"{live_workers} live workers, fewer than {thresholds.min_workers}",
+            )
+        )
+    elif thresholds.min_workers is None and live_workers == 0 and figures.waiting > 0:
+        found.append(
+            Problem("min_workers", 0, 1, f"{figures.waiting} items wait and no worker is live")
+        )
+    expired = figures.expired_leases
+    if thresholds.max_expired_leases is not None and expired > thresholds.max_expired_leases:
+        found.append(
+            Problem(
+                "max_expired_leases",
+                expired,
+                thresholds.max_expired_leases,
+                f"{expired} running items have an expired lease, more than "
+                f"{thresholds.max_expired_leases}",
+            )
+        )
+    attention = figures.counts.get(ItemState.NEEDS_ATTENTION, 0)
+    if thresholds.max_needs_attention is not None and attention > thresholds.max_needs_attention:
+        found.append(
+            Problem(
+                "max_needs_attention",
+                attention,
+                thresholds.max_needs_attention,
+                f"{attention} items need attention, more than {thresholds.max_needs_attention}",
+            )
+        )
+    return found

@@ -1,0 +1,68 @@
+"""A worker's own row in the registry: written at start, on a throttled heartbeat while it
+runs (idle included), and removed at a clean stop. Every write is best effort: a failure is
+logged with fixed text, the operation and the exception class, and never reaches the agents.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from wrighty.domain.health import WorkerRow, WorkerState
+from wrighty.store.port import Store
+
+log = logging.getLogger("wrighty.registry")
+
+
+class Heartbeat:
+    def __init__(
+        self,
+        store: Store,
+        identity: WorkerRow,
+        *,
+        interval_seconds: float,
+        retention_seconds: float,
+        now: Callable[[], datetime],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._row: WorkerRow | None = identity  # None once stopped: the identity is forgotten
+        self._interval = interval_seconds
+        self._retention = timedelta(seconds=retention_seconds)
+        self._now = now
+        self._monotonic = monotonic
+        self._last_attempt: float | None = None
+
+    def beat(self, state: WorkerState, items: tuple[int, ...], *, force: bool = False) -> None:
+        """Write the worker's state, at most once per interval (failed attempts count)."""
+        if self._row is None:
+            return
+        moment = self._monotonic()
+        recent = self._last_attempt is not None and moment - self._last_attempt < self._interval
+        if recent and not force:
+            return
+        self._last_attempt = moment
+        now = self._now()
+        row = dataclasses.replace(self._row, state=state, items=items, last_heartbeat_at=now)
+        if self._attempt("heartbeat", lambda: self._store.upsert_worker(row)):
+            self._attempt(
+                "prune", lambda: self._store.prune_workers(older_than=now - self._retention)
+            )
+
+    def stop(self) -> None:
+        """Remove the row; the identity is forgotten even if that fails."""
+        row, self._row = self._row, None
+        if row is not None:
+            self._attempt("remove", lambda: self._store.remove_worker(row.worker_id))
+
+    @staticmethod
+    def _attempt(operation: str, write: Callable[[], object]) -> bool:
+        try:
+            write()
+        except Exception as error:  # best effort: supervision goes on whatever the store does
+            log.warning("worker registry: %s failed (%s)", operation, type(error).__name__)
+            return False
+        return True

@@ -1,0 +1,112 @@
+"""A run's captured output read back for `wrighty logs`: where it is, and as redacted text.
+
+The worker writes each run's standard output and error, raw and size-capped, to
+``.wrighty/runs/<item>/<run_id>/stdout.log`` and ``stderr.log`` on the machine that ran it.
+Reading them back replaces secrets (the files keep them) and hands out whole lines while the run
+goes on, so a secret is never printed in two halves that the redaction could not see whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from wrighty.config import STATE_DIRNAME
+from wrighty.domain.model import Run
+from wrighty.domain.outcomes import OutcomeClass
+from wrighty.domain.redact import redact_bytes_tail
+from wrighty.errors import WrightyError
+
+Stream = Literal["stdout", "stderr"]
+# Receives each piece of output and the stream it came from.
+Write = Callable[[Stream, str], None]
+
+
+def run_log_dir(state_dir: Path, run: Run) -> Path:
+    """Where the worker (Worker._launch_spec) keeps the run's log files."""
+    return state_dir / "runs" / str(run.item_id) / run.run_id
+
+
+def check_logs_here(run: Run, log_dir: Path, *, installation_id: str) -> None:
+    """WrightyError saying why this machine has no logs of ``run``, if it has none.
+
+    An open run may not have them yet: the worker records the run before it starts the agent.
+    """
+    if log_dir.is_dir():
+        return
+    which = f"run {run.attempt} of item {run.item_id}"
+    where = f"{STATE_DIRNAME}/runs/{run.item_id}/{run.run_id}"
+    if run.installation_id != installation_id:
+        raise WrightyError(
+            f"{which} ran on installation {run.installation_id}, not on this one "
+            f"({installation_id}); its logs are in {where} on that machine"
+        )
+    if run.ended_at is None:
+        return
+    if run.outcome_class is OutcomeClass.START_FAILED:
+        raise WrightyError(
+            f"{which} has no output: its agent never started (start-failed); "
+            f"`wrighty show {run.item_id}` says why"
+        )
+    raise WrightyError(f"the logs of {which} are gone from this machine: no directory {log_dir}")
+
+
+class LogReader:
+    """One log file, read on from where the previous read stopped."""
+
+    def __init__(self, path: Path, stream: Stream) -> None:
+        self.path = path
+        self.stream = stream
+        self._data = bytearray()
+        self._shown = 0  # bytes of _data already handed out
+
+    def read_new(self, *, final: bool) -> str:
+        """The output written since the last call, redacted; only whole lines unless ``final``
+        (the run has ended, so a last line without its newline is complete too)."""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(len(self._data))
+                self._data += handle.read()
+        except FileNotFoundError:
+            pass  # not started yet, or nothing to show
+        end = len(self._data) if final else self._data.rfind(b"\n") + 1
+        if end <= self._shown:
+            return ""
+        new = bytes(self._data[self._shown : end])
+        # Redacting the new part with the earlier output as context finds a secret that began
+        # before it; the text then starts with one line that counts the bytes left out.
+        text = redact_bytes_tail(
+            bytes(self._data[:end]), len(new.decode("utf-8", errors="surrogateescape"))
+        )
+        if self._shown:
+            text = text.split("\n", 1)[1]
+        self._shown = end
+        return text
+
+
+def print_output(readers: Sequence[LogReader], *, final: bool, write: Write) -> None:
+    """Hand each reader's new output to ``write``, stream by stream."""
+    for reader in readers:
+        text = reader.read_new(final=final)
+        if text:
+            write(reader.stream, text)
+
+
+def follow_output(
+    readers: Sequence[LogReader],
+    *,
+    run_open: Callable[[], bool],
+    write: Write,
+    sleep: Callable[[float], None],
+    interval: float,
+) -> None:
+    """Print new output every ``interval`` seconds until the run has ended and the files are
+    drained."""
+    while True:
+        # Asked before reading, so everything written before the end is read after it.
+        still_open = run_open()
+        print_output(readers, final=not still_open, write=write)
+        if not still_open:
+            return
+        sleep(interval)
