@@ -4,7 +4,8 @@
 INSERT INTO items (title, body, agent, timeout_seconds, workspace, state, queued_at,
                    created_at, updated_at)
 VALUES (:title, :body, :agent, :timeout_seconds, :workspace, :state, :queued_at,
-        :created_at, :created_at);
+        :created_at, :created_at)
+RETURNING id;
 
 -- name: insert_event
 INSERT INTO item_events (item_id, at, actor, generation, from_state, to_state,
