@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,15 +48,63 @@ def open_sqlite(path: Path) -> SqliteStore:
     return SqliteStore.open(path)
 
 
-STORE_BACKENDS = ["sqlite"]
+# The PostgreSQL server the suite uses: CI's on 127.0.0.1:5432 unless WRIGHTY_TEST_POSTGRES
+# names another. Without one, PostgreSQL tests skip, saying why; with WRIGHTY_REQUIRE_POSTGRES=1
+# (set by .ci/run) a missing server fails them instead.
+POSTGRES_URL = os.environ.get("WRIGHTY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def postgres_or_skip() -> str:
+    """The server's URL, or skip (fail in CI) when it does not answer."""
+    import psycopg
+
+    try:
+        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
+    except psycopg.OperationalError as error:
+        reason = f"no PostgreSQL server at {POSTGRES_URL} ({type(error).__name__})"
+        if os.environ.get("WRIGHTY_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"{reason}, and WRIGHTY_REQUIRE_POSTGRES=1 requires one")
+        pytest.skip(f"{reason}; set WRIGHTY_TEST_POSTGRES to run the PostgreSQL tests")
+    return POSTGRES_URL
+
+
+@contextmanager
+def postgres_schema() -> Iterator[str]:
+    """A store URL whose tables live in a new schema of their own, dropped afterwards."""
+    import psycopg
+
+    server = postgres_or_skip()
+    schema = f"wrighty_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield f"{server}?options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def open_postgres(url: str) -> Store:
+    from wrighty.store.postgres import PostgresStore
+
+    return PostgresStore.open(url, create=True)
+
+
+STORE_BACKENDS = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(params=STORE_BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """A fresh, empty store of every backend the contract covers."""
-    opened = open_sqlite(tmp_path / "store" / "wrighty.db")
-    yield opened
-    opened.close()
+    if request.param == "sqlite":
+        opened = open_sqlite(tmp_path / "store" / "wrighty.db")
+        yield opened
+        opened.close()
+        return
+    with postgres_schema() as url:
+        opened = open_postgres(url)
+        yield opened
+        opened.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -13,11 +13,18 @@ import tempfile
 from datetime import timedelta
 from pathlib import Path
 
+import psycopg
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
-from tests.conftest import START
+from tests.conftest import START, postgres_schema
 from tests.store.test_contract import new_item
 from wrighty import services
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, RenewOutcome, Settlement, settle
@@ -26,6 +33,8 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import replay
 from wrighty.errors import IllegalTransitionError
+from wrighty.store.port import Store
+from wrighty.store.postgres import PostgresStore
 from wrighty.store.sqlite import SqliteStore
 
 WORKERS = ["w1", "w2", "w3"]
@@ -42,8 +51,7 @@ SETTLE_TARGETS = [
 class ClaimsMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.directory = Path(tempfile.mkdtemp(prefix="wrighty-claims-"))
-        self.store = SqliteStore.open(self.directory / "wrighty.db")
+        self.store = self.open_store()
         self.now = START
         self.created = 0
         self.held: dict[str, Item] = {}  # worker -> the claim as that worker last saw it
@@ -51,6 +59,10 @@ class ClaimsMachine(RuleBasedStateMachine):
         self.ghosts: list[Item] = []  # claims their workers no longer hold
         self.max_generation: dict[int, int] = {}
         self.run_counter = 0
+
+    def open_store(self) -> Store:
+        self.directory = Path(tempfile.mkdtemp(prefix="wrighty-claims-"))
+        return SqliteStore.open(self.directory / "wrighty.db")
 
     def teardown(self) -> None:
         self.store.close()
@@ -222,3 +234,33 @@ class ClaimsMachine(RuleBasedStateMachine):
 
 ClaimsMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
 test_claims_under_random_interleavings = ClaimsMachine.TestCase
+
+
+class PostgresClaimsMachine(ClaimsMachine):
+    """The same machine on PostgreSQL: one schema for the test, emptied for each example."""
+
+    url: str = ""
+
+    def open_store(self) -> Store:
+        store = PostgresStore.open(self.url, create=True)
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            connection.execute(
+                "TRUNCATE items, item_events, sessions, runs, workers RESTART IDENTITY CASCADE"
+            )
+        return store
+
+    def teardown(self) -> None:
+        self.store.close()
+
+
+PostgresClaimsMachine.TestCase.settings = settings(
+    max_examples=60, stateful_step_count=30, deadline=None
+)
+
+
+def test_claims_under_random_interleavings_on_postgresql() -> None:
+    with postgres_schema() as url:
+        PostgresClaimsMachine.url = url
+        run_state_machine_as_test(
+            PostgresClaimsMachine, settings=PostgresClaimsMachine.TestCase.settings
+        )

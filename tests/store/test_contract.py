@@ -174,3 +174,55 @@ def test_racing_writers_exactly_one_wins(store: Store, clock: FakeClock) -> None
         thread.join()
     assert sorted(results) == [False] * 7 + [True]
     assert len(store.list_events(item.id)) == 2
+
+
+# -- health: the figures of `wrighty status` and the worker registry --------------------------
+
+
+def test_queue_figures_count_every_state_and_the_waits(store: Store, clock: FakeClock) -> None:
+    from wrighty.domain.claims import ClaimRequest, LeaseTerms
+
+    empty = store.queue_figures(now=clock())
+    assert set(empty.counts) == set(ItemState)
+    assert (empty.waiting, empty.oldest_queued_at, empty.retry_next_due) == (0, None, None)
+    first = store.create_item(new_item(queued=True), at=clock(), actor="op")
+    clock.advance(30)
+    store.create_item(new_item(queued=True), at=clock(), actor="op")
+    store.create_item(new_item(), at=clock(), actor="op")
+    terms = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
+    claimed = store.acquire(ClaimRequest("w1", "inst-a", terms, "claude"), now=clock())
+    assert claimed is not None
+    assert claimed.id == first.id
+    clock.advance(61)  # its lease has expired
+    figures = store.queue_figures(now=clock())
+    assert figures.counts[ItemState.QUEUED] == 1
+    assert figures.counts[ItemState.RUNNING] == 1
+    assert figures.counts[ItemState.TODO] == 1
+    assert figures.counts[ItemState.DONE] == 0
+    assert figures.waiting == 1
+    assert figures.oldest_queued_at == clock() - timedelta(seconds=61)
+    assert (figures.expired_leases, figures.unknown_queue_wait) == (1, 0)
+
+
+def test_the_worker_registry_upserts_lists_prunes_and_removes(
+    store: Store, clock: FakeClock
+) -> None:
+    from wrighty.domain.health import WorkerRow, WorkerState
+
+    row = WorkerRow("w-0123456789ab", "ci", "inst-a", 42, 1.5, "1.0", WorkerState.IDLE, (),
+                    clock(), clock())  # fmt: skip
+    store.upsert_worker(row)
+    clock.advance(10)
+    busy = dataclasses.replace(
+        row, state=WorkerState.RUNNING, items=(3, 7), last_heartbeat_at=clock()
+    )
+    store.upsert_worker(busy)
+    assert store.list_workers() == [busy]
+    old = dataclasses.replace(
+        row, worker_id="w-00000000000a", last_heartbeat_at=clock() - timedelta(days=2)
+    )
+    store.upsert_worker(old)
+    assert store.prune_workers(older_than=clock() - timedelta(days=1)) == 1
+    assert store.list_workers() == [busy]
+    store.remove_worker(busy.worker_id)
+    assert store.list_workers() == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -73,3 +74,61 @@ def test_an_older_store_is_migrated_forward_and_keeps_its_items(tmp_path: Path) 
     upgraded = sqlite3.connect(path)
     upgraded.execute("DROP TABLE wrighty_migrations")
     assert _shape(upgraded) == _shape(current)
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------------
+
+_PG_SHAPE = {
+    "columns": "SELECT table_name, column_name, data_type, is_nullable, column_default "
+    "FROM information_schema.columns WHERE table_schema = current_schema() "
+    "ORDER BY table_name, column_name",
+    "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() "
+    "ORDER BY indexname",
+    "constraints": "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE connamespace = current_schema()::regnamespace ORDER BY conname",
+    "triggers": "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger "
+    "WHERE tgrelid::regclass::text NOT LIKE 'pg_%' AND NOT tgisinternal ORDER BY tgname",
+    "functions": "SELECT proname, prosrc FROM pg_proc "
+    "WHERE pronamespace = current_schema()::regnamespace ORDER BY proname",
+}
+
+
+def _pg_shape(scripts: list[str]) -> dict[str, object]:
+    import psycopg
+
+    from tests.conftest import postgres_schema
+
+    with postgres_schema() as url, psycopg.connect(url, autocommit=True) as connection:
+        for script in scripts:
+            connection.execute(script.encode())
+        shape = {name: connection.execute(query).fetchall() for name, query in _PG_SHAPE.items()}
+    # Index and trigger definitions name the schema, which differs between the two builds.
+    return {
+        name: [tuple(re.sub(r"wrighty_test_\w+\.", "", str(v)) for v in row) for row in rows]
+        for name, rows in shape.items()
+    }
+
+
+def test_postgresql_migrations_build_exactly_the_current_schema() -> None:
+    migrated = _pg_shape([m.sql for m in migrations("postgresql")])
+    current = _pg_shape([read_sql("postgresql", "schema.sql")])
+    assert migrated == current
+
+
+def test_two_processes_opening_a_new_postgresql_store_together_migrate_it_once() -> None:
+    import concurrent.futures
+
+    import psycopg
+
+    from tests.conftest import postgres_schema
+    from wrighty.store.postgres import PostgresStore
+
+    with postgres_schema() as url:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            stores = list(pool.map(lambda _: PostgresStore.open(url, create=True), range(4)))
+        for store in stores:
+            assert store.schema_version() == migrations("postgresql")[-1].version
+            store.close()
+        with psycopg.connect(url) as connection:
+            rows = connection.execute("SELECT version FROM wrighty_migrations").fetchall()
+        assert rows == [(m.version,) for m in migrations("postgresql")]

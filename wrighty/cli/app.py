@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -164,9 +165,19 @@ def init(
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing wrighty.json with defaults.")
     ] = False,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Where the state lives: a SQLite path or postgresql://... "
+            "(same as the global --store).",
+        ),
+    ] = None,
 ) -> None:
     """Create wrighty.json and the state store here (safe to run again)."""
     app_ctx = _context(ctx)
+    if store is not None:
+        app_ctx = dataclasses.replace(app_ctx, store_option=store)
     config_path = (app_ctx.config_option or app_ctx.cwd / CONFIG_FILENAME).absolute()
     root_dir = config_path.parent
     config_existed = config_path.exists()
@@ -177,9 +188,10 @@ def init(
     else:
         target = parse_store_url(kept_url, base=root_dir)
     done: list[str] = []
-    store_existed = target.sqlite_path.exists()
+    store_existed = target.exists()
     open_store(target, create=True).close()
-    done.append(f"{'opened' if store_existed else 'created'} store {target.describe()}")
+    verb = {True: "opened", False: "created", None: "opened (and migrated)"}[store_existed]
+    done.append(f"{verb} store {target.describe()}")
     write_schema_copy(root_dir)
     if keep_existing:
         done.append(f"kept existing {config_path} (use --force to replace it)")

@@ -199,7 +199,7 @@ SELECT
         UNION ALL
         SELECT min(queued_at) FROM items
         WHERE state = 'retry-scheduled' AND not_before <= :now AND queued_at IS NOT NULL
-    )) AS oldest_queued_at,
+    ) AS entries) AS oldest_queued_at,
     (SELECT count(*) FROM items WHERE state = 'queued' AND queued_at IS NULL)
       + (SELECT count(*) FROM items
          WHERE state = 'retry-scheduled' AND not_before <= :now AND queued_at IS NULL)

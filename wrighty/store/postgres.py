@@ -1,0 +1,191 @@
+"""The fleet store: one PostgreSQL database that many installations share.
+
+The same port and the same guarded writes as on SQLite (wrighty/store/sqlstore.py); claims take
+their row with `FOR UPDATE SKIP LOCKED`, so racing workers never wait on each other's rows.
+Connections come from a pool that checks them before use, so a dropped connection is replaced
+on the next call. Credentials (in the URL, libpq's environment variables or a password file)
+never appear in a message: errors name the database without its password.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import quote
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from wrighty.errors import StoreError
+from wrighty.store.sqlfiles import migrations, queries
+from wrighty.store.sqlstore import SqlStore, Tx
+
+# The pool retries broken connections itself and reports each failure as a warning; wrighty
+# reports what matters once, in its own words.
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+
+DIALECT = "postgresql"
+CONNECT_TIMEOUT_SECONDS = 10
+POOL_MAX_SIZE = 8
+_PARAMETER = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
+
+
+def _psycopg_sql(text: str) -> str:
+    """``:name`` placeholders as psycopg's ``%(name)s`` (``::`` casts are left alone)."""
+    return _PARAMETER.sub(r"%(\1)s", text.replace("%", "%%"))
+
+
+def describe_url(url: str) -> str:
+    """The database a URL names, without its password."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "postgresql://(unreadable URL)"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    host = parts.get("host") or "localhost"
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{user}{host}{port}/{parts.get('dbname') or ''}"
+
+
+def url_without_password(url: str) -> str:
+    """``url`` with any password taken out (libpq finds it in PGPASSWORD or ~/.pgpass)."""
+    parts = {k: v for k, v in conninfo_to_dict(url).items() if k != "password"}
+    user = f"{parts.pop('user')}@" if parts.get("user") else ""
+    host = parts.pop("host", None) or "localhost"
+    port = f":{parts.pop('port')}" if parts.get("port") else ""
+    dbname = parts.pop("dbname", None) or ""
+    query = "&".join(f"{key}={quote(str(value), safe='')}" for key, value in sorted(parts.items()))
+    return f"postgresql://{user}{host}{port}/{dbname}" + (f"?{query}" if query else "")
+
+
+class PostgresStore(SqlStore):
+    """The Store port on a PostgreSQL database."""
+
+    def __init__(self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]], name: str) -> None:
+        self._pool = pool
+        self._name = name
+        self._sql = {key: _psycopg_sql(text) for key, text in queries(DIALECT).items()}
+        self._closed = threading.Event()
+
+    @classmethod
+    def open(cls, url: str, *, create: bool = False) -> PostgresStore:
+        """Connect to the database at ``url``; migrate it (``create``: also build a new one)."""
+        name = describe_url(url)
+        conninfo = make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_SECONDS)
+        pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=POOL_MAX_SIZE,
+            kwargs={"row_factory": dict_row},
+            check=ConnectionPool.check_connection,
+            open=False,
+            name="wrighty",
+        )
+        store = cls(pool, name)
+        try:
+            with store._errors():
+                psycopg.connect(conninfo).close()  # the precise reason if it cannot connect
+                pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
+            store._migrate(create=create)
+        except BaseException:
+            pool.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        self._closed.set()
+        self._pool.close()
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Connection trouble and database errors as one line that names no secret."""
+        try:
+            yield
+        except PoolTimeout:
+            raise StoreError(f"{self._name}: cannot connect to the database") from None
+        except psycopg.OperationalError as error:
+            raise StoreError(f"{self._name}: {_reason(error)}") from None
+
+    @contextmanager
+    def _write(self) -> Iterator[Tx]:
+        with (
+            self._errors(),
+            self._pool.connection() as connection,
+            connection.transaction(),
+        ):
+            yield _PostgresTx(connection, self._sql)
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[Tx]:
+        with (
+            self._errors(),
+            self._pool.connection() as connection,
+            connection.transaction(),
+        ):
+            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield _PostgresTx(connection, self._sql)
+
+    def _rows(self, name: str, params: Mapping[str, Any]) -> list[Any]:
+        with self._snapshot() as tx:
+            rows: list[Any] = tx.run(name, params).fetchall()
+            return rows
+
+    def _migrate(self, *, create: bool) -> None:
+        with self._write() as tx:
+            tx.run("lock_migrations")
+            present = tx.run("migrations_table_exists").fetchone()["present"]
+            if not present and not create:
+                raise StoreError(
+                    f"{self._name}: no wrighty store in this database; run "
+                    "`wrighty init --store postgresql://...` once, or check --store/store.url"
+                )
+            applied = (
+                [int(r["version"]) for r in tx.run("select_applied_migrations").fetchall()]
+                if present
+                else []
+            )
+            if applied == [m.version for m in migrations(DIALECT)]:
+                return
+            if applied and max(applied) > len(migrations(DIALECT)):
+                raise StoreError(
+                    f"{self._name}: the store was written by a newer wrighty; upgrade wrighty"
+                )
+            assert isinstance(tx, _PostgresTx)
+            self._migrate_in(tx, DIALECT, tx.script)
+
+    def schema_version(self) -> int:
+        with self._snapshot() as tx:
+            rows = tx.run("select_applied_migrations").fetchall()
+        return int(rows[-1]["version"]) if rows else 0
+
+
+class _PostgresTx:
+    def __init__(
+        self, connection: psycopg.Connection[dict[str, Any]], sql: Mapping[str, str]
+    ) -> None:
+        self._connection = connection
+        self._sql = sql
+
+    def run(
+        self, name: str, params: Mapping[str, Any] | None = None, /
+    ) -> psycopg.Cursor[dict[str, Any]]:
+        return self._connection.execute(self._sql[name], params or {})
+
+    def script(self, text: str) -> None:
+        """Several statements, no parameters (schema.sql, a migration)."""
+        self._connection.execute(text.encode())
+
+
+def _reason(error: BaseException) -> str:
+    """The first line of a driver error, without the server address libpq repeats."""
+    lines = str(error).strip().splitlines()
+    text = lines[0] if lines else type(error).__name__
+    return re.sub(
+        r'^connection failed: connection to server at "[^"]*", port \d+ failed: ', "", text
+    )

@@ -1,0 +1,241 @@
+-- Named SQL blocks for the PostgreSQL store (":name" parameters become psycopg's "%(name)s").
+-- Parameters that appear only beside IS NULL carry a CAST, so PostgreSQL knows their type.
+-- Each block starts with "-- name: <name>".
+
+-- name: insert_item
+INSERT INTO items (title, body, agent, timeout_seconds, workspace, state, queued_at,
+                   created_at, updated_at)
+VALUES (:title, :body, :agent, :timeout_seconds, :workspace, :state, :queued_at,
+        :created_at, :created_at)
+RETURNING id;
+
+-- name: insert_event
+INSERT INTO item_events (item_id, at, actor, generation, from_state, to_state,
+                         reason_code, reason)
+VALUES (:item_id, :at, :actor, :generation, :from_state, :to_state, :reason_code, :reason);
+
+-- name: select_item
+SELECT * FROM items WHERE id = :id;
+
+-- name: select_items
+-- :states is a JSON array of state names, or NULL for every state.
+SELECT * FROM items
+WHERE CAST(:states AS text) IS NULL
+   OR state IN (SELECT jsonb_array_elements_text(CAST(:states AS jsonb)))
+ORDER BY id;
+
+-- name: select_events
+SELECT * FROM item_events WHERE item_id = :item_id ORDER BY id;
+
+-- name: select_runs
+SELECT * FROM runs WHERE item_id = :item_id ORDER BY started_at, run_id;
+
+-- name: select_run
+SELECT * FROM runs WHERE run_id = :run_id;
+
+-- name: select_session
+SELECT * FROM sessions WHERE item_id = :item_id;
+
+-- name: update_item_guarded
+-- Compare-and-set: the write lands only if the item is still in the state, generation and
+-- claim the caller read (and, for the reaper, its lease is still expired). Zero changed rows
+-- means someone else moved it first.
+UPDATE items
+SET state = :state,
+    generation = :generation,
+    claimed_by = :claimed_by,
+    lease_expires_at = :lease_expires_at,
+    claimed_at = :claimed_at,
+    renew_deadline = :renew_deadline,
+    queued_at = :queued_at,
+    not_before = :not_before,
+    reason_code = :reason_code,
+    reason = :reason,
+    next_action = :next_action,
+    crash_retries = :crash_retries,
+    requeues = :requeues,
+    updated_at = :updated_at
+WHERE id = :id
+  AND state NOT IN ('done', 'cancelled')
+  AND state = :expected_state
+  AND generation = :expected_generation
+  AND claimed_by IS NOT DISTINCT FROM CAST(:expected_claimed_by AS text)
+  AND (CAST(:expired_before AS text) IS NULL OR lease_expires_at < :expired_before)
+  -- A claim goes back to queued only if no agent process was recorded under it (an
+  -- operator's requeue of a settled item is not a claim going back).
+  AND NOT (CAST(:expected_state AS text) = 'running' AND CAST(:state AS text) = 'queued' AND EXISTS (
+      SELECT 1 FROM runs
+      WHERE item_id = :id AND generation = :expected_generation AND pid IS NOT NULL));
+
+-- name: end_open_runs
+-- The run of a claim ends together with the move that releases the claim.
+UPDATE runs
+SET ended_at = :ended_at,
+    outcome_class = :outcome_class,
+    confidence = :confidence,
+    exit_code = :exit_code,
+    signal = :signal,
+    diagnostic = :diagnostic
+WHERE item_id = :item_id AND generation = :generation AND ended_at IS NULL;
+
+-- name: select_next_due_retry
+-- Due retries first; a retry with a local session only on the installation that holds it.
+SELECT items.* FROM items
+LEFT JOIN sessions ON sessions.item_id = items.id
+WHERE items.state = 'retry-scheduled'
+  AND items.not_before <= :now
+  AND (sessions.session_id IS NULL OR sessions.installation_id = :installation_id)
+  AND (CAST(:item_id AS bigint) IS NULL OR items.id = :item_id)
+  AND (CAST(:agent AS text) IS NULL OR coalesce(items.agent, :default_agent) = :agent)
+ORDER BY items.queued_at NULLS FIRST, items.id
+LIMIT 1
+FOR UPDATE OF items SKIP LOCKED;
+
+-- name: select_next_queued
+-- Oldest queue entry first (an unknown entry time counts as oldest).
+SELECT * FROM items
+WHERE state = 'queued'
+  AND (CAST(:item_id AS bigint) IS NULL OR id = :item_id)
+  AND (CAST(:agent AS text) IS NULL OR coalesce(agent, :default_agent) = :agent)
+ORDER BY queued_at NULLS FIRST, id
+LIMIT 1
+FOR UPDATE SKIP LOCKED;
+
+-- name: renew_lease
+-- Extends the lease of a claim that is still held, never past the claim's renewal deadline.
+UPDATE items
+SET lease_expires_at = greatest(lease_expires_at, least(:proposed, renew_deadline))
+WHERE id = :id
+  AND state = 'running'
+  AND generation = :generation
+  AND claimed_by = :claimed_by
+  AND lease_expires_at < renew_deadline;
+
+-- name: select_claim
+SELECT lease_expires_at FROM items
+WHERE id = :id AND state = 'running' AND generation = :generation AND claimed_by = :claimed_by;
+
+-- name: insert_run_guarded
+-- A run is recorded only under a claim that is still held.
+INSERT INTO runs (run_id, item_id, generation, attempt, kind, worker_id, installation_id,
+                  started_at, session_id, claim_token)
+SELECT :run_id, :item_id, :generation,
+       (SELECT count(*) + 1 FROM runs WHERE item_id = :item_id),
+       :kind, :worker_id, :installation_id, :started_at, :session_id, :claim_token
+WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
+              AND generation = :generation AND claimed_by = :claimed_by);
+
+-- name: record_process_guarded
+UPDATE runs
+SET pid = :pid, process_started_at = :process_started_at
+WHERE run_id = :run_id AND item_id = :item_id AND generation = :generation
+  AND ended_at IS NULL
+  AND EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
+              AND generation = :generation AND claimed_by = :claimed_by);
+
+-- name: record_agent_report_guarded
+-- From inside a run: lands only while that run's claim is still held (a stale token from an
+-- earlier generation, or a run that already ended, changes nothing).
+UPDATE runs
+SET agent_report = :report, agent_reason = :reason
+WHERE run_id = :run_id
+  AND claim_token = :claim_token
+  AND ended_at IS NULL
+  AND EXISTS (SELECT 1 FROM items WHERE items.id = runs.item_id AND items.state = 'running'
+              AND items.generation = runs.generation AND items.claimed_by = runs.worker_id);
+
+-- name: upsert_session_guarded
+INSERT INTO sessions (item_id, vendor, session_id, workspace, installation_id, updated_at)
+SELECT :item_id, :vendor, :session_id, :workspace, :installation_id, :updated_at
+WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
+              AND generation = :generation AND claimed_by = :claimed_by)
+ON CONFLICT (item_id) DO UPDATE
+SET vendor = excluded.vendor,
+    session_id = excluded.session_id,
+    workspace = excluded.workspace,
+    installation_id = excluded.installation_id,
+    updated_at = excluded.updated_at;
+
+-- name: record_run_session
+-- Run inside the transaction whose guarded session upsert succeeded.
+UPDATE runs SET session_id = :session_id
+WHERE run_id = :run_id AND item_id = :item_id AND generation = :generation AND ended_at IS NULL;
+
+-- name: select_expired_claims
+SELECT * FROM items
+WHERE state = 'running' AND lease_expires_at < :now
+ORDER BY lease_expires_at, id
+LIMIT :limit;
+
+-- name: select_reap_facts
+SELECT
+    (SELECT count(*) FROM runs WHERE item_id = :item_id AND generation = :generation)
+        AS runs_recorded,
+    (SELECT session_id FROM sessions WHERE item_id = :item_id) AS session_id,
+    (SELECT from_state FROM item_events
+     WHERE item_id = :item_id AND generation = :generation AND to_state = 'running'
+     ORDER BY id DESC LIMIT 1) AS claimed_from;
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS wrighty_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+);
+
+-- name: select_applied_migrations
+SELECT version FROM wrighty_migrations ORDER BY version;
+
+-- name: insert_migration
+INSERT INTO wrighty_migrations (version, name, applied_at) VALUES (:version, :name, :applied_at);
+
+-- name: select_state_counts
+SELECT state, count(*) AS n FROM items GROUP BY state;
+
+-- name: select_queue_figures
+-- Waiting = queued, or a retry that is due. Read in the same transaction as the counts.
+SELECT
+    (SELECT count(*) FROM items WHERE state = 'queued')
+      + (SELECT count(*) FROM items WHERE state = 'retry-scheduled' AND not_before <= :now)
+        AS waiting,
+    (SELECT min(queued_at) FROM (
+        SELECT min(queued_at) AS queued_at FROM items
+        WHERE state = 'queued' AND queued_at IS NOT NULL
+        UNION ALL
+        SELECT min(queued_at) FROM items
+        WHERE state = 'retry-scheduled' AND not_before <= :now AND queued_at IS NOT NULL
+    ) AS entries) AS oldest_queued_at,
+    (SELECT count(*) FROM items WHERE state = 'queued' AND queued_at IS NULL)
+      + (SELECT count(*) FROM items
+         WHERE state = 'retry-scheduled' AND not_before <= :now AND queued_at IS NULL)
+        AS unknown_queue_wait,
+    (SELECT count(*) FROM items WHERE state = 'running' AND lease_expires_at < :now)
+        AS expired_leases,
+    (SELECT min(not_before) FROM items WHERE state = 'retry-scheduled') AS retry_next_due;
+
+-- name: upsert_worker
+INSERT INTO workers (worker_id, label, installation_id, pid, process_started_at, version, state,
+                     items, started_at, last_heartbeat_at)
+VALUES (:worker_id, :label, :installation_id, :pid, :process_started_at, :version, :state,
+        :items, :started_at, :last_heartbeat_at)
+ON CONFLICT (worker_id) DO UPDATE
+SET state = excluded.state,
+    items = excluded.items,
+    last_heartbeat_at = excluded.last_heartbeat_at;
+
+-- name: delete_worker
+DELETE FROM workers WHERE worker_id = :worker_id;
+
+-- name: prune_workers
+DELETE FROM workers WHERE last_heartbeat_at < :older_than;
+
+-- name: select_workers
+SELECT * FROM workers ORDER BY started_at, worker_id;
+
+-- name: lock_migrations
+-- Two machines opening a new database together: one migrates, the other waits, then finds
+-- nothing left to do.
+SELECT pg_advisory_xact_lock(hashtext('wrighty: migrations'));
+
+-- name: migrations_table_exists
+SELECT to_regclass('wrighty_migrations') IS NOT NULL AS present;
