@@ -230,10 +230,10 @@ def test_codex_samples_classify_from_their_terminal_events(
     ("sample", "expected"),
     [
         ("ok", (OutcomeClass.SUCCEEDED, Confidence.AUTHORITATIVE)),
-        # The HTTP status is in the error message and (modulo 256) in the exit code.
+        # An API error: the exit code is the HTTP status modulo 256.
         ("api-401", (OutcomeClass.AUTH, Confidence.AUTHORITATIVE)),
         ("api-403", (OutcomeClass.PERMISSION, Confidence.AUTHORITATIVE)),
-        ("api-429", (OutcomeClass.RATE_LIMITED, Confidence.INFERRED)),
+        ("api-429", (OutcomeClass.RATE_LIMITED, Confidence.AUTHORITATIVE)),
         ("api-500", (OutcomeClass.PROVIDER_UNAVAILABLE, Confidence.AUTHORITATIVE)),
         # Exit 0, but the result says error: no success.
         ("empty-answer", (OutcomeClass.AGENT_FAILURE, Confidence.INFERRED)),

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.vendors.conftest import VendorProject, vendor_cli
+from tests.vendors.conftest import VendorProject, finish, next_event, vendor_cli
+from tests.vendors.gemini_provider import GeminiProvider, gemini_settings
+from tests.vendors.openai_provider import OpenAIProvider, codex_provider_args
+from wrighty.vendors import VENDORS
 
 pytestmark = pytest.mark.slow
 
@@ -80,3 +89,324 @@ def test_gemini_without_credentials_is_an_auth_failure(vendor_project: VendorPro
         41,
     )
     assert shown["state"] == "needs-attention"
+
+
+# --- Codex and Gemini against loopback fakes of their providers' APIs ---------------------
+
+CODEX_KEY = "sk-codex-secret-0123456789"
+GEMINI_KEY = "AIzaFakeGeminiKey0123456789"
+GEMINI_MODEL = "gemini-2.5-flash"
+PROMPT = "Reply with the single word: done."
+CRASH_RETRY = {"action": "retry", "initialRetryMinutes": 0.01, "maxAttempts": 2}
+
+
+@pytest.fixture
+def openai_provider() -> Iterator[OpenAIProvider]:
+    with OpenAIProvider() as serving:
+        yield serving
+
+
+@pytest.fixture
+def gemini_provider() -> Iterator[GeminiProvider]:
+    with GeminiProvider() as serving:
+        yield serving
+
+
+def codex_agent(provider: OpenAIProvider, home: Path) -> dict[str, Any]:
+    codex_home = home / ".codex"
+    codex_home.mkdir(exist_ok=True)
+    return {
+        "codex": {
+            "executable": str(vendor_cli("codex")),
+            "args": codex_provider_args(provider.url),
+            "env": {"CODEX_API_KEY": CODEX_KEY, "CODEX_HOME": str(codex_home)},
+        }
+    }
+
+
+def gemini_agent(provider: GeminiProvider, home: Path) -> dict[str, Any]:
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps(gemini_settings()))
+    scratch = home / "tmp"  # the CLI's error reports go to $TMPDIR
+    scratch.mkdir(exist_ok=True)
+    return {
+        "gemini": {
+            "executable": str(vendor_cli("gemini")),
+            "args": ["-m", GEMINI_MODEL],
+            "env": {
+                "GEMINI_API_KEY": GEMINI_KEY,
+                "GOOGLE_GEMINI_BASE_URL": provider.url,
+                "TMPDIR": str(scratch),
+            },
+        }
+    }
+
+
+def run_item(project: VendorProject, agents: dict[str, Any]) -> dict[str, Any]:
+    """One item through `wrighty worker start --once`; the item as `wrighty show` gives it."""
+    [agent] = agents
+    project.configure(agents, defaultAgent=agent, workspaceMode="directory")
+    item_id = project.create(PROMPT)
+    events, worked = project.run_once()
+    assert worked.returncode == 0, worked.stderr
+    assert any(event["event"] == "settled" for event in events), worked.stdout
+    return project.show(item_id)
+
+
+def printed(project: VendorProject, shown: dict[str, Any], run: dict[str, Any]) -> list[Any]:
+    """The JSON records the CLI printed on stdout during ``run``."""
+    log = project.root / ".wrighty" / "runs" / str(shown["id"]) / run["run_id"] / "stdout.log"
+    return [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+
+
+def codex_thread_ids(
+    project: VendorProject, shown: dict[str, Any], run: dict[str, Any]
+) -> list[str]:
+    records = printed(project, shown, run)
+    return [r["thread_id"] for r in records if r.get("type") == "thread.started"]
+
+
+def gemini_session_ids(
+    project: VendorProject, shown: dict[str, Any], run: dict[str, Any]
+) -> list[str]:
+    return [r["session_id"] for r in printed(project, shown, run) if r.get("type") == "init"]
+
+
+def transcript(
+    project: VendorProject, vendor: str, shown: dict[str, Any], env: dict[str, str]
+) -> Path:
+    found = VENDORS[vendor].transcript(
+        shown["session"]["session_id"], Path(shown["session"]["workspace"]), env
+    )
+    assert found is not None, f"wrighty cannot find the transcript {vendor} wrote"
+    return found
+
+
+def codex_user_texts(request: dict[str, Any]) -> list[str]:
+    """The user's texts in a Responses API request, in order."""
+    return [
+        part["text"]
+        for item in request["input"]
+        if item.get("type") == "message" and item.get("role") == "user"
+        for part in item["content"]
+        if part.get("type") == "input_text"
+    ]
+
+
+def gemini_user_texts(request: dict[str, Any]) -> list[str]:
+    """The user's texts in a generateContent request, in order (one turn may hold several)."""
+    return [
+        part["text"]
+        for content in request["contents"]
+        if content.get("role") == "user"
+        for part in content["parts"]
+        if "text" in part
+    ]
+
+
+def kill_mid_answer(worker: subprocess.Popen[str], streaming: threading.Event) -> None:
+    """SIGKILL the agent's first process once the provider streams its answer."""
+    spawned = next_event(worker, "spawned")
+    while not streaming.wait(0.05):
+        assert worker.poll() is None, "the worker ended before the answer began"
+    os.kill(spawned["pid"], signal.SIGKILL)  # the OOM killer, say: not wrighty
+
+
+ATTENTION = "needs-attention"
+
+
+@pytest.mark.parametrize(
+    ("mode", "outcome_class", "confidence", "state"),
+    [
+        ("ok", "succeeded", "authoritative", "done"),
+        ("bad-request", "unknown", "inferred", ATTENTION),
+        ("context", "context-limit", "inferred", ATTENTION),
+        ("auth", "auth", "inferred", ATTENTION),
+        ("permission", "permission", "inferred", ATTENTION),
+        ("rate", "rate-limited", "inferred", ATTENTION),
+        ("quota", "billing", "inferred", ATTENTION),
+        ("server", "provider-unavailable", "inferred", ATTENTION),
+    ],
+)
+def test_codex_each_provider_answer_gets_its_class(
+    vendor_project: VendorProject,
+    openai_provider: OpenAIProvider,
+    mode: str,
+    outcome_class: str,
+    confidence: str,
+    state: str,
+) -> None:
+    openai_provider.mode = mode
+    shown = run_item(vendor_project, codex_agent(openai_provider, vendor_project.home))
+    [run] = shown["runs"]
+    assert [h.get("authorization") for h in openai_provider.headers] == [f"Bearer {CODEX_KEY}"]
+    # The thread id codex printed is the recorded session.
+    assert codex_thread_ids(vendor_project, shown, run) == [shown["session"]["session_id"]]
+    assert run["session_id"] == shown["session"]["session_id"]
+    assert CODEX_KEY not in json.dumps(shown)
+    assert processes_marked(run["run_id"]) == []
+    assert (run["outcome_class"], run["confidence"]) == (outcome_class, confidence)
+    assert shown["state"] == state
+
+
+def test_codex_killed_mid_answer_is_resumed_in_the_same_thread_and_its_rollout_grows(
+    vendor_project: VendorProject, openai_provider: OpenAIProvider
+) -> None:
+    openai_provider.mode = "slow"
+    agents = codex_agent(openai_provider, vendor_project.home)
+    vendor_project.configure(
+        agents,
+        defaultAgent="codex",
+        workspaceMode="directory",
+        pollSeconds=0.1,
+        processCrash=CRASH_RETRY,
+    )
+    item_id = vendor_project.create(PROMPT)
+    worker = vendor_project.start_worker("--once")
+    try:
+        kill_mid_answer(worker, openai_provider.streaming)
+        next_event(worker, "retry-scheduled")
+    finally:
+        finish(worker)
+    crashed = vendor_project.show(item_id)
+    assert (crashed["state"], crashed["reason_code"]) == ("retry-scheduled", "process-crash")
+    [first] = crashed["runs"]
+    assert (first["outcome_class"], first["confidence"], first["signal"]) == (
+        "process-crash",
+        "authoritative",
+        signal.SIGKILL,
+    )
+    thread_id = crashed["session"]["session_id"]
+    assert codex_thread_ids(vendor_project, crashed, first) == [thread_id]
+    # The kill may leave codex's native binary behind its node wrapper; wrighty ended it.
+    assert processes_marked(first["run_id"]) == []
+    rollout = transcript(vendor_project, "codex", crashed, agents["codex"]["env"])
+    before = len(rollout.read_text().splitlines())
+    asked_before = len(openai_provider.requests)
+
+    openai_provider.mode = "ok"
+    events, worked = vendor_project.run_worker("--max-items", "1", "--idle-timeout", "30s")
+    assert worked.returncode == 0, worked.stderr
+    assert [e["session_id"] for e in events if e["event"] == "resumed"] == [thread_id]
+    after = vendor_project.show(item_id)
+    assert after["state"] == "done"
+    _, second = after["runs"]
+    assert (second["kind"], second["outcome_class"], second["confidence"]) == (
+        "resume",
+        "succeeded",
+        "authoritative",
+    )
+    assert second["session_id"] == after["session"]["session_id"] == thread_id
+    assert codex_thread_ids(vendor_project, after, second) == [thread_id]
+    assert transcript(vendor_project, "codex", after, agents["codex"]["env"]) == rollout
+    assert len(rollout.read_text().splitlines()) > before
+    assert processes_marked(second["run_id"]) == []
+    # The resumed thread replayed the first run's own prompt, and added the follow-up.
+    [resumed_request] = openai_provider.requests[asked_before:]
+    first_texts = codex_user_texts(openai_provider.requests[0])
+    assert PROMPT in first_texts
+    assert codex_user_texts(resumed_request)[: len(first_texts)] == first_texts
+    assert len(codex_user_texts(resumed_request)) > len(first_texts)
+
+
+@pytest.mark.parametrize(
+    ("mode", "outcome_class", "confidence", "state"),
+    [
+        ("ok", "succeeded", "authoritative", "done"),
+        ("bad-request", "agent-failure", "inferred", ATTENTION),
+        ("bad-key", "auth", "inferred", ATTENTION),
+        ("auth", "auth", "authoritative", ATTENTION),
+        ("permission", "permission", "authoritative", ATTENTION),
+        # Gemini exits with the HTTP status modulo 256: 173 is a 429, whatever the text says
+        # (a per-minute quota message reads like billing).
+        ("rate", "rate-limited", "authoritative", ATTENTION),
+        ("quota", "rate-limited", "authoritative", ATTENTION),
+        ("server", "provider-unavailable", "authoritative", ATTENTION),
+        ("unavailable", "provider-unavailable", "authoritative", ATTENTION),
+    ],
+)
+def test_gemini_each_provider_answer_gets_its_class(
+    vendor_project: VendorProject,
+    gemini_provider: GeminiProvider,
+    mode: str,
+    outcome_class: str,
+    confidence: str,
+    state: str,
+) -> None:
+    gemini_provider.mode = mode
+    shown = run_item(vendor_project, gemini_agent(gemini_provider, vendor_project.home))
+    [run] = shown["runs"]
+    assert len(gemini_provider.streamed) == 1
+    assert {h.get("x-goog-api-key") for h in gemini_provider.headers} == {GEMINI_KEY}
+    # wrighty chose the session id; the CLI used exactly that one.
+    session_id = shown["session"]["session_id"]
+    assert re.fullmatch(r"[0-9a-f-]{36}", session_id)
+    assert gemini_session_ids(vendor_project, shown, run) == [session_id]
+    assert run["session_id"] == session_id
+    assert GEMINI_KEY not in json.dumps(shown)
+    assert processes_marked(run["run_id"]) == []
+    assert (run["outcome_class"], run["confidence"]) == (outcome_class, confidence)
+    assert shown["state"] == state
+
+
+def test_gemini_killed_mid_answer_is_resumed_in_the_same_session_and_its_chat_grows(
+    vendor_project: VendorProject, gemini_provider: GeminiProvider
+) -> None:
+    gemini_provider.mode = "slow"
+    agents = gemini_agent(gemini_provider, vendor_project.home)
+    vendor_project.configure(
+        agents,
+        defaultAgent="gemini",
+        workspaceMode="directory",
+        pollSeconds=0.1,
+        processCrash=CRASH_RETRY,
+    )
+    item_id = vendor_project.create(PROMPT)
+    worker = vendor_project.start_worker("--once")
+    try:
+        kill_mid_answer(worker, gemini_provider.streaming)
+        next_event(worker, "retry-scheduled")
+    finally:
+        finish(worker)
+    crashed = vendor_project.show(item_id)
+    assert (crashed["state"], crashed["reason_code"]) == ("retry-scheduled", "process-crash")
+    [first] = crashed["runs"]
+    assert (first["outcome_class"], first["confidence"], first["signal"]) == (
+        "process-crash",
+        "authoritative",
+        signal.SIGKILL,
+    )
+    session_id = crashed["session"]["session_id"]
+    assert gemini_session_ids(vendor_project, crashed, first) == [session_id]
+    # The kill may leave the relaunched CLI behind gemini's wrapper; wrighty ended it.
+    assert processes_marked(first["run_id"]) == []
+    home = {"HOME": str(vendor_project.home)}
+    chat = transcript(vendor_project, "gemini", crashed, home)
+    assert chat.parent.name == "chats"
+    before = len(chat.read_text().splitlines())
+    asked_before = len(gemini_provider.streamed)
+
+    gemini_provider.mode = "ok"
+    events, worked = vendor_project.run_worker("--max-items", "1", "--idle-timeout", "30s")
+    assert worked.returncode == 0, worked.stderr
+    assert [e["session_id"] for e in events if e["event"] == "resumed"] == [session_id]
+    after = vendor_project.show(item_id)
+    assert after["state"] == "done"
+    _, second = after["runs"]
+    assert (second["kind"], second["outcome_class"], second["confidence"]) == (
+        "resume",
+        "succeeded",
+        "authoritative",
+    )
+    assert second["session_id"] == after["session"]["session_id"] == session_id
+    assert gemini_session_ids(vendor_project, after, second) == [session_id]
+    assert transcript(vendor_project, "gemini", after, home) == chat
+    assert len(chat.read_text().splitlines()) > before
+    assert processes_marked(second["run_id"]) == []
+    # The resumed session replayed the first run's own prompt, and added the follow-up.
+    [resumed_request] = gemini_provider.streamed[asked_before:]
+    first_texts = gemini_user_texts(gemini_provider.streamed[0])
+    assert PROMPT in first_texts
+    assert gemini_user_texts(resumed_request)[: len(first_texts)] == first_texts
+    assert len(gemini_user_texts(resumed_request)) > len(first_texts)

@@ -49,8 +49,6 @@ _EXIT_CODES = {
     55: (OutcomeClass.AGENT_FAILURE, "the workspace is not trusted (exit 55)"),
 }
 _SESSION_ID_TEXT = re.compile(rb'"session_id"\s*:\s*"([^"]{1,128})"')
-# The HTTP status inside an API error's message: {"error":{"code":401,...}}.
-_API_CODE = re.compile(r'"code\\?"\s*:\s*([1-5]\d\d)\b')
 _FIRST_LINE_LIMIT = 64 * 1024
 
 
@@ -103,13 +101,15 @@ class GeminiReader(Reader):
         return no_terminal_record("gemini", "result event", exit_code)
 
     def _api_status_class(self, exit_code: int | None) -> OutcomeClass | None:
-        """The class of an API error whose HTTP status both the message and the exit code
-        (status modulo 256) state."""
-        found = _API_CODE.search(self.error or "")
-        if found is None or exit_code is None:
+        """The class of an API error: the CLI exits with the HTTP status modulo 256 (400-511
+        become 144-255) and says "[API Error" in its result."""
+        if (
+            exit_code is None
+            or not 144 <= exit_code <= 255
+            or "[API Error" not in (self.error or "")
+        ):
             return None
-        status = int(found.group(1))
-        return status_class(status) if status % 256 == exit_code else None
+        return status_class(exit_code + 256)
 
 
 class Gemini(Vendor):
