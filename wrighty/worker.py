@@ -39,7 +39,7 @@ from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
-from wrighty.errors import WrightyError
+from wrighty.errors import StoreError, WrightyError
 from wrighty.registry import Heartbeat
 from wrighty.store.port import Store
 from wrighty.supervisor.process import (
@@ -69,6 +69,59 @@ class WorkerOptions:
     max_items: int | None = None
     idle_timeout_seconds: float | None = None
     stop_grace_seconds: float = 10.0
+
+
+class _LeaseGone(Exception):
+    """The store stayed unreachable until the claim's lease ran out: the claim is lost."""
+
+
+STORE_RETRY_FIRST_SECONDS = 0.25
+STORE_RETRY_MAX_SECONDS = 5.0
+
+
+class _PatientStore:
+    """The worker's store. In a claim's thread, a call that fails because the store is
+    unreachable is retried with backoff for as long as the claim's lease lasts; then
+    _LeaseGone. A supervised agent is only stopped when its claim is really lost: a renewal
+    that says so once the store is back, or a lease that ran out while it was unreachable.
+    Elsewhere (the claim loop) a failure is raised at once."""
+
+    def __init__(self, store: Store, now: Callable[[], datetime], emit: Callable[..., None]):
+        self._store = store
+        self._now = now
+        self._emit = emit
+        self._claim = threading.local()
+
+    def hold(self, lease_until: datetime | None) -> None:
+        """This thread works under a claim whose lease lasts until ``lease_until``."""
+        self._claim.lease_until = lease_until
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._store, name)
+        if not callable(method):
+            return method
+
+        def patiently(*args: Any, **kwargs: Any) -> Any:
+            delay = STORE_RETRY_FIRST_SECONDS
+            while True:
+                try:
+                    return method(*args, **kwargs)
+                except StoreError as error:
+                    lease_until = getattr(self._claim, "lease_until", None)
+                    if lease_until is None:
+                        raise
+                    if self._now() >= lease_until:
+                        raise _LeaseGone from None
+                    self._emit(
+                        "store-unreachable",
+                        operation=name,
+                        error=type(error).__name__,
+                        retry_in_seconds=delay,
+                    )
+                    time.sleep(delay)
+                    delay = min(delay * 2, STORE_RETRY_MAX_SECONDS)
+
+        return patiently
 
 
 @dataclass(frozen=True)
@@ -122,7 +175,7 @@ class Worker:
         now: Callable[[], datetime] = system_now,
         agent_env: dict[str, str] | None = None,
     ) -> None:
-        self._store = store
+        self._store: Store = _PatientStore(store, now, self._emit)
         self._config = loaded.config
         self._project_root = loaded.root
         self._state_dir = loaded.root / ".wrighty"
@@ -158,6 +211,11 @@ class Worker:
             default_timeout_seconds=settings.item_timeout_minutes * 60,
         )
         self._heartbeat = self._heartbeat_for(settings)
+
+    @property
+    def _patient(self) -> _PatientStore:
+        assert isinstance(self._store, _PatientStore)
+        return self._store
 
     def _heartbeat_for(self, settings: WorkerSettings) -> Heartbeat:
         started = self._now()
@@ -222,10 +280,7 @@ class Worker:
             self._beat()
             claimed = None
             if len(slots) < self._slot_limit(options) and self._workspace_free():
-                services.reap_expired(
-                    self._store, now=self._now(), max_requeues=self._config.worker.max_requeues
-                )
-                claimed = self._store.acquire(self._request(agent_name, options), now=self._now())
+                claimed = self._claim_next(agent_name, options)
                 if claimed is None and self._current_lock is not None:
                     self._current_lock.release()
             if claimed is not None:
@@ -261,6 +316,18 @@ class Worker:
         if self._current_lock is not None:
             self._current_lock.release()
 
+    def _claim_next(self, agent_name: str, options: WorkerOptions) -> Item | None:
+        """Reap, then claim; None also when the store cannot be reached (the running agents
+        go on, and the next pass tries again)."""
+        try:
+            services.reap_expired(
+                self._store, now=self._now(), max_requeues=self._config.worker.max_requeues
+            )
+            return self._store.acquire(self._request(agent_name, options), now=self._now())
+        except StoreError as error:
+            self._emit("store-unreachable", operation="acquire", error=type(error).__name__)
+            return None
+
     def _slot_limit(self, options: WorkerOptions) -> int:
         return 1 if self._current_lock is not None else options.concurrency
 
@@ -287,8 +354,16 @@ class Worker:
             with self._slot_lock:
                 self._slot_wakes.add(wake)
                 self._running_items.add(claimed.id)
+            self._patient.hold(claimed.lease_expires_at)
             try:
                 self._work_on(claimed, plan, options, wake)
+            except _LeaseGone:
+                self._emit(
+                    "heartbeat-lost",
+                    item_id=claimed.id,
+                    generation=claimed.generation,
+                    reason="store-unreachable",
+                )
             finally:
                 with self._slot_lock:
                     self._slot_wakes.discard(wake)
@@ -401,6 +476,24 @@ class Worker:
         """Watch a started agent to its end, then settle the item (or write nothing more if
         the claim was lost)."""
         self._emit("spawned", item_id=claimed.id, run_id=run_id, pid=agent.pid)
+        try:
+            self._watch_and_settle(claimed, agent, run_id, options, wake, output, plan, workspace)
+        except _LeaseGone:
+            agent.stop(grace_seconds=options.stop_grace_seconds)
+            agent.close()
+            raise
+
+    def _watch_and_settle(
+        self,
+        claimed: Item,
+        agent: AgentProcess,
+        run_id: str,
+        options: WorkerOptions,
+        wake: threading.Event,
+        output: _Output,
+        plan: AgentPlan,
+        workspace: Path,
+    ) -> None:
         if not self._store.record_process(
             claimed, run_id, pid=agent.pid, process_started_at=agent.started_at
         ):
@@ -502,6 +595,8 @@ class Worker:
                 return StopReason.TIMEOUT
             agent.refresh_descendants()
             result = self._store.renew(claimed, now=self._now(), terms=self._terms)
+            if result.lease_expires_at is not None:
+                self._patient.hold(result.lease_expires_at)
             if result.outcome is RenewOutcome.LOST:
                 return self._lost(claimed, agent, options)
             if result.outcome is RenewOutcome.BUDGET_EXHAUSTED:

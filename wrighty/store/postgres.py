@@ -77,7 +77,12 @@ class PostgresStore(SqlStore):
     def open(cls, url: str, *, create: bool = False) -> PostgresStore:
         """Connect to the database at ``url``; migrate it (``create``: also build a new one)."""
         name = describe_url(url)
-        conninfo = make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_SECONDS)
+        given = conninfo_to_dict(url)
+        conninfo = make_conninfo(
+            url,
+            connect_timeout=given.get("connect_timeout") or CONNECT_TIMEOUT_SECONDS,
+            application_name=given.get("application_name") or "wrighty",
+        )
         pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
             conninfo,
             min_size=1,
