@@ -25,6 +25,7 @@ stdout and one to stderr. Then, by action:
     output-binary  write invalid UTF-8 and NUL bytes to stdout, exit 0
     secret         print a fake Anthropic key and a fake bearer token, to see redaction, exit 0
     slow [N]       print a line every 0.1 s for N seconds (default 3), exit 0
+    crash-random P die by SIGKILL with probability P (default 0.3), otherwise succeed
     crash-kill-until N, crash-segv-until N
                    die by SIGKILL (or SIGSEGV) while this session has had fewer than N
                    earlier runs, then succeed: a crash that a resume of the same session
@@ -35,6 +36,7 @@ stdout and one to stderr. Then, by action:
 from __future__ import annotations
 
 import os
+import random
 import re
 import resource
 import signal
@@ -190,6 +192,18 @@ def crash_until(signal_number: signal.Signals) -> Callable[[str], int]:
     return run
 
 
+def crash_random(argument: str) -> int:
+    try:
+        chance = float(argument or "0.3")
+    except ValueError:
+        print(f"example agent: expected a probability, got {argument!r}", file=sys.stderr)
+        return EXIT_BAD_TASK
+    if random.random() < chance:
+        say("example agent: crashing, as chance would have it")
+        die_by(signal.SIGKILL)
+    return succeed(argument)
+
+
 ACTIONS: dict[str, Callable[[str], int]] = {
     "succeed": succeed,
     "fail": fail,
@@ -203,6 +217,7 @@ ACTIONS: dict[str, Callable[[str], int]] = {
     "output-binary": output_binary,
     "secret": secret,
     "slow": slow,
+    "crash-random": crash_random,
     "crash-kill-until": crash_until(signal.SIGKILL),
     "crash-segv-until": crash_until(signal.SIGSEGV),
 }
