@@ -42,7 +42,7 @@ class AgentPlan:
     @property
     def can_resume(self) -> bool:
         if self.vendor is None:
-            return self.resume_command is not None
+            return self.resume and self.resume_command is not None
         return self.resume
 
     @property
@@ -120,6 +120,7 @@ def plan_agent(config: WrightyConfig, name: str) -> AgentPlan:
         args=tuple(settings.args),
         command=tuple(settings.command),
         resume_command=tuple(settings.resume_command) if settings.resume_command else None,
+        resume=settings.resume,
     )
 
 
@@ -138,7 +139,8 @@ class AgentInfo:
 
 
 def describe_agent(plan: AgentPlan) -> AgentInfo:
-    """Whether the agent's program is installed, and its version (first line of --version)."""
+    """Whether the agent's program is installed, and its version (the last line that
+    `--version` prints: some CLIs print a notice first)."""
     env = {**os.environ, **plan.env}
     path = shutil.which(plan.executable, path=env.get("PATH"))
     if path is None or plan.vendor is None:

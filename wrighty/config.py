@@ -156,7 +156,7 @@ class AgentSettings(_Section):
         "its workspace; full: everything (the vendor's bypass flag). Opt in with care.",
     )
     resume: bool = Field(
-        True, description="Vendor adapters: whether a retry may resume the recorded session."
+        True, description="Whether a retry may resume the recorded session (false: never)."
     )
 
     def adapter_for(self, name: str) -> str:
@@ -418,6 +418,13 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
             )
         elif agent.adapter_for(name) == "command" and not agent.command:
             problems.append(Problem(f"agents.{name}.command", "is required by the command adapter"))
+        elif agent.adapter_for(name) == "command" and "permission" in agent.model_fields_set:
+            problems.append(
+                Problem(
+                    f"agents.{name}.permission",
+                    "applies only to the vendor adapters (claude, codex, gemini)",
+                )
+            )
         elif agent.adapter_for(name) != "command":
             problems.extend(
                 Problem(f"agents.{name}.{key}", "applies only to the command adapter")

@@ -196,6 +196,7 @@ class Worker:
         self._wake = threading.Event()  # the claim loop's: a slot freed up, or stop
         self._slot_wakes: set[threading.Event] = set()
         self._running_items: set[int] = set()
+        self._last_beat: tuple[WorkerState, tuple[int, ...]] | None = None
         self._slot_lock = threading.Lock()
         settings = self._config.worker
         crash = settings.process_crash
@@ -247,7 +248,10 @@ class Worker:
             state = WorkerState.STOPPING
         else:
             state = WorkerState.RUNNING if items else WorkerState.IDLE
-        self._heartbeat.beat(state, items, force=force)
+        # What the worker runs changed: say so now rather than at the next interval.
+        changed = (state, items) != self._last_beat
+        self._last_beat = (state, items)
+        self._heartbeat.beat(state, items, force=force or changed)
 
     def request_stop(self) -> None:
         """Stop claiming; stop the running agents and settle them (safe in a signal handler)."""
@@ -444,7 +448,7 @@ class Worker:
         )
         if choice.missing:
             settlement = decisions.resume_state_missing(claimed, choice.missing)
-            self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
+            self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), None)
             return None
         resumed_id = recorded.session_id if choice.kind is RunKind.RESUME and recorded else None
         session_id = resumed_id or (str(uuid.uuid4()) if plan.preassigns_session else None)
@@ -717,7 +721,7 @@ class Worker:
             return ItemState.QUEUED
         return events[-1].from_state
 
-    def _write_settlement(self, claimed: Item, change: Change, run_id: str) -> None:
+    def _write_settlement(self, claimed: Item, change: Change, run_id: str | None) -> None:
         if self._store.write_transition(change):
             self._emit(
                 "settled",

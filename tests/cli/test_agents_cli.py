@@ -56,3 +56,10 @@ def test_check_without_yes_is_refused_and_runs_nothing(initialised: Path, tmp_pa
     assert "add --yes" in result.output
     assert not witness.exists()
     assert snapshot(initialised) == before
+
+
+def test_a_broken_config_is_reported_not_ignored(initialised: Path) -> None:
+    (initialised / "wrighty.json").write_text('{"agents": {"claude": {"permision": "full"}}}')
+    result = wrighty("agents", "--json")
+    assert result.exit_code == 2
+    assert "agents.claude.permision: unknown key" in result.output

@@ -143,6 +143,10 @@ def test_minutes_accept_fractions() -> None:
             "agents.claude.command: applies only to the command adapter",
         ),
         (
+            {"agents": {"tool": {"adapter": "command", "command": ["t"], "permission": "full"}}},
+            "agents.tool.permission: applies only to the vendor adapters (claude, codex, gemini)",
+        ),
+        (
             {"agents": {"codex": {"permission": "root"}}},
             "agents.codex.permission: must be 'workspace' or 'full'",
         ),

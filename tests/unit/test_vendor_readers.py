@@ -253,3 +253,44 @@ def test_gemini_that_exits_0_without_its_result_crashed() -> None:
     first = (GEMINI / "ok.stream.jsonl").read_bytes().splitlines()[0]
     result = read("gemini", first).classify(0)  # SIGTERM from elsewhere: exit 0, no result
     assert result.outcome_class is OutcomeClass.PROCESS_CRASH
+
+
+@pytest.mark.parametrize(
+    ("vendor", "message", "expected"),
+    [
+        ("gemini", "fetch failed sending request", OutcomeClass.PROVIDER_UNAVAILABLE),
+        ("codex", "Missing environment variable: `CODEX_API_KEY`.", OutcomeClass.AUTH),
+    ],
+)
+def test_failure_texts_seen_from_the_real_clis(
+    vendor: str, message: str, expected: OutcomeClass
+) -> None:
+    event = (
+        {"type": "error", "severity": "error", "message": message}
+        if vendor == "gemini"
+        else {"type": "error", "message": message}
+    )
+    result = read(vendor, json.dumps(event).encode()).classify(1)
+    assert result.outcome_class is expected
+
+
+def test_resume_can_be_turned_off_for_every_adapter() -> None:
+    from wrighty.agents import plan_agent
+    from wrighty.config import check_config_text
+
+    document = {
+        "agents": {
+            "tool": {
+                "adapter": "command",
+                "command": ["t"],
+                "resumeCommand": ["t"],
+                "resume": False,
+            },
+            "claude": {"resume": False},
+        }
+    }
+    config, problems = check_config_text(json.dumps(document))
+    assert config is not None, problems
+    assert not plan_agent(config, "tool").can_resume
+    assert not plan_agent(config, "claude").can_resume
+    assert plan_agent(config, "codex").can_resume

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from wrighty import __version__, services
-from wrighty.agents import describe_agent, plan_agent, probe_agent
+from wrighty.agents import AgentPlan, describe_agent, plan_agent, probe_agent
 from wrighty.cli.context import AppContext
 from wrighty.cli.health import (
     status_json,
@@ -343,13 +343,15 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
     app_ctx = _context(ctx)
     with app_ctx.store() as store:
         detail = services.item_detail(store, item_id)
+    plan = _item_agent(app_ctx, detail.item.agent)
     resumable = (
         detail.session is not None
         and detail.item.state not in TERMINAL_STATES
+        and (plan is None or plan.can_resume)
         and services.resume_address_complete(
             detail.session,
             installation_id=installation_id(),
-            env={**os.environ, **_agent_env(app_ctx, detail.item.agent)},
+            env={**os.environ, **(plan.env if plan else {})},
         )
     )
     max_attempts = _crash_retry_limit(app_ctx)
@@ -370,14 +372,14 @@ def _crash_retry_limit(app_ctx: AppContext) -> int | None:
     return crash.max_attempts if crash.action == "retry" else None
 
 
-def _agent_env(app_ctx: AppContext, agent: str | None) -> dict[str, str]:
-    """The environment additions of the agent that runs an item (where its vendor keeps
-    transcripts may depend on them); none when the config does not say."""
+def _item_agent(app_ctx: AppContext, agent: str | None) -> AgentPlan | None:
+    """The agent that runs an item (whether it can resume; where its vendor keeps
+    transcripts); None when the config does not say."""
     try:
         config = app_ctx.config().config
-        return plan_agent(config, agent or config.worker.default_agent).env
+        return plan_agent(config, agent or config.worker.default_agent)
     except WrightyError:
-        return {}
+        return None
 
 
 class LogStreams(StrEnum):
@@ -756,10 +758,10 @@ def agents(
             "add --yes to go ahead"
         )
     app_ctx = _context(ctx)
-    try:
-        config = app_ctx.config().config
-    except ConfigError:
+    if find_config(app_ctx.cwd, app_ctx.config_option) is None:
         config = WrightyConfig()  # outside a project: the built-in vendors with defaults
+    else:
+        config = app_ctx.config().config  # a broken wrighty.json is reported, not ignored
     names = [agent] if agent else [n for n in config.agent_names() if n != "command"]
     plans = [plan_agent(config, name) for name in names]
     rows = []

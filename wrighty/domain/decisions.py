@@ -206,7 +206,7 @@ def resume_state_missing(item: Item, missing: tuple[str, ...]) -> Settlement:
         process_started=False,
         reason_code="resume-state-missing",
         reason="the retry cannot resume its session: " + "; ".join(missing),
-        next_action=f"wrighty show {item.id}",
+        next_action=f"wrighty requeue {item.id} --fresh",
     )
 
 

@@ -103,7 +103,8 @@ _FAILURE_PATTERNS: tuple[tuple[OutcomeClass, re.Pattern[str]], ...] = (
         OutcomeClass.AUTH,
         re.compile(
             r"\b401\b|unauthori[sz]ed|unauthenticated|invalid.{0,10}api.?key|"
-            r"api key not valid|authentication|not logged in|/login",
+            r"api key not valid|authentication|not logged in|/login|"
+            r"missing environment variable.{0,40}(api.?key|token)",
             re.IGNORECASE,
         ),
     ),
@@ -121,7 +122,8 @@ _FAILURE_PATTERNS: tuple[tuple[OutcomeClass, re.Pattern[str]], ...] = (
         OutcomeClass.PROVIDER_UNAVAILABLE,
         re.compile(
             r"\b5\d\d\b|overloaded|unavailable|internal server error|bad gateway|high demand|"
-            r"gateway timeout|stream disconnected|error sending request|connection (refused|reset)",
+            r"gateway timeout|stream disconnected|error sending request|fetch failed|"
+            r"connection (refused|reset)",
             re.IGNORECASE,
         ),
     ),
