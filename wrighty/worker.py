@@ -125,6 +125,20 @@ class _PatientStore:
 
 
 @dataclass(frozen=True)
+class _Running:
+    """One started agent and what its thread needs to watch and settle it."""
+
+    claimed: Item
+    agent: AgentProcess
+    run_id: str
+    options: WorkerOptions
+    wake: threading.Event
+    output: _Output
+    plan: AgentPlan
+    workspace: Path
+
+
+@dataclass(frozen=True)
 class _Start:
     """How a claimed item's run starts."""
 
@@ -427,7 +441,9 @@ class Worker:
         except LaunchError as error:
             self._settle_start_failed(claimed, run_id, str(error))
             return
-        self._supervise(claimed, agent, run_id, options, wake, output, plan, start.workspace)
+        self._supervise(
+            _Running(claimed, agent, run_id, options, wake, output, plan, start.workspace)
+        )
 
     def _prepare(self, claimed: Item, plan: AgentPlan, run_id: str) -> _Start | None:
         """Fresh run or resume, the workspace and the argv; None when the run cannot start
@@ -466,54 +482,36 @@ class Worker:
             return None
         return _Start(choice.kind, workspace, session_id, argv)
 
-    def _supervise(
-        self,
-        claimed: Item,
-        agent: AgentProcess,
-        run_id: str,
-        options: WorkerOptions,
-        wake: threading.Event,
-        output: _Output,
-        plan: AgentPlan,
-        workspace: Path,
-    ) -> None:
+    def _supervise(self, run: _Running) -> None:
         """Watch a started agent to its end, then settle the item (or write nothing more if
         the claim was lost)."""
-        self._emit("spawned", item_id=claimed.id, run_id=run_id, pid=agent.pid)
+        claimed, agent = run.claimed, run.agent
+        self._emit("spawned", item_id=claimed.id, run_id=run.run_id, pid=agent.pid)
         try:
-            self._watch_and_settle(claimed, agent, run_id, options, wake, output, plan, workspace)
+            self._watch_and_settle(run)
         except _LeaseGone:
-            agent.stop(grace_seconds=options.stop_grace_seconds)
+            agent.stop(grace_seconds=run.options.stop_grace_seconds)
             agent.close()
             raise
 
-    def _watch_and_settle(
-        self,
-        claimed: Item,
-        agent: AgentProcess,
-        run_id: str,
-        options: WorkerOptions,
-        wake: threading.Event,
-        output: _Output,
-        plan: AgentPlan,
-        workspace: Path,
-    ) -> None:
+    def _watch_and_settle(self, run: _Running) -> None:
+        claimed, agent, options = run.claimed, run.agent, run.options
         if not self._store.record_process(
-            claimed, run_id, pid=agent.pid, process_started_at=agent.started_at
+            claimed, run.run_id, pid=agent.pid, process_started_at=agent.started_at
         ):
             self._lost(claimed, agent, options)
             return
         stopped_by = self._watch(
-            claimed, agent, options, wake, lambda: self._note(output, claimed, run_id)
+            claimed, agent, options, run.wake, lambda: self._note(run.output, claimed, run.run_id)
         )
         if stopped_by is StopReason.FENCED or stopped_by is StopReason.CANCELLED:
             return
         agent.stop(grace_seconds=options.stop_grace_seconds)  # descendants it left behind
         agent.close()
-        if not self._note(output, claimed, run_id):
+        if not self._note(run.output, claimed, run.run_id):
             self._lost(claimed, agent, options)
             return
-        self._settle_exit(claimed, agent, run_id, stopped_by, plan, workspace, output)
+        self._settle_exit(run, stopped_by)
 
     def _transcript_problem(self, plan: AgentPlan, recorded: Session | None) -> str | None:
         if recorded is None or recorded.session_id is None:
@@ -627,16 +625,8 @@ class Worker:
         )
         return reason
 
-    def _settle_exit(
-        self,
-        claimed: Item,
-        agent: AgentProcess,
-        run_id: str,
-        stopped_by: StopReason | None,
-        plan: AgentPlan,
-        workspace: Path,
-        output: _Output,
-    ) -> None:
+    def _settle_exit(self, run: _Running, stopped_by: StopReason | None) -> None:
+        claimed, agent, run_id, output = run.claimed, run.agent, run.run_id, run.output
         status = agent.status
         assert status is not None
         recorded = self._store.get_run(run_id)
@@ -677,7 +667,7 @@ class Worker:
             ),
         )
         timeout = claimed.timeout_seconds or self._terms.default_timeout_seconds
-        missing = self._resume_gaps(output, plan, workspace)
+        missing = self._resume_gaps(output, run.plan, run.workspace)
         if stopped_by is StopReason.SHUTDOWN:
             settlement = decisions.after_shutdown(claimed, run_end, resumable=not missing)
         else:
