@@ -16,6 +16,8 @@ from wrighty.store.port import Store
 
 log = logging.getLogger("wrighty.registry")
 
+CHANGE_SPACING_SECONDS = 1.0
+
 
 class Heartbeat:
     def __init__(
@@ -36,12 +38,22 @@ class Heartbeat:
         self._monotonic = monotonic
         self._last_attempt: float | None = None
 
-    def beat(self, state: WorkerState, items: tuple[int, ...], *, force: bool = False) -> None:
-        """Write the worker's state, at most once per interval (failed attempts count)."""
+    def beat(
+        self,
+        state: WorkerState,
+        items: tuple[int, ...],
+        *,
+        force: bool = False,
+        changed: bool = False,
+    ) -> None:
+        """Write the worker's state, at most once per interval (failed attempts count); a
+        ``changed`` state (other items) at most once a second, so that a stream of short runs
+        does not add two writes to each."""
         if self._row is None:
             return
         moment = self._monotonic()
-        recent = self._last_attempt is not None and moment - self._last_attempt < self._interval
+        spacing = min(self._interval, CHANGE_SPACING_SECONDS) if changed else self._interval
+        recent = self._last_attempt is not None and moment - self._last_attempt < spacing
         if recent and not force:
             return
         self._last_attempt = moment

@@ -265,7 +265,7 @@ class Worker:
         # What the worker runs changed: say so now rather than at the next interval.
         changed = (state, items) != self._last_beat
         self._last_beat = (state, items)
-        self._heartbeat.beat(state, items, force=force or changed)
+        self._heartbeat.beat(state, items, force=force, changed=changed)
 
     def request_stop(self) -> None:
         """Stop claiming; stop the running agents and settle them (safe in a signal handler)."""
