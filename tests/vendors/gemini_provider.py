@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.vendors.fakeserver import FakeHandler, FakeProvider
 
 # POST /v1beta/models/<model>:<method>
 _MODEL_CALL = re.compile(r"/v1beta/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)")
@@ -84,7 +84,6 @@ ERRORS: dict[str, tuple[int, str, str, list[dict[str, Any]]]] = {
 # down; "hang" accepts the request and never answers until then. Both apply to streamed calls
 # only: the CLI's side calls (generateContent, countTokens) are answered at once.
 MODES = frozenset({"ok", "hang", "slow", *ERRORS})
-SLOW_DELTA_SECONDS = 0.1
 USAGE = {"promptTokenCount": 7, "candidatesTokenCount": 3, "totalTokenCount": 10}
 
 
@@ -116,54 +115,70 @@ def error_body(status: int, name: str, message: str, details: list[Any]) -> dict
     return {"error": error}
 
 
-class _QuietServer(ThreadingHTTPServer):
-    """A threading HTTP server that keeps a client's dropped connection off stderr."""
+class _Handler(FakeHandler):
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        raw = self._read_body()
+        headers = self._request_headers()
+        call = _MODEL_CALL.fullmatch(path)
+        if call is None:
+            self.provider._record("POST", path, None, headers)
+            self._send_error(404, "NOT_FOUND", f"Unknown path {path}", [])
+            return
+        body = self._parse_json(raw)
+        if body is None:
+            self.provider._record("POST", path, None, headers)
+            self._send_error(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", [])
+            return
+        method, model = call.group("method"), call.group("model")
+        self.provider._record("POST", path, (method, body), headers)
+        self._answer(method, model)
 
-    daemon_threads = True
+    def do_GET(self) -> None:
+        self.provider._record("GET", urlsplit(self.path).path, None, {})
+        self._send_error(404, "NOT_FOUND", "Not found", [])
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Ignore a failed request (usually the CLI hanging up mid-answer)."""
+    def _answer(self, method: str, model: str) -> None:
+        mode, reply = self.provider.mode, self.provider.reply
+        if mode in ERRORS:
+            self._send_error(*ERRORS[mode])
+        elif method == "countTokens":
+            self._send_json(200, {"totalTokens": USAGE["totalTokenCount"]})
+        elif method != STREAM_METHOD:
+            self._send_json(200, chunk(reply, model, final=True))
+        elif mode == "hang":
+            self._hang()
+        elif mode == "slow":
+            # A word every SLOW_DELTA_SECONDS, never ending the answer.
+            word = _sse(chunk("working ", model, final=False))
+            self._stream_slowly(word, word)
+        else:
+            self._send(200, "text/event-stream", _sse(chunk(reply, model, final=True)))
+
+    def _send_error(self, status: int, name: str, message: str, details: list[Any]) -> None:
+        self._send_json(status, error_body(status, name, message, details))
 
 
-class GeminiProvider:
-    """A Gemini API server on 127.0.0.1 (random free port) answering as ``mode`` says.
+class GeminiProvider(FakeProvider):
+    """A Gemini API server on 127.0.0.1 (random free port) answering as ``mode`` says:
+    "ok", "hang", "slow" or a key of ERRORS.
 
     ``requests`` holds ``(method, body)`` for every model call received, in order ("method" is
-    the API method: streamGenerateContent, generateContent, countTokens); ``seen`` holds
-    ``(http method, path)`` of every request.
+    the API method: streamGenerateContent, generateContent, countTokens), and ``headers`` their
+    request headers; ``seen`` holds ``(http method, path)`` of every request. Its ``url`` is the
+    base URL to put in ``GOOGLE_GEMINI_BASE_URL``.
     """
 
+    modes = MODES
+    thread_name = "fake-gemini"
+    handler_class = _Handler
+    requests: list[tuple[str, dict[str, Any]]]
+
     def __init__(self, mode: str = "ok", reply: str = "done.") -> None:
-        self.mode = mode
-        self.reply = reply
-        self.requests: list[tuple[str, dict[str, Any]]] = []
+        super().__init__(mode, reply)
         self.headers: list[dict[str, str]] = []
-        self.seen: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
-        self._closing = threading.Event()
         # Set once a "slow" answer has begun to stream.
         self.streaming = threading.Event()
-        self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="fake-gemini", daemon=True
-        )
-
-    @property
-    def mode(self) -> str:
-        """How the next model call is answered: "ok", "hang", "slow" or a key of ERRORS."""
-        return self._mode
-
-    @mode.setter
-    def mode(self, value: str) -> None:
-        if value not in MODES:
-            raise ValueError(f"unknown mode {value!r}; expected one of {sorted(MODES)}")
-        self._mode = value
-
-    @property
-    def url(self) -> str:
-        """The base URL to put in ``GOOGLE_GEMINI_BASE_URL``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     @property
     def streamed(self) -> list[dict[str, Any]]:
@@ -171,128 +186,8 @@ class GeminiProvider:
         with self._lock:
             return [body for method, body in self.requests if method == STREAM_METHOD]
 
-    def start(self) -> GeminiProvider:
-        """Start serving in a background thread."""
-        self._thread.start()
-        return self
+    def _accepted(self, headers: dict[str, str]) -> None:
+        self.headers.append(headers)
 
-    def stop(self) -> None:
-        """Release hanging requests, stop serving and close the listening socket."""
-        self._closing.set()
-        if self._thread.is_alive():
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-        self._server.server_close()
-
-    def __enter__(self) -> GeminiProvider:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def _record(
-        self,
-        method: str,
-        path: str,
-        call: tuple[str, dict[str, Any]] | None,
-        headers: dict[str, str],
-    ) -> None:
-        with self._lock:
-            self.seen.append((method, path))
-            if call is not None:
-                self.requests.append(call)
-                self.headers.append(headers)
-
-
-def _handler_for(provider: GeminiProvider) -> type[BaseHTTPRequestHandler]:
-    """A request handler class bound to ``provider``."""
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Stay quiet: nothing goes to stderr."""
-
-        def do_POST(self) -> None:
-            path = urlsplit(self.path).path
-            raw = self._read_body()
-            headers = {key.lower(): value for key, value in self.headers.items()}
-            call = _MODEL_CALL.fullmatch(path)
-            if call is None:
-                provider._record("POST", path, None, headers)
-                self._send_error(404, "NOT_FOUND", f"Unknown path {path}", [])
-                return
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                provider._record("POST", path, None, headers)
-                self._send_error(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", [])
-                return
-            body = body if isinstance(body, dict) else {"body": body}
-            method, model = call.group("method"), call.group("model")
-            provider._record("POST", path, (method, body), headers)
-            self._answer(method, model)
-
-        def do_GET(self) -> None:
-            provider._record("GET", urlsplit(self.path).path, None, {})
-            self._send_error(404, "NOT_FOUND", "Not found", [])
-
-        def _answer(self, method: str, model: str) -> None:
-            mode = provider.mode
-            if mode in ERRORS:
-                self._send_error(*ERRORS[mode])
-                return
-            if method == "countTokens":
-                self._send_json(200, {"totalTokens": USAGE["totalTokenCount"]})
-                return
-            if method != STREAM_METHOD:
-                self._send_json(200, chunk(provider.reply, model, final=True))
-                return
-            if mode == "hang":
-                provider._closing.wait()
-                self.close_connection = True
-                return
-            if mode == "slow":
-                self._stream_slowly(model)
-                return
-            self._send(200, "text/event-stream", _sse(chunk(provider.reply, model, final=True)))
-
-        def _stream_slowly(self, model: str) -> None:
-            """A word every SLOW_DELTA_SECONDS, never ending the answer."""
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            self.close_connection = True
-            try:
-                while True:
-                    self.wfile.write(_sse(chunk("working ", model, final=False)))
-                    self.wfile.flush()
-                    provider.streaming.set()
-                    if provider._closing.wait(SLOW_DELTA_SECONDS):
-                        return
-            except OSError:
-                return  # the client went away
-
-        def _read_body(self) -> bytes:
-            length = int(self.headers.get("Content-Length") or 0)
-            return self.rfile.read(length) if length > 0 else b""
-
-        def _send_error(self, status: int, name: str, message: str, details: list[Any]) -> None:
-            self._send_json(status, error_body(status, name, message, details))
-
-        def _send_json(self, status: int, payload: dict[str, Any]) -> None:
-            self._send(status, "application/json", json.dumps(payload).encode())
-
-        def _send(self, status: int, content_type: str, data: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
+    def _began_streaming(self) -> None:
+        self.streaming.set()

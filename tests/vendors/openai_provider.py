@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.vendors.fakeserver import FakeHandler, FakeProvider
 
 RESPONSES_PATH = "/v1/responses"
 
@@ -69,7 +69,6 @@ ERRORS: dict[str, tuple[int, str, str | None, str | None, str]] = {
 # "slow" starts a streaming answer and adds to it a little at a time until the provider shuts
 # down; "hang" accepts the request and never answers until then.
 MODES = frozenset({"ok", "hang", "slow", *ERRORS})
-SLOW_DELTA_SECONDS = 0.1
 
 
 def codex_provider_args(url: str) -> list[str]:
@@ -157,173 +156,75 @@ def error_body(kind: str, code: str | None, param: str | None, message: str) -> 
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-class _QuietServer(ThreadingHTTPServer):
-    """A threading HTTP server that keeps a client's dropped connection off stderr."""
+class _Handler(FakeHandler):
+    request_id_header = "x-request-id"
 
-    daemon_threads = True
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        raw = self._read_body()
+        headers = self._request_headers()
+        if path != RESPONSES_PATH:
+            self.provider._record("POST", path, None, headers)
+            self._send_error(404, "invalid_request_error", None, f"Unknown path {path}")
+            return
+        body = self._parse_json(raw)
+        self.provider._record("POST", path, body, headers)
+        if body is None:
+            self._send_error(400, "invalid_request_error", None, "body is not JSON")
+            return
+        self._answer(str(body.get("model") or "gpt-5"))
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Ignore a failed request (usually the CLI hanging up mid-answer)."""
+    def do_GET(self) -> None:
+        # Codex's WebSocket upgrade and model list: neither is offered here.
+        self.provider._record("GET", urlsplit(self.path).path, None, {})
+        self._send_error(404, "invalid_request_error", None, "Not found")
+
+    def _answer(self, model: str) -> None:
+        mode = self.provider.mode
+        if mode == "hang":
+            self._hang()
+        elif mode == "slow":
+            opening = b"".join(_sse(event) for event in opening_events(model))
+            self._stream_slowly(opening, _sse(_delta("working ")))
+        elif mode in ERRORS:
+            status, kind, code, param, message = ERRORS[mode]
+            self._send_error(status, kind, code, message, param)
+        else:
+            self._send(200, "text/event-stream", stream_body(self.provider.reply, model))
+
+    def _send_error(
+        self,
+        status: int,
+        kind: str,
+        code: str | None,
+        message: str,
+        param: str | None = None,
+    ) -> None:
+        self._send_json(status, error_body(kind, code, param, message))
 
 
-class OpenAIProvider:
-    """A Responses API server on 127.0.0.1 (random free port) answering as ``mode`` says.
+class OpenAIProvider(FakeProvider):
+    """A Responses API server on 127.0.0.1 (random free port) answering as ``mode`` says:
+    "ok", "hang", "slow" or a key of ERRORS.
 
     ``requests`` holds the parsed JSON body of every ``POST /v1/responses`` received, in order,
     and ``headers`` their request headers; ``seen`` holds ``(method, path)`` of every request.
+    Its ``url`` is the server's root URL; the API lives under ``/v1``.
     """
 
+    modes = MODES
+    thread_name = "fake-openai"
+    handler_class = _Handler
+    requests: list[dict[str, Any]]
+
     def __init__(self, mode: str = "ok", reply: str = "done.") -> None:
-        self.mode = mode
-        self.reply = reply
-        self.requests: list[dict[str, Any]] = []
+        super().__init__(mode, reply)
         self.headers: list[dict[str, str]] = []
-        self.seen: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
-        self._closing = threading.Event()
         # Set once a "slow" answer has begun to stream.
         self.streaming = threading.Event()
-        self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="fake-openai", daemon=True
-        )
 
-    @property
-    def mode(self) -> str:
-        """How the next ``POST /v1/responses`` is answered: "ok", "hang", "slow" or a key of
-        ERRORS."""
-        return self._mode
+    def _accepted(self, headers: dict[str, str]) -> None:
+        self.headers.append(headers)
 
-    @mode.setter
-    def mode(self, value: str) -> None:
-        if value not in MODES:
-            raise ValueError(f"unknown mode {value!r}; expected one of {sorted(MODES)}")
-        self._mode = value
-
-    @property
-    def url(self) -> str:
-        """The server's root URL; the API lives under ``/v1``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> OpenAIProvider:
-        """Start serving in a background thread."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Release hanging requests, stop serving and close the listening socket."""
-        self._closing.set()
-        if self._thread.is_alive():
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-        self._server.server_close()
-
-    def __enter__(self) -> OpenAIProvider:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def _record(
-        self, method: str, path: str, body: dict[str, Any] | None, headers: dict[str, str]
-    ) -> None:
-        with self._lock:
-            self.seen.append((method, path))
-            if body is not None:
-                self.requests.append(body)
-                self.headers.append(headers)
-
-
-def _handler_for(provider: OpenAIProvider) -> type[BaseHTTPRequestHandler]:
-    """A request handler class bound to ``provider``."""
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Stay quiet: nothing goes to stderr."""
-
-        def do_POST(self) -> None:
-            path = urlsplit(self.path).path
-            raw = self._read_body()
-            headers = {key.lower(): value for key, value in self.headers.items()}
-            if path != RESPONSES_PATH:
-                provider._record("POST", path, None, headers)
-                self._send_error(404, "invalid_request_error", None, f"Unknown path {path}")
-                return
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                provider._record("POST", path, None, headers)
-                self._send_error(400, "invalid_request_error", None, "body is not JSON")
-                return
-            body = body if isinstance(body, dict) else {"body": body}
-            provider._record("POST", path, body, headers)
-            self._answer(str(body.get("model") or "gpt-5"))
-
-        def do_GET(self) -> None:
-            # Codex's WebSocket upgrade and model list: neither is offered here.
-            provider._record("GET", urlsplit(self.path).path, None, {})
-            self._send_error(404, "invalid_request_error", None, "Not found")
-
-        def _answer(self, model: str) -> None:
-            mode = provider.mode
-            if mode == "hang":
-                provider._closing.wait()
-                self.close_connection = True
-                return
-            if mode == "slow":
-                self._stream_slowly(model)
-                return
-            if mode in ERRORS:
-                status, kind, code, param, message = ERRORS[mode]
-                self._send_error(status, kind, code, message, param)
-                return
-            self._send(200, "text/event-stream", stream_body(provider.reply, model))
-
-        def _stream_slowly(self, model: str) -> None:
-            """Begin an answer, then a word every SLOW_DELTA_SECONDS, never ending it."""
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            self.close_connection = True
-            try:
-                self.wfile.write(b"".join(_sse(event) for event in opening_events(model)))
-                self.wfile.flush()
-                provider.streaming.set()
-                while not provider._closing.wait(SLOW_DELTA_SECONDS):
-                    self.wfile.write(_sse(_delta("working ")))
-                    self.wfile.flush()
-            except OSError:
-                return  # the client went away
-
-        def _read_body(self) -> bytes:
-            length = int(self.headers.get("Content-Length") or 0)
-            return self.rfile.read(length) if length > 0 else b""
-
-        def _send_error(
-            self,
-            status: int,
-            kind: str,
-            code: str | None,
-            message: str,
-            param: str | None = None,
-        ) -> None:
-            data = json.dumps(error_body(kind, code, param, message)).encode()
-            self._send(status, "application/json", data)
-
-        def _send(self, status: int, content_type: str, data: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("x-request-id", "req_fake")
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
+    def _began_streaming(self) -> None:
+        self.streaming.set()
