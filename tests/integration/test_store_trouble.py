@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,9 @@ def test_a_lease_that_runs_out_while_the_store_is_down_stops_the_agent_and_write
 
 @pytest.mark.slow
 def test_postgresql_connections_terminated_mid_run_are_replaced(tmp_path: Path) -> None:
-    with postgres_schema() as url:
+    with postgres_schema() as schema_url:
+        name = f"wrighty-test-{uuid.uuid4().hex[:8]}"  # only this test's connections are cut
+        url = f"{schema_url}&application_name={name}"
         store = PostgresStore.open(url, create=True)
         loaded = loaded_config(tmp_path, lease=5.0)
         item = store.create_item(
@@ -133,10 +136,11 @@ def test_postgresql_connections_terminated_mid_run_are_replaced(tmp_path: Path) 
 
         def emit(event: dict[str, Any]) -> None:
             if event["event"] == "spawned":
-                with psycopg.connect(url, autocommit=True) as admin:
+                with psycopg.connect(schema_url, autocommit=True) as admin:
                     rows = admin.execute(
                         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                        "WHERE application_name = 'wrighty' AND datname = current_database()"
+                        "WHERE application_name = %s AND datname = current_database()",
+                        (name,),
                     ).fetchall()
                 terminated.append(len(rows))
 

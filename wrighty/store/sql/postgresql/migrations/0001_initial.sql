@@ -25,7 +25,8 @@ CREATE TABLE items (
     renew_deadline   TEXT
 );
 
-CREATE INDEX items_by_state ON items (state, queued_at, id);
+-- NULLS FIRST: an unknown queue entry time counts as oldest, as the claim queries order it.
+CREATE INDEX items_by_state ON items (state, queued_at NULLS FIRST, id);
 CREATE INDEX items_running_by_lease ON items (lease_expires_at) WHERE state = 'running';
 CREATE INDEX items_by_not_before ON items (not_before) WHERE state = 'retry-scheduled';
 
