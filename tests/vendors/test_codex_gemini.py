@@ -250,32 +250,43 @@ def test_codex_each_provider_answer_gets_its_class(
     assert shown["state"] == state
 
 
-def test_codex_killed_mid_answer_is_resumed_in_the_same_thread_and_its_rollout_grows(
-    vendor_project: VendorProject, openai_provider: OpenAIProvider
-) -> None:
-    openai_provider.mode = "slow"
-    agents = codex_agent(openai_provider, vendor_project.home)
-    vendor_project.configure(
+def crash_mid_answer(
+    project: VendorProject, agents: dict[str, Any], vendor: str, streaming: threading.Event
+) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    """Run one item under the crash-retry policy, SIGKILL the CLI while its provider streams,
+    and check the crash was scheduled for a retry: the item id, the item, its crashed run."""
+    project.configure(
         agents,
-        defaultAgent="codex",
+        defaultAgent=vendor,
         workspaceMode="directory",
         pollSeconds=0.1,
         processCrash=CRASH_RETRY,
     )
-    item_id = vendor_project.create(PROMPT)
-    worker = vendor_project.start_worker("--once")
+    item_id = project.create(PROMPT)
+    worker = project.start_worker("--once")
     try:
-        kill_mid_answer(worker, openai_provider.streaming)
+        kill_mid_answer(worker, streaming)
         next_event(worker, "retry-scheduled")
     finally:
         finish(worker)
-    crashed = vendor_project.show(item_id)
+    crashed = project.show(item_id)
     assert (crashed["state"], crashed["reason_code"]) == ("retry-scheduled", "process-crash")
     [first] = crashed["runs"]
     assert (first["outcome_class"], first["confidence"], first["signal"]) == (
         "process-crash",
         "authoritative",
         signal.SIGKILL,
+    )
+    return item_id, crashed, first
+
+
+def test_codex_killed_mid_answer_is_resumed_in_the_same_thread_and_its_rollout_grows(
+    vendor_project: VendorProject, openai_provider: OpenAIProvider
+) -> None:
+    openai_provider.mode = "slow"
+    agents = codex_agent(openai_provider, vendor_project.home)
+    item_id, crashed, first = crash_mid_answer(
+        vendor_project, agents, "codex", openai_provider.streaming
     )
     thread_id = crashed["session"]["session_id"]
     assert codex_thread_ids(vendor_project, crashed, first) == [thread_id]
@@ -355,27 +366,8 @@ def test_gemini_killed_mid_answer_is_resumed_in_the_same_session_and_its_chat_gr
 ) -> None:
     gemini_provider.mode = "slow"
     agents = gemini_agent(gemini_provider, vendor_project.home)
-    vendor_project.configure(
-        agents,
-        defaultAgent="gemini",
-        workspaceMode="directory",
-        pollSeconds=0.1,
-        processCrash=CRASH_RETRY,
-    )
-    item_id = vendor_project.create(PROMPT)
-    worker = vendor_project.start_worker("--once")
-    try:
-        kill_mid_answer(worker, gemini_provider.streaming)
-        next_event(worker, "retry-scheduled")
-    finally:
-        finish(worker)
-    crashed = vendor_project.show(item_id)
-    assert (crashed["state"], crashed["reason_code"]) == ("retry-scheduled", "process-crash")
-    [first] = crashed["runs"]
-    assert (first["outcome_class"], first["confidence"], first["signal"]) == (
-        "process-crash",
-        "authoritative",
-        signal.SIGKILL,
+    item_id, crashed, first = crash_mid_answer(
+        vendor_project, agents, "gemini", gemini_provider.streaming
     )
     session_id = crashed["session"]["session_id"]
     assert gemini_session_ids(vendor_project, crashed, first) == [session_id]
