@@ -253,7 +253,11 @@ class StatusReport:
 
     @property
     def live_workers(self) -> int:
-        return sum(view.liveness is Liveness.LIVE for view in self.workers)
+        return _live(self.workers)
+
+
+def _live(workers: list[WorkerView]) -> int:
+    return sum(view.liveness is Liveness.LIVE for view in workers)
 
 
 def worker_views(
@@ -286,6 +290,5 @@ def status_report(
     workers = worker_views(
         store, now=now, max_age_seconds=worker_max_age_seconds, installation_id=installation_id
     )
-    live = sum(view.liveness is Liveness.LIVE for view in workers)
-    found = health_problems(figures, now=now, live_workers=live, thresholds=thresholds)
+    found = health_problems(figures, now=now, live_workers=_live(workers), thresholds=thresholds)
     return StatusReport(now, figures, workers, thresholds, worker_max_age_seconds, found)

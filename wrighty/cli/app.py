@@ -262,12 +262,7 @@ def create(
     if agent is not None and agent not in loaded.config.agent_names():
         known = ", ".join(loaded.config.agent_names())
         raise WrightyError(f"--agent {agent}: unknown agent (known: {known}); see docs/config.md")
-    timeout_seconds = None
-    if timeout is not None:
-        try:
-            timeout_seconds = parse_duration(timeout)
-        except ValueError as error:
-            raise WrightyError(f"--timeout: {error}") from None
+    timeout_seconds = _seconds_option("--timeout", timeout)
     workspace_path = workspace.absolute() if workspace else None
     if workspace_path is not None and not workspace_path.is_dir():
         raise WrightyError(f"--workspace {workspace}: no such directory")
@@ -565,12 +560,7 @@ def worker_start(
     ] = False,
 ) -> None:
     """Claim queued items and run their agent until stopped (Ctrl-C stops cleanly)."""
-    idle_seconds = None
-    if idle_timeout is not None:
-        try:
-            idle_seconds = parse_duration(idle_timeout)
-        except ValueError as error:
-            raise WrightyError(f"--idle-timeout: {error}") from None
+    idle_seconds = _seconds_option("--idle-timeout", idle_timeout)
     app_ctx = _context(ctx)
     loaded = app_ctx.config()
     options = WorkerOptions(

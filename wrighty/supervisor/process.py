@@ -404,7 +404,7 @@ def stop_earlier_run(
     """Stop whatever is still alive of an earlier run: its recorded process (same pid and
     start time) and every process carrying its WRIGHTY_RUN_ID. The pids it had to stop."""
     candidates = _marked(("WRIGHTY_RUN_ID", run_id), _pids_after(0))
-    if pid is not None and started_at is not None and abs(_create_time(pid) - started_at) < 0.01:
+    if pid is not None and started_at is not None and same_process_running(pid, started_at):
         candidates[pid] = started_at
     targets = []
     for candidate in candidates:
