@@ -18,7 +18,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from wrighty.domain.durations import (
+    MAX_ITEM_TIMEOUT_SECONDS,
+    MAX_QUEUE_WAIT_SECONDS,
+    MAX_WORKER_AGE_SECONDS,
+)
 from wrighty.errors import ConfigError
+from wrighty.inputs import MIB, InputError, read_text_file
 
 CONFIG_FILENAME = "wrighty.json"
 STATE_DIRNAME = ".wrighty"
@@ -28,6 +34,9 @@ DEFAULT_STORE_URL = "sqlite:///.wrighty/wrighty.db"
 BUILTIN_VENDORS = ("claude", "codex", "gemini", "command")
 MAX_CRASH_RETRY_ATTEMPTS = 20
 AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
+MAX_CONFIG_BYTES = MIB
+MAX_CONFIG_DEPTH = 32  # the deepest real wrighty.json is 4 levels
+MAX_NUMBER_DIGITS = 30
 
 
 class _Section(BaseModel):
@@ -81,7 +90,10 @@ class WorkerSettings(_Section):
         20, gt=0, le=86400, description="How often a worker renews its lease; below leaseSeconds."
     )
     item_timeout_minutes: float = Field(
-        60, gt=0, le=10080, description="Default limit on one run; an item may set its own."
+        60,
+        gt=0,
+        le=MAX_ITEM_TIMEOUT_SECONDS / 60,
+        description="Default limit on one run; an item may set its own.",
     )
     poll_seconds: float = Field(
         5, gt=0, le=3600, description="How often an idle worker looks for work."
@@ -115,13 +127,19 @@ class StatusSettings(_Section):
     """Health thresholds of `wrighty status`; a command-line option overrides each."""
 
     max_queue_wait_seconds: float | None = Field(
-        None, gt=0, description="Unhealthy when an item has waited longer than this."
+        None,
+        gt=0,
+        le=MAX_QUEUE_WAIT_SECONDS,
+        description="Unhealthy when an item has waited longer than this.",
     )
     min_workers: int | None = Field(
         None, ge=0, le=10000, description="Unhealthy with fewer live workers than this."
     )
     worker_max_age_seconds: float = Field(
-        60, gt=0, le=86400, description="A worker is live if its heartbeat is this recent."
+        60,
+        gt=0,
+        le=MAX_WORKER_AGE_SECONDS,
+        description="A worker is live if its heartbeat is this recent.",
     )
     max_expired_leases: int | None = Field(
         None, ge=0, description="Unhealthy with more running items whose lease expired."
@@ -225,14 +243,25 @@ def find_config(start: Path, explicit: Path | None = None) -> Path | None:
 def check_config_text(text: str) -> tuple[WrightyConfig | None, list[Problem]]:
     """Validate wrighty.json contents; every problem found, with its JSON path."""
     try:
-        data = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
+        data = json.loads(
+            text,
+            object_pairs_hook=_refuse_duplicate_keys,
+            parse_int=_bounded_int,
+            parse_constant=_refuse_constant,
+        )
     except json.JSONDecodeError as error:
         where = f"line {error.lineno}, column {error.colno}"
         return None, [Problem("", f"invalid JSON at {where}: {error.msg}")]
     except _DuplicateKeyError as error:
-        return None, [Problem("", f"duplicate key {error.args[0]!r}")]
+        return None, [Problem("", f"duplicate key {json.dumps(error.args[0])}")]
+    except _UnreadableValueError as error:
+        return None, [Problem("", str(error))]
+    except RecursionError:
+        return None, [Problem("", _too_deep())]
     if not isinstance(data, dict):
         return None, [Problem("", "must be a JSON object")]
+    if _depth(data) > MAX_CONFIG_DEPTH:
+        return None, [Problem("", _too_deep())]
     try:
         config = WrightyConfig.model_validate(data)
     except ValidationError as error:
@@ -241,15 +270,28 @@ def check_config_text(text: str) -> tuple[WrightyConfig | None, list[Problem]]:
     return (None if problems else config), problems
 
 
-def load_config(path: Path) -> LoadedConfig:
-    """The validated config at ``path``; ConfigError naming the file and first problem."""
+def read_config_text(path: Path) -> str:
+    """The text of the config file at ``path``; ConfigError saying why it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return read_text_file(path, limit=MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file; create one with `wrighty init`") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: cannot read config ({type(error).__name__})") from None
-    config, problems = check_config_text(text)
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a config file") from None
+    except PermissionError:
+        raise ConfigError(
+            f"{path}: cannot read config (permission denied); fix its permissions"
+        ) from None
+    except OSError as error:
+        why = (error.strerror or type(error).__name__).lower()
+        raise ConfigError(f"{path}: cannot read config ({why})") from None
+    except InputError as error:
+        raise ConfigError(f"{path}: {error}") from None
+
+
+def load_config(path: Path) -> LoadedConfig:
+    """The validated config at ``path``; ConfigError naming the file and first problem."""
+    config, problems = check_config_text(read_config_text(path))
     if config is None:
         more = len(problems) - 1
         suffix = f" (and {more} more; `wrighty config validate` lists them)" if more else ""
@@ -285,6 +327,42 @@ class _DuplicateKeyError(ValueError):
     pass
 
 
+class _UnreadableValueError(ValueError):
+    pass
+
+
+def _bounded_int(text: str) -> int:
+    # Python refuses to parse very long integers (and slowly); no setting needs more digits.
+    if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        raise _UnreadableValueError(
+            f"a number has {len(text.lstrip('-'))} digits; numbers in {CONFIG_FILENAME} have "
+            f"at most {MAX_NUMBER_DIGITS}"
+        )
+    return int(text)
+
+
+def _refuse_constant(text: str) -> Any:
+    raise _UnreadableValueError(f"{text} is not a JSON number; write a number such as 60")
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests (a scalar: 0), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        current, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(current, dict):
+            stack.extend((child, level + 1) for child in current.values())
+        elif isinstance(current, list):
+            stack.extend((child, level + 1) for child in current)
+    return deepest
+
+
+def _too_deep() -> str:
+    return f"nested more than {MAX_CONFIG_DEPTH} levels deep; this is not a {CONFIG_FILENAME}"
+
+
 def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
@@ -309,22 +387,22 @@ def _problem_from(detail: Mapping[str, Any]) -> Problem:
     context = detail.get("ctx") or {}
     if kind in _BOUND_WORDS:
         symbol, key = _BOUND_WORDS[kind]
-        message = f"must be {symbol} {_number(context[key])}{_got(detail.get('input'))}"
+        message = f"must be {symbol} {_number(context[key])}{_got(detail.get('input'), loc)}"
     elif kind == "extra_forbidden":
         allowed = _allowed_keys(loc[:-1])
         message = "unknown key" + (f" (allowed here: {', '.join(allowed)})" if allowed else "")
     elif kind == "missing":
         message = "is required"
     elif kind in ("model_type", "dict_type"):
-        message = "must be an object"
+        message = "must be an object" + _got(detail.get("input"), loc)
     elif kind == "literal_error" and loc == ("schemaVersion",):
         message = (
             f"this wrighty understands version {SCHEMA_VERSION}"
-            f"{_got(detail.get('input'))}; upgrade wrighty or fix the file"
+            f"{_got(detail.get('input'), loc)}; upgrade wrighty or fix the file"
         )
     else:
         message = str(detail["msg"]).replace("Input should be", "must be")
-        message += _got(detail.get("input"))
+        message += _got(detail.get("input"), loc)
     return Problem(path, message)
 
 
@@ -332,15 +410,26 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
-def _got(value: object) -> str:
-    # Strings may be secrets (agents.*.env values); only echo numbers and booleans.
+MAX_ECHOED_STRING = 40
+
+
+def _got(value: object, loc: tuple[Any, ...]) -> str:
+    """What the file holds at ``loc``, for the message: numbers and booleans as they are,
+    other values by their JSON type. A string is echoed (JSON-escaped) only when it is short
+    and outside `agents`, whose env values, arguments and commands may carry secrets."""
     if isinstance(value, bool):
         return f" (got {str(value).lower()})"
     if isinstance(value, int):
         return f" (got {value})"
     if isinstance(value, float):
         return f" (got {value!r})"
-    return ""
+    if isinstance(value, str):
+        if loc[:1] != ("agents",) and len(value) <= MAX_ECHOED_STRING:
+            return f" (got the string {json.dumps(value)})"
+        return " (got a string)"
+    kinds = {type(None): "null", list: "a list", dict: "an object"}
+    kind = kinds.get(type(value))
+    return f" (got {kind})" if kind else ""
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:

@@ -29,27 +29,34 @@ def run_log_dir(state_dir: Path, run: Run) -> Path:
 
 
 def check_logs_here(run: Run, log_dir: Path, *, installation_id: str) -> None:
-    """WrightyError saying why this machine has no logs of ``run``, if it has none.
+    """WrightyError saying why this machine has no logs of ``run``, if it has none."""
+    problem = logs_problem(run, log_dir, installation_id=installation_id)
+    if problem is not None:
+        raise WrightyError(problem)
+
+
+def logs_problem(run: Run, log_dir: Path, *, installation_id: str) -> str | None:
+    """Why `wrighty logs` cannot print ``run`` here; None when it can.
 
     An open run may not have them yet: the worker records the run before it starts the agent.
     """
     if log_dir.is_dir():
-        return
+        return None
     which = f"run {run.attempt} of item {run.item_id}"
     where = f"{STATE_DIRNAME}/runs/{run.item_id}/{run.run_id}"
     if run.installation_id != installation_id:
-        raise WrightyError(
+        return (
             f"{which} ran on installation {run.installation_id}, not on this one "
             f"({installation_id}); its logs are in {where} on that machine"
         )
     if run.ended_at is None:
-        return
+        return None
     if run.outcome_class is OutcomeClass.START_FAILED:
-        raise WrightyError(
+        return (
             f"{which} has no output: its agent never started (start-failed); "
             f"`wrighty show {run.item_id}` says why"
         )
-    raise WrightyError(f"the logs of {which} are gone from this machine: no directory {log_dir}")
+    return f"the logs of {which} are gone from this machine: no directory {log_dir}"
 
 
 class LogReader:

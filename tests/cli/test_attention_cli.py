@@ -10,11 +10,11 @@ import pytest
 import typer
 
 from tests.cli.conftest import wrighty
-from tests.cli.run_helpers import create_queued, settle, start_run
+from tests.cli.run_helpers import TERMS, create_queued, settle, start_run, write_logs
 from tests.conftest import FakeClock
 from wrighty.cli import context
 from wrighty.cli.app import app
-from wrighty.cli.suggestions import next_commands
+from wrighty.cli.suggestions import Standing, next_commands
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 
@@ -95,12 +95,14 @@ def test_list_attention_refuses_another_state(initialised: Path) -> None:
 
 
 def panel_commands(output: str) -> list[str]:
-    """The commands of the show panel, as a person would copy them out of the terminal."""
+    """The commands of the show panel, as a person would copy them out of the terminal: each
+    a whole line of its own, to paste as it is."""
     commands = []
     for line in output.splitlines():
         text = line.strip().strip("│").strip()
-        if text.startswith("wrighty ") and "#" in text:
-            commands.append(text.split("#", 1)[0].strip())
+        if text.startswith("wrighty "):
+            assert "#" not in text, f"not a whole line to paste: {text!r}"
+            commands.append(text)
     return commands
 
 
@@ -115,6 +117,7 @@ def test_show_offers_resume_when_this_installation_can_resume(
 ) -> None:
     item_id = create_queued()
     started = start_run(initialised, item_id, at=clock(), session_id="sess-1")
+    write_logs(initialised, started.run)
     settle(
         initialised,
         started,
@@ -143,9 +146,9 @@ def test_show_leaves_resume_out_when_the_session_is_elsewhere(
     )
     settle(initialised, started, ItemState.NEEDS_ATTENTION, at=clock.advance(1))
     output = show(item_id)
+    # Its logs are on the other installation too: `wrighty logs` would refuse here.
     assert panel_commands(output) == [
         f"wrighty requeue {item_id} --fresh",
-        f"wrighty logs {item_id}",
         f"wrighty cancel {item_id}",
     ]
     assert "this installation cannot resume the item's session" in output
@@ -154,6 +157,7 @@ def test_show_leaves_resume_out_when_the_session_is_elsewhere(
 def test_show_offers_running_a_scheduled_retry_now(initialised: Path, clock: FakeClock) -> None:
     item_id = create_queued()
     started = start_run(initialised, item_id, at=clock(), session_id="sess-1")
+    write_logs(initialised, started.run)
     settle(
         initialised,
         started,
@@ -180,7 +184,37 @@ def test_show_offers_following_a_running_item(initialised: Path, clock: FakeCloc
         f"wrighty logs {item_id} --follow",
         f"wrighty cancel {item_id}",
     ]
-    assert "worker w-test is running it" in output
+    assert "worker w-test holds it until" in output
+
+
+def test_show_of_an_item_whose_lease_expired_says_so_and_offers_the_reaper(
+    initialised: Path, clock: FakeClock
+) -> None:
+    item_id = create_queued()
+    started = start_run(initialised, item_id, at=clock())
+    write_logs(initialised, started.run)
+    clock.advance(TERMS.lease_seconds + 1)  # its worker died: nobody renewed the claim
+    output = show(item_id)
+    assert panel_commands(output) == ["wrighty reap", f"wrighty logs {item_id}"]
+    assert "the claim of worker w-test expired at" in output
+    assert "holds it" not in output
+    reaped = wrighty("reap")
+    assert reaped.exit_code == 0, reaped.output
+    assert f"item {item_id}: running -> needs-attention" in reaped.stdout
+
+
+def test_show_offers_no_logs_of_a_run_that_left_none(initialised: Path, clock: FakeClock) -> None:
+    item_id = create_queued()
+    started = start_run(initialised, item_id, at=clock(), session_id="sess-1")
+    settle(initialised, started, ItemState.NEEDS_ATTENTION, at=clock.advance(1))
+    commands = panel_commands(show(item_id))
+    assert commands == [
+        f"wrighty requeue {item_id} --resume",
+        f"wrighty requeue {item_id} --fresh",
+        f"wrighty cancel {item_id}",
+    ]
+    for command in commands[:1]:
+        assert wrighty(*shlex.split(command)[1:]).exit_code == 0, command
 
 
 def test_show_has_no_panel_for_an_item_that_needs_nobody(initialised: Path) -> None:
@@ -239,12 +273,22 @@ def test_show_json_keeps_its_shape(initialised: Path, clock: FakeClock) -> None:
     assert detail["runs"][0]["signal"] is None
 
 
+STANDINGS = [
+    Standing(resumable=r, has_logs=h, lease_expired=e)
+    for r in (True, False)
+    for h in (True, False)
+    for e in (True, False)
+]
+
+
 @pytest.mark.parametrize("state", list(ItemState))
-@pytest.mark.parametrize("resumable", [True, False])
-def test_every_suggested_command_is_one_the_cli_accepts(state: ItemState, resumable: bool) -> None:
+@pytest.mark.parametrize("standing", STANDINGS)
+def test_every_suggested_command_is_one_the_cli_accepts(
+    state: ItemState, standing: Standing
+) -> None:
     group = typer.main.get_command(app)
     root = typer.Context(group, info_name="wrighty")
-    for suggestion in next_commands(7, state, resumable=resumable):
+    for suggestion in next_commands(7, state, standing):
         program, name, *args = shlex.split(suggestion.command)
         assert program == "wrighty"
         command = group.get_command(root, name)  # type: ignore[attr-defined]

@@ -21,6 +21,7 @@ from rich.console import Console
 from tests.conftest import FakeClock
 from wrighty import services
 from wrighty.cli.render import item_detail_json, print_item_detail
+from wrighty.cli.suggestions import Standing
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import OutcomeClass, RunKind
@@ -118,8 +119,9 @@ def test_a_crash_is_retried_by_resuming_the_same_session_in_the_same_workspace(
         },
     }
     console = Console(record=True, width=120)
+    standing = Standing(resumable=True, has_logs=True, lease_expired=False)
     print_item_detail(
-        console, services.item_detail(project.store, item.id), resumable=True, max_attempts=2
+        console, services.item_detail(project.store, item.id), standing, max_attempts=2
     )
     text = console.export_text()
     assert "retries    1 of 2, next due" in text

@@ -97,11 +97,12 @@ def test_minutes_accept_fractions() -> None:
         ),
         (
             {"worker": {"processCrash": {"action": "explode"}}},
-            "worker.processCrash.action: must be 'needs-attention' or 'retry'",
+            "worker.processCrash.action: must be 'needs-attention' or 'retry' "
+            '(got the string "explode")',
         ),
         (
             {"worker": {"leaseSeconds": "60"}},
-            "worker.leaseSeconds: must be a valid number",
+            "worker.leaseSeconds: must be a valid number (got the string \"60\")",
         ),
         (
             {"worker": {"leaseSeconds": 10, "heartbeatSeconds": 10}},
@@ -111,7 +112,7 @@ def test_minutes_accept_fractions() -> None:
             {"worker": {"concurrency": True}},
             "worker.concurrency: must be a valid integer (got true)",
         ),
-        ({"worker": "fast"}, "worker: must be an object"),
+        ({"worker": "fast"}, "worker: must be an object (got the string \"fast\")"),
         (
             {"worker": {"leaseSecs": 30}},
             "worker.leaseSecs: unknown key (allowed here: leaseSeconds, heartbeatSeconds, "
@@ -148,7 +149,7 @@ def test_minutes_accept_fractions() -> None:
         ),
         (
             {"agents": {"codex": {"permission": "root"}}},
-            "agents.codex.permission: must be 'workspace' or 'full'",
+            "agents.codex.permission: must be 'workspace' or 'full' (got a string)",
         ),
         (
             {"agents": {"Bad Name": {"adapter": "claude"}}},
@@ -198,7 +199,7 @@ def test_malformed_json_names_line_and_column() -> None:
 
 def test_duplicate_keys_are_refused_rather_than_silently_merged() -> None:
     _, problems = check_config_text('{"worker": {}, "worker": {"concurrency": 2}}')
-    assert [str(p) for p in problems] == ["duplicate key 'worker'"]
+    assert [str(p) for p in problems] == ['duplicate key "worker"']
 
 
 def test_string_values_are_never_echoed_in_problems() -> None:

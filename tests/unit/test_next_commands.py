@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from wrighty.cli.suggestions import next_commands
+from wrighty.cli.suggestions import Standing, next_commands
 from wrighty.domain.states import ItemState
 
 
-def commands(state: ItemState, *, resumable: bool) -> list[str]:
-    return [suggestion.command for suggestion in next_commands(12, state, resumable=resumable)]
+def commands(
+    state: ItemState, *, resumable: bool = True, has_logs: bool = True, lease_expired: bool = False
+) -> list[str]:
+    standing = Standing(resumable=resumable, has_logs=has_logs, lease_expired=lease_expired)
+    return [suggestion.command for suggestion in next_commands(12, state, standing)]
 
 
 def test_needs_attention_offers_resume_only_when_the_session_can_be_resumed_here() -> None:
@@ -22,6 +25,11 @@ def test_needs_attention_offers_resume_only_when_the_session_can_be_resumed_here
         "wrighty logs 12",
         "wrighty cancel 12",
     ]
+
+
+@pytest.mark.parametrize("state", list(ItemState))
+def test_logs_are_offered_only_where_there_are_logs(state: ItemState) -> None:
+    assert not any("logs" in command for command in commands(state, has_logs=False))
 
 
 @pytest.mark.parametrize("resumable", [True, False])
@@ -42,8 +50,19 @@ def test_a_running_item_can_be_watched_or_stopped(resumable: bool) -> None:
     ]
 
 
+def test_a_running_item_whose_lease_expired_is_offered_to_the_reaper() -> None:
+    assert commands(ItemState.RUNNING, lease_expired=True) == ["wrighty reap", "wrighty logs 12"]
+
+
 @pytest.mark.parametrize(
     "state", [ItemState.TODO, ItemState.QUEUED, ItemState.DONE, ItemState.CANCELLED]
 )
 def test_states_that_need_nobody_get_no_suggestions(state: ItemState) -> None:
-    assert commands(state, resumable=True) == []
+    assert commands(state) == []
+
+
+@pytest.mark.parametrize("state", list(ItemState))
+def test_every_suggestion_is_a_whole_line_to_paste(state: ItemState) -> None:
+    for command in commands(state):
+        assert "#" not in command
+        assert "\n" not in command

@@ -39,6 +39,7 @@ from wrighty.cli.render import (
     reaped_json,
     waiting_item_json,
 )
+from wrighty.cli.suggestions import Standing
 from wrighty.config import (
     CONFIG_FILENAME,
     DEFAULT_STORE_URL,
@@ -47,16 +48,25 @@ from wrighty.config import (
     check_config_text,
     config_json_schema,
     find_config,
+    read_config_text,
 )
+from wrighty.domain.claims import lease_expired
 from wrighty.domain.classify import AgentReport
-from wrighty.domain.durations import parse_duration
+from wrighty.domain.durations import (
+    MAX_IDLE_TIMEOUT_SECONDS,
+    MAX_ITEM_TIMEOUT_SECONDS,
+    MAX_QUEUE_WAIT_SECONDS,
+    MAX_WORKER_AGE_SECONDS,
+    parse_duration,
+)
 from wrighty.domain.health import Thresholds
-from wrighty.domain.model import Item, NewItem
+from wrighty.domain.model import MAX_BODY_BYTES, Item, NewItem, Run
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.redact import redact
 from wrighty.domain.states import TERMINAL_STATES, ItemState, parse_state
 from wrighty.domain.transitions import validate_new_item
 from wrighty.errors import ConfigError, WrightyError
+from wrighty.inputs import InputError, read_text_file, read_text_stream
 from wrighty.installation import installation_id
 from wrighty.project import (
     config_document,
@@ -69,6 +79,7 @@ from wrighty.runlogs import (
     Stream,
     check_logs_here,
     follow_output,
+    logs_problem,
     print_output,
     run_log_dir,
 )
@@ -214,20 +225,24 @@ def _read_body(body: str | None, body_file: Path | None) -> str:
         raise WrightyError("give the body once: --body or --body-file, not both")
     if body is not None:
         return body
-    if body_file is not None:
-        if str(body_file) == "-":
-            return sys.stdin.read()
+    if body_file is not None and str(body_file) != "-":
         try:
-            return body_file.read_text(encoding="utf-8")
+            return read_text_file(body_file, limit=MAX_BODY_BYTES)
         except FileNotFoundError:
             raise WrightyError(f"--body-file {body_file}: no such file") from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise WrightyError(f"--body-file {body_file}: cannot read ({error})") from None
-    if sys.stdin.isatty():
+        except OSError as error:
+            why = (error.strerror or type(error).__name__).lower()
+            raise WrightyError(f"--body-file {body_file}: cannot read ({why})") from None
+        except InputError as error:
+            raise WrightyError(f"--body-file {body_file}: {error}") from None
+    if body_file is None and sys.stdin.isatty():
         raise WrightyError(
             "no task given: pass --body TEXT, --body-file PATH, or pipe the task on stdin"
         )
-    return sys.stdin.read()
+    try:
+        return read_text_stream(sys.stdin.buffer, limit=MAX_BODY_BYTES)
+    except InputError as error:
+        raise WrightyError(f"the task on standard input {error}") from None
 
 
 @app.command()
@@ -262,7 +277,7 @@ def create(
     if agent is not None and agent not in loaded.config.agent_names():
         known = ", ".join(loaded.config.agent_names())
         raise WrightyError(f"--agent {agent}: unknown agent (known: {known}); see docs/config.md")
-    timeout_seconds = _seconds_option("--timeout", timeout)
+    timeout_seconds = _seconds_option("--timeout", timeout, MAX_ITEM_TIMEOUT_SECONDS)
     workspace_path = workspace.absolute() if workspace else None
     if workspace_path is not None and not workspace_path.is_dir():
         raise WrightyError(f"--workspace {workspace}: no such directory")
@@ -354,8 +369,23 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
         print_json(
             console, item_detail_json(detail, resumable=resumable, max_attempts=max_attempts)
         )
-    else:
-        print_item_detail(console, detail, resumable=resumable, max_attempts=max_attempts)
+        return
+    standing = Standing(
+        resumable=resumable,
+        has_logs=_has_logs(app_ctx, detail.runs),
+        lease_expired=detail.item.state is ItemState.RUNNING
+        and lease_expired(detail.item.lease_expires_at, app_ctx.now()),
+    )
+    print_item_detail(console, detail, standing, max_attempts=max_attempts)
+
+
+def _has_logs(app_ctx: AppContext, runs: list[Run]) -> bool:
+    """Whether `wrighty logs` would print the last run's output here."""
+    if not runs:
+        return False
+    last = max(runs, key=lambda run: run.attempt)  # as `wrighty logs` picks it
+    log_dir = run_log_dir(app_ctx.config().root / STATE_DIRNAME, last)
+    return logs_problem(last, log_dir, installation_id=installation_id()) is None
 
 
 def _crash_retry_limit(app_ctx: AppContext) -> int | None:
@@ -560,7 +590,7 @@ def worker_start(
     ] = False,
 ) -> None:
     """Claim queued items and run their agent until stopped (Ctrl-C stops cleanly)."""
-    idle_seconds = _seconds_option("--idle-timeout", idle_timeout)
+    idle_seconds = _seconds_option("--idle-timeout", idle_timeout, MAX_IDLE_TIMEOUT_SECONDS)
     app_ctx = _context(ctx)
     loaded = app_ctx.config()
     options = WorkerOptions(
@@ -610,11 +640,11 @@ def _stop_on_signals(worker: Worker) -> list[int]:
 # -- health -----------------------------------------------------------------------------------
 
 
-def _seconds_option(name: str, value: str | None) -> float | None:
+def _seconds_option(name: str, value: str | None, at_most: float) -> float | None:
     if value is None:
         return None
     try:
-        return parse_duration(value)
+        return parse_duration(value, at_most=at_most)
     except ValueError as error:
         raise WrightyError(f"{name}: {error}") from None
 
@@ -634,7 +664,7 @@ def workers(
     ctx: typer.Context, worker_max_age: WorkerMaxAge = None, as_json: JsonFlag = False
 ) -> None:
     """The registered workers, with their liveness."""
-    max_age = _seconds_option("--worker-max-age", worker_max_age)
+    max_age = _seconds_option("--worker-max-age", worker_max_age, MAX_WORKER_AGE_SECONDS)
     app_ctx = _context(ctx)
     settings = app_ctx.config().config.status
     with app_ctx.store() as store:
@@ -684,8 +714,8 @@ def status(
         raise WrightyError(f"--format: expected text, json or prometheus, got {output_format!r}")
     if watch and fmt != "text":
         raise WrightyError("--watch shows the terminal view; leave out --json and --format")
-    wait_limit = _seconds_option("--max-queue-wait", max_queue_wait)
-    max_age = _seconds_option("--worker-max-age", worker_max_age)
+    wait_limit = _seconds_option("--max-queue-wait", max_queue_wait, MAX_QUEUE_WAIT_SECONDS)
+    max_age = _seconds_option("--worker-max-age", worker_max_age, MAX_WORKER_AGE_SECONDS)
     app_ctx = _context(ctx)
     settings = app_ctx.config().config.status
     thresholds = Thresholds(
@@ -834,11 +864,7 @@ def config_validate(
     target = path or find_config(app_ctx.cwd, app_ctx.config_option)
     if target is None:
         raise ConfigError(f"no {CONFIG_FILENAME} here or above; run `wrighty init`")
-    try:
-        text = target.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"{target}: cannot read ({error.strerror or error})") from None
-    _, problems = check_config_text(text)
+    _, problems = check_config_text(read_config_text(target))
     if as_json:
         print_json(
             console,
@@ -854,7 +880,8 @@ def config_validate(
     else:
         typer.echo("ok")
     if problems:
-        raise typer.Exit(EXIT_USAGE)
+        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+        raise WrightyError(f"{target}: {count}, listed on standard output")
 
 
 @config_app.command("schema")

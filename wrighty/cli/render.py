@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wrighty.agents import AgentInfo
-from wrighty.cli.suggestions import next_commands
+from wrighty.cli.suggestions import Standing, next_commands
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Change, Event, Item, Run, Session
@@ -208,7 +208,7 @@ def attention_table(entries: list[WaitingItem]) -> Table:
 
 
 def print_item_detail(
-    console: Console, detail: ItemDetail, *, resumable: bool, max_attempts: int | None = None
+    console: Console, detail: ItemDetail, standing: Standing, *, max_attempts: int | None = None
 ) -> None:
     item = detail.item
     heading = Text(f"Item {item.id}  ", style="bold")
@@ -248,14 +248,14 @@ def print_item_detail(
             (
                 "session",
                 f"{session.vendor} {session.session_id or '(id unknown)'}"
-                f"{'' if resumable or item.state in TERMINAL_STATES else ' (not resumable here)'}",
+                f"{'' if standing.resumable or item.state in TERMINAL_STATES else ' (not resumable here)'}",
             )
         )
     for label, value in fields:
         line = Text(f"  {label:<11}", style="dim")
         line.append(value)
         console.print(line)
-    _print_next_steps(console, detail, resumable=resumable)
+    _print_next_steps(console, detail, standing)
     _print_runs(console, detail.runs)
     _print_diagnostic_tail(console, detail.runs)
     _print_events(console, detail.events)
@@ -264,11 +264,11 @@ def print_item_detail(
         console.print(Text(item.body), soft_wrap=True)
 
 
-def _print_next_steps(console: Console, detail: ItemDetail, *, resumable: bool) -> None:
+def _print_next_steps(console: Console, detail: ItemDetail, standing: Standing) -> None:
     """A panel: why the item stands where it does and the commands that move it on (none when
     no command is due)."""
     item = detail.item
-    suggestions = next_commands(item.id, item.state, resumable=resumable)
+    suggestions = next_commands(item.id, item.state, standing)
     if not suggestions:
         return
     parts: list[RenderableType] = []
@@ -276,20 +276,27 @@ def _print_next_steps(console: Console, detail: ItemDetail, *, resumable: bool) 
     if why:
         parts.append(Text(why))
     if item.state is ItemState.RUNNING and item.claimed_by:
-        parts.append(Text(f"worker {item.claimed_by} is running it"))
-    if item.state is ItemState.NEEDS_ATTENTION and detail.session and not resumable:
+        parts.append(Text(_running_by(item, standing)))
+    if item.state is ItemState.NEEDS_ATTENTION and detail.session and not standing.resumable:
         parts.append(
             Text("no --resume: this installation cannot resume the item's session", style="dim")
         )
-    commands = Table.grid(padding=(0, 2))
-    commands.add_column(no_wrap=True)
-    commands.add_column(style="dim")
+    parts += [Text(""), Text("Next:", style="bold")]
     for suggestion in suggestions:
-        commands.add_row(Text(suggestion.command), Text(f"# {suggestion.purpose}"))
-    parts += [Text(""), Text("Next:", style="bold"), commands]
+        # The command alone on its line, so that the line pastes into any shell as it is.
+        parts += [Text(f"  {suggestion.command}"), Text(f"      {suggestion.purpose}", style="dim")]
     since = f" since {_local(detail.events[-1].at)}" if detail.events else ""
     title = Text(f"{item.state}{since}", style=_STATE_STYLES.get(item.state.value, ""))
     console.print(Panel(Group(*parts), title=title, title_align="left", expand=False))
+
+
+def _running_by(item: Item, standing: Standing) -> str:
+    if standing.lease_expired:
+        return (
+            f"the claim of worker {item.claimed_by} expired at {_local(item.lease_expires_at)}: "
+            "that worker stopped renewing it (it died, or lost the store)"
+        )
+    return f"worker {item.claimed_by} holds it until {_local(item.lease_expires_at)}"
 
 
 def _signal_name(number: int) -> str:

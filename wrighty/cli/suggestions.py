@@ -1,4 +1,4 @@
-"""Which commands `wrighty show` offers next for an item, by its state."""
+"""Which commands `wrighty show` offers next for an item, by its state and standing."""
 
 from __future__ import annotations
 
@@ -9,15 +9,27 @@ from wrighty.domain.states import ItemState
 
 @dataclass(frozen=True)
 class Suggestion:
-    command: str  # exactly what to type
+    command: str  # exactly what to type: a whole line, nothing after it
     purpose: str
 
 
-def next_commands(item_id: int, state: ItemState, *, resumable: bool) -> list[Suggestion]:
+@dataclass(frozen=True)
+class Standing:
+    """What `show` found out about an item beyond its record; it decides what is offered, so
+    that no offered command refuses when it is run."""
+
+    resumable: bool  # this installation can resume the item's session
+    has_logs: bool  # `wrighty logs N` prints the last run's output here
+    lease_expired: bool  # running, but its worker stopped renewing the claim
+
+
+def next_commands(item_id: int, state: ItemState, standing: Standing) -> list[Suggestion]:
     """The commands that move ``item_id`` on from ``state``, the likeliest first; none for a
     state that needs nobody (todo and queued wait for a person or a worker as they should, done
-    and cancelled are final). ``resumable``: this installation can resume the item's session."""
-    logs = Suggestion(f"wrighty logs {item_id}", "read the last run's output")
+    and cancelled are final)."""
+    logs = [Suggestion(f"wrighty logs {item_id}", "read the last run's output")]
+    if not standing.has_logs:
+        logs = []
     cancel = Suggestion(f"wrighty cancel {item_id}", "give up on the item (final)")
     if state is ItemState.NEEDS_ATTENTION:
         resume = Suggestion(
@@ -26,16 +38,22 @@ def next_commands(item_id: int, state: ItemState, *, resumable: bool) -> list[Su
         fresh = Suggestion(
             f"wrighty requeue {item_id} --fresh", "start over in a new session, same workspace"
         )
-        return [resume, fresh, logs, cancel] if resumable else [fresh, logs, cancel]
+        return [*([resume] if standing.resumable else []), fresh, *logs, cancel]
     if state is ItemState.RETRY_SCHEDULED:
         return [
             Suggestion(f"wrighty requeue {item_id} --resume", "run the retry now, not when due"),
             cancel,
-            logs,
+            *logs,
+        ]
+    if state is ItemState.RUNNING and standing.lease_expired:
+        return [
+            Suggestion("wrighty reap", "settle it now: its worker stopped renewing the claim"),
+            *logs,
         ]
     if state is ItemState.RUNNING:
+        follow = Suggestion(f"wrighty logs {item_id} --follow", "watch the agent's output live")
         return [
-            Suggestion(f"wrighty logs {item_id} --follow", "watch the agent's output live"),
+            *([follow] if standing.has_logs else []),
             Suggestion(f"wrighty cancel {item_id}", "stop the agent and give up on the item"),
         ]
     return []

@@ -1,13 +1,25 @@
-"""Durations as people type them: 90s, 30m, 1.5h, 1h30m."""
+"""Durations as people type them: 90s, 30m, 1.5h, 1h30m, and the bounds each one has.
+
+Every duration a user can give, on the command line or in wrighty.json, has an upper bound:
+a value past it is refused up front, so no later arithmetic on a time can overflow.
+"""
 
 import re
+
+DAY_SECONDS = 86400.0
+# The bounds, shared by each option and its wrighty.json twin (docs/config.md).
+MAX_ITEM_TIMEOUT_SECONDS = 7 * DAY_SECONDS  # create --timeout, worker.itemTimeoutMinutes
+MAX_IDLE_TIMEOUT_SECONDS = 30 * DAY_SECONDS  # worker start --idle-timeout
+MAX_QUEUE_WAIT_SECONDS = 365 * DAY_SECONDS  # status --max-queue-wait, status.maxQueueWaitSeconds
+MAX_WORKER_AGE_SECONDS = DAY_SECONDS  # --worker-max-age, status.workerMaxAgeSeconds
 
 _UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 
 
-def parse_duration(text: str) -> float:
-    """Seconds in ``text``; ValueError with an example when it is not a positive duration."""
+def parse_duration(text: str, *, at_most: float) -> float:
+    """Seconds in ``text``; ValueError with an example when it is not a positive duration of
+    at most ``at_most`` seconds."""
     compact = text.strip().lower().replace(" ", "")
     if not compact:
         raise ValueError("empty duration: use for example 90s, 30m or 1h30m")
@@ -25,6 +37,8 @@ def parse_duration(text: str) -> float:
         )
     if total <= 0:
         raise ValueError(f"duration {text!r} must be greater than zero")
+    if total > at_most:
+        raise ValueError(f"duration {text!r} is too long: the limit is {format_duration(at_most)}")
     return total
 
 

@@ -9,6 +9,7 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 
 MAX_TITLE_LENGTH = 200
+MAX_BODY_BYTES = 1024 * 1024  # a task longer than 1 MiB belongs in a file in the workspace
 
 
 @dataclass(frozen=True)

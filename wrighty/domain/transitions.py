@@ -6,7 +6,16 @@ import dataclasses
 from collections.abc import Iterable
 from datetime import datetime
 
-from wrighty.domain.model import MAX_TITLE_LENGTH, Change, Event, Item, NewItem, RunEnd
+from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, format_duration
+from wrighty.domain.model import (
+    MAX_BODY_BYTES,
+    MAX_TITLE_LENGTH,
+    Change,
+    Event,
+    Item,
+    NewItem,
+    RunEnd,
+)
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import INITIAL_STATES, TERMINAL_STATES, ItemState, can_move
 from wrighty.errors import IllegalTransitionError, WrightyError
@@ -14,6 +23,16 @@ from wrighty.errors import IllegalTransitionError, WrightyError
 
 def validate_new_item(new: NewItem) -> None:
     """Refuse an item that could never be worked on."""
+    for name, text in (("title", new.title), ("task", new.body)):
+        if not _is_unicode_text(text):
+            raise WrightyError(
+                f"the {name} is not valid UTF-8 text (undecodable bytes); give it as UTF-8"
+            )
+    if len(new.body.encode("utf-8")) > MAX_BODY_BYTES:
+        raise WrightyError(
+            f"the task is larger than {MAX_BODY_BYTES // 1024} KiB: put the details in a file "
+            "in the workspace and tell the agent to read it"
+        )
     if not new.title.strip():
         raise WrightyError("title is empty: pass a short description with --title")
     if len(new.title) > MAX_TITLE_LENGTH:
@@ -29,8 +48,19 @@ def validate_new_item(new: NewItem) -> None:
         raise WrightyError("title must be one line: put the details in the body")
     if new.initial_state not in INITIAL_STATES:
         raise WrightyError(f"an item cannot be created in state {new.initial_state}")
-    if new.timeout_seconds is not None and new.timeout_seconds <= 0:
-        raise WrightyError("timeout must be greater than zero")
+    if new.timeout_seconds is not None and not 0 < new.timeout_seconds <= MAX_ITEM_TIMEOUT_SECONDS:
+        limit = format_duration(MAX_ITEM_TIMEOUT_SECONDS)
+        raise WrightyError(f"timeout must be greater than zero and at most {limit}")
+
+
+def _is_unicode_text(text: str) -> bool:
+    """False for text holding lone surrogates: bytes that were not UTF-8 (Python keeps
+    undecodable command-line bytes as surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def creation_event(new: NewItem, item_id: int, *, at: datetime, actor: str) -> Event:
