@@ -13,8 +13,17 @@ from datetime import datetime
 from pathlib import Path
 
 from wrighty.domain.claims import release
-from wrighty.domain.health import Liveness, QueueFigures, Thresholds, WorkerRow, liveness
+from wrighty.domain.health import (
+    Concern,
+    Liveness,
+    QueueFigures,
+    Thresholds,
+    WorkerCounts,
+    WorkerRow,
+    liveness,
+)
 from wrighty.domain.health import Problem as HealthProblem
+from wrighty.domain.health import concerns as health_concerns
 from wrighty.domain.health import problems as health_problems
 from wrighty.domain.model import Change, Event, Item, NewItem, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass
@@ -204,7 +213,11 @@ def requeue_item(
 
 def release_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERATOR) -> Item:
     """running -> needs-attention under a new generation, for an item whose worker is gone."""
-    return _apply(store, item_id, lambda item: release(item, at=now, actor=actor))
+    session = store.get_session(item_id)
+    resumable = session is not None and session.session_id is not None
+    return _apply(
+        store, item_id, lambda item: release(item, at=now, actor=actor, resumable=resumable)
+    )
 
 
 def reap_expired(
@@ -246,6 +259,7 @@ class StatusReport:
     thresholds: Thresholds
     worker_max_age_seconds: float
     problems: list[HealthProblem]
+    concerns: list[Concern]
 
     @property
     def healthy(self) -> bool:
@@ -291,4 +305,8 @@ def status_report(
         store, now=now, max_age_seconds=worker_max_age_seconds, installation_id=installation_id
     )
     found = health_problems(figures, now=now, live_workers=_live(workers), thresholds=thresholds)
-    return StatusReport(now, figures, workers, thresholds, worker_max_age_seconds, found)
+    counts = WorkerCounts(
+        **{state.value: sum(view.liveness is state for view in workers) for state in Liveness}
+    )
+    seen = health_concerns(figures, workers=counts, thresholds=thresholds)
+    return StatusReport(now, figures, workers, thresholds, worker_max_age_seconds, found, seen)

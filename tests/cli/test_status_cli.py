@@ -99,15 +99,53 @@ def test_status_counts_every_state_and_validates_against_its_schema(
                for s in samples)  # fmt: skip
 
 
-def test_waiting_items_with_no_live_worker_are_never_healthy(
+def test_waiting_items_with_no_live_worker_are_never_called_healthy(
     initialised: Path, clock: FakeClock
 ) -> None:
     assert status()[0] == 0  # nothing waits: nothing to judge
     create("--queue")
     code, document = status()
+    assert code == 0  # only a threshold that was set makes an unhealthy exit
+    assert document["problems"] == []
+    assert document["warnings"] == [
+        {"check": "no_live_worker", "message": "1 items wait and no worker is live"}
+    ]
+    text = wrighty("status")
+    assert text.exit_code == 0
+    assert "wrighty status: no thresholds set" in text.stdout
+    assert "healthy" not in text.stdout
+    assert "warning: 1 items wait and no worker is live" in text.stdout
+    code, document = status("--min-workers", "1")
     assert code == 1
     assert [p["check"] for p in document["problems"]] == ["min_workers"]
-    assert document["problems"][0]["message"] == "1 items wait and no worker is live"
+    assert document["warnings"] == []  # the threshold reports it
+
+
+def test_a_dead_worker_and_its_expired_lease_are_warned_about(
+    initialised: Path, clock: FakeClock
+) -> None:
+    from tests.cli.run_helpers import TERMS, start_run
+
+    item_id = create("--queue")
+    start_run(initialised, item_id, at=clock())
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    register(initialised, clock, pid=int(gone.stdout), process_started_at=1.0, items=(item_id,))
+    clock.advance(TERMS.lease_seconds + 1)  # SIGKILLed: nobody renews the claim
+    code, document = status()
+    assert code == 0
+    assert [w["check"] for w in document["warnings"]] == ["expired_leases", "dead_workers"]
+    text = wrighty("status").stdout
+    assert "no thresholds set" in text
+    assert "healthy" not in text
+    assert "warning: 1 running items have an expired lease" in text
+    assert "warning: 1 registered workers are dead" in text
+    prometheus = wrighty("status", "--format", "prometheus").stdout
+    assert 'wrighty_warnings{check="expired_leases"} 1' in prometheus
+    assert 'wrighty_warnings{check="no_live_worker"} 0' in prometheus
+    code, document = status("--max-expired-leases", "0")
+    assert code == 1
+    assert [w["check"] for w in document["warnings"]] == ["dead_workers"]
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from wrighty.cli.render import styled_state
+from wrighty.cli.render import outside, styled_state
 from wrighty.domain.health import oldest_wait_seconds
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
@@ -62,7 +62,11 @@ def status_json(report: StatusReport) -> dict[str, Any]:
             {"check": p.check, "value": p.value, "limit": p.limit, "message": p.message}
             for p in report.problems
         ],
+        "warnings": [{"check": c.check, "message": c.message} for c in report.concerns],
     }
+
+
+WARNING_CHECKS = ("expired_leases", "no_live_worker", "dead_workers", "stale_workers")
 
 
 def _metric(lines: list[str], name: str, kind: str, help_text: str) -> None:
@@ -109,6 +113,10 @@ def status_prometheus(report: StatusReport) -> str:
     failed = {p.check for p in report.problems}
     for check in ("max_queue_wait", "min_workers", "max_expired_leases", "max_needs_attention"):
         lines.append(f'wrighty_problems{{check="{check}"}} {int(check in failed)}')
+    _metric(lines, "warnings", "gauge", "Warnings (no threshold set for them), by check.")
+    raised = {c.check for c in report.concerns}
+    for check in WARNING_CHECKS:
+        lines.append(f'wrighty_warnings{{check="{check}"}} {int(check in raised)}')
     return "\n".join(lines) + "\n"
 
 
@@ -121,9 +129,9 @@ def workers_table(views: list[WorkerView]) -> Table:
     for view in views:
         row = view.row
         table.add_row(
-            row.worker_id,
-            row.label or "-",
-            row.installation_id,
+            outside(row.worker_id),
+            outside(row.label or "-"),
+            outside(row.installation_id),
             str(row.pid),
             row.state.value,
             ",".join(str(item) for item in row.items) or "-",
@@ -136,13 +144,8 @@ def workers_table(views: list[WorkerView]) -> Table:
 def status_view(report: StatusReport) -> Group:
     """The terminal view of `wrighty status` (and of each `--watch` refresh)."""
     document = status_json(report)
-    verdict = (
-        Text("healthy", style="bold green")
-        if report.healthy
-        else Text("unhealthy", style="bold red")
-    )
     heading = Text("wrighty status: ", style="bold")
-    heading.append_text(verdict)
+    heading.append_text(_verdict(report))
     heading.append(f"  ({document['checked_at']})", style="dim")
     counts = Text("  ")
     for state, count in document["counts"].items():
@@ -160,11 +163,22 @@ def status_view(report: StatusReport) -> Group:
         ),
         Text(f"  live workers {document['live_workers']} of {len(report.workers)} registered"),
     ]
-    problems = [Text(f"  problem: {p['message']}", style="red") for p in document["problems"]]
-    parts: list[Text | Table] = [*lines, *problems]
+    problems = [outside(f"  problem: {p['message']}", style="red") for p in document["problems"]]
+    warnings = [outside(f"  warning: {c['message']}", style="yellow") for c in document["warnings"]]
+    parts: list[Text | Table] = [*lines, *problems, *warnings]
     if report.workers:
         parts.append(workers_table(report.workers))
     return Group(*parts)
+
+
+def _verdict(report: StatusReport) -> Text:
+    """Healthy only when thresholds were set and all of them pass: with none set, nothing was
+    checked, and a quiet registry proves nothing."""
+    if not report.healthy:
+        return Text("unhealthy", style="bold red")
+    if not report.thresholds.any_set:
+        return Text("no thresholds set", style="bold yellow")
+    return Text("healthy", style="bold green")
 
 
 WATCH_INTERVAL_SECONDS = 2.0

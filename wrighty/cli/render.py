@@ -7,7 +7,7 @@ import signal
 from datetime import datetime
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleDimensions, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -19,12 +19,14 @@ from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Change, Event, Item, Run, Session
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import TERMINAL_STATES, ItemState
+from wrighty.domain.text import json_printable, printable, printable_line
 from wrighty.domain.times import rfc3339
 from wrighty.services import ItemDetail, WaitingItem
 
 
 def print_json(console: Console, document: object) -> None:
-    console.out(json.dumps(document, indent=2, ensure_ascii=False), highlight=False)
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    console.out(json_printable(text), highlight=False)
 
 
 def item_summary_json(item: Item) -> dict[str, Any]:
@@ -146,6 +148,31 @@ def item_detail_json(
 
 # -- terminal ---------------------------------------------------------------------------------
 
+# Wide enough for any row; rich pads no line to the width, so nothing grows with it.
+PIPE_WIDTH = 1_000_000
+
+
+class OutputConsole(Console):
+    """A console that, writing to a pipe or a file, never wraps or cuts a line: each row is
+    one whole line for grep and scripts. On a terminal, tables fit the window."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        return size if self.is_terminal else ConsoleDimensions(PIPE_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self.width, self.height = new_size
+
+
+def outside(text: str, style: str = "") -> Text:
+    """Text from outside wrighty (a store, a file, an agent, a vendor's tool) as one line:
+    control and invisible characters shown as escapes (`printable_line`), and brackets taken
+    as text, not as rich markup."""
+    return Text(printable_line(text), style=style)
+
+
 _STATE_STYLES = {
     "todo": "dim",
     "queued": "cyan",
@@ -175,10 +202,10 @@ def items_table(items: list[Item]) -> Table:
         table.add_row(
             str(item.id),
             styled_state(item.state.value),
-            item.agent or "-",
-            Text(item.title),
+            outside(item.agent or "-"),
+            outside(item.title),
             _local(item.updated_at),
-            item.reason_code or "",
+            outside(item.reason_code or ""),
         )
     return table
 
@@ -199,12 +226,15 @@ def attention_table(entries: list[WaitingItem]) -> Table:
     for entry in entries:
         table.add_row(
             str(entry.item.id),
-            Text(entry.item.title),  # not rich markup: a title may hold brackets
-            entry.item.reason_code or "-",
+            outside(entry.item.title),
+            outside(entry.item.reason_code or "-"),
             _local(entry.since),
             str(entry.attempts),
         )
     return table
+
+
+_NOT_HERE = " (not resumable here)"
 
 
 def print_item_detail(
@@ -215,7 +245,7 @@ def print_item_detail(
     heading.append_text(styled_state(item.state.value))
     heading.append(f"  generation {item.generation}", style="dim")
     console.print(heading)
-    console.print(Text(item.title))
+    console.print(outside(item.title))
     fields: list[tuple[str, str]] = [
         ("agent", item.agent or "(default)"),
         (
@@ -248,12 +278,12 @@ def print_item_detail(
             (
                 "session",
                 f"{session.vendor} {session.session_id or '(id unknown)'}"
-                f"{'' if standing.resumable or item.state in TERMINAL_STATES else ' (not resumable here)'}",
+                + ("" if standing.resumable or item.state in TERMINAL_STATES else _NOT_HERE),
             )
         )
     for label, value in fields:
         line = Text(f"  {label:<11}", style="dim")
-        line.append(value)
+        line.append_text(outside(value))  # every value holds text from the store
         console.print(line)
     _print_next_steps(console, detail, standing)
     _print_runs(console, detail.runs)
@@ -261,7 +291,7 @@ def print_item_detail(
     _print_events(console, detail.events)
     if item.body:
         console.print(Text("Task", style="bold"))
-        console.print(Text(item.body), soft_wrap=True)
+        console.print(Text(printable(item.body)), soft_wrap=True)
 
 
 def _print_next_steps(console: Console, detail: ItemDetail, standing: Standing) -> None:
@@ -274,9 +304,9 @@ def _print_next_steps(console: Console, detail: ItemDetail, standing: Standing) 
     parts: list[RenderableType] = []
     why = item.reason or item.reason_code
     if why:
-        parts.append(Text(why))
+        parts.append(outside(why))
     if item.state is ItemState.RUNNING and item.claimed_by:
-        parts.append(Text(_running_by(item, standing)))
+        parts.append(outside(_running_by(item, standing)))
     if item.state is ItemState.NEEDS_ATTENTION and detail.session and not standing.resumable:
         parts.append(
             Text("no --resume: this installation cannot resume the item's session", style="dim")
@@ -363,7 +393,7 @@ def _print_diagnostic_tail(console: Console, runs: list[Run]) -> None:
     cut = f", last {len(shown)} of {len(lines)} lines" if len(shown) < len(lines) else ""
     console.print(Text(f"Diagnostic of run {last.attempt}{cut}", style="bold"))
     for line in shown:
-        console.print(Text(f"  {line}"), soft_wrap=True)
+        console.print(Text(f"  {printable_line(line)}"), soft_wrap=True)
 
 
 def _print_events(console: Console, events: list[Event]) -> None:
@@ -375,10 +405,10 @@ def _print_events(console: Console, events: list[Event]) -> None:
         change.append_text(styled_state(event.to_state.value))
         table.add_row(
             _local(event.at),
-            event.actor,
+            outside(event.actor),
             str(event.generation),
             change,
-            Text(event.reason or event.reason_code or ""),
+            outside(event.reason or event.reason_code or ""),
         )
     console.print(table)
 
@@ -411,8 +441,15 @@ def agents_table(rows: list[tuple[AgentInfo, Classification | None]]) -> Table:
         table.add_column(column)
     for info, check in rows:
         plan = info.plan
-        installed = Text(info.path, style="green") if info.path else Text("no", style="red")
+        installed = outside(info.path, style="green") if info.path else Text("no", style="red")
         flags = " ".join(plan.permission_flags()) or "-"
         outcome = "-" if check is None else f"{check.outcome_class} ({check.confidence})"
-        table.add_row(plan.name, plan.adapter, installed, info.version or "-", flags, outcome)
+        table.add_row(
+            outside(plan.name),
+            outside(plan.adapter),
+            installed,
+            outside(info.version or "-"),
+            outside(flags),
+            outcome,
+        )
     return table

@@ -2,9 +2,12 @@
 
 A worker is live when its last heartbeat is recent enough. On the installation that reads the
 registry, a worker whose process is gone, or whose pid now belongs to another process, is dead
-whatever its heartbeat says. Thresholds turn the figures into problems; no problem, healthy.
-Absent worker rows are never proof of health: items that wait while no worker is live are a
-problem even without a `--min-workers` threshold.
+whatever its heartbeat says.
+
+Thresholds turn the figures into problems; no problem, healthy. Only a threshold that was set
+makes a problem (and so an unhealthy exit). What looks wrong without one (expired leases, dead
+workers, waiting work with no live worker) is a warning: absent worker rows are never proof of
+health, so with no threshold set the verdict is "no thresholds set", never "healthy".
 """
 
 from __future__ import annotations
@@ -78,6 +81,35 @@ class Thresholds:
     max_expired_leases: int | None = None
     max_needs_attention: int | None = None
 
+    @property
+    def any_set(self) -> bool:
+        return any(
+            limit is not None
+            for limit in (
+                self.max_queue_wait_seconds,
+                self.min_workers,
+                self.max_expired_leases,
+                self.max_needs_attention,
+            )
+        )
+
+
+@dataclass(frozen=True)
+class WorkerCounts:
+    """The registered workers by liveness."""
+
+    live: int = 0
+    stale: int = 0
+    dead: int = 0
+
+
+@dataclass(frozen=True)
+class Concern:
+    """Something that looks wrong although no threshold makes it a problem."""
+
+    check: str
+    message: str
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -118,10 +150,6 @@ def problems(
                 f"{live_workers} live workers, fewer than {thresholds.min_workers}",
             )
         )
-    elif thresholds.min_workers is None and live_workers == 0 and figures.waiting > 0:
-        found.append(
-            Problem("min_workers", 0, 1, f"{figures.waiting} items wait and no worker is live")
-        )
     expired = figures.expired_leases
     if thresholds.max_expired_leases is not None and expired > thresholds.max_expired_leases:
         found.append(
@@ -141,6 +169,41 @@ def problems(
                 attention,
                 thresholds.max_needs_attention,
                 f"{attention} items need attention, more than {thresholds.max_needs_attention}",
+            )
+        )
+    return found
+
+
+def concerns(
+    figures: QueueFigures, *, workers: WorkerCounts, thresholds: Thresholds
+) -> list[Concern]:
+    """What looks wrong that no threshold that was set already reports as a problem."""
+    found: list[Concern] = []
+    if thresholds.max_expired_leases is None and figures.expired_leases:
+        found.append(
+            Concern(
+                "expired_leases",
+                f"{figures.expired_leases} running items have an expired lease: their worker "
+                "stopped renewing the claim (`wrighty reap` settles them)",
+            )
+        )
+    if thresholds.min_workers is None and workers.live == 0 and figures.waiting:
+        found.append(
+            Concern("no_live_worker", f"{figures.waiting} items wait and no worker is live")
+        )
+    if workers.dead:
+        found.append(
+            Concern(
+                "dead_workers",
+                f"{workers.dead} registered workers are dead: their process is gone "
+                "(the registry forgets them after worker.registryRetentionHours)",
+            )
+        )
+    if workers.stale:
+        found.append(
+            Concern(
+                "stale_workers",
+                f"{workers.stale} registered workers sent no recent heartbeat",
             )
         )
     return found

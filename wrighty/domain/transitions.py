@@ -18,21 +18,13 @@ from wrighty.domain.model import (
 )
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import INITIAL_STATES, TERMINAL_STATES, ItemState, can_move
+from wrighty.domain.text import first_unprintable_in_line
 from wrighty.errors import IllegalTransitionError, WrightyError
 
 
 def validate_new_item(new: NewItem) -> None:
     """Refuse an item that could never be worked on."""
-    for name, text in (("title", new.title), ("task", new.body)):
-        if not _is_unicode_text(text):
-            raise WrightyError(
-                f"the {name} is not valid UTF-8 text (undecodable bytes); give it as UTF-8"
-            )
-    if len(new.body.encode("utf-8")) > MAX_BODY_BYTES:
-        raise WrightyError(
-            f"the task is larger than {MAX_BODY_BYTES // 1024} KiB: put the details in a file "
-            "in the workspace and tell the agent to read it"
-        )
+    _validate_text(new)
     if not new.title.strip():
         raise WrightyError("title is empty: pass a short description with --title")
     if len(new.title) > MAX_TITLE_LENGTH:
@@ -44,13 +36,33 @@ def validate_new_item(new: NewItem) -> None:
         raise WrightyError(
             "the task is empty: pass --body TEXT, --body-file PATH, or pipe it on stdin"
         )
-    if "\n" in new.title or "\r" in new.title:
+    unsafe = first_unprintable_in_line(new.title)
+    if unsafe in ("\n", "\r"):
         raise WrightyError("title must be one line: put the details in the body")
+    if unsafe is not None:
+        # A title is shown in lists and on one line; bodies may hold any text.
+        raise WrightyError(
+            f"title holds an invisible or control character (U+{ord(unsafe):04X}): "
+            "a title is one line of plain text"
+        )
     if new.initial_state not in INITIAL_STATES:
         raise WrightyError(f"an item cannot be created in state {new.initial_state}")
     if new.timeout_seconds is not None and not 0 < new.timeout_seconds <= MAX_ITEM_TIMEOUT_SECONDS:
         limit = format_duration(MAX_ITEM_TIMEOUT_SECONDS)
         raise WrightyError(f"timeout must be greater than zero and at most {limit}")
+
+
+def _validate_text(new: NewItem) -> None:
+    for name, text in (("title", new.title), ("task", new.body)):
+        if not _is_unicode_text(text):
+            raise WrightyError(
+                f"the {name} is not valid UTF-8 text (undecodable bytes); give it as UTF-8"
+            )
+    if len(new.body.encode("utf-8")) > MAX_BODY_BYTES:
+        raise WrightyError(
+            f"the task is larger than {MAX_BODY_BYTES // 1024} KiB: put the details in a file "
+            "in the workspace and tell the agent to read it"
+        )
 
 
 def _is_unicode_text(text: str) -> bool:
