@@ -23,7 +23,7 @@ from wrighty.domain.durations import (
     MAX_QUEUE_WAIT_SECONDS,
     MAX_WORKER_AGE_SECONDS,
 )
-from wrighty.errors import ConfigError
+from wrighty.errors import ConfigError, StoreError
 from wrighty.inputs import MIB, InputError, read_text_file
 
 CONFIG_FILENAME = "wrighty.json"
@@ -266,8 +266,19 @@ def check_config_text(text: str) -> tuple[WrightyConfig | None, list[Problem]]:
         config = WrightyConfig.model_validate(data)
     except ValidationError as error:
         return None, [_problem_from(detail) for detail in error.errors()]
-    problems = _cross_checks(config)
+    problems = _store_url_problems(config.store.url) + _cross_checks(config)
     return (None if problems else config), problems
+
+
+def _store_url_problems(url: str) -> list[Problem]:
+    """The check of the store URL that opening a store makes, opening nothing."""
+    from wrighty.store import parse_store_url  # loaded only where a config is checked
+
+    try:
+        parse_store_url(url, base=Path())
+    except StoreError as error:
+        return [Problem("store.url", str(error))]
+    return []
 
 
 def read_config_text(path: Path) -> str:
@@ -380,9 +391,24 @@ _BOUND_WORDS = {
 }
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*")
+
+
+def json_path(*parts: str | int) -> str:
+    """Where a value is, as `agents.claude.args.0`; a key that is not a plain name is written
+    as a JSON string (`agents["a b"]`), so that no key can break the line or hide in it."""
+    path = ""
+    for part in parts:
+        if isinstance(part, str) and not _PLAIN_KEY.fullmatch(part):
+            path += f"[{json.dumps(part)}]"
+        else:
+            path += f"{'.' if path else ''}{part}"
+    return path
+
+
 def _problem_from(detail: Mapping[str, Any]) -> Problem:
     loc = tuple(detail["loc"])
-    path = ".".join(str(part) for part in loc)
+    path = json_path(*loc)
     kind = detail["type"]
     context = detail.get("ctx") or {}
     if kind in _BOUND_WORDS:
@@ -492,7 +518,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
         if not re.fullmatch(AGENT_NAME_PATTERN, name):
             problems.append(
                 Problem(
-                    f"agents.{name}",
+                    json_path("agents", name),
                     "agent names use lowercase letters, digits, '-' and '_', "
                     "starting with a letter",
                 )
@@ -500,23 +526,25 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
         elif agent.adapter is None and name not in BUILTIN_VENDORS:
             problems.append(
                 Problem(
-                    f"agents.{name}.adapter",
+                    json_path("agents", name, "adapter"),
                     f"is required for an agent not named after an adapter "
                     f"({', '.join(BUILTIN_VENDORS)})",
                 )
             )
         elif agent.adapter_for(name) == "command" and not agent.command:
-            problems.append(Problem(f"agents.{name}.command", "is required by the command adapter"))
+            problems.append(
+                Problem(json_path("agents", name, "command"), "is required by the command adapter")
+            )
         elif agent.adapter_for(name) == "command" and "permission" in agent.model_fields_set:
             problems.append(
                 Problem(
-                    f"agents.{name}.permission",
+                    json_path("agents", name, "permission"),
                     "applies only to the vendor adapters (claude, codex, gemini)",
                 )
             )
         elif agent.adapter_for(name) != "command":
             problems.extend(
-                Problem(f"agents.{name}.{key}", "applies only to the command adapter")
+                Problem(json_path("agents", name, key), "applies only to the command adapter")
                 for key, value in (
                     ("command", agent.command),
                     ("resumeCommand", agent.resume_command),

@@ -153,7 +153,7 @@ def test_minutes_accept_fractions() -> None:
         ),
         (
             {"agents": {"Bad Name": {"adapter": "claude"}}},
-            "agents.Bad Name: agent names use "
+            'agents["Bad Name"]: agent names use '
             "lowercase letters, digits, '-' and '_', starting with a letter",
         ),
         (

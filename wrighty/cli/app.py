@@ -14,11 +14,16 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
+
+try:  # typer 0.2x ships its own copy of click
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - older typer, on click itself
+    from click.exceptions import UsageError  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 from wrighty import __version__, services
 from wrighty.agents import AgentPlan, describe_agent, plan_agent, probe_agent
 from wrighty.cli.context import AppContext
+from wrighty.cli.flags import show_flags_without_a_value
 from wrighty.cli.health import (
     status_json,
     status_prometheus,
@@ -28,6 +33,7 @@ from wrighty.cli.health import (
     workers_table,
 )
 from wrighty.cli.render import (
+    OutputConsole,
     agent_json,
     agents_table,
     attention_table,
@@ -60,10 +66,11 @@ from wrighty.domain.durations import (
     parse_duration,
 )
 from wrighty.domain.health import Thresholds
-from wrighty.domain.model import MAX_BODY_BYTES, Item, NewItem, Run
+from wrighty.domain.model import MAX_BODY_BYTES, MAX_ITEM_ID, Item, NewItem, Run
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.redact import redact
 from wrighty.domain.states import TERMINAL_STATES, ItemState, parse_state
+from wrighty.domain.text import printable_line
 from wrighty.domain.transitions import validate_new_item
 from wrighty.errors import ConfigError, WrightyError
 from wrighty.inputs import InputError, read_text_file, read_text_stream
@@ -80,10 +87,12 @@ from wrighty.runlogs import (
     check_logs_here,
     follow_output,
     logs_problem,
+    output_bytes,
     print_output,
+    printable_output,
     run_log_dir,
 )
-from wrighty.store import open_store, parse_store_url
+from wrighty.store import init_store, parse_store_url
 from wrighty.supervisor.linux import become_subreaper
 from wrighty.worker import Worker, WorkerOptions
 
@@ -92,18 +101,36 @@ EXIT_INTERRUPTED = 130
 MAX_AGENT_REASON = 500
 
 
+def _refuse(message: str, exit_code: int = EXIT_USAGE) -> NoReturn:
+    """One line on stderr, with no control character of the user's input left in it."""
+    typer.echo(f"wrighty: {printable_line(message)}", err=True)
+    raise typer.Exit(exit_code)
+
+
+def _usage_line(error: UsageError) -> str:
+    where = f" (see `{error.ctx.command_path} --help`)" if error.ctx is not None else ""
+    return " ".join(error.format_message().split()) + where
+
+
 class WrightyGroup(typer.core.TyperGroup):
-    """Reports a WrightyError from any command as one line on stderr with exit code 2."""
+    """Reports a WrightyError or a usage error (an unknown option, a value of the wrong type)
+    from any command as one line on stderr with exit code 2."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except UsageError as error:
+            _refuse(_usage_line(error))
 
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
+        except UsageError as error:
+            _refuse(_usage_line(error))
         except WrightyError as error:
-            typer.echo(f"wrighty: {error}", err=True)
-            raise typer.Exit(error.exit_code) from None
+            _refuse(str(error), error.exit_code)
         except KeyboardInterrupt:
-            typer.echo("wrighty: interrupted", err=True)
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+            _refuse("interrupted", EXIT_INTERRUPTED)
 
 
 app = typer.Typer(
@@ -116,10 +143,12 @@ app = typer.Typer(
 config_app = typer.Typer(cls=WrightyGroup, help="Check and describe wrighty.json.")
 app.add_typer(config_app, name="config")
 
-console = Console(highlight=False, soft_wrap=False)
+console = OutputConsole(highlight=False, soft_wrap=False)
+show_flags_without_a_value()
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON (docs/json.md).")]
-ItemId = Annotated[int, typer.Argument(help="The item's id.", min=1)]
+# Bounded by the stores' 64-bit ids, so a larger number is refused instead of crashing a query.
+ItemId = Annotated[int, typer.Argument(help="The item's id.", min=1, max=MAX_ITEM_ID)]
 
 
 def _context(ctx: typer.Context) -> AppContext:
@@ -199,17 +228,17 @@ def init(
     else:
         target = parse_store_url(kept_url, base=root_dir)
     done: list[str] = []
-    store_existed = target.exists()
-    open_store(target, create=True).close()
-    verb = {True: "opened", False: "created", None: "opened (and migrated)"}[store_existed]
-    done.append(f"{verb} store {target.describe()}")
+    verb = {"created": "created", "migrated": "opened (and migrated)", "opened": "opened"}
+    done.append(f"{verb[init_store(target)]} store {target.describe()}")
     write_schema_copy(root_dir)
-    if keep_existing:
-        done.append(f"kept existing {config_path} (use --force to replace it)")
-    else:
-        store_url = None if app_ctx.store_option is None else target.url()
-        write_json_file(config_path, config_document(store_url))
+    store_url = None if app_ctx.store_option is None else target.url()
+    # Without --force an existing file is kept, also one that a racing init wrote meanwhile.
+    if not keep_existing and write_json_file(
+        config_path, config_document(store_url), replace=config_existed
+    ):
         done.append(f"{'replaced' if config_existed else 'created'} {config_path}")
+    else:
+        done.append(f"kept existing {config_path} (use --force to replace it)")
     if ensure_gitignored(root_dir):
         done.append(f"added .wrighty/ to {root_dir / '.gitignore'}")
     done.append(f"installation {installation_id()}")
@@ -295,7 +324,7 @@ def create(
     if as_json:
         print_json(console, item_summary_json(item))
     else:
-        typer.echo(f"created item {item.id} ({item.state}): {item.title}")
+        typer.echo(f"created item {item.id} ({item.state}): {printable_line(item.title)}")
 
 
 @app.command("list")
@@ -437,8 +466,17 @@ def logs(
         LogStreams,
         typer.Option("--stream", help="The agent's stdout, its stderr, or both."),
     ] = LogStreams.BOTH,
+    raw: Annotated[
+        bool,
+        typer.Option(
+            "--raw",
+            help="Write the bytes as the agent wrote them (secrets still redacted), "
+            "control characters included: for a pipe into another tool.",
+        ),
+    ] = False,
 ) -> None:
     """Print a run's captured output with secrets redacted (stderr's on standard error)."""
+    write = _write_raw if raw else _write_output
     app_ctx = _context(ctx)
     state_dir = app_ctx.config().root / STATE_DIRNAME
     with app_ctx.store() as store:
@@ -447,7 +485,7 @@ def logs(
         check_logs_here(chosen, log_dir, installation_id=installation_id())
         readers = [LogReader(log_dir / f"{name}.log", name) for name in _LOG_FILES[stream]]
         if not follow:
-            print_output(readers, final=chosen.ended_at is not None, write=_write_output)
+            print_output(readers, final=chosen.ended_at is not None, write=write)
             return
 
         def run_open() -> bool:
@@ -457,14 +495,19 @@ def logs(
         follow_output(
             readers,
             run_open=run_open,
-            write=_write_output,
+            write=write,
             sleep=app_ctx.sleep,
             interval=FOLLOW_POLL_SECONDS,
         )
 
 
 def _write_output(stream: Stream, text: str) -> None:
-    typer.echo(text, nl=False, err=stream == "stderr")
+    typer.echo(printable_output(text), nl=False, err=stream == "stderr")
+
+
+def _write_raw(stream: Stream, text: str) -> None:
+    # Bytes go to the stream's binary buffer as they are.
+    typer.echo(output_bytes(text), nl=False, err=stream == "stderr")
 
 
 @app.command("queue")
@@ -541,7 +584,8 @@ def reap(
     else:
         for change in changes:
             after = change.after
-            typer.echo(f"item {after.id}: running -> {after.state}: {after.reason}")
+            reason = printable_line(after.reason or "")
+            typer.echo(f"item {after.id}: running -> {after.state}: {reason}")
 
 
 def _operator_move(
@@ -574,7 +618,8 @@ def worker_start(
         typer.Option("--concurrency", min=1, max=64, help="Items at once (default: config)."),
     ] = None,
     item_id: Annotated[
-        int | None, typer.Option("--item", min=1, help="Work on this item only.")
+        int | None,
+        typer.Option("--item", min=1, max=MAX_ITEM_ID, help="Work on this item only."),
     ] = None,
     agent: Annotated[
         str | None, typer.Option("--agent", help="Run this agent (default: worker.defaultAgent).")
@@ -839,8 +884,9 @@ def _print_json_line(event: dict[str, Any]) -> None:
 
 
 def _print_event_line(event: dict[str, Any]) -> None:
+    # Values come from outside: reasons, session ids, vendor text.
     details = " ".join(
-        f"{key}={value}"
+        f"{key}={printable_line(str(value))}"
         for key, value in event.items()
         if key not in ("event", "at", "worker_id") and value is not None
     )

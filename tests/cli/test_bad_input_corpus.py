@@ -1,0 +1,569 @@
+"""The bad-input corpus: every way of holding wrighty wrong that we know of, run against the
+installed executable in a scratch project.
+
+Each case must get exit code 2 and exactly one line on stderr that starts with `wrighty:` and
+says what is wrong; no traceback; no raw control character on stdout or stderr; no planted
+secret echoed; and the project's files (wrighty.json, the store with its -wal and -shm, all of
+.wrighty/) byte for byte as they were. A new option or config key adds its cases here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import snapshot
+
+SECRET = "Hunter2Secret"  # planted in URLs and config values; must never be echoed
+API_KEY = "sk-ant-api03-" + "Zq9Wx8Ev7Rt6" * 4
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+Setup = Callable[[Path], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    args: tuple[str | bytes, ...]
+    says: str  # a fragment of the one stderr line
+    setup: Setup | None = None
+    stdin: bytes = b""
+    stdout_allowed: bool = False  # config validate lists the problems on stdout
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _executable() -> str:
+    beside_python = Path(sys.executable).parent / "wrighty"
+    found = str(beside_python) if beside_python.exists() else shutil.which("wrighty")
+    if found is None:
+        pytest.fail("the wrighty executable is not installed; run `pip install -e '.[test]'`")
+    return found
+
+
+def run(project: Path, args: tuple[str | bytes, ...], *, stdin: bytes = b"", env=None):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
+    environment.update(env or {})
+    return subprocess.run(
+        [_executable(), *args],
+        cwd=project,
+        input=stdin,
+        capture_output=True,
+        env=environment,
+        timeout=60,
+        check=False,
+    )
+
+
+# -- setups -------------------------------------------------------------------------------------
+
+
+def config(text: str | bytes) -> Setup:
+    def write(project: Path) -> None:
+        path = project / "wrighty.json"
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+
+    return write
+
+
+def config_json(document: object) -> Setup:
+    return config(json.dumps(document))
+
+
+def file(name: str, content: bytes) -> Setup:
+    return lambda project: (project / name).write_bytes(content)
+
+
+def folder(name: str) -> Setup:
+    return lambda project: (project / name).mkdir()
+
+
+def item(*extra: str) -> Setup:
+    """One item, made with the executable as a user would."""
+
+    def create(project: Path) -> None:
+        made = run(project, ("create", "--title", "t", "--body", "b", *extra))
+        assert made.returncode == 0, made.stderr
+
+    return create
+
+
+def empty_store(project: Path) -> None:
+    (project / ".wrighty" / "wrighty.db").write_bytes(b"")
+
+
+def newer_store(project: Path) -> None:
+    connection = sqlite3.connect(project / ".wrighty" / "wrighty.db")
+    connection.execute(
+        "INSERT INTO wrighty_migrations (version, name, applied_at) VALUES (999, 'future', 'x')"
+    )
+    connection.commit()
+    connection.close()
+
+
+def foreign_database(project: Path) -> None:
+    connection = sqlite3.connect(project / "other.db")
+    connection.execute("CREATE TABLE notes (text)")
+    connection.commit()
+    connection.close()
+
+
+def no_config(project: Path) -> None:
+    (project / "wrighty.json").unlink()
+
+
+WORKER = {"leaseSeconds": 60, "heartbeatSeconds": 20}
+
+CASES: list[Case] = [
+    # the command line itself
+    Case("unknown-option", ("--bogus",), "No such option: --bogus"),
+    Case("unknown-command", ("nosuch",), "No such command 'nosuch'"),
+    Case("id-not-a-number", ("show", "abc"), "valid integer"),
+    Case("id-zero", ("show", "0"), "greater than or equal to 1"),
+    Case("id-past-the-store-range", ("show", "9223372036854775808"), "9223372036854775807"),
+    Case("id-far-past-the-range", ("cancel", "9" * 40), "9223372036854775807"),
+    Case("option-without-its-value", ("list", "--state"), "requires an argument"),
+    Case("unknown-item-show", ("show", "99"), "no item 99"),
+    Case("unknown-item-queue", ("queue", "99"), "no item 99"),
+    Case("unknown-item-cancel", ("cancel", "99"), "no item 99"),
+    Case("unknown-item-requeue", ("requeue", "99", "--fresh"), "no item 99"),
+    Case("unknown-item-release", ("release", "99", "--force"), "no item 99"),
+    Case("unknown-item-logs", ("logs", "99"), "no item 99"),
+    Case("unknown-item-worker", ("worker", "start", "--item", "99"), "no item 99"),
+    # create
+    Case("create-without-title", ("create", "--body", "b"), "Missing option '--title'"),
+    Case("empty-title", ("create", "--title", "", "--body", "b"), "title is empty"),
+    Case("empty-task", ("create", "--title", "t", "--body", "  "), "the task is empty"),
+    Case("title-too-long", ("create", "--title", "x" * 201, "--body", "b"), "the limit is 200"),
+    Case("title-of-two-lines", ("create", "--title", "a\nb", "--body", "b"), "one line"),
+    Case(
+        "title-with-osc52",
+        ("create", "--title", "\x1b]52;c;ZWNobyBwd25lZA==\x07 clip", "--body", "b"),
+        "control character",
+    ),
+    Case("title-with-del", ("create", "--title", "a\x7fb", "--body", "b"), "control character"),
+    Case("title-with-bidi", ("create", "--title", "a\u202eb", "--body", "b"), "U+202E"),
+    Case("title-not-utf8", ("create", "--title", b"caf\xe9", "--body", "b"), "not valid UTF-8"),
+    Case("task-not-utf8", ("create", "--title", "t", "--body", b"caf\xe9"), "not valid UTF-8"),
+    Case(
+        "body-file-missing",
+        ("create", "--title", "t", "--body-file", "missing.md"),
+        "--body-file missing.md: no such file",
+    ),
+    Case(
+        "body-and-body-file",
+        ("create", "--title", "t", "--body", "b", "--body-file", "x.md"),
+        "--body or --body-file",
+    ),
+    Case(
+        "body-file-dev-zero",
+        ("create", "--title", "t", "--body-file", "/dev/zero"),
+        "larger than 1 MiB",
+    ),
+    Case(
+        "body-file-latin1",
+        ("create", "--title", "t", "--body-file", "task.md"),
+        "not UTF-8 text (byte 0xe9",
+        setup=file("task.md", b"caf\xe9 au lait"),
+    ),
+    Case(
+        "body-file-a-folder",
+        ("create", "--title", "t", "--body-file", "notes"),
+        "--body-file notes: cannot read",
+        setup=folder("notes"),
+    ),
+    Case(
+        "body-on-stdin-too-large",
+        ("create", "--title", "t"),
+        "larger than 1 MiB",
+        stdin=b"x" * (1024 * 1024 + 1),
+    ),
+    Case(
+        "body-on-stdin-not-utf8",
+        ("create", "--title", "t", "--body-file", "-"),
+        "not UTF-8 text",
+        stdin=b"\xff\xfe task",
+    ),
+    Case(
+        "body-file-too-large",
+        ("create", "--title", "t", "--body-file", "big.md"),
+        "--body-file big.md: is larger than 1 MiB",
+        setup=file("big.md", b"x" * (1024 * 1024 + 1)),
+    ),
+    Case(
+        "timeout-without-unit",
+        ("create", "--title", "t", "--body", "b", "--timeout", "30"),
+        "--timeout: cannot read duration",
+    ),
+    Case(
+        "timeout-zero",
+        ("create", "--title", "t", "--body", "b", "--timeout", "0m"),
+        "greater than zero",
+    ),
+    Case(
+        "timeout-past-its-bound",
+        ("create", "--title", "t", "--body", "b", "--timeout", "8d"),
+        "the limit is 7d",
+    ),
+    Case(
+        "timeout-overflowing",
+        ("create", "--title", "t", "--body", "b", "--timeout", "999999999d", "--queue"),
+        "the limit is 7d",
+    ),
+    Case(
+        "timeout-400-digits",
+        ("create", "--title", "t", "--body", "b", "--timeout", "9" * 400 + "d"),
+        "the limit is 7d",
+    ),
+    Case(
+        "unknown-agent",
+        ("create", "--title", "t", "--body", "b", "--agent", "robot"),
+        "--agent robot: unknown agent",
+    ),
+    Case(
+        "workspace-missing",
+        ("create", "--title", "t", "--body", "b", "--workspace", "nowhere"),
+        "no such directory",
+    ),
+    # operator moves
+    Case("queue-a-queued-item", ("queue", "1"), "moves todo items only", setup=item("--queue")),
+    Case("requeue-without-how", ("requeue", "1"), "say how item 1 starts again", setup=item()),
+    Case(
+        "requeue-both-ways",
+        ("requeue", "1", "--resume", "--fresh"),
+        "say how item 1 starts again",
+        setup=item(),
+    ),
+    Case("requeue-a-todo-item", ("requeue", "1", "--fresh"), "requeue takes items", setup=item()),
+    Case("release-without-force", ("release", "1"), "--force", setup=item("--queue")),
+    Case("logs-of-an-item-without-runs", ("logs", "1"), "has no runs yet", setup=item()),
+    Case("logs-unknown-stream", ("logs", "1", "--stream", "both2"), "--stream", setup=item()),
+    Case("reap-limit-zero", ("reap", "--limit", "0"), "greater than or equal to 1"),
+    # list and status
+    Case("unknown-state", ("list", "--state", "finished"), "unknown state 'finished'"),
+    Case(
+        "attention-with-another-state",
+        ("list", "--attention", "--state", "queued"),
+        "--attention lists needs-attention items only",
+    ),
+    Case("status-unknown-format", ("status", "--format", "xml"), "--format: expected"),
+    Case("status-watch-as-json", ("status", "--watch", "--json"), "--watch shows the terminal"),
+    Case(
+        "status-wait-without-unit",
+        ("status", "--max-queue-wait", "5"),
+        "--max-queue-wait: cannot read duration",
+    ),
+    Case("status-wait-past-bound", ("status", "--max-queue-wait", "400d"), "the limit is 365d"),
+    Case("status-age-past-bound", ("status", "--worker-max-age", "2d"), "the limit is 1d"),
+    Case("status-negative-workers", ("status", "--min-workers", "-1"), "greater than or equal"),
+    Case("workers-age-zero", ("workers", "--worker-max-age", "0s"), "greater than zero"),
+    # worker and agents
+    Case(
+        "idle-timeout-overflowing",
+        ("worker", "start", "--idle-timeout", "99999999999d"),
+        "the limit is 30d",
+    ),
+    Case(
+        "idle-timeout-unreadable",
+        ("worker", "start", "--idle-timeout", "soon"),
+        "--idle-timeout: cannot read duration",
+    ),
+    Case("concurrency-zero", ("worker", "start", "--concurrency", "0"), "--concurrency"),
+    Case("concurrency-too-high", ("worker", "start", "--concurrency", "65"), "--concurrency"),
+    Case("check-without-yes", ("agents", "--check"), "add --yes to go ahead"),
+    Case("finish-outside-a-run", ("finish",), "WRIGHTY_RUN_ID and WRIGHTY_CLAIM_TOKEN"),
+    Case("fail-outside-a-run", ("fail", "--reason", "x"), "WRIGHTY_RUN_ID and WRIGHTY_CLAIM_TOKEN"),
+    # stores
+    Case("store-mysql", ("--store", "mysql://x/y", "list"), "unsupported store URL scheme"),
+    Case("store-typo", ("--store", "typo.db", "show", "1"), "no store here; run `wrighty init`"),
+    Case(
+        "store-not-a-database",
+        ("--store", "notes.db", "list"),
+        "is not a SQLite database",
+        setup=file("notes.db", b"shopping list"),
+    ),
+    Case(
+        "store-of-another-program",
+        ("--store", "other.db", "list"),
+        "not a wrighty store",
+        setup=foreign_database,
+    ),
+    Case("store-a-folder", ("--store", "box", "list"), "is a directory", setup=folder("box")),
+    Case("store-names-no-file", ("--store", "sqlite:///", "list"), "names no file"),
+    Case("store-emptied", ("list",), "is empty", setup=empty_store),
+    Case("store-emptied-show", ("show", "1"), "is empty", setup=empty_store),
+    Case("store-from-a-newer-wrighty", ("list",), "newer wrighty", setup=newer_store),
+    Case(
+        "postgres-url-unclosed-bracket",
+        ("--store", f"postgresql://u:{SECRET}@[::1", "list"),
+        "postgresql://u@",
+    ),
+    Case(
+        "postgres-url-bad-port",
+        ("--store", f"postgresql://u:{SECRET}@127.0.0.1:99999/db", "list"),
+        "postgresql://u@",
+    ),
+    Case(
+        "postgres-nobody-listening",
+        ("--store", f"postgresql://u:{SECRET}@127.0.0.1:1/db", "list"),
+        "postgresql://u@127.0.0.1:1/db",
+    ),
+    Case(
+        "postgres-bad-option",
+        ("--store", f"postgresql://u:{SECRET}@127.0.0.1:1/db?sslmode=bogus", "list"),
+        "postgresql://u@",
+    ),
+    Case(
+        "init-postgres-bad-url",
+        ("init", "--store", f"postgresql://u:{SECRET}@[::1"),
+        "postgresql://u@",
+    ),
+    # wrighty.json
+    Case("no-config", ("list",), "no wrighty.json", setup=no_config),
+    Case("config-missing", ("--config", "missing.json", "list"), "no such config file"),
+    Case("config-dev-zero", ("--config", "/dev/zero", "list"), "larger than 1 MiB"),
+    Case(
+        "config-invalid-json",
+        ("list",),
+        "invalid JSON at line 1",
+        setup=config('{"worker": {"leaseSeconds": 60,}}'),
+    ),
+    Case("config-not-an-object", ("list",), "must be a JSON object", setup=config("[]")),
+    Case(
+        "config-unknown-key",
+        ("list",),
+        "worker.pollSecs: unknown key",
+        setup=config_json({"worker": {"pollSecs": 5}}),
+    ),
+    Case(
+        "config-wrong-type",
+        ("list",),
+        'must be a valid integer (got the string "two")',
+        setup=config_json({"worker": {"concurrency": "two"}}),
+    ),
+    Case(
+        "config-number-as-string",
+        ("list",),
+        '(got the string "60")',
+        setup=config_json({"worker": {"leaseSeconds": "60"}}),
+    ),
+    Case(
+        "config-negative-timeout",
+        ("list",),
+        "worker.itemTimeoutMinutes: must be > 0",
+        setup=config_json({"worker": {"itemTimeoutMinutes": -1}}),
+    ),
+    Case(
+        "config-timeout-past-bound",
+        ("list",),
+        "worker.itemTimeoutMinutes: must be <= 10080",
+        setup=config_json({"worker": {"itemTimeoutMinutes": 10081}}),
+    ),
+    Case(
+        "config-multiplier-zero",
+        ("list",),
+        "must be >= 1",
+        setup=config_json({"worker": {"processCrash": {"backoffMultiplier": 0}}}),
+    ),
+    Case(
+        "config-heartbeat-not-below-lease",
+        ("list",),
+        "worker.heartbeatSeconds: must be <",
+        setup=config_json({"worker": {"leaseSeconds": 10, "heartbeatSeconds": 10}}),
+    ),
+    Case(
+        "config-retry-max-below-initial",
+        ("list",),
+        "maxRetryMinutes: must be >=",
+        setup=config_json(
+            {"worker": {"processCrash": {"initialRetryMinutes": 10, "maxRetryMinutes": 5}}}
+        ),
+    ),
+    Case(
+        "config-attempts-past-ceiling",
+        ("list",),
+        "maxAttempts: must be <= 20",
+        setup=config_json({"worker": {"processCrash": {"maxAttempts": 21}}}),
+    ),
+    Case(
+        "config-duplicate-key",
+        ("list",),
+        'duplicate key "worker"',
+        setup=config('{"worker": {}, "worker": {}}'),
+    ),
+    Case(
+        "config-100000-levels",
+        ("list",),
+        "nested more than 32 levels",
+        setup=config("[" * 100_000 + "]" * 100_000),
+    ),
+    Case(
+        "config-5000-digits",
+        ("list",),
+        "a number has 5000 digits",
+        setup=config('{"worker": {"concurrency": ' + "9" * 5000 + "}}"),
+    ),
+    Case(
+        "config-nan",
+        ("list",),
+        "NaN is not a JSON number",
+        setup=config('{"worker": {"leaseSeconds": NaN}}'),
+    ),
+    Case(
+        "config-infinity",
+        ("list",),
+        "Infinity is not a JSON number",
+        setup=config('{"worker": {"leaseSeconds": Infinity}}'),
+    ),
+    Case(
+        "config-latin1",
+        ("list",),
+        "is not UTF-8 text (byte 0xe9",
+        setup=config(b'{"worker": {"label": "caf\xe9"}}'),
+    ),
+    Case(
+        "config-future-version",
+        ("list",),
+        "this wrighty understands version 1 (got 2)",
+        setup=config_json({"schemaVersion": 2}),
+    ),
+    Case(
+        "config-unknown-default-agent",
+        ("list",),
+        "worker.defaultAgent: unknown agent",
+        setup=config_json({"worker": {"defaultAgent": "robot"}}),
+    ),
+    Case(
+        "config-bad-agent-name",
+        ("list",),
+        "agent names use lowercase letters",
+        setup=config_json({"agents": {"Bad Name": {"adapter": "command", "command": ["x"]}}}),
+    ),
+    Case(
+        "config-command-agent-without-command",
+        ("list",),
+        "agents.tool.command: is required",
+        setup=config_json({"agents": {"tool": {"adapter": "command"}}}),
+    ),
+    Case(
+        "config-label-with-escape",
+        ("list",),
+        "worker.label",
+        setup=config_json({"worker": {"label": "\x1b[2Jx"}}),
+    ),
+    Case(
+        "config-queue-wait-past-bound",
+        ("list",),
+        "status.maxQueueWaitSeconds: must be <=",
+        setup=config_json({"status": {"maxQueueWaitSeconds": 1e308}}),
+    ),
+    Case(
+        "config-secret-where-a-list-goes",
+        ("list",),
+        "agents.claude.args: must be a valid list (got a string)",
+        setup=config_json({"agents": {"claude": {"args": API_KEY}}}),
+    ),
+    Case(
+        "config-secret-env-not-a-string",
+        ("list",),
+        "agents.claude.env.TOKEN",
+        setup=config_json({"agents": {"claude": {"env": {"TOKEN": [API_KEY]}}}}),
+    ),
+    Case(
+        "config-store-mysql",
+        ("list",),
+        "unsupported store URL scheme",
+        setup=config_json({"store": {"url": f"mysql://u:{SECRET}@db/x"}}),
+    ),
+    Case(
+        "validate-store-mysql",
+        ("config", "validate"),
+        "1 problem",
+        stdout_allowed=True,
+        setup=config_json({"store": {"url": f"mysql://u:{SECRET}@db/x"}}),
+    ),
+    Case(
+        "validate-latin1",
+        ("config", "validate"),
+        "is not UTF-8 text",
+        setup=config(b'{"worker": {"label": "caf\xe9"}}'),
+    ),
+    Case(
+        "validate-100000-levels",
+        ("config", "validate"),
+        "1 problem",
+        stdout_allowed=True,
+        setup=config("{" + '"a":{' * 50_000 + "}" * 50_001),
+    ),
+    Case(
+        "validate-many-problems",
+        ("config", "validate"),
+        "3 problems",
+        stdout_allowed=True,
+        setup=config_json({"worker": {"pollSecs": 1, "concurrency": 0, "leaseSeconds": -1}}),
+    ),
+    Case("validate-dev-zero", ("config", "validate", "/dev/zero"), "larger than 1 MiB"),
+    Case(
+        "init-keeps-no-invalid-config",
+        ("init",),
+        "worker.leaseSeconds: must be > 0",
+        setup=config_json({"worker": {"leaseSeconds": 0}}),
+    ),
+    Case("init-store-mysql", ("init", "--store", "mysql://x/y"), "unsupported store URL scheme"),
+]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An initialised project, copied for each case."""
+    project = tmp_path_factory.mktemp("template") / "project"
+    (project / ".git").mkdir(parents=True)
+    made = run(project, ("init",))
+    assert made.returncode == 0, made.stderr
+    return project
+
+
+def test_the_corpus_is_large_and_its_names_unique() -> None:
+    names = [case.name for case in CASES]
+    assert len(names) == len(set(names))
+    assert len(CASES) >= 70
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_bad_input_gets_one_clear_line_and_changes_nothing(
+    case: Case, template: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(template, project)
+    if case.setup is not None:
+        case.setup(project)
+    before = snapshot(project)
+    result = run(project, case.args, stdin=case.stdin, env=case.env)
+    stdout = result.stdout.decode("utf-8", "replace")
+    stderr = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == 2, f"exit {result.returncode}\n{stdout}\n{stderr}"
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("wrighty: "), stderr
+    assert case.says in lines[0]
+    assert "Traceback" not in stderr
+    if not case.stdout_allowed:
+        assert stdout == ""
+    for output in (stdout, stderr):
+        assert not CONTROL.search(output), f"a raw control character: {output!r}"
+        assert SECRET not in output
+        assert API_KEY not in output
+    assert snapshot(project) == before, "a refused command changed files on disk"
