@@ -1,10 +1,17 @@
 from __future__ import annotations
 
+import os
+import shutil
 import stat
+import subprocess
+import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
+import pytest
 
 
 def snapshot(directory: Path) -> dict[str, tuple[int, bytes]]:
@@ -28,3 +35,38 @@ def process_ended(pid: int, within: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def installed_wrighty() -> str:
+    """The `wrighty` command that `pip install` made (beside this interpreter, or on PATH)."""
+    beside_python = Path(sys.executable).parent / "wrighty"
+    found = str(beside_python) if beside_python.exists() else shutil.which("wrighty")
+    if found is None:
+        pytest.fail("the wrighty executable is not installed; run `pip install -e '.[test]'`")
+    return found
+
+
+def run_installed(
+    cwd: Path,
+    *args: str | bytes,
+    stdin: str | bytes = "",
+    text: bool = True,
+    prefix: Sequence[str] = (),
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[Any]:
+    """Run the installed command as a user would: in ``cwd``, no ambient WRIGHTY_ variable,
+    and wrighty's commands on PATH, as in an activated virtual environment."""
+    command = installed_wrighty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
+    env["PATH"] = f"{Path(command).parent}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run(
+        [*prefix, command, *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=text,
+        env=env,
+        timeout=timeout,
+        check=False,
+        umask=0o022,
+    )

@@ -88,8 +88,10 @@ class AgentPlan:
         return self.vendor.reader() if self.vendor else None
 
 
-def plan_agent(config: WrightyConfig, name: str) -> AgentPlan:
-    """How to run agent ``name``; WrightyError when it is unknown or cannot run."""
+def plan_agent(config: WrightyConfig, name: str, *, project_root: Path | None = None) -> AgentPlan:
+    """How to run agent ``name``; WrightyError when it is unknown or cannot run. A relative
+    program path (``./agent.sh``) means one in ``project_root``, the folder of wrighty.json,
+    whatever folder the agent works in."""
     if name not in config.agent_names():
         known = ", ".join(config.agent_names())
         raise WrightyError(f"unknown agent {name!r} (known: {known}); see docs/config.md")
@@ -100,7 +102,7 @@ def plan_agent(config: WrightyConfig, name: str) -> AgentPlan:
         return AgentPlan(
             name=name,
             adapter=adapter,
-            executable=settings.executable or vendor.default_executable,
+            executable=_program(settings.executable or vendor.default_executable, project_root),
             env=dict(settings.env),
             args=tuple(settings.args),
             vendor=vendor,
@@ -112,16 +114,32 @@ def plan_agent(config: WrightyConfig, name: str) -> AgentPlan:
             f"agent {name!r} uses the command adapter but has no command; set "
             f'agents.{name}.command in wrighty.json, e.g. ["python3", "agent.py"]'
         )
+    command = _with_program(settings.command, project_root)
     return AgentPlan(
         name=name,
         adapter=adapter,
-        executable=settings.command[0],
+        executable=command[0],
         env=dict(settings.env),
         args=tuple(settings.args),
-        command=tuple(settings.command),
-        resume_command=tuple(settings.resume_command) if settings.resume_command else None,
+        command=command,
+        resume_command=_with_program(settings.resume_command, project_root)
+        if settings.resume_command
+        else None,
         resume=settings.resume,
     )
+
+
+def _program(executable: str, project_root: Path | None) -> str:
+    """``executable`` as it is started from any folder: a relative path that names a folder
+    (``./agent.sh``, ``bin/agent``) is taken from the project; a bare name stays one, for the
+    PATH lookup."""
+    if project_root is None or os.sep not in executable or os.path.isabs(executable):
+        return executable
+    return str(project_root / executable)
+
+
+def _with_program(argv: list[str], project_root: Path | None) -> tuple[str, ...]:
+    return (_program(argv[0], project_root), *argv[1:])
 
 
 # -- `wrighty agents`: what is installed, and a real probe ------------------------------------

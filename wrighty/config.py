@@ -493,6 +493,29 @@ def _unwrap_optional(annotation: Any) -> Any:
     return annotation
 
 
+def _unpassable_text(name: str, agent: AgentSettings) -> list[Problem]:
+    """Values no program can be given: a NUL byte in an argument or an environment value, an
+    environment name that is empty or holds '=' (it would set another variable)."""
+    problems = []
+    texts: list[tuple[tuple[str | int, ...], str]] = [(("executable",), agent.executable or "")]
+    for key, argv in (("args", agent.args), ("command", agent.command),
+                      ("resumeCommand", agent.resume_command)):  # fmt: skip
+        texts += [((key, index), arg) for index, arg in enumerate(argv or [])]
+    texts += [(("env", variable), value) for variable, value in agent.env.items()]
+    for where, text in texts:
+        if "\x00" in text:
+            problems.append(Problem(json_path("agents", name, *where), "holds a NUL byte"))
+    for variable in agent.env:
+        if not variable or "=" in variable or "\x00" in variable:
+            problems.append(
+                Problem(
+                    json_path("agents", name, "env", variable),
+                    "is not an environment variable name (empty, or holds '=' or NUL)",
+                )
+            )
+    return problems
+
+
 def _cross_checks(config: WrightyConfig) -> list[Problem]:
     """Rules that relate one setting to another."""
     problems: list[Problem] = []
@@ -515,6 +538,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
             )
         )
     for name, agent in config.agents.items():
+        problems.extend(_unpassable_text(name, agent))
         if not re.fullmatch(AGENT_NAME_PATTERN, name):
             problems.append(
                 Problem(

@@ -13,6 +13,7 @@ from pathlib import Path
 import platformdirs
 
 from wrighty.errors import WrightyError
+from wrighty.files import link_new, make_private_dirs
 
 _FILENAME = "installation-id"
 _PREFIX = "inst-"
@@ -30,18 +31,12 @@ def installation_id(config_dir: Path | None = None) -> str:
     if existing:
         return existing
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dirs(directory)
         candidate = directory / f".{_FILENAME}.{os.getpid()}.{secrets.token_hex(4)}"
         descriptor = os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         with os.fdopen(descriptor, "w", encoding="ascii") as handle:
             handle.write(_PREFIX + secrets.token_hex(12) + "\n")
-        try:
-            # link() never replaces: the first process to get here decides the id.
-            os.link(candidate, path)
-        except FileExistsError:
-            pass
-        finally:
-            candidate.unlink()
+        link_new(candidate, path)  # the first process to get here decides the id
     except OSError as error:
         raise WrightyError(
             f"{directory}: cannot record this installation's id ({error.strerror or error}); "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -15,6 +16,7 @@ from wrighty.config import (
     default_config_document,
 )
 from wrighty.errors import WrightyError
+from wrighty.files import link_new
 
 _GITIGNORE_ENTRY = f"{STATE_DIRNAME}/"
 
@@ -27,8 +29,14 @@ def config_document(store_url: str | None) -> dict[str, Any]:
     return document
 
 
-def write_json_file(path: Path, document: dict[str, Any], *, mode: int = 0o644) -> None:
-    """Write ``document`` atomically: a reader sees the old file or the new one."""
+def write_json_file(
+    path: Path, document: dict[str, Any], *, mode: int = 0o644, replace: bool = True
+) -> bool:
+    """Write ``document`` atomically: a reader sees the old file or the new one.
+
+    With ``replace=False`` an existing file is kept; False then says nothing was written (of
+    processes racing to create the file, exactly one writes it).
+    """
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
@@ -37,10 +45,13 @@ def write_json_file(path: Path, document: dict[str, Any], *, mode: int = 0o644) 
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        if not replace:
+            return link_new(temporary, path)
         os.replace(temporary, path)
     except OSError as error:
         temporary.unlink(missing_ok=True)
         raise WrightyError(f"{path}: cannot write ({error.strerror or error})") from None
+    return True
 
 
 def write_schema_copy(project_root: Path) -> Path:
@@ -64,11 +75,13 @@ def ensure_gitignored(project_root: Path) -> bool:
     if git_worktree_root(project_root) is None:
         return False
     path = project_root / ".gitignore"
-    existing = path.read_text(encoding="utf-8") if path.exists() else ""
-    entries = {line.strip().strip("/") for line in existing.splitlines()}
-    if STATE_DIRNAME in entries:
-        return False
-    separator = "" if not existing or existing.endswith("\n") else "\n"
-    with path.open("a", encoding="utf-8") as handle:
+    with path.open("a+", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # racing inits: one adds the entry, once
+        handle.seek(0)
+        existing = handle.read()
+        entries = {line.strip().strip("/") for line in existing.splitlines()}
+        if STATE_DIRNAME in entries:
+            return False
+        separator = "" if not existing or existing.endswith("\n") else "\n"
         handle.write(f"{separator}{_GITIGNORE_ENTRY}\n")
     return True

@@ -4,6 +4,8 @@ The worker writes each run's standard output and error, raw and size-capped, to
 ``.wrighty/runs/<item>/<run_id>/stdout.log`` and ``stderr.log`` on the machine that ran it.
 Reading them back replaces secrets (the files keep them) and hands out whole lines while the run
 goes on, so a secret is never printed in two halves that the redaction could not see whole.
+The text handed out keeps bytes that are not UTF-8 (as "surrogateescape" surrogates): a
+terminal gets `printable_output`, a pipe that asked for the raw bytes `output_bytes`.
 """
 
 from __future__ import annotations
@@ -15,12 +17,24 @@ from typing import Literal
 from wrighty.config import STATE_DIRNAME
 from wrighty.domain.model import Run
 from wrighty.domain.outcomes import OutcomeClass
-from wrighty.domain.redact import redact_bytes_tail
+from wrighty.domain.redact import redact_bytes_tail, replace_undecodable
+from wrighty.domain.text import printable
 from wrighty.errors import WrightyError
 
 Stream = Literal["stdout", "stderr"]
 # Receives each piece of output and the stream it came from.
 Write = Callable[[Stream, str], None]
+
+
+def printable_output(text: str) -> str:
+    """Output as a terminal shows it: bytes that are not UTF-8 as U+FFFD, control characters
+    as escapes (newlines and tabs kept)."""
+    return printable(replace_undecodable(text))
+
+
+def output_bytes(text: str) -> bytes:
+    """Output as the agent wrote it, byte for byte, but for the redacted secrets."""
+    return text.encode("utf-8", errors="surrogateescape")
 
 
 def run_log_dir(state_dir: Path, run: Run) -> Path:
@@ -69,8 +83,9 @@ class LogReader:
         self._shown = 0  # bytes of _data already handed out
 
     def read_new(self, *, final: bool) -> str:
-        """The output written since the last call, redacted; only whole lines unless ``final``
-        (the run has ended, so a last line without its newline is complete too)."""
+        """The output written since the last call, redacted, undecodable bytes kept; only whole
+        lines unless ``final`` (the run has ended, so a last line without its newline is
+        complete too)."""
         try:
             with self.path.open("rb") as handle:
                 handle.seek(len(self._data))
@@ -84,7 +99,9 @@ class LogReader:
         # Redacting the new part with the earlier output as context finds a secret that began
         # before it; the text then starts with one line that counts the bytes left out.
         text = redact_bytes_tail(
-            bytes(self._data[:end]), len(new.decode("utf-8", errors="surrogateescape"))
+            bytes(self._data[:end]),
+            len(new.decode("utf-8", errors="surrogateescape")),
+            keep_undecodable=True,
         )
         if self._shown:
             text = text.split("\n", 1)[1]

@@ -2,7 +2,8 @@
 
 Every write about a claimed item goes through the store's guarded operations. When one of
 them reports the claim lost, the worker stops the agent's whole tree and writes nothing more
-about the item (DESIGN.md, invariant 2).
+about the item (DESIGN.md, invariant 2). Nothing about one item stops the loop: an unexpected
+exception while claiming or working on an item settles that item as internal-error.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import contextlib
 import dataclasses
 import os
 import secrets
-import shutil
 import threading
 import time
 import uuid
@@ -27,7 +27,16 @@ from wrighty import __version__, services
 from wrighty.agents import AgentPlan, plan_agent
 from wrighty.config import LoadedConfig, WorkerSettings
 from wrighty.domain import decisions
-from wrighty.domain.claims import ClaimRequest, LeaseTerms, RenewOutcome, settle
+from wrighty.domain.claims import (
+    CLAIMABLE_STATES,
+    ClaimRequest,
+    LeaseTerms,
+    RenewOutcome,
+    claim,
+    claim_to_set_aside,
+    not_claimable_reason,
+    settle,
+)
 from wrighty.domain.classify import (
     AgentReport,
     RunFacts,
@@ -47,6 +56,7 @@ from wrighty.supervisor.process import (
     LaunchError,
     LaunchSpec,
     Stream,
+    executable_problem,
     launch,
     stop_earlier_run,
 )
@@ -72,7 +82,31 @@ class WorkerOptions:
 
 
 class _LeaseGone(Exception):
-    """The store stayed unreachable until the claim's lease ran out: the claim is lost."""
+    """The store stayed unreachable until the claim's lease ran out: the claim is lost. Its
+    message is the store's last error."""
+
+
+class GaveUpError(WrightyError):
+    """The worker gave up items because the store failed until their claims' leases ran out:
+    they stay running for the reaper, and the worker exits non-zero."""
+
+    exit_code = 1
+
+
+def _refuse_unrunnable(plan: AgentPlan) -> None:
+    """The worker's agent must be a program it can start (on the worker's own PATH)."""
+    problem = executable_problem(plan.executable, None)
+    if problem is None:
+        return
+    where = "command" if plan.vendor is None else "executable"
+    fix = f"; install it or set agents.{plan.name}.{where} in wrighty.json"
+    raise WrightyError(
+        f"agent {plan.name!r}: executable {problem}" + (fix if "not found" in problem else "")
+    )
+
+
+# How many items one claim pass may set aside as internal-error before it waits for the next.
+MAX_SET_ASIDE_PER_PASS = 10
 
 
 STORE_RETRY_FIRST_SECONDS = 0.25
@@ -111,11 +145,12 @@ class _PatientStore:
                     if lease_until is None:
                         raise
                     if self._now() >= lease_until:
-                        raise _LeaseGone from None
+                        raise _LeaseGone(str(error)) from None
                     self._emit(
                         "store-unreachable",
                         operation=name,
                         error=type(error).__name__,
+                        cause=str(error),  # a StoreError's message never holds a secret
                         retry_in_seconds=delay,
                     )
                     time.sleep(delay)
@@ -135,7 +170,14 @@ class _Running:
     wake: threading.Event
     output: _Output
     plan: AgentPlan
-    workspace: Path
+
+
+@dataclass
+class _Attempt:
+    """How far one claim's work got, for settling it if wrighty fails on the way."""
+
+    run_id: str | None = None  # set once the run is recorded
+    agent: AgentProcess | None = None  # set once the agent is started
 
 
 @dataclass(frozen=True)
@@ -210,6 +252,7 @@ class Worker:
         self._wake = threading.Event()  # the claim loop's: a slot freed up, or stop
         self._slot_wakes: set[threading.Event] = set()
         self._running_items: set[int] = set()
+        self._gave_up: list[str] = []  # one line per item given up: the store failed too long
         self._last_beat: tuple[WorkerState, tuple[int, ...]] | None = None
         self._slot_lock = threading.Lock()
         settings = self._config.worker
@@ -279,13 +322,10 @@ class Worker:
     def run(self, options: WorkerOptions) -> int:
         """Process items until told to stop; the number of items this worker claimed."""
         agent_name = options.agent or self._config.worker.default_agent
-        plan = plan_agent(self._config, agent_name)
-        if shutil.which(plan.executable) is None:
-            where = "command" if plan.vendor is None else "executable"
-            raise WrightyError(
-                f"agent {agent_name!r}: executable {plan.executable!r} not found; install it "
-                f"or set agents.{agent_name}.{where} in wrighty.json"
-            )
+        plan = plan_agent(self._config, agent_name, project_root=self._project_root)
+        _refuse_unrunnable(plan)
+        if options.item_id is not None:
+            self._refuse_unclaimable(options.item_id, agent_name)
         self._emit("started", agent=agent_name, installation_id=self._installation_id)
         self._beat(force=True)
         claimed_count = 0
@@ -298,7 +338,7 @@ class Worker:
             self._beat()
             claimed = None
             if len(slots) < self._slot_limit(options) and self._workspace_free():
-                claimed = self._claim_next(agent_name, options)
+                claimed = self._claim_next(plan, options)
                 if claimed is None and self._current_lock is not None:
                     self._current_lock.release()
             if claimed is not None:
@@ -320,7 +360,19 @@ class Worker:
             self._wake.clear()  # a stop request is read from its own flag, not from here
         self._wind_down(slots)
         self._emit("stopping", processed=claimed_count)
+        if self._gave_up:
+            more = len(self._gave_up) - 1
+            raise GaveUpError(self._gave_up[0] + (f" (and {more} more)" if more else ""))
         return claimed_count
+
+    def _refuse_unclaimable(self, item_id: int, agent_name: str) -> None:
+        """`--item N` names an item this worker could claim (now or when it is due)."""
+        item = services.require_item(self._store, item_id)
+        why = not_claimable_reason(
+            item, agent=agent_name, default_agent=self._config.worker.default_agent, now=self._now()
+        )
+        if why is not None:
+            raise WrightyError(why)
 
     def _wind_down(self, slots: list[threading.Thread]) -> None:
         """Wait for the running items to settle (heartbeats go on), then let go of the project
@@ -334,17 +386,84 @@ class Worker:
         if self._current_lock is not None:
             self._current_lock.release()
 
-    def _claim_next(self, agent_name: str, options: WorkerOptions) -> Item | None:
+    def _claim_next(self, plan: AgentPlan, options: WorkerOptions) -> Item | None:
         """Reap, then claim; None also when the store cannot be reached (the running agents
-        go on, and the next pass tries again)."""
+        go on, and the next pass tries again). An item whose claim wrighty cannot compute is
+        set aside as internal-error, and the claim is tried again without it."""
+        request = self._request(plan.name, options)
+        for _ in range(MAX_SET_ASIDE_PER_PASS):
+            try:
+                services.reap_expired(
+                    self._store, now=self._now(), max_requeues=self._config.worker.max_requeues
+                )
+                return self._store.acquire(request, now=self._now())
+            except StoreError as error:
+                self._store_unreachable("acquire", error)
+                return None
+            except Exception as error:  # a bug, or a value in the store it cannot handle
+                self._emit(
+                    "claim-failed",
+                    error=type(error).__name__,
+                    cause=decisions.describe_error(error),
+                )
+                if not self._set_aside_unclaimable(request, plan):
+                    return None
+        return None
+
+    def _store_unreachable(self, operation: str, error: StoreError) -> None:
+        self._emit(
+            "store-unreachable", operation=operation, error=type(error).__name__, cause=str(error)
+        )
+
+    def _set_aside_unclaimable(self, request: ClaimRequest, plan: AgentPlan) -> bool:
+        """Settle as internal-error every claimable item whose claim cannot be computed, so
+        that it does not stop every worker's claims; whether any was."""
+        now = self._now()
+        found = False
         try:
-            services.reap_expired(
-                self._store, now=self._now(), max_requeues=self._config.worker.max_requeues
-            )
-            return self._store.acquire(self._request(agent_name, options), now=self._now())
+            for item in self._store.list_items(CLAIMABLE_STATES):
+                if request.item_id is not None and item.id != request.item_id:
+                    continue
+                try:
+                    claim(item, request, at=now)
+                except Exception as error:  # the claim of this one item cannot be computed
+                    found = self._set_aside(item, request, plan, error) or found
         except StoreError as error:
-            self._emit("store-unreachable", operation="acquire", error=type(error).__name__)
-            return None
+            self._store_unreachable("set-aside", error)
+        return found
+
+    def _set_aside(
+        self, item: Item, request: ClaimRequest, plan: AgentPlan, error: Exception
+    ) -> bool:
+        """Take ``item`` under a claim that reads none of its values, and settle it at once
+        as internal-error (two guarded writes, as for any claim); False if another worker
+        moved it first."""
+        try:
+            change = claim_to_set_aside(item, request, at=self._now())
+            if not self._store.write_transition(change):
+                return False
+            claimed = change.after
+            self._emit("claimed", item_id=claimed.id, generation=claimed.generation)
+            settlement = decisions.internal_error(
+                claimed,
+                error,
+                at=self._now(),
+                run_recorded=False,
+                process_started=False,
+                resumable=self._resumable(claimed.id, plan),
+            )
+            self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), None)
+        except StoreError:
+            raise
+        except Exception as again:  # reported; the loop goes on
+            self._emit(
+                "claim-failed",
+                item_id=item.id,
+                error=type(again).__name__,
+                cause=decisions.describe_error(again),
+            )
+            return False
+        return True
 
     def _slot_limit(self, options: WorkerOptions) -> int:
         return 1 if self._current_lock is not None else options.concurrency
@@ -369,19 +488,17 @@ class Worker:
 
         def work() -> None:
             wake = threading.Event()
+            attempt = _Attempt()
             with self._slot_lock:
                 self._slot_wakes.add(wake)
                 self._running_items.add(claimed.id)
             self._patient.hold(claimed.lease_expires_at)
             try:
-                self._work_on(claimed, plan, options, wake)
-            except _LeaseGone:
-                self._emit(
-                    "heartbeat-lost",
-                    item_id=claimed.id,
-                    generation=claimed.generation,
-                    reason="store-unreachable",
-                )
+                self._work_on(claimed, plan, options, wake, attempt)
+            except _LeaseGone as gone:
+                self._give_up(claimed, gone)
+            except Exception as error:  # nothing about one item may stop the worker
+                self._settle_internal_error(claimed, plan, options, attempt, error)
             finally:
                 with self._slot_lock:
                     self._slot_wakes.discard(wake)
@@ -404,8 +521,80 @@ class Worker:
 
     # -- one item ---------------------------------------------------------------------------
 
+    def _give_up(self, claimed: Item, gone: _LeaseGone) -> None:
+        """The store failed until the claim's lease ran out: the agent is stopped (by the
+        caller) and the item left running, for the reaper."""
+        self._emit(
+            "heartbeat-lost",
+            item_id=claimed.id,
+            generation=claimed.generation,
+            reason="store-unreachable",
+            cause=str(gone),
+        )
+        with self._slot_lock:
+            self._gave_up.append(
+                f"gave up item {claimed.id}: the store failed until its claim's lease ran out "
+                f"({gone}); the item stays running until its lease is reaped"
+            )
+
+    def _settle_internal_error(
+        self,
+        claimed: Item,
+        plan: AgentPlan,
+        options: WorkerOptions,
+        attempt: _Attempt,
+        error: Exception,
+    ) -> None:
+        """wrighty failed on this item: stop its agent, if one runs, and settle the item as
+        internal-error under its claim. If even that fails, the item stays running under the
+        claim until the reaper takes it."""
+        self._report_internal_error(claimed, attempt, error)
+        try:
+            diagnostic = ""
+            if attempt.agent is not None:
+                attempt.agent.stop(grace_seconds=options.stop_grace_seconds)
+                attempt.agent.close()
+                diagnostic = attempt.agent.diagnostic_tail()
+            settlement = decisions.internal_error(
+                claimed,
+                error,
+                at=self._now(),
+                run_recorded=attempt.run_id is not None,
+                process_started=attempt.agent is not None,
+                resumable=self._resumable(claimed.id, plan),
+                diagnostic=diagnostic,
+            )
+            change = settle(claimed, settlement, at=self._now())
+            self._write_settlement(claimed, change, attempt.run_id)
+        except _LeaseGone as gone:
+            self._give_up(claimed, gone)
+        except Exception as again:  # reported; the reaper settles it
+            self._report_internal_error(claimed, attempt, again, settled=False)
+
+    def _report_internal_error(
+        self, claimed: Item, attempt: _Attempt, error: Exception, **fields: Any
+    ) -> None:
+        self._emit(
+            "internal-error",
+            item_id=claimed.id,
+            run_id=attempt.run_id,
+            error=type(error).__name__,
+            cause=decisions.describe_error(error),
+            **fields,
+        )
+
+    def _resumable(self, item_id: int, plan: AgentPlan) -> bool:
+        """Whether the item's recorded session can be resumed here (for its next command)."""
+        session = self._store.get_session(item_id)
+        return session is not None and not self._resume_gaps(session, plan)
+
     def _work_on(
-        self, claimed: Item, plan: AgentPlan, options: WorkerOptions, wake: threading.Event
+        self,
+        claimed: Item,
+        plan: AgentPlan,
+        options: WorkerOptions,
+        wake: threading.Event,
+        attempt: _Attempt,
     ) -> None:
         run_id = f"run-{uuid.uuid4().hex[:12]}"
         self._emit("claimed", item_id=claimed.id, generation=claimed.generation, run_id=run_id)
@@ -428,6 +617,7 @@ class Worker:
         if self._store.start_run(claimed, new_run, session=session) is None:
             self._emit("heartbeat-lost", item_id=claimed.id, generation=claimed.generation)
             return
+        attempt.run_id = run_id
         if start.kind is RunKind.RESUME:
             self._stop_earlier_runs(claimed, run_id, options)
             self._emit("resumed", item_id=claimed.id, run_id=run_id, session_id=start.session_id)
@@ -439,11 +629,11 @@ class Worker:
             spec = self._launch_spec(claimed, plan, run_id, start, claim_token)
             agent = launch(dataclasses.replace(spec, wake=wake, on_line=output.on_line))
         except LaunchError as error:
-            self._settle_start_failed(claimed, run_id, str(error))
+            resumable = start.kind is RunKind.RESUME
+            self._settle_start_failed(claimed, run_id, str(error), resumable=resumable)
             return
-        self._supervise(
-            _Running(claimed, agent, run_id, options, wake, output, plan, start.workspace)
-        )
+        attempt.agent = agent
+        self._supervise(_Running(claimed, agent, run_id, options, wake, output, plan))
 
     def _prepare(self, claimed: Item, plan: AgentPlan, run_id: str) -> _Start | None:
         """Fresh run or resume, the workspace and the argv; None when the run cannot start
@@ -475,10 +665,12 @@ class Worker:
                 state_dir=self._state_dir,
                 item=claimed,
                 session=recorded,
+                resume=choice.kind is RunKind.RESUME,
             )
             argv = plan.resume_argv(resumed_id) if resumed_id else plan.start_argv(session_id)
         except (WorkspaceError, VendorError) as error:
-            self._settle_start_failed(claimed, run_id, str(error))
+            resumable = choice.kind is RunKind.RESUME
+            self._settle_start_failed(claimed, run_id, str(error), resumable=resumable)
             return None
         return _Start(choice.kind, workspace, session_id, argv)
 
@@ -578,8 +770,7 @@ class Worker:
         note_session: Callable[[], bool],
     ) -> StopReason | None:
         """Renew the lease until the agent exits; why wrighty stopped it, if it did."""
-        timeout = claimed.timeout_seconds or self._terms.default_timeout_seconds
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + self._terms.time_limit(claimed.timeout_seconds)
         heartbeat = self._config.worker.heartbeat_seconds
         while True:
             remaining = deadline - time.monotonic()
@@ -666,8 +857,8 @@ class Worker:
                 if part
             ),
         )
-        timeout = claimed.timeout_seconds or self._terms.default_timeout_seconds
-        missing = self._resume_gaps(output, run.plan, run.workspace)
+        timeout = self._terms.time_limit(claimed.timeout_seconds)
+        missing = self._resume_gaps(output.session, run.plan)
         if stopped_by is StopReason.SHUTDOWN:
             settlement = decisions.after_shutdown(claimed, run_end, resumable=not missing)
         else:
@@ -681,9 +872,9 @@ class Worker:
             )
         self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
 
-    def _resume_gaps(self, output: _Output, plan: AgentPlan, workspace: Path) -> tuple[str, ...]:
-        """What the run's session lacks for a later resume (empty: it can be resumed)."""
-        session = output.session
+    def _resume_gaps(self, session: Session, plan: AgentPlan) -> tuple[str, ...]:
+        """What ``session`` lacks for a later resume here (empty: it can be resumed)."""
+        workspace = Path(session.workspace)
         transcript = None
         if session.session_id is not None and workspace.is_dir():
             transcript = self._transcript_problem(plan, session)
@@ -696,12 +887,14 @@ class Worker:
             transcript_problem=transcript,
         )
 
-    def _settle_start_failed(self, claimed: Item, run_id: str, why: str) -> None:
+    def _settle_start_failed(
+        self, claimed: Item, run_id: str, why: str, *, resumable: bool
+    ) -> None:
         run_end = RunEnd(
             self._now(), OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, diagnostic=why
         )
         self._emit("exited", item_id=claimed.id, run_id=run_id, outcome_class="start-failed")
-        settlement = decisions.start_failed(claimed, run_end, why=why)
+        settlement = decisions.start_failed(claimed, run_end, why=why, resumable=resumable)
         self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
 
     def _claimed_from(self, claimed: Item) -> ItemState:

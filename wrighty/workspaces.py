@@ -7,7 +7,10 @@
 
 An item pinned with ``wrighty create --workspace PATH`` always runs there. The first run records
 its workspace in the item's session; every later run of the item reuses it. wrighty never
-deletes a workspace.
+deletes a workspace. When the recorded one has gone, a resume cannot run (the worker settles
+the item before it gets here), but a fresh run gets a new workspace as the first run did: the
+item's folder or worktree is made again; a pinned folder that is gone is a start failure that
+says what to do.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from wrighty.domain.model import Item, Session
+from wrighty.files import make_private_dirs
 
 
 class WorkspaceError(Exception):
@@ -26,20 +30,42 @@ class WorkspaceError(Exception):
 
 
 def choose_workspace(
-    mode: str, *, project_root: Path, state_dir: Path, item: Item, session: Session | None
+    mode: str,
+    *,
+    project_root: Path,
+    state_dir: Path,
+    item: Item,
+    session: Session | None,
+    resume: bool = False,
 ) -> Path:
-    """The workspace for ``item``'s next run, created if its mode makes one per item."""
-    if session is not None:
+    """The workspace for ``item``'s next run, created if its mode makes one per item. A
+    resume works in its session's workspace; a fresh run too while that one exists."""
+    if session is not None and (resume or Path(session.workspace).is_dir()):
         return Path(session.workspace)
     if item.workspace:
-        return Path(item.workspace)
+        pinned = Path(item.workspace)
+        if not pinned.is_dir():
+            raise WorkspaceError(
+                f"the workspace {pinned} that item {item.id} was created with (--workspace) is "
+                f"gone; make that folder again and run `wrighty requeue {item.id} --fresh`, or "
+                f"`wrighty cancel {item.id}` and create the item anew"
+            )
+        return pinned
     if mode == "current":
         return project_root
     if mode == "directory":
         path = state_dir / "workspaces" / str(item.id)
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_folder(path)
         return path
     return _worktree(project_root, state_dir / "worktrees" / str(item.id))
+
+
+def _make_folder(path: Path) -> None:
+    try:
+        make_private_dirs(path)
+    except OSError as error:
+        why = error.strerror or error
+        raise WorkspaceError(f"cannot create the workspace {path}: {why}") from None
 
 
 def _worktree(project_root: Path, path: Path) -> Path:
@@ -48,9 +74,12 @@ def _worktree(project_root: Path, path: Path) -> Path:
     git = shutil.which("git")
     if git is None:
         raise WorkspaceError("workspaceMode is worktree but git is not installed")
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _make_folder(path.parent)
+    # --force: a worktree of this item that someone deleted is still registered with git,
+    # which would otherwise refuse to add it again.
+    add = ["worktree", "add", "--force", "--detach", str(path), "HEAD"]
     done = subprocess.run(
-        [git, "-C", str(project_root), "worktree", "add", "--detach", str(path), "HEAD"],
+        [git, "-C", str(project_root), *add],
         capture_output=True,
         text=True,
         check=False,
@@ -65,7 +94,7 @@ class CurrentDirectoryLock:
     """The exclusive lock on the project directory (workspaceMode ``current``)."""
 
     def __init__(self, state_dir: Path) -> None:
-        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dirs(state_dir)
         # Not thread-local: the claim loop takes it, and the item's slot thread releases it.
         self._lock = FileLock(str(state_dir / "current-workspace.lock"), thread_local=False)
 

@@ -10,19 +10,16 @@ secret echoed; and the project's files (wrighty.json, the store with its -wal an
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import snapshot
+from tests.helpers import run_installed, snapshot
 
 SECRET = "Hunter2Secret"  # planted in URLs and config values; must never be echoed
 API_KEY = "sk-ant-api03-" + "Zq9Wx8Ev7Rt6" * 4
@@ -39,29 +36,10 @@ class Case:
     setup: Setup | None = None
     stdin: bytes = b""
     stdout_allowed: bool = False  # config validate lists the problems on stdout
-    env: dict[str, str] = field(default_factory=dict)
 
 
-def _executable() -> str:
-    beside_python = Path(sys.executable).parent / "wrighty"
-    found = str(beside_python) if beside_python.exists() else shutil.which("wrighty")
-    if found is None:
-        pytest.fail("the wrighty executable is not installed; run `pip install -e '.[test]'`")
-    return found
-
-
-def run(project: Path, args: tuple[str | bytes, ...], *, stdin: bytes = b"", env=None):
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
-    environment.update(env or {})
-    return subprocess.run(
-        [_executable(), *args],
-        cwd=project,
-        input=stdin,
-        capture_output=True,
-        env=environment,
-        timeout=60,
-        check=False,
-    )
+def run(project: Path, args: tuple[str | bytes, ...], *, stdin: bytes = b""):
+    return run_installed(project, *args, stdin=stdin, text=False)
 
 
 # -- setups -------------------------------------------------------------------------------------
@@ -100,6 +78,11 @@ def item(*extra: str) -> Setup:
     return create
 
 
+def _cancel(project: Path, item_id: int) -> None:
+    cancelled = run(project, ("cancel", str(item_id)))
+    assert cancelled.returncode == 0, cancelled.stderr
+
+
 def empty_store(project: Path) -> None:
     (project / ".wrighty" / "wrighty.db").write_bytes(b"")
 
@@ -124,7 +107,25 @@ def no_config(project: Path) -> None:
     (project / "wrighty.json").unlink()
 
 
-WORKER = {"leaseSeconds": 60, "heartbeatSeconds": 20}
+def command_agent(*command: str) -> Setup:
+    return config_json(
+        {"worker": {"defaultAgent": "demo"},
+         "agents": {"demo": {"adapter": "command", "command": list(command)}}}
+    )  # fmt: skip
+
+
+def with_setups(*setups: Setup) -> Setup:
+    def run_all(project: Path) -> None:
+        for setup in setups:
+            setup(project)
+
+    return run_all
+
+
+def not_executable(project: Path) -> None:
+    (project / "agent.sh").write_text("#!/bin/sh\nexit 0\n")
+    (project / "agent.sh").chmod(0o644)
+
 
 CASES: list[Case] = [
     # the command line itself
@@ -141,7 +142,12 @@ CASES: list[Case] = [
     Case("unknown-item-requeue", ("requeue", "99", "--fresh"), "no item 99"),
     Case("unknown-item-release", ("release", "99", "--force"), "no item 99"),
     Case("unknown-item-logs", ("logs", "99"), "no item 99"),
-    Case("unknown-item-worker", ("worker", "start", "--item", "99"), "no item 99"),
+    Case(
+        "unknown-item-worker",
+        ("worker", "start", "--item", "99"),
+        "no item 99",
+        setup=command_agent("true"),
+    ),
     # create
     Case("create-without-title", ("create", "--body", "b"), "Missing option '--title'"),
     Case("empty-title", ("create", "--title", "", "--body", "b"), "title is empty"),
@@ -251,6 +257,7 @@ CASES: list[Case] = [
     Case("logs-of-an-item-without-runs", ("logs", "1"), "has no runs yet", setup=item()),
     Case("logs-unknown-stream", ("logs", "1", "--stream", "both2"), "--stream", setup=item()),
     Case("reap-limit-zero", ("reap", "--limit", "0"), "greater than or equal to 1"),
+    Case("reap-limit-past-range", ("reap", "--limit", "9223372036854775808"), "100000"),
     # list and status
     Case("unknown-state", ("list", "--state", "finished"), "unknown state 'finished'"),
     Case(
@@ -282,6 +289,31 @@ CASES: list[Case] = [
     ),
     Case("concurrency-zero", ("worker", "start", "--concurrency", "0"), "--concurrency"),
     Case("concurrency-too-high", ("worker", "start", "--concurrency", "65"), "--concurrency"),
+    Case(
+        "worker-item-todo",
+        ("worker", "start", "--item", "1"),
+        "item 1 is todo; queue it with `wrighty queue 1`",
+        setup=with_setups(command_agent("true"), item()),
+    ),
+    Case(
+        "worker-item-cancelled",
+        ("worker", "start", "--item", "1"),
+        "item 1 is cancelled",
+        setup=with_setups(command_agent("true"), item(), lambda p: _cancel(p, 1)),
+    ),
+    Case(
+        "worker-agent-not-executable",
+        ("worker", "start", "--once"),
+        "is not executable (chmod +x",
+        setup=with_setups(command_agent("./agent.sh"), not_executable),
+    ),
+    Case(
+        "worker-agent-missing",
+        ("worker", "start", "--once"),
+        "not found on PATH",
+        setup=command_agent("no-such-agent-program"),
+    ),
+    Case("worker-unknown-agent", ("worker", "start", "--agent", "robot"), "unknown agent 'robot'"),
     Case("check-without-yes", ("agents", "--check"), "add --yes to go ahead"),
     Case("finish-outside-a-run", ("finish",), "WRIGHTY_RUN_ID and WRIGHTY_CLAIM_TOKEN"),
     Case("fail-outside-a-run", ("fail", "--reason", "x"), "WRIGHTY_RUN_ID and WRIGHTY_CLAIM_TOKEN"),
@@ -482,6 +514,18 @@ CASES: list[Case] = [
         setup=config_json({"agents": {"claude": {"env": {"TOKEN": [API_KEY]}}}}),
     ),
     Case(
+        "config-nul-in-an-argument",
+        ("list",),
+        "agents.claude.args.0: holds a NUL byte",
+        setup=config_json({"agents": {"claude": {"args": ["a\x00b"]}}}),
+    ),
+    Case(
+        "config-env-name-with-equals",
+        ("list",),
+        'agents.claude.env["A=B"]: is not an environment variable name',
+        setup=config_json({"agents": {"claude": {"env": {"A=B": "x"}}}}),
+    ),
+    Case(
         "config-store-mysql",
         ("list",),
         "unsupported store URL scheme",
@@ -551,7 +595,7 @@ def test_bad_input_gets_one_clear_line_and_changes_nothing(
     if case.setup is not None:
         case.setup(project)
     before = snapshot(project)
-    result = run(project, case.args, stdin=case.stdin, env=case.env)
+    result = run(project, case.args, stdin=case.stdin)
     stdout = result.stdout.decode("utf-8", "replace")
     stderr = result.stderr.decode("utf-8", "replace")
     assert result.returncode == 2, f"exit {result.returncode}\n{stdout}\n{stderr}"

@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-
-def _executable() -> str:
-    beside_python = Path(sys.executable).parent / "wrighty"
-    found = str(beside_python) if beside_python.exists() else shutil.which("wrighty")
-    if found is None:
-        pytest.fail("the wrighty executable is not installed; run `pip install -e '.[test]'`")
-    return found
+from tests.helpers import run_installed
 
 
 def run(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
-    # As in an activated virtual environment: wrighty's commands are on PATH.
-    env["PATH"] = f"{Path(_executable()).parent}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run(
-        [_executable(), *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return run_installed(cwd, *args, stdin=stdin)
 
 
 @pytest.mark.slow

@@ -1,10 +1,16 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import stat
+import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import wrighty
+from tests.cli.test_executable import _executable
 from tests.helpers import snapshot
 from wrighty.config import config_json_schema
 
@@ -84,3 +90,110 @@ def test_the_installation_id_is_random_and_stable(
 
     assert socket.gethostname() not in ident[0]
     assert getpass.getuser() not in ident[0].removeprefix("installation inst-")
+
+
+def refused_without_change(root: Path, *args: str) -> str:
+    before = snapshot(root)
+    result = wrighty(*args)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert snapshot(root) == before
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["list"], ["show", "1"], ["create", "--title", "t", "--body", "b"], ["status"], ["init"]],
+)
+def test_an_empty_store_file_is_refused_and_never_becomes_a_new_store(
+    initialised: Path, command: list[str]
+) -> None:
+    store = initialised / ".wrighty" / "wrighty.db"
+    store.write_bytes(b"")  # a store cut short (a copy that failed, a full disk)
+    line = refused_without_change(initialised, *command)
+    assert line.startswith(f"wrighty: {store}: is empty (0 bytes), so it is not a wrighty store")
+    assert "restore it from a backup, or move it away and run `wrighty init`" in line
+
+
+def test_an_init_whose_store_cannot_be_made_leaves_nothing_behind(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(connection: sqlite3.Connection, script: str) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr("wrighty.store.sqlite._run_script", disk_full)
+    line = refused_without_change(project, "init")
+    assert "no space left on device" in line
+    assert not (project / ".wrighty").exists()
+    assert not (project / "wrighty.json").exists()
+
+
+# Loaded by each racing process (as sitecustomize): its first write into the project waits until
+# every racer has come to its own first write, so all of them have looked before any one leaps.
+RACE_GATE = """
+import os, sys, time
+
+_project, _gate = os.environ["RACE_PROJECT"], os.environ["RACE_GATE"]
+_racers = int(os.environ["RACE_RACERS"])
+_waiting = False
+
+
+def _hold_first_write(event, args):
+    global _waiting
+    if _waiting or event not in ("open", "os.mkdir", "os.link", "os.rename", "os.replace"):
+        return
+    if not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    path = os.path.abspath(os.fsdecode(args[0]))
+    flags = args[2] if event == "open" and isinstance(args[2], int) else 0
+    mode = args[1] if event == "open" and isinstance(args[1], str) else ""
+    writes = event != "open" or any(c in mode for c in "wax+") or flags & (os.O_WRONLY | os.O_RDWR)
+    if not writes or not path.startswith(_project + os.sep):
+        return
+    _waiting = True
+    with open(os.path.join(_gate, str(os.getpid())), "w"):
+        pass
+    deadline = time.monotonic() + 30
+    while len(os.listdir(_gate)) < _racers and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+sys.addaudithook(_hold_first_write)
+"""
+
+
+def test_racing_inits_create_the_config_and_the_store_once(project: Path, tmp_path: Path) -> None:
+    hook, gate = tmp_path / "hook", tmp_path / "gate"
+    hook.mkdir()
+    gate.mkdir()
+    (hook / "sitecustomize.py").write_text(RACE_GATE)
+    env = os.environ | {
+        "PYTHONPATH": str(hook),
+        "RACE_PROJECT": str(project),
+        "RACE_GATE": str(gate),
+        "RACE_RACERS": "6",
+    }
+    racers = [
+        subprocess.Popen(
+            [_executable(), "init"],
+            cwd=project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(6)
+    ]
+    outputs = [racer.communicate(timeout=60) for racer in racers]
+    assert [racer.returncode for racer in racers] == [0] * 6, outputs
+    assert len(list(gate.iterdir())) == 6  # every racer looked before any one wrote
+    lines = [line for out, _ in outputs for line in out.decode().splitlines()]
+    config, store = project / "wrighty.json", project / ".wrighty" / "wrighty.db"
+    assert lines.count(f"created {config}") == 1
+    assert lines.count(f"kept existing {config} (use --force to replace it)") == 5
+    assert lines.count(f"created store {store}") == 1
+    assert lines.count(f"opened store {store}") == 5
+    assert (project / ".gitignore").read_text() == ".wrighty/\n"
+    assert sorted(p.name for p in store.parent.iterdir()) == ["wrighty.db", "wrighty.schema.json"]
+    listed = wrighty("list", "--json")
+    assert (listed.exit_code, json.loads(listed.stdout)) == (0, [])

@@ -156,6 +156,30 @@ def test_help_and_version(project: Path) -> None:
         assert "Usage" in result.stdout
 
 
+def _help_row(help_text: str, option: str) -> list[str]:
+    """The words of the help's row for ``option``, box characters left out."""
+    [row] = [line for line in help_text.splitlines() if f" {option} " in line]
+    return [word for word in row.split() if word != "│"]
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "valued", "value"),
+    [
+        ([], "--version", "--store", "<str>"),
+        ([], "--help", "--config", "<file>"),
+        (["worker", "start"], "--once", "--concurrency", "<int"),
+        (["worker", "start"], "--json", "--agent", "<str>"),
+        (["logs"], "--raw", "--run", "<int"),
+    ],
+)
+def test_help_shows_flags_without_a_value(
+    project: Path, command: list[str], flag: str, valued: str, value: str
+) -> None:
+    help_text = wrighty(*command, "--help").stdout
+    assert _help_row(help_text, flag)[1][0].isupper()  # the description follows the name
+    assert _help_row(help_text, valued)[1] == value  # an option with a value still shows it
+
+
 def test_titles_and_reasons_are_printed_as_written_never_as_markup(initialised: Path) -> None:
     created = wrighty("create", "--title", "fix [/bold] and [red]this[/red]", "--body", "b")
     assert created.exit_code == 0, created.output

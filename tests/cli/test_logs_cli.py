@@ -106,7 +106,30 @@ def test_logs_prints_bytes_that_are_not_utf8_as_replacement_characters(
     settle(initialised, started, ItemState.NEEDS_ATTENTION, at=clock.advance(1))
     result = wrighty("logs", str(item_id), "--stream", "stdout")
     assert result.exit_code == 0, result.output
-    assert result.stdout == "café \ufffd\ufffd\x00 end"
+    assert result.stdout == "café \ufffd\ufffd\\x00 end"
+
+
+def test_logs_show_control_characters_as_escapes_and_raw_writes_the_bytes(
+    initialised: Path, clock: FakeClock
+) -> None:
+    item_id = create_queued()
+    started = start_run(initialised, item_id, at=clock())
+    out = b"\x1b]52;c;ZWNobyBwd25lZA==\x07 clip\n\tindented\r\n50%\r100%\n\xff end\n"
+    err = f"\x1b[2J\x9b31m red {KEY}\n".encode()
+    write_logs(initialised, started.run, stdout=out, stderr=err)
+    settle(initialised, started, ItemState.NEEDS_ATTENTION, at=clock.advance(1))
+
+    shown = wrighty("logs", str(item_id))
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout == (
+        "\\x1b]52;c;ZWNobyBwd25lZA==\\x07 clip\n\tindented\\r\n50%\\r100%\n\ufffd end\n"
+    )
+    assert shown.stderr == "\\x1b[2J\\x9b31m red [REDACTED]\n"
+
+    raw = wrighty("logs", str(item_id), "--raw")
+    assert raw.exit_code == 0, raw.output
+    assert raw.stdout_bytes == out
+    assert raw.stderr_bytes == "\x1b[2J\x9b31m red [REDACTED]\n".encode()  # still redacted
 
 
 def test_logs_of_an_open_run_show_whole_lines_only(initialised: Path, clock: FakeClock) -> None:

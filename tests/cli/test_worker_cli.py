@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.cli.conftest import wrighty
+from tests.cli.run_helpers import create_queued, settle, start_run
+from tests.conftest import START
 from tests.helpers import snapshot
+from wrighty.domain.states import ItemState
 
 
 def _configure(project: Path, agents: dict, default_agent: str) -> None:
@@ -61,3 +65,90 @@ def test_a_command_agent_without_a_command_is_a_config_error(initialised: Path) 
     result = wrighty("worker", "start", "--once")
     assert result.exit_code == 2
     assert "agents.bare.command: is required by the command adapter" in result.stderr
+
+
+def _item_in(state: str) -> int:
+    """An item of the default agent in ``state``, made the way a user gets it there."""
+    if state == "todo":
+        created = wrighty("create", "--title", "t", "--body", "b", "--json")
+        assert created.exit_code == 0, created.output
+        item_id: int = json.loads(created.stdout)["id"]
+        return item_id
+    item_id = create_queued()
+    if state == "cancelled":
+        assert wrighty("cancel", str(item_id)).exit_code == 0
+    elif state != "queued":
+        started = start_run(Path.cwd(), item_id, at=START)
+        if state == "running":
+            return item_id
+        settle(Path.cwd(), started, ItemState(state), at=START, not_before=START + LATER)
+    return item_id
+
+
+LATER = timedelta(days=365 * 100)  # a retry that is not due yet, whenever the test runs
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        ("todo", "item 1 is todo; queue it with `wrighty queue 1`"),
+        ("running", "item 1 is running; worker w-test holds it"),
+        (
+            "needs-attention",
+            "item 1 is needs-attention; `wrighty show 1` says why, and `wrighty requeue 1 "
+            "--fresh` (or `--resume`) puts it back to work",
+        ),
+        ("retry-scheduled", "item 1 is retry-scheduled, due at 2126-"),
+        ("done", "item 1 is done; it is finished"),
+        ("cancelled", "item 1 is cancelled; it was cancelled"),
+    ],
+)
+def test_worker_start_item_says_why_it_has_nothing_to_do(
+    initialised: Path, state: str, message: str
+) -> None:
+    _configure(initialised, {"demo": {"adapter": "command", "command": ["true"]}}, "demo")
+    _item_in(state)
+    before = snapshot(initialised)
+    result = wrighty("worker", "start", "--item", "1")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"wrighty: {message}")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert snapshot(initialised) == before
+
+
+def test_worker_start_item_refuses_an_item_that_does_not_exist(initialised: Path) -> None:
+    _configure(initialised, {"demo": {"adapter": "command", "command": ["true"]}}, "demo")
+    result = wrighty("worker", "start", "--item", "999")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == "wrighty: no item 999; `wrighty list` shows the items there are\n"
+
+
+def test_worker_start_item_refuses_an_item_of_another_agent(initialised: Path) -> None:
+    agents = {name: {"adapter": "command", "command": ["true"]} for name in ("demo", "other")}
+    _configure(initialised, agents, "demo")
+    created = wrighty("create", "--title", "t", "--body", "b", "--agent", "other", "--queue")
+    assert created.exit_code == 0, created.output
+    result = wrighty("worker", "start", "--item", "1")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "wrighty: item 1 is for agent other; run `wrighty worker start --item 1 --agent other`\n"
+    )
+
+
+def test_worker_start_item_runs_a_queued_item(initialised: Path) -> None:
+    _configure(initialised, {"demo": {"adapter": "command", "command": ["true"]}}, "demo")
+    item_id = create_queued()
+    result = wrighty("worker", "start", "--item", str(item_id))
+    assert result.exit_code == 0, result.output
+    assert json.loads(wrighty("show", str(item_id), "--json").stdout)["state"] == "done"
+
+
+def test_an_agent_file_that_is_not_executable_is_named_as_such(initialised: Path) -> None:
+    script = initialised / "agent.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    _configure(initialised, {"demo": {"adapter": "command", "command": ["./agent.sh"]}}, "demo")
+    result = wrighty("worker", "start", "--once")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"wrighty: agent 'demo': executable '{script}' is not executable (chmod +x {script})\n"
+    )

@@ -23,7 +23,7 @@ from wrighty.errors import StoreError
 from wrighty.store.port import Store
 from wrighty.store.postgres import PostgresStore
 from wrighty.store.sqlite import SqliteStore
-from wrighty.worker import Worker, WorkerOptions
+from wrighty.worker import GaveUpError, Worker, WorkerOptions
 
 # Sleeps as long as its task says, printing its pid first.
 AGENT = "import os, sys, time; print(os.getpid(), flush=True); time.sleep(float(sys.stdin.read()))"
@@ -107,13 +107,14 @@ def test_a_lease_that_runs_out_while_the_store_is_down_stops_the_agent_and_write
         if event["event"] == "spawned":
             flaky.down.set()  # gone for good
 
-    Worker(flaky, loaded, installation_id="inst-a", emit=emit).run(  # type: ignore[arg-type]
-        WorkerOptions(once=True, stop_grace_seconds=1)
-    )
+    worker = Worker(flaky, loaded, installation_id="inst-a", emit=emit)  # type: ignore[arg-type]
+    with pytest.raises(GaveUpError, match=r"gave up item \d+: .*\(the database is unreachable"):
+        worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
     [spawned] = [e for e in events if e["event"] == "spawned"]
     assert process_ended(spawned["pid"])
     lost = [e for e in events if e["event"] == "heartbeat-lost"]
-    assert lost[-1]["reason"] == "store-unreachable"
+    assert (lost[-1]["reason"], lost[-1]["cause"]) == (
+        "store-unreachable", "the database is unreachable (planted)")  # fmt: skip
     after = store.get_item(item.id)
     assert after is not None
     # Nothing was settled: the item waits, claimed, for the reaper once its lease has expired.

@@ -224,8 +224,13 @@ def test_a_missing_workspace_is_start_failed(project: Project, tmp_path: Path) -
     project.item("print('never runs')", workspace=tmp_path / "deleted")
     item = project.run_once()
     assert (item.state, item.reason_code) == (ItemState.NEEDS_ATTENTION, "start-failed")
-    [run] = project.store.list_runs(item.id)
-    assert (run.outcome_class, run.pid) == (OutcomeClass.START_FAILED, None)
+    assert (
+        f"the workspace {tmp_path / 'deleted'} that item {item.id} was created with "
+        f"(--workspace) is gone; make that folder again and run `wrighty requeue {item.id} "
+        "--fresh`"
+    ) in (item.reason or "")
+    assert item.next_action == f"wrighty requeue {item.id} --fresh"
+    assert project.store.list_runs(item.id) == []  # found before anything was recorded
 
 
 def test_secrets_in_the_output_are_redacted_in_the_run_record(project: Project) -> None:

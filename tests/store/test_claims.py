@@ -375,7 +375,7 @@ def test_reaped_without_a_session_needs_attention(store: Store, clock: FakeClock
     [change] = services.reap_expired(store, now=clock(), max_requeues=3)
     assert change.after.state is ItemState.NEEDS_ATTENTION
     assert "no session was recorded" in (change.after.reason or "")
-    assert change.after.next_action == f"wrighty show {claimed.id}"
+    assert change.after.next_action == f"wrighty requeue {claimed.id} --fresh"
 
 
 def test_the_reclaim_budget_is_its_own_counter(store: Store, clock: FakeClock) -> None:

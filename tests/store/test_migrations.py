@@ -126,6 +126,8 @@ def test_two_processes_opening_a_new_postgresql_store_together_migrate_it_once()
     with postgres_schema() as url:
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             stores = list(pool.map(lambda _: PostgresStore.open(url, create=True), range(4)))
+        # what `wrighty init` prints: exactly one "created store"
+        assert sorted(store.opened for store in stores) == ["created", "opened", "opened", "opened"]
         for store in stores:
             assert store.schema_version() == migrations("postgresql")[-1].version
             store.close()

@@ -150,3 +150,72 @@ def test_processes_racing_on_one_file_exactly_one_wins(tmp_path: Path) -> None:
     assert len(store.list_events(item.id)) == 2
     assert replay(store.list_events(item.id)) is store.get_item(item.id).state  # type: ignore[union-attr]
     store.close()
+
+
+def test_a_store_is_created_only_when_asked_in_private_folders(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no store here; run `wrighty init`"):
+        SqliteStore.open(tmp_path / "a" / "b" / "wrighty.db", create=False)
+    assert list(tmp_path.iterdir()) == []
+    store = SqliteStore.open(tmp_path / "a" / "b" / "wrighty.db", create=True)
+    assert store.opened == "created"
+    store.close()
+    # every folder made on the way is private, not only the last one
+    assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "a" / "b").stat().st_mode) == 0o700
+    assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["wrighty.db"]
+    again = SqliteStore.open(tmp_path / "a" / "b" / "wrighty.db", create=False)
+    assert again.opened == "opened"
+    again.close()
+
+
+@pytest.mark.parametrize("create", [False, True], ids=["open", "init"])
+def test_an_empty_file_is_not_a_store_and_is_left_alone(tmp_path: Path, create: bool) -> None:
+    path = tmp_path / "wrighty.db"
+    path.touch()
+    before = snapshot(tmp_path)
+    with pytest.raises(StoreError) as refused:
+        SqliteStore.open(path, create=create)
+    assert "is empty (0 bytes), so it is not a wrighty store" in str(refused.value)
+    assert "restore it from a backup, or move it away and run `wrighty init`" in str(refused.value)
+    assert snapshot(tmp_path) == before
+
+
+def test_an_empty_file_beside_a_wal_is_refused_and_the_wal_kept(tmp_path: Path) -> None:
+    # SQLite takes an empty file for a new database and deletes the -wal beside it: the writes
+    # not yet checkpointed would be gone.
+    path = tmp_path / "wrighty.db"
+    path.touch()
+    (tmp_path / "wrighty.db-wal").write_bytes(b"\x37\x7f\x06\x82" + bytes(4092))
+    before = snapshot(tmp_path)
+    with pytest.raises(StoreError, match=r"wrighty\.db-wal beside it is not: the store was cut"):
+        SqliteStore.open(path, create=False)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_database_without_tables_becomes_a_store_only_through_init(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA user_version = 7")  # a valid database file with no table
+    connection.commit()
+    connection.close()
+    before = snapshot(tmp_path)
+    with pytest.raises(StoreError, match="not a wrighty store yet; run `wrighty init`"):
+        SqliteStore.open(path, create=False)
+    assert snapshot(tmp_path) == before
+    store = SqliteStore.open(path, create=True)
+    assert (store.opened, store.schema_version()) == ("migrated", migrations("sqlite")[-1].version)
+    store.close()
+
+
+def test_a_creation_that_fails_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(connection: sqlite3.Connection, script: str) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr("wrighty.store.sqlite._run_script", disk_full)
+    path = tmp_path / "state" / "deeper" / "wrighty.db"
+    with pytest.raises(StoreError, match="no space left on device") as refused:
+        SqliteStore.open(path, create=True)
+    assert str(refused.value).startswith(f"{path}: ")
+    assert list(tmp_path.iterdir()) == []  # no file, no -wal, no -shm, no folder made for them

@@ -102,7 +102,7 @@ def test_minutes_accept_fractions() -> None:
         ),
         (
             {"worker": {"leaseSeconds": "60"}},
-            "worker.leaseSeconds: must be a valid number (got the string \"60\")",
+            'worker.leaseSeconds: must be a valid number (got the string "60")',
         ),
         (
             {"worker": {"leaseSeconds": 10, "heartbeatSeconds": 10}},
@@ -112,7 +112,7 @@ def test_minutes_accept_fractions() -> None:
             {"worker": {"concurrency": True}},
             "worker.concurrency: must be a valid integer (got true)",
         ),
-        ({"worker": "fast"}, "worker: must be an object (got the string \"fast\")"),
+        ({"worker": "fast"}, 'worker: must be an object (got the string "fast")'),
         (
             {"worker": {"leaseSecs": 30}},
             "worker.leaseSecs: unknown key (allowed here: leaseSeconds, heartbeatSeconds, "

@@ -142,4 +142,4 @@ def test_without_the_retry_policy_a_crash_needs_attention_as_before(
     assert (
         settlement.reason == "the agent process crashed (killed by SIGKILL); the workspace is kept"
     )
-    assert settlement.next_action == "wrighty show 7"
+    assert settlement.next_action == "wrighty requeue 7 --resume"  # its session can resume

@@ -34,3 +34,8 @@ def test_format_reads_back(seconds: float, text: str) -> None:
 def test_a_duration_past_its_bound_is_refused_with_the_bound(text: str) -> None:
     with pytest.raises(ValueError, match="too long: the limit is 1d"):
         parse_duration(text, at_most=DAY)
+
+
+@pytest.mark.parametrize("seconds", [float("inf"), float("nan"), 1e300, 10.0**13])
+def test_a_value_past_every_bound_is_still_shown(seconds: float) -> None:
+    assert format_duration(seconds).endswith("s")

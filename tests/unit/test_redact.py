@@ -92,6 +92,13 @@ SECRETS = [
         "\nMIIE" + fake(64) + "\n",
         id="pem-private-key",
     ),
+    pytest.param("mysql --password hunter3 shop", "hunter3", id="option-password"),
+    pytest.param("mysql --password=hunter3 shop", "hunter3", id="option-password-equals"),
+    pytest.param("tool --token X --verbose", "X", id="option-token"),
+    pytest.param("tool --api-key k3y", "k3y", id="option-api-key"),
+    pytest.param("tool --secret 's h'", "s h", id="option-secret-quoted"),
+    pytest.param('tool --auth-token "abc def"', "abc def", id="option-auth-token"),
+    pytest.param("login --db-passphrase\tpp1", "pp1", id="option-tab"),
 ]
 
 PROSE = [
@@ -107,6 +114,9 @@ PROSE = [
     "open http://localhost:8080/health and clone git@github.com:org/repo.git",
     "AKIA is the prefix of an access key id; PASSWORD_HASHING is on",
     "12:00:01 ran 14 tests in 0.3s: OK (exit 0)",
+    "curl --token-file ~/.token --password-stdin --secret-name db --api-key-env KEY",
+    "tool --token --verbose; tool --max-tokens 100; mysql -p hunter3",
+    "git commit --author Ann; run --model opus --password null",
 ]
 
 
@@ -145,6 +155,13 @@ def test_redaction_is_idempotent_on_mixed_text(text: str) -> None:
 def test_a_megabyte_of_repetition_is_scanned_not_backtracked(unit: str) -> None:
     text = unit * (1_000_000 // len(unit))
     assert redact(text) == text
+
+
+def test_a_megabyte_of_options_is_scanned_not_backtracked() -> None:
+    text = "--token " * 125_000
+    assert redact(text) == text  # each value is the next option
+    text = "--password x " * 80_000
+    assert redact(text) == f"--password {REDACTED} " * 80_000
 
 
 def test_a_megabyte_of_open_assignments_is_redacted_pairwise() -> None:

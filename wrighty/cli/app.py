@@ -99,6 +99,7 @@ from wrighty.worker import Worker, WorkerOptions
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 MAX_AGENT_REASON = 500
+MAX_REAP_LIMIT = 100_000
 
 
 def _refuse(message: str, exit_code: int = EXIT_USAGE) -> NoReturn:
@@ -243,7 +244,7 @@ def init(
         done.append(f"added .wrighty/ to {root_dir / '.gitignore'}")
     done.append(f"installation {installation_id()}")
     for line in done:
-        typer.echo(line)
+        typer.echo(printable_line(line))
 
 
 # -- items ------------------------------------------------------------------------------------
@@ -430,8 +431,9 @@ def _item_agent(app_ctx: AppContext, agent: str | None) -> AgentPlan | None:
     """The agent that runs an item (whether it can resume; where its vendor keeps
     transcripts); None when the config does not say."""
     try:
-        config = app_ctx.config().config
-        return plan_agent(config, agent or config.worker.default_agent)
+        loaded = app_ctx.config()
+        name = agent or loaded.config.worker.default_agent
+        return plan_agent(loaded.config, name, project_root=loaded.root)
     except WrightyError:
         return None
 
@@ -566,7 +568,8 @@ def release(
 def reap(
     ctx: typer.Context,
     limit: Annotated[
-        int, typer.Option("--limit", min=1, help="Reap at most this many items.")
+        int,
+        typer.Option("--limit", min=1, max=MAX_REAP_LIMIT, help="Reap at most this many items."),
     ] = 100,
     as_json: JsonFlag = False,
 ) -> None:
@@ -824,11 +827,12 @@ def agents(
         )
     app_ctx = _context(ctx)
     if find_config(app_ctx.cwd, app_ctx.config_option) is None:
-        config = WrightyConfig()  # outside a project: the built-in vendors with defaults
+        config, root = WrightyConfig(), app_ctx.cwd  # outside a project: built-in defaults
     else:
-        config = app_ctx.config().config  # a broken wrighty.json is reported, not ignored
+        loaded = app_ctx.config()  # a broken wrighty.json is reported, not ignored
+        config, root = loaded.config, loaded.root
     names = [agent] if agent else [n for n in config.agent_names() if n != "command"]
-    plans = [plan_agent(config, name) for name in names]
+    plans = [plan_agent(config, name, project_root=root) for name in names]
     rows = []
     for plan in plans:
         info = describe_agent(plan)
@@ -876,7 +880,7 @@ def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None
             f"run {run_id} no longer holds its claim (it ended, or the item moved on); "
             "nothing was recorded"
         )
-    typer.echo(f"recorded: {report.value}" + (f" ({reason})" if reason else ""))
+    typer.echo(printable_line(f"recorded: {report.value}" + (f" ({reason})" if reason else "")))
 
 
 def _print_json_line(event: dict[str, Any]) -> None:
@@ -922,7 +926,7 @@ def config_validate(
         )
     elif problems:
         for problem in problems:
-            typer.echo(str(problem))
+            typer.echo(printable_line(str(problem)))
     else:
         typer.echo("ok")
     if problems:

@@ -7,13 +7,16 @@ guarded writes.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.model import Change, Item, RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
+from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import transition
 from wrighty.errors import IllegalTransitionError
 
@@ -41,10 +44,19 @@ class LeaseTerms:
     def first_lease(self, now: datetime) -> datetime:
         return now + timedelta(seconds=self.lease_seconds)
 
+    def time_limit(self, item_timeout_seconds: float | None) -> float:
+        """How long the item's run may take: its own timeout, else the default, never more
+        than the longest timeout wrighty accepts. A store can hold any number (written by an
+        older wrighty or by hand); none may make a deadline overflow, and a value that is not
+        a positive number counts as no timeout."""
+        timeout = item_timeout_seconds
+        if timeout is None or not timeout > 0:  # `not >` is also true of NaN
+            timeout = self.default_timeout_seconds
+        return min(timeout, MAX_ITEM_TIMEOUT_SECONDS)
+
     def renew_deadline(self, now: datetime, item_timeout_seconds: float | None) -> datetime:
         """No renewal carries a lease past the item timeout plus one lease (invariant 3)."""
-        timeout = item_timeout_seconds or self.default_timeout_seconds
-        return now + timedelta(seconds=timeout + self.lease_seconds)
+        return now + timedelta(seconds=self.time_limit(item_timeout_seconds) + self.lease_seconds)
 
     def proposed_lease(self, now: datetime) -> datetime:
         """What a renewal asks for; the store caps it at the claim's renew deadline."""
@@ -65,6 +77,24 @@ class ClaimRequest:
 
 def claim(item: Item, request: ClaimRequest, *, at: datetime) -> Change:
     """The move that gives ``item`` to the requesting worker under a new generation."""
+    return _claim(item, request, at=at, renew_deadline=request.terms.renew_deadline)
+
+
+def claim_to_set_aside(item: Item, request: ClaimRequest, *, at: datetime) -> Change:
+    """A claim of ``item`` for the sole purpose of settling it as internal-error, when its
+    ordinary claim cannot be computed: it reads none of the item's own values, and its lease
+    is never renewed."""
+    terms = request.terms
+    return _claim(item, request, at=at, renew_deadline=lambda now, _: terms.first_lease(now))
+
+
+def _claim(
+    item: Item,
+    request: ClaimRequest,
+    *,
+    at: datetime,
+    renew_deadline: Callable[[datetime, float | None], datetime],
+) -> Change:
     if item.state not in CLAIMABLE_STATES:
         raise IllegalTransitionError(f"item {item.id} is {item.state}; only queued or due items")
     change = transition(
@@ -75,9 +105,45 @@ def claim(item: Item, request: ClaimRequest, *, at: datetime) -> Change:
         claimed_by=request.worker_id,
         claimed_at=at,
         lease_expires_at=request.terms.first_lease(at),
-        renew_deadline=request.terms.renew_deadline(at, item.timeout_seconds),
+        renew_deadline=renew_deadline(at, item.timeout_seconds),
     )
     return dataclasses.replace(change, after=after)
+
+
+def not_claimable_reason(
+    item: Item, *, agent: str, default_agent: str, now: datetime
+) -> str | None:
+    """Why a worker of ``agent`` told to work on ``item`` alone (`worker start --item`) would
+    find nothing to do, as one line that says how to move on; None when it can claim it."""
+    if (item.agent or default_agent) != agent:
+        return (
+            f"item {item.id} is for agent {item.agent or default_agent}; run "
+            f"`wrighty worker start --item {item.id} --agent {item.agent or default_agent}`"
+        )
+    if item.state is ItemState.QUEUED:
+        return None
+    if item.state is ItemState.RETRY_SCHEDULED:
+        if item.not_before is None or item.not_before <= now:
+            return None
+        return (
+            f"item {item.id} is retry-scheduled, due at {rfc3339(item.not_before)}; "
+            f"`wrighty requeue {item.id} --resume` makes it due now"
+        )
+    hints = {
+        ItemState.TODO: f"queue it with `wrighty queue {item.id}`",
+        ItemState.RUNNING: f"worker {item.claimed_by} holds it",
+        ItemState.NEEDS_ATTENTION: f"`wrighty show {item.id}` says why, and "
+        f"`wrighty requeue {item.id} --fresh` (or `--resume`) puts it back to work",
+        ItemState.DONE: "it is finished",
+        ItemState.CANCELLED: "it was cancelled",
+    }
+    return f"item {item.id} is {item.state}; {hints[item.state]}"
+
+
+def requeue_command(item_id: int, *, resumable: bool) -> str:
+    """The command that puts a needs-attention item back to work: a resume of its session
+    when that session can be resumed, else a fresh start."""
+    return f"wrighty requeue {item_id} {'--resume' if resumable else '--fresh'}"
 
 
 class RenewOutcome(StrEnum):
@@ -204,13 +270,13 @@ def reap(item: Item, facts: ReapFacts, *, at: datetime, max_requeues: int) -> Ch
     return move(
         ItemState.NEEDS_ATTENTION,
         f"the worker running this item vanished and {why}",
-        next_action=f"wrighty show {item.id}",
+        next_action=requeue_command(item.id, resumable=facts.has_resume_address),
     )
 
 
-def release(item: Item, *, at: datetime, actor: str) -> Change:
+def release(item: Item, *, at: datetime, actor: str, resumable: bool = False) -> Change:
     """An operator takes a running item from a worker that is gone (a new generation fences
-    off any late write from it)."""
+    off any late write from it). ``resumable``: the item has a session to resume."""
     if item.state is not ItemState.RUNNING:
         raise IllegalTransitionError(
             f"item {item.id} is {item.state}; `wrighty release` applies to running items"
@@ -222,7 +288,7 @@ def release(item: Item, *, at: datetime, actor: str) -> Change:
         actor=actor,
         reason_code="operator-released",
         reason=f"released by an operator from worker {item.claimed_by}",
-        next_action=f"wrighty show {item.id}",
+        next_action=requeue_command(item.id, resumable=resumable),
         new_generation=True,
         run_end=RunEnd(
             ended_at=at,

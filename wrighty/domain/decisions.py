@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Literal
 
-from wrighty.domain.claims import Settlement
+from wrighty.domain.claims import Settlement, requeue_command
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Item, RunEnd, Session
-from wrighty.domain.outcomes import OutcomeClass, RunKind
+from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.redact import redact
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 
@@ -75,7 +76,7 @@ def after_run(
         run_end=run_end,
         reason_code=classification.outcome_class.value,
         reason=f"{reason}; the workspace is kept",
-        next_action=f"wrighty show {item.id}",
+        next_action=requeue_command(item.id, resumable=not resume_missing),
     )
 
 
@@ -95,7 +96,7 @@ def _after_crash(
             reason_code="resume-state-missing",
             reason=f"{crash}; no retry, as its session cannot be resumed: "
             + "; ".join(resume_missing),
-            next_action=f"wrighty requeue {item.id} --fresh",
+            next_action=requeue_command(item.id, resumable=False),
         )
     retry = item.crash_retries + 1
     if retry > policy.max_attempts:
@@ -107,7 +108,7 @@ def _after_crash(
             reason=f"{crash}; it crashed {retry} times, the first run and "
             f"{policy.max_attempts} {_plural(policy.max_attempts, 'retry', 'retries')} "
             "(worker.processCrash.maxAttempts)",
-            next_action=f"wrighty requeue {item.id} --resume",
+            next_action=requeue_command(item.id, resumable=True),
         )
     due = run_end.ended_at + timedelta(seconds=policy.delay_seconds(retry))
     return Settlement(
@@ -126,16 +127,65 @@ def _plural(count: int, one: str, many: str) -> str:
     return one if count == 1 else many
 
 
-def start_failed(item: Item, run_end: RunEnd, *, why: str) -> Settlement:
+def start_failed(item: Item, run_end: RunEnd, *, why: str, resumable: bool = False) -> Settlement:
     """No agent process was started. A person decides: putting the item straight back in the
-    queue would make the next claim fail the same way, many times a second."""
+    queue would make the next claim fail the same way, many times a second. ``resumable``:
+    the run was to resume a session that can still be resumed."""
     return Settlement(
         ItemState.NEEDS_ATTENTION,
         process_started=False,
         run_end=run_end,
         reason_code="start-failed",
         reason=f"the agent could not be started: {why}",
-        next_action=f"wrighty show {item.id}",
+        next_action=requeue_command(item.id, resumable=resumable),
+    )
+
+
+INTERNAL_ERROR_SUMMARY_CHARS = 300
+
+
+def describe_error(error: BaseException) -> str:
+    """An unexpected exception as one redacted, bounded line: its class and the first line of
+    its message (never a traceback)."""
+    lines = str(error).strip().splitlines()
+    summary = redact(lines[0]) if lines else ""
+    if len(summary) > INTERNAL_ERROR_SUMMARY_CHARS:
+        summary = summary[: INTERNAL_ERROR_SUMMARY_CHARS - 1] + "…"
+    return f"{type(error).__name__}: {summary}" if summary else type(error).__name__
+
+
+def internal_error(
+    item: Item,
+    error: BaseException,
+    *,
+    at: datetime,
+    run_recorded: bool,
+    process_started: bool,
+    resumable: bool,
+    diagnostic: str = "",
+) -> Settlement:
+    """wrighty itself failed on this item (a bug, or a value it could not handle): a person
+    looks, and the worker goes on with other items. ``run_recorded``: a run was started under
+    the claim, and ends as internal-error; ``diagnostic`` adds to its first line (the
+    agent's output, if it ran)."""
+    what = describe_error(error)
+    run_end = (
+        RunEnd(
+            at,
+            OutcomeClass.INTERNAL_ERROR,
+            Confidence.AUTHORITATIVE,
+            diagnostic="\n".join(part for part in (f"wrighty failed: {what}", diagnostic) if part),
+        )
+        if run_recorded
+        else None
+    )
+    return Settlement(
+        ItemState.NEEDS_ATTENTION,
+        process_started=process_started,
+        run_end=run_end,
+        reason_code=OutcomeClass.INTERNAL_ERROR.value,
+        reason=f"wrighty failed on this item ({what}); the workspace is kept",
+        next_action=requeue_command(item.id, resumable=resumable),
     )
 
 
@@ -206,7 +256,7 @@ def resume_state_missing(item: Item, missing: tuple[str, ...]) -> Settlement:
         process_started=False,
         reason_code="resume-state-missing",
         reason="the retry cannot resume its session: " + "; ".join(missing),
-        next_action=f"wrighty requeue {item.id} --fresh",
+        next_action=requeue_command(item.id, resumable=False),
     )
 
 
@@ -229,5 +279,5 @@ def after_shutdown(item: Item, run_end: RunEnd, *, resumable: bool) -> Settlemen
         reason_code="worker-stopped",
         reason="the worker was stopped while the agent ran and its session cannot be resumed; "
         "the workspace is kept",
-        next_action=f"wrighty show {item.id}",
+        next_action=requeue_command(item.id, resumable=False),
     )

@@ -4,9 +4,11 @@ Every duration a user can give, on the command line or in wrighty.json, has an u
 a value past it is refused up front, so no later arithmetic on a time can overflow.
 """
 
+import math
 import re
 
 DAY_SECONDS = 86400.0
+MAX_FORMATTED_SECONDS = 1e12
 # The bounds, shared by each option and its wrighty.json twin (docs/config.md).
 MAX_ITEM_TIMEOUT_SECONDS = 7 * DAY_SECONDS  # create --timeout, worker.itemTimeoutMinutes
 MAX_IDLE_TIMEOUT_SECONDS = 30 * DAY_SECONDS  # worker start --idle-timeout
@@ -44,6 +46,8 @@ def parse_duration(text: str, *, at_most: float) -> float:
 
 def format_duration(seconds: float) -> str:
     """A compact human form of ``seconds`` (the inverse of parse_duration for whole units)."""
+    if not math.isfinite(seconds) or seconds > MAX_FORMATTED_SECONDS:
+        return f"{seconds:g}s"  # only a value written past wrighty's bounds: shown as it is
     remaining = round(seconds)
     if remaining < 60:
         return f"{seconds:g}s"

@@ -10,6 +10,7 @@ from wrighty.domain.states import ItemState
 
 MAX_TITLE_LENGTH = 200
 MAX_BODY_BYTES = 1024 * 1024  # a task longer than 1 MiB belongs in a file in the workspace
+MAX_ITEM_ID = 2**63 - 1  # ids are 64-bit: SQLite's INTEGER, PostgreSQL's BIGINT
 
 
 @dataclass(frozen=True)

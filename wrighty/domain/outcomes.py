@@ -18,6 +18,7 @@ class OutcomeClass(StrEnum):
     PROVIDER_UNAVAILABLE = "provider-unavailable"
     WORKER_LOST = "worker-lost"
     START_FAILED = "start-failed"
+    INTERNAL_ERROR = "internal-error"
     UNKNOWN = "unknown"
 
 

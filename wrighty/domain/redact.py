@@ -99,11 +99,11 @@ _VENDOR_TOKEN = re.compile(
     r"|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # AWS access key id
     r")"
 )
+# A key or option name only has to contain one of these: GITHUB_TOKEN, client_secret,
+# db-password; `tokens` (max_tokens, input_tokens: counts) and `tokenizer` are not secrets.
+_CREDENTIAL_WORD = r"(?i:api[_-]?key|token(?!s|iz)|secret(?!ary)|passw(?:or)?d|passphrase)"
 _ASSIGNMENT_KEY = (
-    # the key name only has to contain one of these: GITHUB_TOKEN, client_secret, db-password;
-    # `tokens` (max_tokens, input_tokens: counts) and `tokenizer` are not secrets
-    r"(?i:api[_-]?key|token(?!s|iz)|secret(?!ary)|passw(?:or)?d|passphrase)"
-    r"[\w.-]{0,40}+"
+    _CREDENTIAL_WORD + r"[\w.-]{0,40}+"
     # a closing quote, possibly escaped inside a JSON string: \"api_key\": \"...\"
     r"(?:\\?+[\"'])?+"
     r"[ \t]*+(?::=|=>|[:=](?![=:]))[ \t]*+"
@@ -114,6 +114,22 @@ _ASSIGNMENT_VALUE = (
     r"|'(?P<single>(?:[^'\\\n]|\\.)++)'"
     rf"|\\?+[\"']?+(?P<bare>{re.escape(REDACTED)}|[^\s\"'`,;&)}}\]]++))"
 )
+# `--password hunter3`, `--api-key "..."`: a long option and its value after a space (with `=`
+# it is an assignment); a value that starts with `-` is the next option.
+_OPTION = r"(?<![\w-])--(?P<name>[A-Za-z0-9][\w-]*+)[ \t]++(?!-)" + _ASSIGNMENT_VALUE
+_CREDENTIAL_IN_NAME = re.compile(_CREDENTIAL_WORD)
+# Names whose value only says where the secret is, or what it is called: --token-file PATH.
+_POINTER_OPTION = re.compile(r"[_-](?i:file|path|dir|stdin|env|id|name|type|url)$")
+
+
+def _option_value(match: re.Match[str]) -> _Span | None:
+    """The value of an option whose name holds a secret word, unless the name says the value
+    only points at the secret."""
+    name = match["name"]
+    if _CREDENTIAL_IN_NAME.search(name) is None or _POINTER_OPTION.search(name) is not None:
+        return None
+    return _assigned_value(match)
+
 
 _RULES = (
     _Rule(_VENDOR_TOKEN, _whole_secret),
@@ -139,6 +155,7 @@ _RULES = (
         _auth_credential,
     ),
     _Rule(re.compile(_ASSIGNMENT_KEY + _ASSIGNMENT_VALUE), _assigned_value),
+    _Rule(re.compile(_OPTION), _option_value),
 )
 
 
@@ -147,12 +164,14 @@ def redact(text: str) -> str:
     return _replace_spans(text, _secret_spans(text), start=0)
 
 
-def redact_bytes_tail(data: bytes, limit: int) -> str:
+def redact_bytes_tail(data: bytes, limit: int, *, keep_undecodable: bool = False) -> str:
     """The last `limit` characters of `data` as text, with secrets replaced.
 
-    Invalid UTF-8 shows as U+FFFD. When anything is cut, the text starts with a line saying how
-    many bytes were dropped. Secrets are found with context from before the cut, so one that
-    straddles the cut shows as `[REDACTED]` rather than as its tail.
+    Invalid UTF-8 shows as U+FFFD, or with ``keep_undecodable`` as the lone surrogates of
+    Python's "surrogateescape", which encode back to the very bytes. When anything is cut, the
+    text starts with a line saying how many bytes were dropped. Secrets are found with context
+    from before the cut, so one that straddles the cut shows as `[REDACTED]` rather than as its
+    tail.
     """
     if limit < 0:
         raise ValueError(f"limit must not be negative, got {limit}")
@@ -163,11 +182,16 @@ def redact_bytes_tail(data: bytes, limit: int) -> str:
     window = data[window_start:].decode("utf-8", errors="surrogateescape")
     cut = max(0, len(window) - limit)
     kept = _replace_spans(window, _secret_spans(window), start=cut)
-    text = kept.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+    text = kept if keep_undecodable else replace_undecodable(kept)
     dropped = window_start + len(window[:cut].encode("utf-8", errors="surrogateescape"))
     if dropped == 0:
         return text
     return f"…[truncated {dropped} bytes]\n{text}"
+
+
+def replace_undecodable(text: str) -> str:
+    """Text decoded with "surrogateescape", with its undecodable bytes as U+FFFD."""
+    return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
 
 
 def _secret_spans(text: str) -> list[_Span]:

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wrighty.errors import StoreError
 from wrighty.store.port import Store
 
-__all__ = ["Store", "StoreTarget", "open_store", "parse_store_url"]
+if TYPE_CHECKING:
+    from wrighty.store.sqlstore import Opening, SqlStore
+
+__all__ = ["Store", "StoreTarget", "init_store", "open_store", "parse_store_url"]
 
 _SQLITE_PREFIX = "sqlite:///"
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+# The start of libpq's key=value form ("host=db1 dbname=queue ..."), which is not a file name.
+_LIBPQ_SETTING = re.compile(
+    r"\s*(?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode|options)\s*=",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -38,23 +49,35 @@ class StoreTarget:
         assert self.sqlite_path is not None
         return f"sqlite:///{self.sqlite_path.absolute()}"
 
-    def exists(self) -> bool | None:
-        """Whether a SQLite store file is there; None for a database server (unknown)."""
-        return None if self.sqlite_path is None else self.sqlite_path.exists()
-
 
 def parse_store_url(url: str, *, base: Path) -> StoreTarget:
-    """Resolve ``url`` (relative SQLite paths against ``base``) into a StoreTarget."""
+    """Resolve ``url`` (relative SQLite paths against ``base``) into a StoreTarget.
+
+    Reads the URL only, opens nothing; a StoreError says what is wrong, naming no password.
+    """
     text = url.strip()
     if text.startswith(("postgresql://", "postgres://")):
+        from wrighty.store.postgres import read_url
+
+        read_url(text)
         return StoreTarget(postgres_url=text)
     if text.startswith(_SQLITE_PREFIX):
         # sqlite:///relative.db -> "relative.db"; sqlite:////abs.db -> "/abs.db"
         path_text = text[len(_SQLITE_PREFIX) :]
-    elif "://" in text or text.startswith("sqlite:"):
+    elif _SCHEME.match(text) or "://" in text:
+        scheme = _scheme_of(text)
+        if scheme.lower() in ("postgresql:", "postgres:"):
+            raise StoreError("a PostgreSQL store URL starts with postgresql:// (two slashes)")
         raise StoreError(
-            f"unsupported store URL scheme in {_scheme_of(text)!r}: "
+            f"unsupported store URL scheme in {scheme!r}: "
             "use sqlite:///path/to/wrighty.db or a file path"
+        )
+    elif _LIBPQ_SETTING.match(text) or re.search(r"password\s*=", text, re.IGNORECASE):
+        # never echoed: it may hold a password
+        raise StoreError(
+            "the store is given as PostgreSQL key=value settings; write it as a URL, "
+            "postgresql://USER@HOST:PORT/DBNAME, and give the password in PGPASSWORD or "
+            "~/.pgpass (for a file whose name has '=' in it, write sqlite:///NAME)"
         )
     else:
         path_text = text
@@ -70,6 +93,18 @@ def _scheme_of(text: str) -> str:
 
 def open_store(target: StoreTarget, *, create: bool = False) -> Store:
     """Open the store at ``target``; only ``create=True`` (wrighty init) may make a new one."""
+    return _open_sql_store(target, create=create)
+
+
+def init_store(target: StoreTarget) -> Opening:
+    """Make the store at ``target`` ready, creating or migrating it (wrighty init); what it
+    took. Of any number of racing calls on one new store, exactly one has created it."""
+    store = _open_sql_store(target, create=True)
+    store.close()
+    return store.opened
+
+
+def _open_sql_store(target: StoreTarget, *, create: bool) -> SqlStore:
     if target.postgres_url is not None:
         from wrighty.store.postgres import PostgresStore
 
@@ -77,8 +112,4 @@ def open_store(target: StoreTarget, *, create: bool = False) -> Store:
     from wrighty.store.sqlite import SqliteStore
 
     assert target.sqlite_path is not None
-    if not create and not target.sqlite_path.exists():
-        raise StoreError(
-            f"{target.describe()}: no store here; run `wrighty init`, or check --store/store.url"
-        )
-    return SqliteStore.open(target.sqlite_path)
+    return SqliteStore.open(target.sqlite_path, create=create)

@@ -12,18 +12,20 @@ without its password.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from wrighty.domain.redact import REDACTED, redact
 from wrighty.errors import StoreError
 from wrighty.store.sqlfiles import migrations, queries
 from wrighty.store.sqlstore import SqlStore, Tx
@@ -43,12 +45,58 @@ def _psycopg_sql(text: str) -> str:
     return _PARAMETER.sub(r"%(\1)s", text.replace("%", "%%"))
 
 
+def read_url(url: str) -> dict[str, str]:
+    """libpq's reading of ``url``; StoreError, naming no secret, when it cannot read it."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError as error:
+        # libpq quotes the URL, or the token it stumbled on, which may be the password
+        why = _without_secrets(re.sub(r'\s*in URI: ".*', "", _reason(error)), secrets_of(url))
+        raise StoreError(
+            f"{_unread_url(url)}: cannot read the URL ({why}); write it as "
+            "postgresql://USER@HOST:PORT/DBNAME, percent-encoding any other character"
+        ) from None
+    if any("@" in str(parts.get(key) or "") for key in ("host", "port", "dbname")):
+        # libpq ends the user and password at the first '/' or '@': the rest became the host
+        raise StoreError(
+            f"{_unread_url(url)}: cannot read the URL: it has an '@' or '/' in its user name or "
+            "password; percent-encode them (%40, %2F), or leave the password out of the URL "
+            "and give it in PGPASSWORD or ~/.pgpass"
+        )
+    return {key: str(value) for key, value in parts.items() if value is not None}
+
+
+def _unread_url(url: str) -> str:
+    """A URL libpq cannot read, as a name: the user and what follows the last '@', no query."""
+    userinfo, at, place = url.partition("://")[2].rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    place = re.split(r"[?#]", place, maxsplit=1)[0]
+    return _without_secrets(f"postgresql://{user}{at}{place}", secrets_of(url))
+
+
+def secrets_of(url: str) -> list[str]:
+    """Whatever in ``url`` or libpq's environment may be a password, longest first."""
+    found = {os.environ.get("PGPASSWORD", "")}
+    rest = url.split("://", 1)[-1]
+    for userinfo in (rest.split("@", 1)[0], rest.rsplit("@", 1)[0]) if "@" in rest else ():
+        found.add(userinfo.partition(":")[2])
+    found.update(match[1] for match in re.finditer(r"password\s*=\s*([^&\s]+)", url, re.I))
+    found |= {unquote(secret) for secret in found}
+    return sorted((secret for secret in found if secret), key=len, reverse=True)
+
+
+def _without_secrets(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return redact(text)
+
+
 def describe_url(url: str) -> str:
     """The database a URL names, without its password."""
     try:
-        parts = conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return "postgresql://(unreadable URL)"
+        parts = read_url(url)
+    except StoreError:
+        return _unread_url(url)
     user = f"{parts['user']}@" if parts.get("user") else ""
     host = parts.get("host") or "localhost"
     port = f":{parts['port']}" if parts.get("port") else ""
@@ -57,7 +105,7 @@ def describe_url(url: str) -> str:
 
 def url_without_password(url: str) -> str:
     """``url`` with any password taken out (libpq finds it in PGPASSWORD or ~/.pgpass)."""
-    parts = {k: v for k, v in conninfo_to_dict(url).items() if k != "password"}
+    parts = {k: v for k, v in read_url(url).items() if k != "password"}
     user = f"{parts.pop('user')}@" if parts.get("user") else ""
     host = parts.pop("host", None) or "localhost"
     port = f":{parts.pop('port')}" if parts.get("port") else ""
@@ -69,9 +117,15 @@ def url_without_password(url: str) -> str:
 class PostgresStore(SqlStore):
     """The Store port on a PostgreSQL database."""
 
-    def __init__(self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]], name: str) -> None:
+    def __init__(
+        self,
+        pool: ConnectionPool[psycopg.Connection[dict[str, Any]]],
+        name: str,
+        secrets: list[str],
+    ) -> None:
         self._pool = pool
         self._name = name
+        self._secrets = secrets
         self._sql = {key: _psycopg_sql(text) for key, text in queries(DIALECT).items()}
         self._closed = threading.Event()
 
@@ -79,7 +133,7 @@ class PostgresStore(SqlStore):
     def open(cls, url: str, *, create: bool = False) -> PostgresStore:
         """Connect to the database at ``url``; migrate it (``create``: also build a new one)."""
         name = describe_url(url)
-        given = conninfo_to_dict(url)
+        given = read_url(url)
         conninfo = make_conninfo(
             url,
             connect_timeout=given.get("connect_timeout") or CONNECT_TIMEOUT_SECONDS,
@@ -93,7 +147,7 @@ class PostgresStore(SqlStore):
             open=False,
             name="wrighty",
         )
-        store = cls(pool, name)
+        store = cls(pool, name, secrets_of(url))
         try:
             with store._errors():
                 psycopg.connect(conninfo).close()  # the precise reason if it cannot connect
@@ -116,7 +170,8 @@ class PostgresStore(SqlStore):
         except PoolTimeout:
             raise StoreError(f"{self._name}: cannot connect to the database") from None
         except psycopg.OperationalError as error:
-            raise StoreError(f"{self._name}: {_reason(error)}") from None
+            why = _without_secrets(_reason(error), self._secrets)
+            raise StoreError(f"{self._name}: {why}") from None
 
     @contextmanager
     def _write(self) -> Iterator[Tx]:
@@ -164,6 +219,7 @@ class PostgresStore(SqlStore):
                 )
             assert isinstance(tx, _PostgresTx)
             self._migrate_in(tx, DIALECT, tx.script)
+            self.opened = "migrated" if present else "created"
 
     def schema_version(self) -> int:
         with self._snapshot() as tx:

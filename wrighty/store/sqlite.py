@@ -8,8 +8,12 @@ a settled outcome is never rolled back by a power cut (docs/storage.md).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import secrets
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from wrighty.errors import StoreError
+from wrighty.files import access_problem, link_new, make_private_dirs, remove_made_dirs
 from wrighty.store.sqlfiles import migrations, queries
 from wrighty.store.sqlstore import SqlStore, Tx, from_db_time, to_db_time
 
@@ -25,6 +30,9 @@ __all__ = ["SqliteStore", "from_db_time", "to_db_time"]
 DIALECT = "sqlite"
 BUSY_TIMEOUT_MS = 10_000
 SQLITE_HEADER = b"SQLite format 3\x00"
+SQLITE_IOERR = 10
+SQLITE_FULL = 13
+NO_SPACE = "no space left on device; free some space on its file system, then try again"
 
 
 class SqliteStore(SqlStore):
@@ -37,35 +45,58 @@ class SqliteStore(SqlStore):
         self._sql = queries(DIALECT)
 
     @classmethod
-    def open(cls, path: Path) -> SqliteStore:
-        """Open (creating and migrating if needed) the store at ``path``.
+    def open(cls, path: Path, *, create: bool = True) -> SqliteStore:
+        """Open the store at ``path``; if there is none, ``create`` (wrighty init) makes one.
 
         Everything that could refuse the file is checked before anything is written to it.
         """
-        _refuse_unusable_file(path)
-        _create_private_file(path)
+        if not _refuse_unusable_file(path):
+            if not create:
+                raise StoreError(
+                    f"{path}: no store here; run `wrighty init`, or check --store/store.url"
+                )
+            if _create_store_file(path):
+                store = cls._connect(path, name=path, create=False)
+                store.opened = "created"
+                return store
+        return cls._connect(path, name=path, create=create)
+
+    @classmethod
+    def _connect(cls, path: Path, *, name: Path, create: bool) -> SqliteStore:
+        """Connect to the file at ``path`` and bring it up to date; messages call it ``name``.
+
+        Without ``create`` a database that has no wrighty tables yet is refused.
+        """
         try:
             connection = sqlite3.connect(
                 path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
             )
         except sqlite3.Error as error:
-            raise StoreError(f"{path}: cannot open the store ({_describe(error)})") from None
-        store = cls(connection, path)
+            raise StoreError(f"{name}: cannot open the store ({_describe(error, name)})") from None
+        store = cls(connection, name)
         try:
-            with _as_store_error(path):
+            with _as_store_error(name):
                 connection.row_factory = sqlite3.Row
                 connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-                _refuse_foreign_or_newer(connection, path)
+                _refuse_foreign_or_newer(connection, name, create=create)
                 mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if mode != "wal":
-                    raise StoreError(f"{path}: cannot switch the store to WAL mode (got {mode})")
+                    raise StoreError(f"{name}: cannot switch the store to WAL mode (got {mode})")
                 connection.execute("PRAGMA synchronous = FULL")
                 connection.execute("PRAGMA foreign_keys = ON")
-                store._migrate()
+                if store._migrate():
+                    store.opened = "migrated"
         except BaseException:
             connection.close()
             raise
         return store
+
+    def _fold_wal_into_file(self) -> None:
+        """Checkpoint and empty the WAL, so that the database file alone holds everything."""
+        with self._lock, _as_store_error(self._path):
+            busy = self._connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            raise StoreError(f"{self._path}: cannot write the new store out completely")
 
     def close(self) -> None:
         with self._lock:
@@ -98,12 +129,14 @@ class SqliteStore(SqlStore):
         with self._lock, _as_store_error(self._path):
             return list(self._connection.execute(self._sql[name], params))
 
-    def _migrate(self) -> None:
+    def _migrate(self) -> bool:
+        """Apply what is missing; whether anything was."""
         known = migrations(DIALECT)
         if self._applied_versions() == [m.version for m in known]:
-            return  # up to date: opening takes no write lock
+            return False  # up to date: opening takes no write lock
         with self._write() as tx:
             self._migrate_in(tx, DIALECT, lambda script: _run_script(self._connection, script))
+        return True
 
     def _applied_versions(self) -> list[int]:
         with self._lock, _as_store_error(self._path):
@@ -129,55 +162,119 @@ class _SqliteTx:
         return self._connection.execute(self._sql[name], params or {})
 
 
-def _refuse_unusable_file(path: Path) -> None:
-    """Refuse, without touching it, a path that is not (and cannot become) a wrighty store."""
-    if path.is_dir():
-        raise StoreError(f"{path}: is a directory; point the store at a file inside it")
-    if not path.exists():
-        return
+def _refuse_unusable_file(path: Path) -> bool:
+    """Refuse, without touching it, a path that is not (and cannot become) a wrighty store;
+    whether a file is there."""
     try:
-        with path.open("rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except PermissionError:
+        raise StoreError(access_problem(path)) from None
     except OSError as error:
-        raise StoreError(f"{path}: cannot read the store ({_describe(error)})") from None
-    if header and header != SQLITE_HEADER:
+        raise StoreError(f"{path}: cannot read the store ({_describe(error, path)})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"{path}: is a directory; point the store at a file inside it")
+    if info.st_size == 0:
+        # wrighty never leaves an empty store file (see _create_store_file): this one was cut
+        # short or made by someone else. SQLite would take it for a new database, and delete
+        # a -wal file beside it.
+        raise StoreError(_empty_file(path))
+    if _read_header(path) != SQLITE_HEADER:
         raise StoreError(
             f"{path}: is not a SQLite database; move it away or point --store elsewhere"
         )
     if not os.access(path, os.R_OK | os.W_OK):
-        raise StoreError(f"{path}: the store is not writable by this user; fix its permissions")
+        raise StoreError(access_problem(path))
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise StoreError(access_problem(path.parent))  # SQLite makes its -wal and -shm there
+    return True
 
 
-def _create_private_file(path: Path) -> None:
-    """Create the directory (0700) and an empty database file (0600) if they do not exist."""
-    if path.exists():
-        return
+def _read_header(path: Path) -> bytes:
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except FileExistsError:
-        if path.is_file():
-            return  # another process created it first
+        with path.open("rb") as handle:
+            return handle.read(len(SQLITE_HEADER))
+    except PermissionError:
+        raise StoreError(access_problem(path)) from None
+    except OSError as error:
+        raise StoreError(f"{path}: cannot read the store ({_describe(error, path)})") from None
+
+
+def _empty_file(path: Path) -> str:
+    wal = _beside(path, "-wal")
+    with contextlib.suppress(OSError):
+        if wal.stat().st_size > 0:
+            return (
+                f"{path}: is empty (0 bytes) but {wal.name} beside it is not: the store was cut "
+                "short; restore both files from a backup (SQLite would delete the -wal file)"
+            )
+    return (
+        f"{path}: is empty (0 bytes), so it is not a wrighty store (it may have been cut "
+        "short); restore it from a backup, or move it away and run `wrighty init`"
+    )
+
+
+def _beside(path: Path, suffix: str) -> Path:
+    """SQLite's files next to a database: ``-wal``, ``-shm``, ``-journal``."""
+    return path.with_name(path.name + suffix)
+
+
+def _create_store_file(path: Path) -> bool:
+    """Build a new store beside ``path``, then give it that name unless another process has
+    given one first; True if this one did.
+
+    So the name never holds a half-made store: racing `wrighty init`s create one store, a
+    command never finds an empty file it might mistake for a store, and a failure (a full
+    disk) leaves nothing behind that this call made.
+    """
+    try:
+        made = make_private_dirs(path.parent)
+    except (FileExistsError, NotADirectoryError):
         raise StoreError(_cannot_create(path, "a path component is not a directory")) from None
     except OSError as error:
-        raise StoreError(_cannot_create(path, _describe(error))) from None
-    os.close(descriptor)
+        raise StoreError(_cannot_create(path, _describe(error, path))) from None
+    building = path.with_name(f".{path.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        os.close(os.open(building, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        store = SqliteStore._connect(building, name=path, create=True)
+        try:
+            store._fold_wal_into_file()
+        finally:
+            store.close()
+        return link_new(building, path)
+    except BaseException as error:
+        for leftover in (building, *(_beside(building, s) for s in ("-wal", "-shm", "-journal"))):
+            with contextlib.suppress(OSError):
+                leftover.unlink(missing_ok=True)
+        remove_made_dirs(made)
+        if isinstance(error, OSError):
+            raise StoreError(_cannot_create(path, _describe(error, path))) from None
+        raise
 
 
 def _cannot_create(path: Path, why: str) -> str:
+    if why == NO_SPACE:
+        return f"{path}: cannot create the store: {NO_SPACE}, or choose another place with --store"
     return (
         f"{path}: cannot create the store ({why}); "
         "choose a writable location with --store or store.url"
     )
 
 
-def _refuse_foreign_or_newer(connection: sqlite3.Connection, path: Path) -> None:
-    """Refuse a database that belongs to another program or to a newer wrighty."""
+def _refuse_foreign_or_newer(connection: sqlite3.Connection, path: Path, *, create: bool) -> None:
+    """Refuse a database that belongs to another program or to a newer wrighty, and, unless
+    ``create``, one that is not a store yet."""
     tables = {
         row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
     }
+    if not tables and create:
+        return  # an empty database: wrighty init makes it a store
     if not tables:
-        return
+        raise StoreError(
+            f"{path}: is an empty SQLite database, not a wrighty store yet; run `wrighty init` "
+            "to make it one, or check --store/store.url"
+        )
     if "wrighty_migrations" not in tables:
         raise StoreError(
             f"{path}: is a SQLite database but not a wrighty store; point --store elsewhere"
@@ -212,17 +309,29 @@ def _only_comments(text: str) -> bool:
 
 @contextmanager
 def _as_store_error(path: Path) -> Iterator[None]:
-    """Turn environmental SQLite failures (locked, read-only, corrupt) into one clear line."""
+    """Turn environmental SQLite failures (locked, read-only, full, corrupt) into one clear line.
+
+    Still a StoreError, so a caller that retries an unreachable store (the worker) retries these.
+    """
     try:
         yield
     except (sqlite3.OperationalError, sqlite3.DatabaseError) as error:
         if isinstance(error, sqlite3.IntegrityError | sqlite3.ProgrammingError):
             raise
-        raise StoreError(f"{path}: {_describe(error)}") from None
+        raise StoreError(f"{path}: {_describe(error, path)}") from None
 
 
-def _describe(error: BaseException) -> str:
+def _describe(error: BaseException, path: Path) -> str:
+    """What went wrong with the store at ``path``, in a person's words."""
     text = str(error)
+    code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF  # the primary result code
+    if (
+        code == SQLITE_FULL
+        or "disk is full" in text
+        or (code == SQLITE_IOERR and _file_system_full(path))
+        or (isinstance(error, OSError) and error.errno == errno.ENOSPC)
+    ):
+        return NO_SPACE
     if "locked" in text or "busy" in text:
         return "the store stayed busy; another wrighty process holds a long write — try again"
     if "readonly" in text or "read-only" in text:
@@ -231,4 +340,19 @@ def _describe(error: BaseException) -> str:
         return "the file is not a SQLite database"
     if isinstance(error, OSError) and error.strerror:
         return error.strerror.lower()
+    if code == SQLITE_IOERR:
+        return f"{text} ({getattr(error, 'sqlite_errorname', 'SQLITE_IOERR')})"
     return text
+
+
+def _file_system_full(path: Path) -> bool:
+    """Whether the file system that holds ``path`` has no block or no inode left for us.
+
+    SQLite reports a failed write of its -shm or -wal file as an I/O error without the errno.
+    """
+    try:
+        usage = os.statvfs(path.parent)
+    except OSError:
+        return False
+    blocks = usage.f_bfree if os.geteuid() == 0 else usage.f_bavail
+    return blocks == 0 or (usage.f_files > 0 and usage.f_favail == 0)

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from wrighty.domain.claims import (
     ClaimRequest,
@@ -70,8 +70,14 @@ class Tx(Protocol):
     def run(self, name: str, params: Mapping[str, Any] | None = None, /) -> Cursor: ...
 
 
+# What opening found: a store it created, one it migrated, or one already up to date.
+Opening = Literal["created", "migrated", "opened"]
+
+
 class SqlStore(ABC):
     """The Store port, given a dialect's transactions and named queries."""
+
+    opened: Opening = "opened"
 
     @abstractmethod
     def _write(self) -> AbstractContextManager[Tx]:

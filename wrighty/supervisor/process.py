@@ -27,6 +27,7 @@ from typing import IO, Literal
 import psutil
 
 from wrighty.domain.redact import redact_bytes_tail
+from wrighty.files import make_private_dirs
 from wrighty.supervisor.linux import with_parent_death_signal
 
 DEFAULT_LOG_CAP_BYTES = 10 * 1024 * 1024
@@ -123,21 +124,27 @@ class LineSplitter:
         self._overlong = False
 
 
+def _open_log(path: Path) -> IO[bytes]:
+    return os.fdopen(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb")
+
+
 class _Capture:
     """Copies one pipe to a capped log file, keeps the last bytes for diagnostics, and hands
-    complete lines to an observer if there is one."""
+    complete lines to an observer if there is one. A log file that cannot be written (a full
+    disk) stops being written; the pipe is still drained, so the agent never blocks."""
 
     def __init__(
-        self, source: IO[bytes], path: Path, cap: int, lines: LineSplitter | None = None
+        self, source: IO[bytes], log: IO[bytes], cap: int, lines: LineSplitter | None = None
     ) -> None:
         self.source = source
-        self._log = os.fdopen(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb")
+        self._log = log
         self._cap = cap
         self._lines = lines
         self._tail: deque[bytes] = deque()
         self._tail_size = 0
         self.written = 0
         self.dropped = 0
+        self.log_problem: str | None = None  # why the log file stopped being written
 
     def take(self, chunk: bytes) -> None:
         if self._lines is not None:
@@ -147,21 +154,33 @@ class _Capture:
         while self._tail_size - len(self._tail[0]) >= DIAGNOSTIC_TAIL_BYTES:
             self._tail_size -= len(self._tail.popleft())
         room = self._cap - self.written
-        if room > 0:
-            self._log.write(chunk[:room])
-            self.written += min(room, len(chunk))
-        self.dropped += max(0, len(chunk) - max(room, 0))
+        kept = 0
+        if room > 0 and self.log_problem is None:
+            try:
+                self._log.write(chunk[:room])
+                kept = min(room, len(chunk))
+            except OSError as error:
+                self.log_problem = (error.strerror or str(error)).lower()
+        self.written += kept
+        self.dropped += len(chunk) - kept
 
     def finish(self) -> None:
-        if self._lines is not None:
-            self._lines.close()
-        if self.dropped:
-            self._log.write(
-                f"\n[wrighty: output truncated at {self._cap} bytes; "
-                f"{self.dropped} more bytes were not kept]\n".encode()
-            )
-        self._log.close()
-        self.source.close()
+        try:
+            if self._lines is not None:
+                self._lines.close()
+            if self.dropped:
+                why = (
+                    f"cannot write the log ({self.log_problem})"
+                    if self.log_problem
+                    else f"output truncated at {self._cap} bytes"
+                )
+                note = f"\n[wrighty: {why}; {self.dropped} more bytes were not kept]\n"
+                with contextlib.suppress(OSError):
+                    self._log.write(note.encode())
+            with contextlib.suppress(OSError):
+                self._log.close()  # the last flush may meet a full disk too
+        finally:
+            self.source.close()
 
     def tail(self) -> bytes:
         return b"".join(self._tail)
@@ -196,7 +215,9 @@ class _Pump:
 class AgentProcess:
     """A launched agent. Thread-safe to watch; stop() may be called from any thread."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], spec: LaunchSpec) -> None:
+    def __init__(
+        self, popen: subprocess.Popen[bytes], spec: LaunchSpec, logs: tuple[IO[bytes], IO[bytes]]
+    ) -> None:
         self._popen = popen
         self.pid = popen.pid
         self.pgid = popen.pid  # start_new_session: the agent leads its own group
@@ -208,12 +229,8 @@ class AgentProcess:
         self._known: dict[int, float] = {}  # descendants seen: pid -> create time
         assert popen.stdout is not None
         assert popen.stderr is not None
-        self._stdout = _Capture(
-            popen.stdout, spec.log_dir / "stdout.log", spec.log_cap_bytes, _lines(spec, "stdout")
-        )
-        self._stderr = _Capture(
-            popen.stderr, spec.log_dir / "stderr.log", spec.log_cap_bytes, _lines(spec, "stderr")
-        )
+        self._stdout = _Capture(popen.stdout, logs[0], spec.log_cap_bytes, _lines(spec, "stdout"))
+        self._stderr = _Capture(popen.stderr, logs[1], spec.log_cap_bytes, _lines(spec, "stderr"))
         self._pump = _Pump(self._stdout, self._stderr)
         task = spec.task.encode("utf-8")
         if len(task) <= _PIPE_BUFFER_BYTES:
@@ -335,6 +352,8 @@ class AgentProcess:
         """The last bytes of stderr and stdout, decoded and redacted."""
         parts = []
         for name, pump in (("stderr", self._stderr), ("stdout", self._stdout)):
+            if pump.log_problem:
+                parts.append(f"[wrighty: {name}.log is incomplete: {pump.log_problem}]")
             data = pump.tail()
             if data:
                 parts.append(f"--- {name} ---\n{redact_bytes_tail(data, DIAGNOSTIC_TAIL_BYTES)}")
@@ -362,9 +381,10 @@ def launch(spec: LaunchSpec) -> AgentProcess:
     if not spec.cwd.is_dir():
         raise LaunchError(f"workspace {spec.cwd} does not exist")
     executable = spec.argv[0]
-    if shutil.which(executable, path=spec.env.get("PATH")) is None:
-        raise LaunchError(f"agent executable {executable!r} not found (PATH or absolute path)")
-    spec.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    problem = executable_problem(executable, spec.env.get("PATH"))
+    if problem is not None:
+        raise LaunchError(f"agent executable {problem}")
+    logs = _open_logs(spec.log_dir)
     argv, pre_exec = with_parent_death_signal(list(spec.argv), os.getpid())
     try:
         popen = subprocess.Popen(
@@ -378,9 +398,56 @@ def launch(spec: LaunchSpec) -> AgentProcess:
             close_fds=True,
             preexec_fn=pre_exec,
         )
+    except BaseException as error:
+        for log in logs:
+            log.close()
+        if isinstance(error, OSError):
+            raise LaunchError(f"cannot start {executable!r}: {_why(error)}") from None
+        if isinstance(error, ValueError):  # an argument or variable with a NUL byte
+            raise LaunchError(f"cannot start {executable!r}: {error}") from None
+        raise
+    return AgentProcess(popen, spec, logs)
+
+
+def _open_logs(log_dir: Path) -> tuple[IO[bytes], IO[bytes]]:
+    """The run's stdout and stderr log files, made before the agent starts: an agent must not
+    run when its output cannot be kept at all (a full disk)."""
+    try:
+        make_private_dirs(log_dir)  # runs/, runs/<item>/ and the run's own: each 0700
+        stdout = _open_log(log_dir / "stdout.log")
     except OSError as error:
-        raise LaunchError(f"cannot start {executable!r}: {error.strerror or error}") from None
-    return AgentProcess(popen, spec)
+        raise LaunchError(f"cannot create the run's logs in {log_dir}: {_why(error)}") from None
+    try:
+        return stdout, _open_log(log_dir / "stderr.log")
+    except OSError as error:
+        stdout.close()
+        raise LaunchError(f"cannot create the run's logs in {log_dir}: {_why(error)}") from None
+
+
+def _why(error: OSError) -> str:
+    return (error.strerror or str(error)).lower()
+
+
+def executable_problem(executable: str, search_path: str | None) -> str | None:
+    """Why ``executable`` cannot be started, as words that follow its name ('./x' is not
+    executable...), or None when it can. A name with a slash is a path; a bare name is looked
+    up on ``search_path`` (the PATH the program would get)."""
+    if shutil.which(executable, path=search_path) is not None:
+        return None
+    if os.sep in executable:
+        candidates = [Path(executable)]
+    else:
+        if search_path is None:
+            search_path = os.environ.get("PATH", os.defpath)
+        folders = search_path.split(os.pathsep)
+        candidates = [Path(folder or ".") / executable for folder in folders]
+    for candidate in candidates:
+        if candidate.is_dir() and os.sep in executable:
+            return f"{executable!r} is a directory, not a program"
+        if candidate.is_file():
+            return f"{executable!r} is not executable (chmod +x {candidate})"
+    where = "" if os.sep in executable else " on PATH"
+    return f"{executable!r} not found{where}"
 
 
 def _marked(marker: tuple[str, str], pids: list[int]) -> dict[int, float]:

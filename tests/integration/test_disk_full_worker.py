@@ -1,0 +1,166 @@
+"""A disk that fills up while an agent runs: the project (wrighty.json, the store, the run logs,
+the workspace) on a small tmpfs, a real `wrighty worker start` and a real agent. The worker
+says what is wrong, keeps supervising, settles the item once space is back within the lease,
+and exits non-zero, saying why, when it had to give an item up."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from tests.helpers import process_ended
+from tests.integration.worker_process import ProjectOnDisk, make_project
+from wrighty.domain.states import ItemState
+
+# Waits for the file named by its task, then writes 1 MB to stdout, says so in a file beside
+# the one it waited for, and exits 0.
+AGENT = """
+import os, sys, time
+go = sys.stdin.read()
+while not os.path.exists(go):
+    time.sleep(0.02)
+for _ in range(1000):
+    sys.stdout.write("x" * 1023 + "\\n")
+sys.stdout.flush()
+open(go + ".written", "w").close()
+"""
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MB tmpfs; skipped, saying why, where it cannot be mounted."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write a file until the disk has no space left."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as handle:
+        while _wrote_more(handle):
+            pass
+    return filler
+
+
+def _wrote_more(handle: IO[bytes]) -> bool:
+    try:
+        handle.write(b"\0" * 65536)
+    except OSError as error:
+        if error.errno != errno.ENOSPC:
+            raise
+        return False
+    return True
+
+
+def wait_for(path: Path, within: float = 30.0) -> None:
+    deadline = time.monotonic() + within
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+class LiveWorker:
+    """`wrighty worker start --once --json` in the background, read event by event."""
+
+    def __init__(self, project: ProjectOnDisk) -> None:
+        self.process = subprocess.Popen(
+            project.command("worker", "start", "--once", "--json"),
+            cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self.events: list[dict[str, Any]] = []
+
+    def until(self, wanted: str, **fields: Any) -> dict[str, Any]:
+        stdout: IO[str] | None = self.process.stdout
+        assert stdout is not None
+        for line in stdout:
+            event = json.loads(line)
+            self.events.append(event)
+            if event["event"] == wanted and all(event.get(k) == v for k, v in fields.items()):
+                return event
+        pytest.fail(f"the worker ended before a {wanted} event: {self.events}")
+
+    def finish(self) -> tuple[int, str]:
+        out, err = self.process.communicate(timeout=60)
+        self.events += [json.loads(line) for line in out.splitlines()]
+        return self.process.returncode, err
+
+
+@pytest.fixture
+def project(small_disk: Path) -> ProjectOnDisk:
+    agent = {"adapter": "command", "command": [sys.executable, "-c", AGENT]}
+    return make_project(
+        small_disk / "project",
+        worker={"workspaceMode": "directory", "leaseSeconds": 6, "heartbeatSeconds": 0.3},
+        agents={"example": agent},
+    )
+
+
+def test_the_run_is_settled_once_space_is_back_within_the_lease(
+    project: ProjectOnDisk, small_disk: Path, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    item_id = project.plant(str(go))
+    worker = LiveWorker(project)
+    worker.until("spawned")
+    filler = fill(small_disk)
+    go.touch()  # the agent writes its output onto the full disk, and exits
+    unreachable = worker.until("store-unreachable")
+    assert "no space left on device" in unreachable["cause"]
+    assert str(project.root / ".wrighty" / "wrighty.db") in unreachable["cause"]
+    wait_for(Path(f"{go}.written"))  # its output went to the full disk
+    filler.unlink()
+    returncode, stderr = worker.finish()
+    assert returncode == 0, stderr
+    assert "Traceback" not in stderr
+    item = project.get(item_id)
+    assert item.state is ItemState.DONE
+    store = project.store()
+    try:
+        [run] = store.list_runs(item_id)
+    finally:
+        store.close()
+    assert run.diagnostic is not None
+    assert "[wrighty: stdout.log is incomplete: no space left on device]" in run.diagnostic
+
+
+def test_a_worker_that_gives_an_item_up_exits_non_zero_saying_why(
+    project: ProjectOnDisk, small_disk: Path, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    item_id = project.plant(str(go))
+    worker = LiveWorker(project)
+    worker.until("spawned")
+    filler = fill(small_disk)
+    go.touch()
+    returncode, stderr = worker.finish()  # the disk stays full past the lease
+    filler.unlink()
+    assert returncode == 1, stderr
+    assert "Traceback" not in stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"wrighty: gave up item {item_id}: ")
+    assert "no space left on device" in last
+    [spawned] = [e for e in worker.events if e["event"] == "spawned"]
+    assert process_ended(spawned["pid"], within=1)  # it was never blocked on a full pipe
+    item = project.get(item_id)
+    assert (item.state, item.claimed_by is not None) == (ItemState.RUNNING, True)  # reaper's

@@ -1,0 +1,87 @@
+"""What wrighty keeps under .wrighty/ is its user's alone, and a .wrighty/ that belongs to someone
+else is refused in one line that says whose it is, through the installed command."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_installed, snapshot
+
+ROOT = Path(__file__).resolve().parents[2]
+OTHER_UID = 65534
+
+
+def wrighty(
+    cwd: Path, *args: str, stdin: str = "", unprivileged: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The installed command; ``unprivileged``: as root without any capability, to which file
+    permissions apply as to any other user (the interpreter in /root stays reachable)."""
+    prefix = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] if unprivileged else []
+    return run_installed(cwd, *args, stdin=stdin, prefix=prefix, timeout=120)
+
+
+def initialised(root: Path) -> Path:
+    root.mkdir()
+    assert wrighty(root, "init").returncode == 0
+    return root
+
+
+def chown_tree(path: Path, uid: int) -> None:
+    for entry in (path, *path.rglob("*")):
+        os.chown(entry, uid, uid)
+
+
+@pytest.fixture
+def unprivileged_runs() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to give .wrighty/ to another user and then drop root's powers")
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to drop root's capabilities")
+
+
+@pytest.mark.parametrize("owned", ["folder", "store"])
+def test_a_state_folder_of_another_user_is_named_with_its_owner(
+    tmp_path: Path, unprivileged_runs: None, owned: str
+) -> None:
+    project = initialised(tmp_path / "project")
+    state = project / ".wrighty"
+    blocked = state if owned == "folder" else state / "wrighty.db"
+    chown_tree(blocked, OTHER_UID)  # .wrighty/ is 0700 and the store 0600, as init made them
+    owner = pwd.getpwuid(OTHER_UID).pw_name
+    before = snapshot(project)
+    for command in (["list"], ["create", "--title", "t", "--body", "b"], ["show", "1"], ["init"]):
+        result = wrighty(project, *command, unprivileged=True)
+        assert result.returncode == 2, result.stdout + result.stderr
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"wrighty: {blocked}: permission denied: it belongs to user {owner}")
+        assert f"run wrighty as user {owner}, or change its owner or mode (chown/chmod)" in line
+    assert snapshot(project) == before
+
+
+def test_run_logs_and_workspaces_are_private_all_the_way_down(tmp_path: Path) -> None:
+    project = initialised(tmp_path / "project")
+    config = json.loads((project / "wrighty.json").read_text())
+    agent = [sys.executable, str(ROOT / "examples" / "agent.py")]
+    config["agents"] = {"example": {"adapter": "command", "command": agent}}
+    config["worker"] |= {"defaultAgent": "example", "workspaceMode": "directory"}
+    (project / "wrighty.json").write_text(json.dumps(config))
+    created = wrighty(
+        project, "create", "--title", "t", "--queue", stdin="wrighty-example: succeed"
+    )
+    assert created.returncode == 0, created.stderr
+    worked = wrighty(project, "worker", "start", "--once")
+    assert worked.returncode == 0, worked.stderr
+    state = project / ".wrighty"
+    [run_dir] = (state / "runs" / "1").iterdir()
+    for folder in (state / "runs", state / "runs" / "1", run_dir, state / "workspaces" / "1"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    assert stat.S_IMODE((state / "workspaces").stat().st_mode) == 0o700

@@ -1,0 +1,105 @@
+"""A project on disk and `wrighty worker start` run as a real process, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from wrighty.config import check_config_text
+from wrighty.domain.model import Item, NewItem
+from wrighty.domain.states import ItemState
+from wrighty.store.sqlite import SqliteStore
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_AGENT = [sys.executable, str(ROOT / "examples" / "agent.py")]
+
+
+@dataclass
+class Finished:
+    returncode: int
+    events: list[dict[str, Any]]
+    stderr: str
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event["event"] == name]
+
+
+@dataclass
+class ProjectOnDisk:
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / "wrighty.json"
+
+    def store(self) -> SqliteStore:
+        return SqliteStore.open(self.root / ".wrighty" / "wrighty.db")
+
+    def plant(
+        self,
+        body: str,
+        *,
+        title: str = "t",
+        timeout_seconds: float | None = None,
+        workspace: Path | None = None,
+        state: ItemState = ItemState.QUEUED,
+    ) -> int:
+        """An item written straight to the store, past the CLI's checks."""
+        new = NewItem(title, body, None, timeout_seconds, str(workspace) if workspace else None,
+                      state)  # fmt: skip
+        store = self.store()
+        try:
+            return store.create_item(new, at=datetime.now(UTC), actor="op").id
+        finally:
+            store.close()
+
+    def get(self, item_id: int) -> Item:
+        store = self.store()
+        try:
+            item = store.get_item(item_id)
+        finally:
+            store.close()
+        assert item is not None
+        return item
+
+    def command(self, *args: str, launcher: Path | None = None) -> list[str]:
+        """The argv of `wrighty --config ... ARGS`, through ``launcher`` if given (a script that
+        plants a failure, then runs wrighty's main)."""
+        start = [sys.executable, str(launcher)] if launcher else [sys.executable, "-m", "wrighty"]
+        return [*start, "--config", str(self.config), *args]
+
+    def worker(self, *args: str, launcher: Path | None = None, timeout: float = 60) -> Finished:
+        """Run `wrighty worker start --json ARGS` to its end."""
+        done = subprocess.run(
+            self.command("worker", "start", "--json", *args, launcher=launcher),
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        return Finished(done.returncode, events, done.stderr)
+
+
+def make_project(
+    root: Path, *, worker: dict[str, Any] | None = None, agents: dict[str, Any] | None = None
+) -> ProjectOnDisk:
+    """A project whose default agent is the example agent (examples/agent.py), with short
+    timings; ``worker`` and ``agents`` add to or replace its settings."""
+    document = {
+        "worker": {"defaultAgent": "example", "leaseSeconds": 5, "heartbeatSeconds": 0.5,
+                   "pollSeconds": 0.1, **(worker or {})},
+        "agents": agents or {"example": {"adapter": "command", "command": EXAMPLE_AGENT}},
+    }  # fmt: skip
+    config, problems = check_config_text(json.dumps(document))
+    assert config is not None, problems
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "wrighty.json").write_text(json.dumps(document))
+    SqliteStore.open(root / ".wrighty" / "wrighty.db").close()
+    return ProjectOnDisk(root)
