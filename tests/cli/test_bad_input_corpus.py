@@ -103,6 +103,12 @@ def foreign_database(project: Path) -> None:
     connection.close()
 
 
+def table_less_database(project: Path) -> None:
+    connection = sqlite3.connect(project / "e.db")
+    connection.execute("PRAGMA user_version = 1")
+    connection.close()
+
+
 def no_config(project: Path) -> None:
     (project / "wrighty.json").unlink()
 
@@ -337,6 +343,43 @@ CASES: list[Case] = [
     Case("store-emptied", ("list",), "is empty", setup=empty_store),
     Case("store-emptied-show", ("show", "1"), "is empty", setup=empty_store),
     Case("store-from-a-newer-wrighty", ("list",), "newer wrighty", setup=newer_store),
+    Case(
+        "store-emptied-beside-its-wal",
+        ("list",),
+        "wrighty.db-wal beside it is not",
+        setup=with_setups(empty_store, file(".wrighty/wrighty.db-wal", b"\x37\x7f\x06\x82")),
+    ),
+    Case(
+        "store-without-tables",
+        ("--store", "e.db", "list"),
+        "not a wrighty store yet; run `wrighty init`",
+        setup=table_less_database,
+    ),
+    Case(
+        "postgres-key-value-dsn",
+        ("--store", f"host=127.0.0.1 dbname=test password={SECRET}", "list"),
+        "write it as a URL",
+    ),
+    Case(
+        "postgres-one-slash",
+        ("--store", f"postgresql:/u:{SECRET}@h/db", "list"),
+        "postgresql:// (two slashes)",
+    ),
+    Case(
+        "postgres-bad-percent-encoding",
+        ("--store", f"postgresql://u:{SECRET}%zz@127.0.0.1/test", "list"),
+        "invalid percent-encoded token",
+    ),
+    Case(
+        "postgres-unknown-parameter",
+        ("--store", f"postgresql://u:{SECRET}@127.0.0.1/test?bogus=1", "list"),
+        'invalid URI query parameter: "bogus"',
+    ),
+    Case(
+        "postgres-unencoded-at-in-password",
+        ("--store", f"postgresql://u:p@{SECRET}@127.0.0.1/test", "list"),
+        "percent-encode them",
+    ),
     Case(
         "postgres-url-unclosed-bracket",
         ("--store", f"postgresql://u:{SECRET}@[::1", "list"),
