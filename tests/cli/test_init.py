@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import wrighty
-from tests.cli.test_executable import _executable
-from tests.helpers import snapshot
+from tests.helpers import installed_wrighty, snapshot
 from wrighty.config import config_json_schema
 
 
@@ -176,7 +175,7 @@ def test_racing_inits_create_the_config_and_the_store_once(project: Path, tmp_pa
     }
     racers = [
         subprocess.Popen(
-            [_executable(), "init"],
+            [installed_wrighty(), "init"],
             cwd=project,
             env=env,
             stdout=subprocess.PIPE,
