@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
 
 from tests.conftest import FakeClock
 from tests.store.test_contract import new_item
+from tests.store.txhooks import InjectedFault, fail_after, statements_hooked
 from wrighty import services
 from wrighty.domain.claims import (
     ClaimRequest,
@@ -17,11 +20,12 @@ from wrighty.domain.claims import (
     Settlement,
     settle,
 )
-from wrighty.domain.model import Item, NewRun, RunEnd, Session
+from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import replay, transition
 from wrighty.store import Store
+from wrighty.store.sqlstore import Tx
 
 LEASE = 60.0
 TIMEOUT = 600.0
@@ -219,7 +223,9 @@ def test_a_renewal_never_shortens_a_lease(store: Store, clock: FakeClock) -> Non
     assert result.lease_expires_at == claimed.lease_expires_at
 
 
-@pytest.mark.parametrize("stale", [{"generation": 0}, {"claimed_by": "w-impostor"}])
+@pytest.mark.parametrize(
+    "stale", [{"generation": 0}, {"claimed_by": "w-impostor"}], ids=["generation", "claimed_by"]
+)
 def test_a_renewal_by_a_non_owner_is_lost_and_changes_nothing(
     store: Store, clock: FakeClock, stale: dict[str, object]
 ) -> None:
@@ -259,6 +265,53 @@ def test_runs_and_sessions_are_recorded_only_under_the_held_claim(
     assert [r.run_id for r in store.list_runs(claimed.id)] == [run_id]
     assert store.list_runs(claimed.id)[0].pid == 4242
     assert store.get_session(claimed.id) == session
+
+
+@pytest.mark.parametrize(
+    "moved",
+    [
+        {"state": ItemState.NEEDS_ATTENTION},
+        {"generation": 2},
+        {"claimed_by": "w2"},
+    ],
+    ids=["state", "generation", "claimed_by"],
+)
+def test_a_claim_that_moved_on_takes_no_write_from_its_old_holder(
+    store: Store, clock: FakeClock, moved: dict[str, object]
+) -> None:
+    """Each write under a claim checks the item's state, generation and owner itself: with any
+    one of them changed by another writer, the old holder's renewal, run records, session,
+    agent report and settle all change nothing (invariant 2)."""
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    run = NewRun("r-1", RunKind.FRESH, "w1", "inst-a", clock(), None, claim_token="tok-1")
+    assert store.start_run(claimed, run) is not None
+    # Another writer changes exactly one of the three; the domain would not allow all of
+    # these moves, so the change is made by hand: the store's guards alone must hold.
+    other = dataclasses.replace(claimed, **moved, updated_at=clock.advance(1))
+    claim_event = store.list_events(claimed.id)[-1]
+    event = dataclasses.replace(claim_event, at=clock(), actor="another writer",
+                                generation=other.generation, to_state=other.state)  # fmt: skip
+    assert store.write_transition(Change(claimed, other, event))
+    runs, events = store.list_runs(claimed.id), store.list_events(claimed.id)
+    clock.advance(10)
+
+    assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.LOST
+    late = NewRun("r-2", RunKind.FRESH, "w1", "inst-a", clock(), None)
+    assert store.start_run(claimed, late) is None
+    assert store.record_process(claimed, "r-1", pid=4242, process_started_at=1.5) is False
+    session = Session(claimed.id, "claude", "s-1", "/tmp/project", "inst-a")
+    assert store.record_session(claimed, session, at=clock()) is False
+    assert (
+        store.record_agent_report("r-1", claim_token="tok-1", report="done", reason=None) is False
+    )
+    done = settle(claimed, settlement(ItemState.DONE, OutcomeClass.SUCCEEDED, clock), at=clock())
+    assert store.write_transition(done) is False
+
+    assert store.get_item(claimed.id) == other
+    assert store.list_runs(claimed.id) == runs
+    assert store.get_session(claimed.id) is None
+    assert store.list_events(claimed.id) == events
 
 
 # -- settle -----------------------------------------------------------------------------------
@@ -313,6 +366,72 @@ def test_a_retry_settlement_counts_the_attempt_and_stamps_the_queue_entry(
         clock(),
     )
     assert replay(store.list_events(retry.id)) is ItemState.RETRY_SCHEDULED
+
+
+def _settle_a_retry(store: Store, claimed: Item, clock: FakeClock) -> bool:
+    retry = settlement(
+        ItemState.RETRY_SCHEDULED,
+        OutcomeClass.PROCESS_CRASH,
+        clock,
+        not_before=clock() + timedelta(seconds=30),
+        counts_as_crash_retry=True,
+    )
+    return store.write_transition(settle(claimed, retry, at=clock()))
+
+
+def _reap_to_a_retry(store: Store, claimed: Item, clock: FakeClock) -> bool:
+    assert claimed.lease_expires_at is not None
+    clock.current = max(clock(), claimed.lease_expires_at + timedelta(seconds=1))
+    return store.reap(claimed.id, now=clock(), max_requeues=3) is not None
+
+
+def _what_a_user_sees(store: Store, item_id: int) -> tuple[object, ...]:
+    return (store.get_item(item_id), store.list_runs(item_id), store.list_events(item_id))
+
+
+@pytest.mark.parametrize(
+    "settling", [_settle_a_retry, _reap_to_a_retry], ids=["worker-settles", "reaper-settles"]
+)
+def test_a_settle_lands_whole_or_not_at_all(
+    store: Store, clock: FakeClock, settling: Callable[[Store, Item, FakeClock], bool]
+) -> None:
+    """The retry, the run's outcome and the release of the claim commit in one transaction
+    (invariant 6): a failure after any of its statements leaves none of them written."""
+    queued(store, clock)
+    claimed = acquire(store, clock)
+    start(store, claimed, clock, session_id="s-1")
+    clock.advance(10)
+    before = _what_a_user_sees(store, claimed.id)
+    for failing in itertools.count(1):
+        with statements_hooked(store, fail_after(failing)) as statements:
+            try:
+                settled = settling(store, claimed, clock)
+            except InjectedFault:
+                # Still running under its claim, the run open, no new event.
+                assert _what_a_user_sees(store, claimed.id) == before, (
+                    f"a failure after {statements[-1]} left part of the settle written"
+                )
+                continue
+        break
+    assert settled
+    assert len(statements) >= 3  # the item, the run and the event, at least
+    assert failing == len(statements) + 1  # a failure was injected after every one of them
+    item = store.get_item(claimed.id)
+    assert item is not None
+    assert (item.state, item.claimed_by, item.lease_expires_at) == (
+        ItemState.RETRY_SCHEDULED,
+        None,
+        None,
+    )
+    [run] = store.list_runs(claimed.id)
+    assert run.ended_at == clock()
+    assert run.outcome_class in (OutcomeClass.PROCESS_CRASH, OutcomeClass.WORKER_LOST)
+    events = store.list_events(claimed.id)
+    assert events[:-1] == before[-1]
+    assert (events[-1].from_state, events[-1].to_state) == (
+        ItemState.RUNNING,
+        ItemState.RETRY_SCHEDULED,
+    )
 
 
 # -- the reaper -------------------------------------------------------------------------------
@@ -427,14 +546,35 @@ def test_a_reaper_that_lands_first_makes_the_renewal_lost(store: Store, clock: F
     assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.LOST
 
 
-def test_the_reaper_write_rechecks_the_expiry(store: Store, clock: FakeClock) -> None:
-    """Even a reaper holding a stale view cannot take a claim whose lease is live again."""
+def test_a_renewal_between_the_reapers_read_and_its_write_wins(
+    store: Store, clock: FakeClock
+) -> None:
+    """The reaper read the lease as expired; the owner's renewal commits before the reaper
+    writes: the reaper's write re-checks the expiry and is refused (invariant 4)."""
     queued(store, clock)
     claimed = acquire(store, clock)
     clock.advance(LEASE + 1)
-    store.renew(claimed, now=clock(), terms=TERMS)
-    assert store.reap(claimed.id, now=clock(), max_requeues=3) is None
-    assert store.expired_claims(now=clock(), limit=10) == []
+    renewals: list[RenewOutcome] = []
+
+    def owner_renews(name: str, number: int, tx: Tx) -> None:
+        # select_item takes no row lock on PostgreSQL, so this renewal (a second connection)
+        # does not wait for the reaper: it commits between the reaper's read and its write.
+        if name == "select_reap_facts":
+            renewals.append(store.renew(claimed, now=clock(), terms=TERMS).outcome)
+
+    with statements_hooked(store, owner_renews):
+        reaped = store.reap(claimed.id, now=clock(), max_requeues=3)
+    assert renewals == [RenewOutcome.RENEWED]
+    assert reaped is None
+    item = store.get_item(claimed.id)
+    assert item is not None
+    assert (item.state, item.generation, item.claimed_by) == (
+        ItemState.RUNNING,
+        claimed.generation,
+        "w1",
+    )
+    assert [e.actor for e in store.list_events(claimed.id)] == ["op", "worker:w1"]
+    assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.RENEWED
 
 
 # -- operator actions on running items --------------------------------------------------------

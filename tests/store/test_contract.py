@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 import threading
 from datetime import timedelta
 
+import psycopg
 import pytest
 
 from tests.conftest import FakeClock
+from tests.store.txhooks import execute_raw
+from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
 from wrighty.domain.model import Change, Item, NewItem
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import replay, transition
@@ -135,15 +139,70 @@ def test_a_second_writer_from_the_same_read_loses(store: Store, clock: FakeClock
     assert replay(store.list_events(item.id)) is ItemState.QUEUED
 
 
-def test_a_final_item_is_never_written_again(store: Store, clock: FakeClock) -> None:
+def _final(store: Store, clock: FakeClock, state: ItemState) -> Item:
+    """An item a worker finished (done) or an operator cancelled."""
+    if state is ItemState.CANCELLED:
+        item = store.create_item(new_item(), at=clock(), actor="operator")
+        return _move(store, item, ItemState.CANCELLED, clock)
+    store.create_item(new_item(queued=True), at=clock(), actor="operator")
+    terms = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
+    claimed = store.acquire(ClaimRequest("w1", "inst-a", terms, "claude"), now=clock())
+    assert claimed is not None
+    finished = settle(claimed, Settlement(ItemState.DONE, process_started=False), at=clock())
+    assert store.write_transition(finished)
+    return finished.after
+
+
+FINAL_STATES = [ItemState.DONE, ItemState.CANCELLED]
+
+
+@pytest.mark.parametrize("state", FINAL_STATES, ids=str)
+def test_a_final_item_is_never_written_again(
+    store: Store, clock: FakeClock, state: ItemState
+) -> None:
+    final = _final(store, clock, state)
+    history = store.list_events(final.id)
+    # Bypass the domain check to prove the store itself refuses, whether the write would
+    # revive the item or only reword it.
+    revived = dataclasses.replace(final, state=ItemState.QUEUED, updated_at=clock.advance(1))
+    reworded = dataclasses.replace(final, reason="rewritten", updated_at=clock())
+    for after in (revived, reworded):
+        event = dataclasses.replace(history[-1], at=clock(), actor="bug", to_state=after.state)
+        assert store.write_transition(Change(final, after, event)) is False
+    assert store.get_item(final.id) == final
+    assert store.list_events(final.id) == history
+    assert replay(history) is state
+
+
+@pytest.mark.parametrize("state", FINAL_STATES, ids=str)
+def test_the_database_refuses_any_update_of_a_final_item(
+    store: Store, clock: FakeClock, state: ItemState
+) -> None:
+    """Below the guarded queries: a hand-written UPDATE is refused by the schema's trigger."""
+    final = _final(store, clock, state)
+    for assignment in ("state = 'queued', claimed_by = NULL", "reason = 'rewritten'"):
+        with pytest.raises(
+            (sqlite3.IntegrityError, psycopg.Error), match="a done or cancelled item is final"
+        ):
+            execute_raw(store, f"UPDATE items SET {assignment} WHERE id = {final.id}")
+    assert store.get_item(final.id) == final
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["DELETE FROM item_events", "UPDATE item_events SET actor = 'someone else'"],
+    ids=["delete", "update"],
+)
+def test_the_database_keeps_the_history_append_only(
+    store: Store, clock: FakeClock, statement: str
+) -> None:
+    """Below the code: a hand-written change to the history is refused by the schema."""
     item = store.create_item(new_item(), at=clock(), actor="operator")
-    done = _move(store, item, ItemState.CANCELLED, clock)
-    # Bypass the domain check to prove the store itself refuses.
-    revived = dataclasses.replace(done, state=ItemState.QUEUED, updated_at=clock.advance(1))
-    event = transition(item, ItemState.QUEUED, at=clock(), actor="bug").event
-    assert store.write_transition(Change(done, revived, event)) is False
-    assert store.get_item(item.id) == done
-    assert replay(store.list_events(item.id)) is ItemState.CANCELLED
+    assert store.write_transition(transition(item, ItemState.QUEUED, at=clock(), actor="operator"))
+    history = store.list_events(item.id)
+    with pytest.raises((sqlite3.IntegrityError, psycopg.Error), match="append-only"):
+        execute_raw(store, statement)
+    assert store.list_events(item.id) == history
 
 
 def test_times_keep_microseconds_and_come_back_in_utc(store: Store, clock: FakeClock) -> None:
@@ -180,8 +239,6 @@ def test_racing_writers_exactly_one_wins(store: Store, clock: FakeClock) -> None
 
 
 def test_queue_figures_count_every_state_and_the_waits(store: Store, clock: FakeClock) -> None:
-    from wrighty.domain.claims import ClaimRequest, LeaseTerms
-
     empty = store.queue_figures(now=clock())
     assert set(empty.counts) == set(ItemState)
     assert (empty.waiting, empty.oldest_queued_at, empty.retry_next_due) == (0, None, None)

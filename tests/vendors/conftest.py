@@ -2,7 +2,8 @@
 
 The CLIs come from the npm registry at the versions pinned in tests/vendors/package.json;
 `tests/vendors/install-clis` puts them in $WRIGHTY_VENDOR_CLIS (default
-~/.cache/wrighty/vendor-clis), and .ci/run calls it. Without them these tests skip, saying so.
+~/.cache/wrighty/vendor-clis), and .ci/run calls it. Without them these tests skip, saying so;
+with WRIGHTY_REQUIRE_VENDOR_CLIS=1 (set by .ci/run) a missing CLI fails them instead.
 Each run gets its own HOME, so nothing reads or writes the real user's vendor settings.
 """
 
@@ -12,8 +13,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +30,13 @@ WORKER_TIMEOUT_SECONDS = 120
 
 
 def vendor_cli(name: str) -> Path:
-    """The pinned CLI ``name``, or skip the test with the reason."""
+    """The pinned CLI ``name``, or skip the test with the reason (fail it in CI)."""
     path = CLI_FOLDER / "node_modules" / ".bin" / name
     if not path.exists():
-        pytest.skip(
-            f"the real {name} CLI is not installed in {CLI_FOLDER}; "
-            "run tests/vendors/install-clis (npm) to include these tests"
-        )
+        reason = f"the real {name} CLI is not installed in {CLI_FOLDER}"
+        if os.environ.get("WRIGHTY_REQUIRE_VENDOR_CLIS") == "1":
+            pytest.fail(f"{reason}, and WRIGHTY_REQUIRE_VENDOR_CLIS=1 requires it")
+        pytest.skip(f"{reason}; run tests/vendors/install-clis (npm) to include these tests")
     return path
 
 
@@ -48,6 +50,7 @@ class VendorProject:
 
     root: Path
     home: Path
+    workers: list[subprocess.Popen[str]] = field(default_factory=list)
 
     @property
     def env(self) -> dict[str, str]:
@@ -101,8 +104,9 @@ class VendorProject:
         return events, worked
 
     def start_worker(self, *extra: str) -> subprocess.Popen[str]:
-        """A `wrighty worker start --json` in the background; read it with ``next_event``."""
-        return subprocess.Popen(
+        """A `wrighty worker start --json` in the background; read it with ``next_event``.
+        The fixture kills it at the end of the test if it is still running."""
+        worker = subprocess.Popen(
             [*_wrighty(), "worker", "start", "--json", *extra],
             cwd=self.root,
             env=self.env,
@@ -110,6 +114,8 @@ class VendorProject:
             stderr=subprocess.DEVNULL,
             text=True,
         )
+        self.workers.append(worker)
+        return worker
 
     def show(self, item_id: int) -> dict[str, Any]:
         shown = self.wrighty("show", str(item_id), "--json")
@@ -128,6 +134,16 @@ def next_event(worker: subprocess.Popen[str], name: str) -> dict[str, Any]:
     raise AssertionError(f"the worker ended without a {name!r} event")
 
 
+def wait_for(worker: subprocess.Popen[str], what: str, condition: Callable[[], bool]) -> None:
+    """Poll ``condition`` until it holds; fail if the worker ends first, or after
+    WORKER_TIMEOUT_SECONDS."""
+    deadline = time.monotonic() + WORKER_TIMEOUT_SECONDS
+    while not condition():
+        assert worker.poll() is None, f"the worker ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {WORKER_TIMEOUT_SECONDS} s"
+        time.sleep(0.05)
+
+
 def finish(worker: subprocess.Popen[str]) -> None:
     """Wait for a worker to end by itself; kill it if it does not."""
     try:
@@ -138,7 +154,7 @@ def finish(worker: subprocess.Popen[str]) -> None:
 
 
 @pytest.fixture
-def vendor_project(tmp_path: Path) -> VendorProject:
+def vendor_project(tmp_path: Path) -> Iterator[VendorProject]:
     root = tmp_path / "project"
     home = tmp_path / "home"
     root.mkdir()
@@ -146,7 +162,12 @@ def vendor_project(tmp_path: Path) -> VendorProject:
     project = VendorProject(root, home)
     initialised = project.wrighty("init")
     assert initialised.returncode == 0, initialised.stderr
-    return project
+    yield project
+    for worker in project.workers:  # a failed or timed-out test leaves no worker behind
+        worker.kill()
+        worker.wait()
+        if worker.stdout is not None:
+            worker.stdout.close()
 
 
 @pytest.fixture

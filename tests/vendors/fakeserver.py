@@ -29,7 +29,8 @@ class FakeProvider:
     """An API server on 127.0.0.1 (random free port) answering as ``mode`` says.
 
     ``requests`` holds what the provider's handler accepted as a request, in order; ``seen``
-    holds ``(method, path)`` of every request, side requests included.
+    holds ``(method, path)`` of every request, side requests included; ``streaming`` is set
+    once a "slow" answer has begun to stream.
     """
 
     modes: ClassVar[frozenset[str]]
@@ -41,6 +42,7 @@ class FakeProvider:
         self.reply = reply
         self.requests: list[Any] = []
         self.seen: list[tuple[str, str]] = []
+        self.streaming = threading.Event()
         self._lock = threading.Lock()
         self._closing = threading.Event()
         handler = type(self.handler_class.__name__, (self.handler_class,), {"provider": self})
@@ -107,9 +109,6 @@ class FakeProvider:
     def _accepted(self, headers: dict[str, str]) -> None:
         """Keep more of an accepted request (called under the lock); nothing by default."""
 
-    def _began_streaming(self) -> None:
-        """Called once a "slow" answer has begun to stream; nothing by default."""
-
 
 class FakeHandler(BaseHTTPRequestHandler):
     """The shared helpers of a provider's request handler, bound to ``provider``."""
@@ -154,7 +153,7 @@ class FakeHandler(BaseHTTPRequestHandler):
         try:
             self.wfile.write(opening)
             self.wfile.flush()
-            self.provider._began_streaming()
+            self.provider.streaming.set()
             while not self.provider._closing.wait(SLOW_DELTA_SECONDS):
                 self.wfile.write(delta)
                 self.wfile.flush()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -177,8 +176,6 @@ class GeminiProvider(FakeProvider):
     def __init__(self, mode: str = "ok", reply: str = "done.") -> None:
         super().__init__(mode, reply)
         self.headers: list[dict[str, str]] = []
-        # Set once a "slow" answer has begun to stream.
-        self.streaming = threading.Event()
 
     @property
     def streamed(self) -> list[dict[str, Any]]:
@@ -188,6 +185,3 @@ class GeminiProvider(FakeProvider):
 
     def _accepted(self, headers: dict[str, str]) -> None:
         self.headers.append(headers)
-
-    def _began_streaming(self) -> None:
-        self.streaming.set()

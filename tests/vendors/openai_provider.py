@@ -11,7 +11,6 @@ with the key in ``CODEX_API_KEY``::
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -220,11 +219,6 @@ class OpenAIProvider(FakeProvider):
     def __init__(self, mode: str = "ok", reply: str = "done.") -> None:
         super().__init__(mode, reply)
         self.headers: list[dict[str, str]] = []
-        # Set once a "slow" answer has begun to stream.
-        self.streaming = threading.Event()
 
     def _accepted(self, headers: dict[str, str]) -> None:
         self.headers.append(headers)
-
-    def _began_streaming(self) -> None:
-        self.streaming.set()

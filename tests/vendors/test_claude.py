@@ -7,13 +7,12 @@ import os
 import re
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.vendors.conftest import VendorProject, finish, next_event, vendor_cli
+from tests.vendors.conftest import VendorProject, finish, next_event, vendor_cli, wait_for
 from tests.vendors.provider import Provider
 from wrighty.vendors import VENDORS
 
@@ -119,7 +118,7 @@ def test_claude_killed_by_a_signal_wrighty_did_not_send_is_a_process_crash(
     )
     item_id = vendor_project.create("Reply with the single word: done.")
     worker = vendor_project.start_worker("--once")
-    kill_mid_answer(worker, provider)
+    kill_mid_answer(vendor_project, item_id, worker, provider)
     finish(worker)
     shown = vendor_project.show(item_id)
     [run] = shown["runs"]
@@ -131,29 +130,55 @@ def test_claude_killed_by_a_signal_wrighty_did_not_send_is_a_process_crash(
     assert shown["state"] == "needs-attention"
 
 
-def wait_for_requests(provider: Provider, worker: subprocess.Popen[str]) -> None:
-    while not provider.requests:
-        assert worker.poll() is None
-        time.sleep(0.05)
-
-
-def kill_mid_answer(worker: subprocess.Popen[str], provider: Provider) -> None:
-    """SIGKILL the claude process while the provider is streaming its answer."""
+def kill_mid_answer(
+    project: VendorProject, item_id: int, worker: subprocess.Popen[str], provider: Provider
+) -> None:
+    """SIGKILL the claude process once it has written its transcript and the provider is
+    streaming its answer."""
     spawned = next_event(worker, "spawned")
-    wait_for_requests(provider, worker)
-    time.sleep(0.5)  # a few words into the answer
+    wait_for_transcript(project, item_id, worker)
+    wait_for(worker, "the provider's answer began", provider.streaming.is_set)
     os.kill(spawned["pid"], signal.SIGKILL)  # the OOM killer, say
 
 
-def transcript_of(project: VendorProject, shown: dict[str, Any]) -> Path:
-    workspace = Path(shown["session"]["workspace"])
-    found = VENDORS["claude"].transcript(
+def transcript_path(project: VendorProject, shown: dict[str, Any]) -> Path | None:
+    """Where wrighty finds the transcript of the item's session, if there is one yet."""
+    return VENDORS["claude"].transcript(
         shown["session"]["session_id"],
-        workspace,
+        Path(shown["session"]["workspace"]),
         {"CLAUDE_CONFIG_DIR": str(project.home / ".claude")},
     )
+
+
+def transcript_of(project: VendorProject, shown: dict[str, Any]) -> Path:
+    found = transcript_path(project, shown)
     assert found is not None, "wrighty cannot find the transcript Claude Code wrote"
     return found
+
+
+def wait_for_transcript(
+    project: VendorProject, item_id: int, worker: subprocess.Popen[str]
+) -> None:
+    """Wait until the running Claude Code has written the user's prompt to its transcript
+    (it does so before it asks the provider)."""
+    shown = project.show(item_id)  # the session is recorded before the agent starts
+
+    def has_prompt() -> bool:
+        found = transcript_path(project, shown)
+        return found is not None and "user" in record_types(found)
+
+    wait_for(worker, "Claude Code wrote the prompt to its transcript", has_prompt)
+
+
+def record_types(transcript: Path) -> list[str]:
+    """The types of the complete records in a transcript that may still be being written."""
+    types = []
+    for line in transcript.read_text().splitlines():
+        try:
+            types.append(json.loads(line).get("type"))
+        except ValueError:
+            continue  # the last line, half written
+    return types
 
 
 def test_a_stopped_run_is_resumed_in_the_same_session_and_its_transcript_grows(
@@ -168,8 +193,8 @@ def test_a_stopped_run_is_resumed_in_the_same_session_and_its_transcript_grows(
     item_id = vendor_project.create("Reply with the single word: done.")
     worker = vendor_project.start_worker("--once")
     next_event(worker, "spawned")
-    wait_for_requests(provider, worker)
-    time.sleep(0.5)  # Claude Code writes its transcript just after it asked
+    wait_for_transcript(vendor_project, item_id, worker)
+    wait_for(worker, "Claude Code asked the provider", lambda: bool(provider.requests))
     worker.send_signal(signal.SIGTERM)  # a worker shutdown: the run can be resumed later
     finish(worker)
     stopped = vendor_project.show(item_id)
@@ -253,7 +278,7 @@ def test_a_crashed_claude_is_resumed_in_the_same_session_under_the_retry_policy(
     )
     item_id = vendor_project.create("Reply with the single word: done.")
     worker = vendor_project.start_worker("--once")
-    kill_mid_answer(worker, provider)
+    kill_mid_answer(vendor_project, item_id, worker, provider)
     scheduled = next_event(worker, "retry-scheduled")
     finish(worker)
     crashed = vendor_project.show(item_id)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.vendors.conftest import VendorProject, finish, next_event, vendor_cli
+from tests.vendors.conftest import VendorProject, finish, next_event, vendor_cli, wait_for
 from tests.vendors.gemini_provider import GeminiProvider, gemini_settings
 from tests.vendors.openai_provider import OpenAIProvider, codex_provider_args
 from wrighty.vendors import VENDORS
@@ -39,18 +39,12 @@ def processes_marked(run_id: str) -> list[int]:
     return found
 
 
-def test_codex_that_reconnects_forever_is_timed_out_and_its_tree_killed(
-    vendor_project: VendorProject,
+def test_codex_whose_provider_never_answers_is_timed_out_and_its_tree_killed(
+    vendor_project: VendorProject, openai_provider: OpenAIProvider
 ) -> None:
-    codex_home = vendor_project.home / ".codex"
-    codex_home.mkdir()
+    openai_provider.mode = "hang"  # takes the request, then says nothing until it shuts down
     vendor_project.configure(
-        {
-            "codex": {
-                "executable": str(vendor_cli("codex")),
-                "env": {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "sk-test"},
-            }
-        },
+        codex_agent(openai_provider, vendor_project.home),
         defaultAgent="codex",
         workspaceMode="directory",
     )
@@ -70,6 +64,7 @@ def test_codex_that_reconnects_forever_is_timed_out_and_its_tree_killed(
     kinds = [event["event"] for event in events]
     assert kinds.index("session") < kinds.index("exited") < kinds.index("settled")
     assert processes_marked(run["run_id"]) == []
+    assert len(openai_provider.requests) == 1  # it was the loopback provider that never answered
 
 
 def test_gemini_without_credentials_is_an_auth_failure(vendor_project: VendorProject) -> None:
@@ -208,8 +203,7 @@ def gemini_user_texts(request: dict[str, Any]) -> list[str]:
 def kill_mid_answer(worker: subprocess.Popen[str], streaming: threading.Event) -> None:
     """SIGKILL the agent's first process once the provider streams its answer."""
     spawned = next_event(worker, "spawned")
-    while not streaming.wait(0.05):
-        assert worker.poll() is None, "the worker ended before the answer began"
+    wait_for(worker, "the answer began", streaming.is_set)
     os.kill(spawned["pid"], signal.SIGKILL)  # the OOM killer, say: not wrighty
 
 

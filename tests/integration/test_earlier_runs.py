@@ -1,0 +1,183 @@
+"""Invariant 5 with real processes: before a resume, whatever is still alive of the item's
+earlier run on this installation is stopped, and only then does the resumed agent start.
+
+A process of the earlier run is found by its WRIGHTY_RUN_ID marker or by the pid and start
+time recorded for the run, each path on its own; a live process that merely reuses the
+recorded pid (another start time) is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.helpers import process_ended
+from wrighty.config import LoadedConfig, check_config_text
+from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
+from wrighty.domain.model import Item, NewItem, NewRun, Session
+from wrighty.domain.outcomes import RunKind
+from wrighty.domain.states import ItemState
+from wrighty.store.sqlite import SqliteStore
+from wrighty.worker import Worker, WorkerOptions
+
+pytestmark = pytest.mark.slow
+
+INSTALLATION = "inst-test"
+EARLIER_RUN = "r-old"
+
+# The resumed agent: on start, before anything else, it looks whether the process named in
+# watched.pid is alive and writes what it saw to seen.json.
+RESUMER = """
+import json, psutil
+pid = int(open("watched.pid").read())
+try:
+    alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+except psutil.NoSuchProcess:
+    alive = False
+json.dump({"alive": alive}, open("seen.json", "w"))
+"""
+
+# A process that outlived its worker; it ignores SIGTERM, so only a SIGKILL after the stop's
+# grace period ends it.
+STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" \
+    "print('ready', flush=True)\nwhile True: time.sleep(1)"  # fmt: skip
+
+
+@dataclass
+class Project:
+    root: Path
+    store: SqliteStore
+    loaded: LoadedConfig
+
+    def resume_once(self) -> Item:
+        """One worker pass as this installation; the item afterwards."""
+        worker = Worker(self.store, self.loaded, installation_id=INSTALLATION, emit=lambda _: None)
+        worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
+        [item] = self.store.list_items()
+        return item
+
+    def seen_by_the_resumed_agent(self) -> bool:
+        """Whether the resumed agent found the watched process alive when it started."""
+        seen: bool = json.loads((self.root / "seen.json").read_text())["alive"]
+        return seen
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "resumer.py").write_text(RESUMER)
+    resumer = [sys.executable, str(root / "resumer.py")]
+    document = {
+        "worker": {"leaseSeconds": 5, "heartbeatSeconds": 0.5, "pollSeconds": 0.05,
+                   "defaultAgent": "fake"},
+        "agents": {"fake": {"adapter": "command", "command": resumer, "resumeCommand": resumer}},
+    }  # fmt: skip
+    config, problems = check_config_text(json.dumps(document))
+    assert config is not None, problems
+    (root / "wrighty.json").write_text(json.dumps(document))
+    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
+    yield Project(root, store, LoadedConfig(root / "wrighty.json", config))
+    store.close()
+
+
+def spawn(*, marked: bool) -> subprocess.Popen[str]:
+    """A stubborn process in its own session, carrying the earlier run's marker or not."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
+    if marked:
+        env["WRIGHTY_RUN_ID"] = EARLIER_RUN
+    process = subprocess.Popen(
+        [sys.executable, "-c", STUBBORN],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "ready\n"  # its SIGTERM handler is in place
+    return process
+
+
+def an_ended_process() -> tuple[int, float]:
+    """The pid and start time of a process that has since exited."""
+    ended = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)  # fmt: skip
+    started = psutil.Process(ended.pid).create_time()
+    ended.communicate(timeout=30)
+    return ended.pid, started
+
+
+def an_earlier_run(project: Project, pid: int, started_at: float, watched: int) -> Item:
+    """An item whose earlier run on this installation (pid and start time recorded) was set
+    to be resumed, as after a worker that died; the resumed agent will watch ``watched``."""
+    now = datetime.now(UTC)
+    new = NewItem("t", "resume me", None, None, str(project.root), ItemState.QUEUED)
+    item = project.store.create_item(new, at=now, actor="op")
+    claimed = project.store.acquire(
+        ClaimRequest("w-old", INSTALLATION, LeaseTerms(60, 600), "fake"), now=now
+    )
+    assert claimed is not None
+    session = Session(item.id, "command", "s-0", str(project.root), INSTALLATION)
+    first = NewRun(EARLIER_RUN, RunKind.FRESH, "w-old", INSTALLATION, now, "s-0")
+    assert project.store.start_run(claimed, first, session=session) is not None
+    assert project.store.record_process(
+        claimed, EARLIER_RUN, pid=pid, process_started_at=started_at
+    )
+    retry = settle(claimed, Settlement(ItemState.RETRY_SCHEDULED, process_started=True,
+                   not_before=now), at=now)  # fmt: skip
+    assert project.store.write_transition(retry)
+    (project.root / "watched.pid").write_text(str(watched))
+    return item
+
+
+def end(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        process.kill()
+    process.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("found_by", ["marker only", "recorded pid only"])
+def test_a_live_process_of_the_earlier_run_is_dead_before_the_resumed_agent_starts(
+    project: Project, found_by: str
+) -> None:
+    orphan = spawn(marked=found_by == "marker only")
+    try:
+        if found_by == "recorded pid only":
+            recorded = orphan.pid, psutil.Process(orphan.pid).create_time()
+        else:  # the recorded process is long gone; a descendant with the marker lives on
+            recorded = an_ended_process()
+        item = an_earlier_run(project, *recorded, watched=orphan.pid)
+        after = project.resume_once()
+        assert project.seen_by_the_resumed_agent() is False, "two live agents on one session"
+        assert process_ended(orphan.pid)
+        assert after.state is ItemState.DONE, after.reason
+        assert [run.kind for run in project.store.list_runs(item.id)] == [
+            RunKind.FRESH,
+            RunKind.RESUME,
+        ]
+    finally:
+        end(orphan)
+
+
+def test_a_process_that_reuses_the_recorded_pid_is_left_alone(project: Project) -> None:
+    # The earlier run's process ended long ago; an unrelated process now has its pid.
+    bystander = spawn(marked=False)
+    try:
+        started = psutil.Process(bystander.pid).create_time()
+        an_earlier_run(project, bystander.pid, started - 3600, watched=bystander.pid)
+        after = project.resume_once()
+        assert after.state is ItemState.DONE, after.reason
+        assert project.seen_by_the_resumed_agent() is True
+        assert bystander.poll() is None, "a process that only reuses the pid was stopped"
+        assert psutil.Process(bystander.pid).create_time() == started
+    finally:
+        end(bystander)

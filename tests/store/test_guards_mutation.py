@@ -1,0 +1,248 @@
+"""The guards test themselves: with any one guard taken out of the SQL, its tests fail.
+
+Each row of GUARDS names a guard (its exact text in a dialect's SQL, and a replacement that
+makes it always true, or a trigger never fire) and the contract tests that defend it. For each
+row a pytest subprocess runs those tests against the SQL with that guard replaced
+(tests/store/guard_mutation.py does the replacing) and every one of them must fail. The same
+tests, unmutated, must pass, and every guard text must occur in the SQL exactly once, so the
+table cannot rot while the SQL changes. docs/testing.md says how to add a row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import postgres_or_skip
+from tests.store.guard_mutation import (
+    MUTATION_VARIABLE,
+    OUTCOMES_VARIABLE,
+    Mutation,
+    as_environment,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+CLAIMS = "tests/store/test_claims.py::"
+CONTRACT = "tests/store/test_contract.py::"
+
+# The tests that defend guards; {backend} becomes the dialect's store fixture id.
+STALE_READ = CONTRACT + "test_a_write_guarded_by_a_stale_read_changes_nothing[{backend}-%s]"
+MOVED_ON = CLAIMS + "test_a_claim_that_moved_on_takes_no_write_from_its_old_holder[{backend}-%s]"
+FINAL_PORT = CONTRACT + "test_a_final_item_is_never_written_again[{backend}-%s]"
+FINAL_RAW = CONTRACT + "test_the_database_refuses_any_update_of_a_final_item[{backend}-%s]"
+HISTORY = CONTRACT + "test_the_database_keeps_the_history_append_only[{backend}-%s]"
+NON_OWNER = CLAIMS + "test_a_renewal_by_a_non_owner_is_lost_and_changes_nothing[{backend}-%s]"
+REAP_RACE = CLAIMS + "test_a_renewal_between_the_reapers_read_and_its_write_wins[{backend}]"
+BUDGET = CLAIMS + "test_renewal_stops_at_the_budget_edge[{backend}]"
+HELD_ONLY = CLAIMS + "test_runs_and_sessions_are_recorded_only_under_the_held_claim[{backend}]"
+NO_REQUEUE = CLAIMS + "test_the_store_refuses_queued_after_an_agent_process_was_recorded[{backend}]"
+REPORT = CLAIMS + "test_an_agent_report_lands_only_under_the_runs_live_claim[{backend}]"
+
+BOTH = ("sqlite", "postgresql")  # the dialects, which are also the store fixture's ids
+
+
+@dataclass(frozen=True)
+class Guard:
+    name: str
+    mutation: Mutation
+    tests: tuple[str, ...]  # node ids, each of which must fail without the guard
+
+    @property
+    def dialect(self) -> str:
+        return self.mutation.dialect
+
+
+def _guards(name: str, dialects: tuple[str, ...], where: str, guard: str, replacement: str,
+            *tests: str) -> list[Guard]:  # fmt: skip
+    """One row per dialect; ``where`` is a query name of queries.sql, or schema.sql."""
+    file, block = ("schema.sql", None) if where == "schema.sql" else ("queries.sql", where)
+    return [
+        Guard(
+            f"{dialect}: {name}",
+            Mutation(dialect, file, block, guard, replacement),
+            tuple(test.format(backend=dialect) for test in tests),
+        )
+        for dialect in dialects
+    ]
+
+
+GUARDS: list[Guard] = [
+    # The compare-and-set of every move (invariants 2 and 4).
+    *_guards("guarded update: not final", BOTH, "update_item_guarded",
+             "AND state NOT IN ('done', 'cancelled')", "AND 1 = 1",
+             FINAL_PORT % "done", FINAL_PORT % "cancelled"),
+    *_guards("guarded update: state", BOTH, "update_item_guarded",
+             "AND state = :expected_state", "AND 1 = 1",
+             STALE_READ % "state", MOVED_ON % "state"),
+    *_guards("guarded update: generation", BOTH, "update_item_guarded",
+             "AND generation = :expected_generation\n", "AND 1 = 1\n",
+             STALE_READ % "generation", MOVED_ON % "generation"),
+    *_guards("guarded update: owner", ("sqlite",), "update_item_guarded",
+             "claimed_by IS :expected_claimed_by", "1 = 1",
+             STALE_READ % "claimed_by", MOVED_ON % "claimed_by"),
+    *_guards("guarded update: owner", ("postgresql",), "update_item_guarded",
+             "claimed_by IS NOT DISTINCT FROM CAST(:expected_claimed_by AS text)", "1 = 1",
+             STALE_READ % "claimed_by", MOVED_ON % "claimed_by"),
+    *_guards("guarded update: the reaper's lease re-check", BOTH, "update_item_guarded",
+             "lease_expires_at < :expired_before", "1 = 1", REAP_RACE),
+    *_guards("guarded update: no silent requeue after a process", BOTH, "update_item_guarded",
+             "pid IS NOT NULL", "1 = 0", NO_REQUEUE),
+    # Renewal (invariants 2 and 3).
+    *_guards("renewal: state", BOTH, "renew_lease",
+             "AND state = 'running'", "AND 1 = 1", MOVED_ON % "state"),
+    *_guards("renewal: generation", BOTH, "renew_lease",
+             "AND generation = :generation", "AND 1 = 1",
+             MOVED_ON % "generation", NON_OWNER % "generation"),
+    *_guards("renewal: owner", BOTH, "renew_lease",
+             "AND claimed_by = :claimed_by", "AND 1 = 1",
+             MOVED_ON % "claimed_by", NON_OWNER % "claimed_by"),
+    *_guards("renewal: budget", BOTH, "renew_lease",
+             "AND lease_expires_at < renew_deadline", "AND 1 = 1", BUDGET),
+    # The records written under a claim (invariant 2).
+    *_guards("run start: state", BOTH, "insert_run_guarded",
+             "AND state = 'running'", "AND 1 = 1", MOVED_ON % "state"),
+    *_guards("run start: generation", BOTH, "insert_run_guarded",
+             "AND generation = :generation", "AND 1 = 1",
+             MOVED_ON % "generation", HELD_ONLY),
+    *_guards("run start: owner", BOTH, "insert_run_guarded",
+             "AND claimed_by = :claimed_by", "AND 1 = 1", MOVED_ON % "claimed_by"),
+    *_guards("process record: state", BOTH, "record_process_guarded",
+             "AND state = 'running'", "AND 1 = 1", MOVED_ON % "state"),
+    *_guards("process record: generation", BOTH, "record_process_guarded",
+             "AND generation = :generation AND claimed_by", "AND 1 = 1 AND claimed_by",
+             MOVED_ON % "generation"),
+    *_guards("process record: owner", BOTH, "record_process_guarded",
+             "AND claimed_by = :claimed_by", "AND 1 = 1", MOVED_ON % "claimed_by"),
+    *_guards("session record: state", BOTH, "upsert_session_guarded",
+             "AND state = 'running'", "AND 1 = 1", MOVED_ON % "state"),
+    *_guards("session record: generation", BOTH, "upsert_session_guarded",
+             "AND generation = :generation", "AND 1 = 1",
+             MOVED_ON % "generation", HELD_ONLY),
+    *_guards("session record: owner", BOTH, "upsert_session_guarded",
+             "AND claimed_by = :claimed_by", "AND 1 = 1", MOVED_ON % "claimed_by"),
+    *_guards("agent report: claim token", BOTH, "record_agent_report_guarded",
+             "AND claim_token = :claim_token", "AND 1 = 1", REPORT),
+    *_guards("agent report: state", BOTH, "record_agent_report_guarded",
+             "AND items.state = 'running'", "AND 1 = 1", MOVED_ON % "state"),
+    *_guards("agent report: generation", BOTH, "record_agent_report_guarded",
+             "AND items.generation = runs.generation", "AND 1 = 1", MOVED_ON % "generation"),
+    *_guards("agent report: owner", BOTH, "record_agent_report_guarded",
+             "AND items.claimed_by = runs.worker_id", "AND 1 = 1", MOVED_ON % "claimed_by"),
+    # Below every query: the schema's trigger keeps final states final.
+    *_guards("terminal trigger", ("sqlite",), "schema.sql",
+             "WHEN OLD.state IN ('done', 'cancelled')", "WHEN 0",
+             FINAL_RAW % "done", FINAL_RAW % "cancelled"),
+    *_guards("terminal trigger", ("postgresql",), "schema.sql",
+             "WHEN (OLD.state IN ('done', 'cancelled'))", "WHEN (FALSE)",
+             FINAL_RAW % "done", FINAL_RAW % "cancelled"),
+    # ... and the history append-only.
+    *_guards("history trigger: update", ("sqlite",), "schema.sql",
+             "BEFORE UPDATE ON item_events\nBEGIN", "BEFORE UPDATE ON item_events WHEN 0\nBEGIN",
+             HISTORY % "update"),
+    *_guards("history trigger: delete", ("sqlite",), "schema.sql",
+             "BEFORE DELETE ON item_events\nBEGIN", "BEFORE DELETE ON item_events WHEN 0\nBEGIN",
+             HISTORY % "delete"),
+    *_guards("history trigger", ("postgresql",), "schema.sql",
+             "FOR EACH ROW EXECUTE FUNCTION wrighty_refuse_history_change()",
+             "FOR EACH ROW WHEN (FALSE) EXECUTE FUNCTION wrighty_refuse_history_change()",
+             HISTORY % "update", HISTORY % "delete"),
+]  # fmt: skip
+
+
+def _defending(dialect: str) -> tuple[str, ...]:
+    """Every test some guard of ``dialect`` names, once."""
+    return tuple(dict.fromkeys(t for g in GUARDS if g.dialect == dialect for t in g.tests))
+
+
+def _run(
+    tests: tuple[str, ...], mutation: Mutation | None, folder: Path, environment: dict[str, str]
+) -> dict[str, str]:
+    """Run ``tests`` in a pytest of their own, with ``mutation`` applied; their outcomes."""
+    folder.mkdir(parents=True)
+    outcomes = folder / "outcomes.json"
+    env = {**environment, OUTCOMES_VARIABLE: str(outcomes)}
+    env.pop(MUTATION_VARIABLE, None)
+    if mutation is not None:
+        env[MUTATION_VARIABLE] = as_environment(mutation)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "-p", "no:hypothesispytest", "--assert=plain", "--basetemp", str(folder / "tmp"),
+               "-p", "tests.store.guard_mutation", *tests]  # fmt: skip
+    finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    if not outcomes.exists():
+        raise AssertionError(f"pytest did not run the tests:\n{finished.stdout}{finished.stderr}")
+    found: dict[str, str] = json.loads(outcomes.read_text(encoding="utf-8"))
+    return found
+
+
+Runs = dict[str, Future[dict[str, str]]]
+
+
+@pytest.fixture(scope="module")
+def runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Runs]:
+    """The subprocesses of every selected test of this module, started together, two at a
+    time: the rows are independent, and this keeps the whole table near half a minute."""
+    wanted = {
+        item.callspec.id: item.callspec.params["subject"]
+        for item in request.session.items
+        if isinstance(item, pytest.Function) and "runs" in item.fixturenames
+    }
+    folder = tmp_path_factory.mktemp("guards")
+    environment = dict(os.environ)  # read here: the tests' monkeypatching does not race it
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        started: Runs = {}
+        for key, subject in wanted.items():
+            tests, mutation = (
+                (subject.tests, subject.mutation)
+                if isinstance(subject, Guard)
+                else (_defending(str(subject)), None)
+            )
+            place = folder / f"run-{len(started)}"
+            started[key] = pool.submit(_run, tests, mutation, place, environment)
+        yield started
+        for future in started.values():
+            future.cancel()
+
+
+def _skip_without_server(dialect: str) -> None:
+    if dialect == "postgresql":
+        postgres_or_skip()
+
+
+@pytest.mark.parametrize("subject", GUARDS, ids=lambda g: g.name)
+def test_every_guard_is_in_the_sql_once(subject: Guard) -> None:
+    assert subject.mutation.original().count(subject.mutation.guard) == 1
+    assert subject.tests
+
+
+@pytest.mark.parametrize("subject", BOTH)
+def test_the_defending_tests_pass_on_the_sql_as_it_is(
+    subject: str, runs: Runs, request: pytest.FixtureRequest
+) -> None:
+    _skip_without_server(subject)
+    outcomes = runs[request.node.callspec.id].result()
+    assert outcomes == dict.fromkeys(_defending(subject), "passed")
+
+
+@pytest.mark.parametrize("subject", GUARDS, ids=lambda g: g.name)
+def test_without_the_guard_its_tests_fail(
+    subject: Guard, runs: Runs, request: pytest.FixtureRequest
+) -> None:
+    _skip_without_server(subject.dialect)
+    outcomes = runs[request.node.callspec.id].result()
+    survivors = [
+        test for test in subject.tests if not outcomes.get(test, "not run").startswith("failed")
+    ]
+    assert survivors == [], f"with {subject.mutation.guard!r} taken out these still pass"
+    # A replacement that breaks the SQL would make any test fail, and prove nothing.
+    broken = [why for why in outcomes.values() if "syntax error" in why]
+    assert broken == [], f"the replacement {subject.mutation.replacement!r} breaks the SQL"
