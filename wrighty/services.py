@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wrighty.domain.claims import release
 from wrighty.domain.health import (
@@ -27,13 +28,15 @@ from wrighty.domain.health import concerns as health_concerns
 from wrighty.domain.health import problems as health_problems
 from wrighty.domain.model import Change, Event, Item, NewItem, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass
-from wrighty.domain.states import ItemState
+from wrighty.domain.resume import ResumeFacts, resumable, resume_gaps, session_id_recorded
+from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.transitions import transition, validate_new_item
 from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError
 from wrighty.store.port import Store
 from wrighty.supervisor.process import same_process_running
-from wrighty.vendors import VENDORS
-from wrighty.vendors.base import VendorError
+
+if TYPE_CHECKING:
+    from wrighty.agents import AgentPlan
 
 OPERATOR = "operator"
 _CAS_ATTEMPTS = 5
@@ -107,18 +110,68 @@ def find_run(store: Store, item_id: int, attempt: int | None) -> Run:
     raise NotFoundError(f"item {item_id} has no run {attempt} (its runs: {numbers})")
 
 
+def resume_facts(
+    session: Session, plan: AgentPlan, *, installation_id: str, environ: Mapping[str, str]
+) -> ResumeFacts:
+    """What this installation can see of ``session``, for agent ``plan`` to resume it: is the
+    workspace there, and the vendor's transcript (looked for with ``environ``, the environment
+    wrighty runs in, plus the agent's own ``env``: it says where the vendor keeps it)."""
+    workspace = Path(session.workspace)
+    workspace_exists = workspace.is_dir()
+    transcript_problem = (
+        plan.transcript_problem(session.session_id, workspace, {**environ, **plan.env})
+        if session.session_id is not None and workspace_exists
+        else None
+    )
+    return ResumeFacts(
+        session,
+        installation_id=installation_id,
+        adapter=plan.adapter,
+        can_resume=plan.can_resume,
+        workspace_exists=workspace_exists,
+        transcript_problem=transcript_problem,
+    )
+
+
+def resume_gaps_here(
+    session: Session, plan: AgentPlan, *, installation_id: str, environ: Mapping[str, str]
+) -> tuple[str, ...]:
+    """What keeps agent ``plan`` from resuming ``session`` on this installation (empty: it can)."""
+    facts = resume_facts(session, plan, installation_id=installation_id, environ=environ)
+    return resume_gaps(facts)
+
+
+def resumable_here(
+    item: Item,
+    session: Session | None,
+    plan: AgentPlan | None,
+    *,
+    installation_id: str,
+    environ: Mapping[str, str],
+) -> bool:
+    """Whether a worker of this installation running ``plan`` (the item's agent; None when the
+    config names none it could run) would resume ``item``'s recorded session: the item is not
+    finished, and the session's resume address is complete."""
+    if session is None or plan is None or item.state in TERMINAL_STATES:
+        return False
+    facts = resume_facts(session, plan, installation_id=installation_id, environ=environ)
+    return resumable(facts)
+
+
 def resume_address_complete(
     session: Session, *, installation_id: str, env: Mapping[str, str]
 ) -> bool:
-    """Whether this installation could resume ``session``: id known, same installation,
-    workspace present, and the vendor's local transcript on disk (``env`` is the agent's
-    environment, which says where the vendor keeps it)."""
+    """Superseded by `resumable_here`, which answers as the worker does; kept only until
+    `wrighty show` calls that instead (then delete this)."""
     if not (
         session.session_id is not None
         and session.installation_id == installation_id
         and Path(session.workspace).is_dir()
     ):
         return False
+    from wrighty.vendors import VENDORS
+    from wrighty.vendors.base import VendorError
+
     vendor = VENDORS.get(session.vendor)
     if vendor is None:
         return True
@@ -183,7 +236,7 @@ def requeue_item(
             )
         if resume:
             session = store.get_session(item.id)
-            if session is None or session.session_id is None:
+            if not session_id_recorded(session):
                 raise IllegalTransitionError(
                     f"item {item.id} has no recorded session to resume; "
                     f"start over with `wrighty requeue {item.id} --fresh`"
@@ -213,10 +266,9 @@ def requeue_item(
 
 def release_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERATOR) -> Item:
     """running -> needs-attention under a new generation, for an item whose worker is gone."""
-    session = store.get_session(item_id)
-    resumable = session is not None and session.session_id is not None
+    recorded = session_id_recorded(store.get_session(item_id))
     return _apply(
-        store, item_id, lambda item: release(item, at=now, actor=actor, resumable=resumable)
+        store, item_id, lambda item: release(item, at=now, actor=actor, resumable=recorded)
     )
 
 

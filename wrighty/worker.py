@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ import psutil
 
 from wrighty import __version__, services
 from wrighty.agents import AgentPlan, plan_agent
-from wrighty.config import LoadedConfig, WorkerSettings
+from wrighty.config import STATE_DIRNAME, LoadedConfig, WorkerSettings
 from wrighty.domain import decisions
 from wrighty.domain.claims import (
     CLAIMABLE_STATES,
@@ -46,8 +46,10 @@ from wrighty.domain.classify import (
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.resume import ResumeFacts
+from wrighty.domain.retry import CrashPolicy
 from wrighty.domain.states import ItemState
-from wrighty.domain.times import rfc3339
+from wrighty.domain.times import rfc3339, system_now
 from wrighty.errors import StoreError, WrightyError
 from wrighty.registry import Heartbeat
 from wrighty.store.port import Store
@@ -64,10 +66,6 @@ from wrighty.vendors.base import Reader, VendorError
 from wrighty.workspaces import CurrentDirectoryLock, WorkspaceError, choose_workspace
 
 Emit = Callable[[dict[str, Any]], None]
-
-
-def system_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -234,7 +232,7 @@ class Worker:
         self._store: Store = _PatientStore(store, now, self._emit)
         self._config = loaded.config
         self._project_root = loaded.root
-        self._state_dir = loaded.root / ".wrighty"
+        self._state_dir = loaded.root / STATE_DIRNAME
         self._mode = loaded.config.worker.workspace_mode
         # In "current" mode one agent at a time works in the project directory, across workers.
         self._current_lock = (
@@ -257,7 +255,7 @@ class Worker:
         self._slot_lock = threading.Lock()
         settings = self._config.worker
         crash = settings.process_crash
-        self._crash_policy = decisions.CrashPolicy(
+        self._crash_policy = CrashPolicy(
             action=crash.action,
             initial_seconds=crash.initial_retry_minutes * 60,
             multiplier=crash.backoff_multiplier,
@@ -450,7 +448,7 @@ class Worker:
                 at=self._now(),
                 run_recorded=False,
                 process_started=False,
-                resumable=self._resumable(claimed.id, plan),
+                resumable=self._resumable(claimed, plan),
             )
             self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), None)
         except StoreError:
@@ -561,7 +559,7 @@ class Worker:
                 at=self._now(),
                 run_recorded=attempt.run_id is not None,
                 process_started=attempt.agent is not None,
-                resumable=self._resumable(claimed.id, plan),
+                resumable=self._resumable(claimed, plan),
                 diagnostic=diagnostic,
             )
             change = settle(claimed, settlement, at=self._now())
@@ -583,10 +581,15 @@ class Worker:
             **fields,
         )
 
-    def _resumable(self, item_id: int, plan: AgentPlan) -> bool:
+    def _resumable(self, claimed: Item, plan: AgentPlan) -> bool:
         """Whether the item's recorded session can be resumed here (for its next command)."""
-        session = self._store.get_session(item_id)
-        return session is not None and not self._resume_gaps(session, plan)
+        return services.resumable_here(
+            claimed,
+            self._store.get_session(claimed.id),
+            plan,
+            installation_id=self._installation_id,
+            environ=os.environ,
+        )
 
     def _work_on(
         self,
@@ -640,17 +643,11 @@ class Worker:
         (the item has been settled then)."""
         recorded = self._store.get_session(claimed.id)
         claimed_from = self._claimed_from(claimed)
-        workspace_exists = recorded is not None and Path(recorded.workspace).is_dir()
+        # Only a due retry resumes: the disk is looked at for nothing else.
+        retry = claimed_from is ItemState.RETRY_SCHEDULED
         choice = decisions.choose_run(
             claimed_from=claimed_from,
-            session=recorded,
-            installation_id=self._installation_id,
-            adapter=plan.adapter,
-            can_resume=plan.can_resume,
-            workspace_exists=workspace_exists,
-            transcript_problem=self._transcript_problem(plan, recorded)
-            if claimed_from is ItemState.RETRY_SCHEDULED and workspace_exists
-            else None,
+            resume=self._resume_facts(recorded, plan) if retry else None,
         )
         if choice.missing:
             settlement = decisions.resume_state_missing(claimed, choice.missing)
@@ -705,11 +702,13 @@ class Worker:
             return
         self._settle_exit(run, stopped_by)
 
-    def _transcript_problem(self, plan: AgentPlan, recorded: Session | None) -> str | None:
-        if recorded is None or recorded.session_id is None:
+    def _resume_facts(self, recorded: Session | None, plan: AgentPlan) -> ResumeFacts | None:
+        """What this installation sees of the recorded session; None when none is recorded."""
+        if recorded is None:
             return None
-        env = {**os.environ, **plan.env}
-        return plan.transcript_problem(recorded.session_id, Path(recorded.workspace), env)
+        return services.resume_facts(
+            recorded, plan, installation_id=self._installation_id, environ=os.environ
+        )
 
     def _note(self, output: _Output, claimed: Item, run_id: str) -> bool:
         """Record the session id as soon as the vendor tells it; False if the claim is lost."""
@@ -858,7 +857,9 @@ class Worker:
             ),
         )
         timeout = self._terms.time_limit(claimed.timeout_seconds)
-        missing = self._resume_gaps(output.session, run.plan)
+        missing = services.resume_gaps_here(
+            output.session, run.plan, installation_id=self._installation_id, environ=os.environ
+        )
         if stopped_by is StopReason.SHUTDOWN:
             settlement = decisions.after_shutdown(claimed, run_end, resumable=not missing)
         else:
@@ -871,21 +872,6 @@ class Worker:
                 resume_missing=missing,
             )
         self._write_settlement(claimed, settle(claimed, settlement, at=self._now()), run_id)
-
-    def _resume_gaps(self, session: Session, plan: AgentPlan) -> tuple[str, ...]:
-        """What ``session`` lacks for a later resume here (empty: it can be resumed)."""
-        workspace = Path(session.workspace)
-        transcript = None
-        if session.session_id is not None and workspace.is_dir():
-            transcript = self._transcript_problem(plan, session)
-        return decisions.resume_gaps(
-            session,
-            installation_id=self._installation_id,
-            adapter=plan.adapter,
-            can_resume=plan.can_resume,
-            workspace_exists=workspace.is_dir(),
-            transcript_problem=transcript,
-        )
 
     def _settle_start_failed(
         self, claimed: Item, run_id: str, why: str, *, resumable: bool

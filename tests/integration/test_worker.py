@@ -252,8 +252,8 @@ def test_a_killed_worker_takes_its_agent_along_and_the_reaper_settles(project: P
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
-        while not (project.root / "pid.txt").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        while not (project.root / "started.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)  # started.txt comes after pid.txt is written whole
         agent_pid = int((project.root / "pid.txt").read_text())
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
@@ -299,7 +299,7 @@ def test_sigterm_stops_the_worker_cleanly_and_leaves_no_item_running(
     item = project.item(HANG)
     worker = _start_worker_process(project)
     try:
-        _wait_for_file(project.root / "pid.txt")
+        _wait_for_file(project.root / "started.txt")  # written after pid.txt is whole
         agent_pid = int((project.root / "pid.txt").read_text())
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(30) == 130

@@ -52,6 +52,7 @@ def test_a_nonzero_exit_alone_is_never_a_crash() -> None:
 from wrighty.domain.decisions import choose_run  # noqa: E402
 from wrighty.domain.model import Session  # noqa: E402
 from wrighty.domain.outcomes import RunKind  # noqa: E402
+from wrighty.domain.resume import ResumeFacts  # noqa: E402
 from wrighty.domain.states import ItemState  # noqa: E402
 
 SESSION = Session(1, "command", "s-1", "/work/ws", "inst-a")
@@ -59,15 +60,16 @@ SESSION = Session(1, "command", "s-1", "/work/ws", "inst-a")
 
 def choose(**overrides: object):
     facts: dict[str, object] = {
-        "claimed_from": ItemState.RETRY_SCHEDULED,
         "session": SESSION,
         "installation_id": "inst-a",
         "adapter": "command",
         "can_resume": True,
         "workspace_exists": True,
     }
+    claimed_from = overrides.pop("claimed_from", ItemState.RETRY_SCHEDULED)
     facts.update(overrides)
-    return choose_run(**facts)  # type: ignore[arg-type]
+    resume = None if facts["session"] is None else ResumeFacts(**facts)  # type: ignore[arg-type]
+    return choose_run(claimed_from=claimed_from, resume=resume)  # type: ignore[arg-type]
 
 
 def test_a_due_retry_with_a_complete_address_resumes() -> None:

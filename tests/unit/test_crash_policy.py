@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from wrighty.domain.claims import settle
 from wrighty.domain.classify import Classification
-from wrighty.domain.decisions import CrashPolicy, after_run
+from wrighty.domain.decisions import after_run
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.retry import CrashPolicy
 from wrighty.domain.states import ItemState
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

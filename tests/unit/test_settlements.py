@@ -25,7 +25,6 @@ from wrighty.domain.claims import (
 )
 from wrighty.domain.classify import Classification
 from wrighty.domain.decisions import (
-    CrashPolicy,
     after_run,
     after_shutdown,
     internal_error,
@@ -35,6 +34,7 @@ from wrighty.domain.decisions import (
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.retry import CrashPolicy
 from wrighty.domain.states import ItemState
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -41,7 +41,9 @@ class LeaseTerms:
         if self.lease_seconds <= 0 or self.default_timeout_seconds <= 0:
             raise ValueError("lease and timeout must be positive")
 
-    def first_lease(self, now: datetime) -> datetime:
+    def lease_from(self, now: datetime) -> datetime:
+        """The lease a claim gets, and the one a renewal asks for (the store caps a renewal's
+        at the claim's renew deadline)."""
         return now + timedelta(seconds=self.lease_seconds)
 
     def time_limit(self, item_timeout_seconds: float | None) -> float:
@@ -57,10 +59,6 @@ class LeaseTerms:
     def renew_deadline(self, now: datetime, item_timeout_seconds: float | None) -> datetime:
         """No renewal carries a lease past the item timeout plus one lease (invariant 3)."""
         return now + timedelta(seconds=self.time_limit(item_timeout_seconds) + self.lease_seconds)
-
-    def proposed_lease(self, now: datetime) -> datetime:
-        """What a renewal asks for; the store caps it at the claim's renew deadline."""
-        return now + timedelta(seconds=self.lease_seconds)
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ def claim_to_set_aside(item: Item, request: ClaimRequest, *, at: datetime) -> Ch
     ordinary claim cannot be computed: it reads none of the item's own values, and its lease
     is never renewed."""
     terms = request.terms
-    return _claim(item, request, at=at, renew_deadline=lambda now, _: terms.first_lease(now))
+    return _claim(item, request, at=at, renew_deadline=lambda now, _: terms.lease_from(now))
 
 
 def _claim(
@@ -104,7 +102,7 @@ def _claim(
         change.after,
         claimed_by=request.worker_id,
         claimed_at=at,
-        lease_expires_at=request.terms.first_lease(at),
+        lease_expires_at=request.terms.lease_from(at),
         renew_deadline=renew_deadline(at, item.timeout_seconds),
     )
     return dataclasses.replace(change, after=after)
@@ -209,6 +207,9 @@ class ReapFacts:
     """What the reaper knows about an expired claim, read in the same transaction."""
 
     run_recorded: bool  # a run row exists for this generation: its agent may have started
+    # A session id is recorded (`resume.session_id_recorded`): the reaper runs on any
+    # installation and cannot see the workspace or the transcript; the worker that takes the
+    # retry checks the whole resume address before it resumes (wrighty/domain/resume.py).
     has_resume_address: bool
     claimed_from: ItemState  # where the item was when this claim took it
 

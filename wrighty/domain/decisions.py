@@ -4,36 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
 
 from wrighty.domain.claims import Settlement, requeue_command
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
-from wrighty.domain.model import Item, RunEnd, Session
+from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.redact import redact
+from wrighty.domain.resume import ResumeFacts, resume_gaps
+from wrighty.domain.retry import CrashPolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
-
-
-@dataclass(frozen=True)
-class CrashPolicy:
-    """`worker.processCrash` (DESIGN.md): what a process crash leads to."""
-
-    action: Literal["needs-attention", "retry"] = "needs-attention"
-    initial_seconds: float = 120.0
-    multiplier: float = 2.0
-    max_seconds: float = 900.0
-    max_attempts: int = 2  # retries after the first run
-
-    def delay_seconds(self, retry: int) -> float:
-        """The wait before retry number ``retry`` (1-based): initial x multiplier^(n-1),
-        capped at the maximum; never zero, never unbounded."""
-        if retry < 1:
-            raise ValueError("retries are numbered from 1")
-        # Attempts are at most 20 and the multiplier at most 100: the power stays finite.
-        return min(self.initial_seconds * self.multiplier ** (retry - 1), self.max_seconds)
-
 
 _ATTENTION_REASONS = {
     OutcomeClass.TIMEOUT: "the run passed its time limit{limit} and was stopped",
@@ -204,50 +185,14 @@ class RunChoice:
     missing: tuple[str, ...] = ()  # why a needed resume is impossible; empty when fine
 
 
-def choose_run(
-    *,
-    claimed_from: ItemState,
-    session: Session | None,
-    installation_id: str,
-    adapter: str,
-    can_resume: bool,
-    workspace_exists: bool,
-    transcript_problem: str | None = None,
-) -> RunChoice:
+def choose_run(*, claimed_from: ItemState, resume: ResumeFacts | None) -> RunChoice:
     """A due retry resumes its session; anything else starts fresh. A retry whose resume
-    address is incomplete is never silently run fresh."""
-    if claimed_from is not ItemState.RETRY_SCHEDULED or session is None:
+    address is incomplete is never silently run fresh. ``resume``: what this installation
+    sees of the item's recorded session; None when none is recorded (or, as it starts fresh
+    anyway, when the claim did not take a due retry)."""
+    if claimed_from is not ItemState.RETRY_SCHEDULED or resume is None:
         return RunChoice(RunKind.FRESH)
-    missing = resume_gaps(
-        session,
-        installation_id=installation_id,
-        adapter=adapter,
-        can_resume=can_resume,
-        workspace_exists=workspace_exists,
-        transcript_problem=transcript_problem,
-    )
-    return RunChoice(RunKind.RESUME, missing)
-
-
-def resume_gaps(
-    session: Session,
-    *,
-    installation_id: str,
-    adapter: str,
-    can_resume: bool,
-    workspace_exists: bool,
-    transcript_problem: str | None,
-) -> tuple[str, ...]:
-    """What keeps ``session`` from being resumed here (empty: its resume address is complete)."""
-    checks = (
-        (session.session_id is not None, "no session id was recorded"),
-        (session.vendor == adapter, f"the session belongs to {session.vendor}, not {adapter}"),
-        (session.installation_id == installation_id, "the session lives on another installation"),
-        (workspace_exists, f"the workspace {session.workspace} is gone"),
-        (can_resume, f"the {adapter} agent cannot resume (no resume command, or resume off)"),
-        (transcript_problem is None, transcript_problem or ""),
-    )
-    return tuple(why for ok, why in checks if not ok)
+    return RunChoice(RunKind.RESUME, resume_gaps(resume))
 
 
 def resume_state_missing(item: Item, missing: tuple[str, ...]) -> Settlement:

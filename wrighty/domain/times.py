@@ -1,9 +1,15 @@
-"""How times appear in JSON output: RFC 3339, UTC, milliseconds, a trailing Z."""
+"""The clock wrighty reads in production, and how times appear in JSON output."""
 
 from datetime import UTC, datetime
 
 
+def system_now() -> datetime:
+    """The current time, in UTC (passed in wherever time matters, so tests replace it)."""
+    return datetime.now(UTC)
+
+
 def rfc3339(moment: datetime | None) -> str | None:
+    """RFC 3339, UTC, milliseconds, a trailing Z."""
     if moment is None:
         return None
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

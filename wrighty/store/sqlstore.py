@@ -221,7 +221,7 @@ class SqlStore(ABC):
             "claimed_by": claimed.claimed_by,
         }
         with self._write() as tx:
-            proposed = to_db_time(terms.proposed_lease(now))
+            proposed = to_db_time(terms.lease_from(now))
             renewed = tx.run("renew_lease", {**guard, "proposed": proposed})
             row = tx.run("select_claim", guard).fetchone()
         if row is None:
