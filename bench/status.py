@@ -29,7 +29,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from wrighty.cli.health import status_json
+from wrighty.cli.documents import status_json
 from wrighty.domain.health import Thresholds
 from wrighty.services import status_report
 from wrighty.store.sqlite import SqliteStore, to_db_time

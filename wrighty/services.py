@@ -33,7 +33,6 @@ from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.transitions import transition, validate_new_item
 from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError
 from wrighty.store.port import Store
-from wrighty.supervisor.process import same_process_running
 
 if TYPE_CHECKING:
     from wrighty.agents import AgentPlan
@@ -156,29 +155,6 @@ def resumable_here(
         return False
     facts = resume_facts(session, plan, installation_id=installation_id, environ=environ)
     return resumable(facts)
-
-
-def resume_address_complete(
-    session: Session, *, installation_id: str, env: Mapping[str, str]
-) -> bool:
-    """Superseded by `resumable_here`, which answers as the worker does; kept only until
-    `wrighty show` calls that instead (then delete this)."""
-    if not (
-        session.session_id is not None
-        and session.installation_id == installation_id
-        and Path(session.workspace).is_dir()
-    ):
-        return False
-    from wrighty.vendors import VENDORS
-    from wrighty.vendors.base import VendorError
-
-    vendor = VENDORS.get(session.vendor)
-    if vendor is None:
-        return True
-    try:
-        return vendor.transcript(session.session_id, Path(session.workspace), env) is not None
-    except VendorError:
-        return False
 
 
 def queue_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERATOR) -> Item:
@@ -326,6 +302,13 @@ def _live(workers: list[WorkerView]) -> int:
     return sum(view.liveness is Liveness.LIVE for view in workers)
 
 
+def _same_process_running(pid: int, started_at: float) -> bool:
+    # psutil is loaded only when a worker of this installation is registered.
+    from wrighty.supervisor.process import same_process_running
+
+    return same_process_running(pid, started_at)
+
+
 def worker_views(
     store: Store, *, now: datetime, max_age_seconds: float, installation_id: str
 ) -> list[WorkerView]:
@@ -334,7 +317,7 @@ def worker_views(
     views = []
     for row in store.list_workers():
         running = (
-            same_process_running(row.pid, row.process_started_at)
+            _same_process_running(row.pid, row.process_started_at)
             if row.installation_id == installation_id
             else None
         )

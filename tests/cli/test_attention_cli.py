@@ -26,6 +26,23 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     return fake
 
 
+@pytest.fixture(autouse=True)
+def _resumable_agent(initialised: Path) -> None:
+    """The items' agent is a command agent that can resume, as the sessions that
+    run_helpers.start_run records say (vendor "command"): `show`'s resume rule is the
+    worker's, so agent and session must match."""
+    (initialised / "wrighty.json").write_text(
+        json.dumps(
+            {
+                "worker": {"defaultAgent": "fake"},
+                "agents": {
+                    "fake": {"adapter": "command", "command": ["true"], "resumeCommand": ["true"]}
+                },
+            }
+        )
+    )
+
+
 def needing_attention(project: Path, clock: FakeClock, *, runs: int, title: str = "t") -> int:
     """An item sent to needs-attention after ``runs`` runs (the earlier ones queued it again)."""
     item_id = create_queued(title)

@@ -20,7 +20,8 @@ from rich.console import Console
 
 from tests.conftest import FakeClock
 from wrighty import services
-from wrighty.cli.render import item_detail_json, print_item_detail
+from wrighty.cli.documents import item_detail_json
+from wrighty.cli.render import print_item_detail
 from wrighty.cli.suggestions import Standing
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import Item, NewItem

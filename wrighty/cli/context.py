@@ -1,4 +1,8 @@
-"""What every command needs: the config it runs under, the store, the clock."""
+"""What every command needs: the config it runs under, the store, the clock.
+
+The config module (pydantic and its models) is imported when a command first asks for the
+config, so that a command that needs none (`--version`, `--help`) does not pay for it.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from wrighty.config import LoadedConfig, WrightyConfig, find_config, load_config
 from wrighty.errors import ConfigError
 from wrighty.store import Store, StoreTarget, open_store, parse_store_url
+
+if TYPE_CHECKING:
+    from wrighty.config import LoadedConfig
 
 
 def system_now() -> datetime:
@@ -42,6 +49,8 @@ class AppContext:
 
     def config(self) -> LoadedConfig:
         """The config file found (or named); without one, defaults if --store was given."""
+        from wrighty.config import LoadedConfig, WrightyConfig, find_config, load_config
+
         if self._loaded is None:
             path = find_config(self.cwd, self.config_option)
             if path is not None:

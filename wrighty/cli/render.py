@@ -1,152 +1,28 @@
-"""Turning records into the public JSON shapes (docs/json.md) and into terminal output."""
+"""Terminal output of items and agents, with rich (the JSON documents: documents.py)."""
 
 from __future__ import annotations
 
-import json
 import signal
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleDimensions, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from wrighty.agents import AgentInfo
+from wrighty.cli.documents import crash_retry_json
 from wrighty.cli.suggestions import Standing, next_commands
-from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
-from wrighty.domain.model import Change, Event, Item, Run, Session
-from wrighty.domain.outcomes import OutcomeClass
+from wrighty.domain.model import Event, Item, Run
 from wrighty.domain.states import TERMINAL_STATES, ItemState
-from wrighty.domain.text import json_printable, printable, printable_line
-from wrighty.domain.times import rfc3339
-from wrighty.services import ItemDetail, WaitingItem
+from wrighty.domain.text import printable, printable_line
 
+if TYPE_CHECKING:
+    from wrighty.agents import AgentInfo
+    from wrighty.domain.classify import Classification
+    from wrighty.services import ItemDetail, WaitingItem
 
-def print_json(console: Console, document: object) -> None:
-    text = json.dumps(document, indent=2, ensure_ascii=False)
-    console.out(json_printable(text), highlight=False)
-
-
-def item_summary_json(item: Item) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "title": item.title,
-        "state": item.state.value,
-        "agent": item.agent,
-        "generation": item.generation,
-        "reason_code": item.reason_code,
-        "queued_at": rfc3339(item.queued_at),
-        "not_before": rfc3339(item.not_before),
-        "created_at": rfc3339(item.created_at),
-        "updated_at": rfc3339(item.updated_at),
-    }
-
-
-def session_json(session: Session, *, resumable: bool) -> dict[str, Any]:
-    return {
-        "vendor": session.vendor,
-        "session_id": session.session_id,
-        "workspace": session.workspace,
-        "installation_id": session.installation_id,
-        "resumable": resumable,
-    }
-
-
-def run_json(run: Run) -> dict[str, Any]:
-    return {
-        "run_id": run.run_id,
-        "attempt": run.attempt,
-        "kind": run.kind.value,
-        "generation": run.generation,
-        "started_at": rfc3339(run.started_at),
-        "ended_at": rfc3339(run.ended_at),
-        "outcome_class": run.outcome_class.value if run.outcome_class else None,
-        "confidence": run.confidence.value if run.confidence else None,
-        "exit_code": run.exit_code,
-        "signal": run.signal,
-        "session_id": run.session_id,
-        "diagnostic": run.diagnostic,
-    }
-
-
-def event_json(event: Event) -> dict[str, Any]:
-    return {
-        "at": rfc3339(event.at),
-        "actor": event.actor,
-        "generation": event.generation,
-        "from_state": event.from_state.value if event.from_state else None,
-        "to_state": event.to_state.value,
-        "reason_code": event.reason_code,
-        "reason": event.reason,
-    }
-
-
-def reaped_json(change: Change) -> dict[str, Any]:
-    """One item the reaper settled: where it went and why."""
-    return {
-        "id": change.after.id,
-        "generation": change.before.generation,
-        "from_state": change.before.state.value,
-        "to_state": change.after.state.value,
-        "reason_code": change.after.reason_code,
-        "reason": change.after.reason,
-        "lease_expired_at": rfc3339(change.before.lease_expires_at),
-        "worker_id": change.before.claimed_by,
-    }
-
-
-def _last_crash(runs: list[Run]) -> Run | None:
-    crashes = [run for run in runs if run.outcome_class is OutcomeClass.PROCESS_CRASH]
-    return crashes[-1] if crashes else None
-
-
-def crash_retry_json(detail: ItemDetail, max_attempts: int | None) -> dict[str, Any] | None:
-    """Where the item stands under worker.processCrash; None when it never crashed."""
-    item, last = detail.item, _last_crash(detail.runs)
-    if last is None and item.crash_retries == 0:
-        return None
-    scheduled = item.state is ItemState.RETRY_SCHEDULED
-    return {
-        "retries": item.crash_retries,
-        "max_attempts": max_attempts,
-        "next_due": rfc3339(item.not_before) if scheduled else None,
-        "last_crash": None
-        if last is None
-        else {
-            "run_id": last.run_id,
-            "ended_at": rfc3339(last.ended_at),
-            "exit_code": last.exit_code,
-            "signal": last.signal,
-            "summary": (last.diagnostic or "").split("\n", 1)[0],
-        },
-    }
-
-
-def item_detail_json(
-    detail: ItemDetail, *, resumable: bool, max_attempts: int | None = None
-) -> dict[str, Any]:
-    item = detail.item
-    return {
-        **item_summary_json(item),
-        "body": item.body,
-        "timeout_seconds": item.timeout_seconds,
-        "workspace": item.workspace,
-        "claimed_by": item.claimed_by,
-        "lease_expires_at": rfc3339(item.lease_expires_at),
-        "reason": item.reason,
-        "next_action": item.next_action,
-        "crash_retries": item.crash_retries,
-        "crash_retry": crash_retry_json(detail, max_attempts),
-        "requeues": item.requeues,
-        "session": session_json(detail.session, resumable=resumable) if detail.session else None,
-        "runs": [run_json(run) for run in detail.runs],
-        "events": [event_json(event) for event in detail.events],
-    }
-
-
-# -- terminal ---------------------------------------------------------------------------------
 
 # Wide enough for any row; rich pads no line to the width, so nothing grows with it.
 PIPE_WIDTH = 1_000_000
@@ -208,15 +84,6 @@ def items_table(items: list[Item]) -> Table:
             outside(item.reason_code or ""),
         )
     return table
-
-
-def waiting_item_json(entry: WaitingItem) -> dict[str, Any]:
-    """An item summary with since when it has needed attention and how many runs it had."""
-    return {
-        **item_summary_json(entry.item),
-        "since": rfc3339(entry.since),
-        "attempts": entry.attempts,
-    }
 
 
 def attention_table(entries: list[WaitingItem]) -> Table:
@@ -411,28 +278,6 @@ def _print_events(console: Console, events: list[Event]) -> None:
             outside(event.reason or event.reason_code or ""),
         )
     console.print(table)
-
-
-def agent_json(info: AgentInfo, check: Classification | None) -> dict[str, Any]:
-    plan = info.plan
-    return {
-        "name": plan.name,
-        "adapter": plan.adapter,
-        "executable": plan.executable,
-        "installed": info.path is not None,
-        "path": info.path,
-        "version": info.version,
-        "permission": plan.permission if plan.vendor else None,
-        "permission_flags": list(plan.permission_flags()),
-        "resume": plan.can_resume,
-        "check": None
-        if check is None
-        else {
-            "outcome_class": check.outcome_class.value,
-            "confidence": check.confidence.value,
-            "summary": check.summary,
-        },
-    }
 
 
 def agents_table(rows: list[tuple[AgentInfo, Classification | None]]) -> Table:

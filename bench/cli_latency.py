@@ -1,0 +1,123 @@
+"""How long the read commands take to start, beside a bare interpreter.
+
+Makes a scratch project (`wrighty init`, a few items) and times, in the same run, each of
+
+- baseline: `python -c pass` with the interpreter wrighty is installed in;
+- typer alone: a typer app with wrighty's two global options and a `list` command that prints
+  one line, nothing of wrighty imported: what any command costs before wrighty's own code;
+- `wrighty --version`, `wrighty list`, `wrighty show 1`, `wrighty status --json`: the installed
+  executable, in the scratch project, as a user runs it.
+
+Bytecode is cached, as in any installed environment, also where PYTHONDONTWRITEBYTECODE is
+set: in the scratch folder (PYTHONPYCACHEPREFIX), so that the source tree is left alone. The
+commands are run in turns (one of each, then again), so that a slow moment of the machine
+falls on all of them alike. Each is run --runs times; the median is reported, with its ratios
+to the baseline's and to typer alone's.
+
+Usage: python bench/cli_latency.py [--runs 30] [--items 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+COMMANDS = (("--version",), ("list",), ("show", "1"), ("status", "--json"))
+
+TYPER_ALONE = """
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+@app.callback()
+def root(
+    config: Annotated[Path | None, typer.Option("--config", dir_okay=False)] = None,
+    store: Annotated[str | None, typer.Option("--store")] = None,
+) -> None:
+    pass
+
+
+@app.command("list")
+def list_items(state: Annotated[list[str] | None, typer.Option("--state")] = None) -> None:
+    typer.echo("no items")
+
+
+app()
+"""
+
+
+def installed_wrighty() -> str:
+    beside_python = Path(sys.executable).parent / "wrighty"
+    if not beside_python.exists():
+        sys.exit(f"no wrighty executable beside {sys.executable}; run `pip install -e .`")
+    return str(beside_python)
+
+
+def make_project(root: Path, wrighty: str, items: int, env: dict[str, str]) -> None:
+    def run(*args: str) -> None:
+        subprocess.run([wrighty, *args], cwd=root, env=env, check=True, capture_output=True)
+
+    run("init")
+    for n in range(items):
+        run("create", "--title", f"item {n}", "--body", "a small task", "--queue")
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, check=False)
+    elapsed = time.perf_counter() - began
+    if done.returncode not in (0, 1):  # status exits 1 when unhealthy
+        sys.exit(f"{' '.join(command)} failed: {done.stderr.decode(errors='replace')}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--items", type=int, default=5)
+    args = parser.parse_args()
+    wrighty = installed_wrighty()
+    with tempfile.TemporaryDirectory(prefix="wrighty-latency-") as scratch:
+        root = Path(scratch) / "project"
+        root.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
+        env["XDG_CONFIG_HOME"] = str(Path(scratch) / "xdg")
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(Path(scratch) / "pycache")
+        make_project(root, wrighty, args.items, env)
+        typer_alone = Path(scratch) / "typer_alone.py"
+        typer_alone.write_text(TYPER_ALONE)
+        contenders = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "typer alone: list": [sys.executable, str(typer_alone), "list"],
+        }
+        contenders |= {f"wrighty {' '.join(c)}": [wrighty, *c] for c in COMMANDS}
+        for command in contenders.values():  # untimed: fills the bytecode cache
+            timed(command, root, env)
+        times: dict[str, list[float]] = {name: [] for name in contenders}
+        for _ in range(args.runs):
+            for name, command in contenders.items():
+                times[name].append(timed(command, root, env))
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    baseline, typer_floor = medians["python -c pass"], medians["typer alone: list"]
+    print(f"median of {args.runs} runs each, {args.items} items, {sys.executable}")
+    print(f"{'':<24} {'median':>10}  {'/python':>7}  {'/typer':>6}")
+    for name, median in medians.items():
+        print(
+            f"{name:<24} {median * 1000:7.1f} ms  {median / baseline:6.1f}x  "
+            f"{median / typer_floor:5.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

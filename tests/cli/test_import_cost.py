@@ -1,0 +1,97 @@
+"""A read command loads only what it needs. Each command runs in a fresh interpreter, which
+then reports every module it holds; none of the modules listed for the command may be among
+them. This is checked by module, not by a timing: bench/cli_latency.py times the commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import wrighty
+
+# Run the command as `wrighty ARGS` would, then print the modules loaded.
+RUN_AND_LIST_MODULES = """
+import json, sys
+from typer.testing import CliRunner
+from wrighty.cli.app import app
+result = CliRunner().invoke(app, sys.argv[1:], catch_exceptions=False)
+assert result.exit_code in (0, 1), result.output  # status exits 1 when unhealthy
+print(json.dumps(sorted(sys.modules)))
+"""
+
+# No read command starts a worker, supervises a process or talks to PostgreSQL.
+NOT_FOR_READING = (
+    "psycopg",
+    "psycopg_pool",
+    "wrighty.store.postgres",
+    "wrighty.worker",
+    "wrighty.workspaces",
+    "wrighty.registry",
+    "filelock",
+    "wrighty.project",
+)
+# Nothing an agent run needs, and no service: `list` reads the store alone.
+NOT_FOR_LISTING = (
+    "wrighty.services",
+    "wrighty.agents",
+    "wrighty.vendors",
+    "wrighty.supervisor",
+    "psutil",
+    "wrighty.installation",
+)
+
+NOT_LOADED: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("list",): (*NOT_FOR_READING, *NOT_FOR_LISTING),
+    ("list", "--json"): (*NOT_FOR_READING, *NOT_FOR_LISTING, "rich"),
+    # psutil comes only with a registered worker of this installation, to see if it runs.
+    ("status", "--json"): (
+        *NOT_FOR_READING,
+        "wrighty.agents",
+        "wrighty.vendors",
+        "wrighty.supervisor",
+        "psutil",
+        "rich",
+    ),
+    # The agent's vendor is asked only for an item with a session it could resume.
+    ("show", "1"): (*NOT_FOR_READING, "wrighty.agents", "wrighty.vendors", "wrighty.supervisor"),
+    ("--version",): (
+        *NOT_FOR_READING,
+        *NOT_FOR_LISTING,
+        "rich",
+        "pydantic",
+        "wrighty.config",
+        "wrighty.store.sqlite",
+    ),
+}
+
+
+def loaded_modules(project: Path, *args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_AND_LIST_MODULES, *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout))
+
+
+def is_in(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", list(NOT_LOADED), ids=" ".join)
+def test_a_read_command_loads_only_what_it_needs(initialised: Path, args: tuple[str, ...]) -> None:
+    created = wrighty("create", "--title", "Read me", "--body", "a task", "--queue")
+    assert created.exit_code == 0, created.output
+    loaded = loaded_modules(initialised, *args)
+    assert "wrighty.cli.app" in loaded  # the command did run in that interpreter
+    unwanted = sorted(m for m in loaded if any(is_in(m, p) for p in NOT_LOADED[args]))
+    assert unwanted == []

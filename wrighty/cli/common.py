@@ -1,0 +1,91 @@
+"""What every command group shares: the one-line errors, the common options, the context and
+the console.
+
+Everything here is cheap to import: the command modules import it at start-up, before any
+command is chosen (see wrighty/cli/app.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+try:  # typer 0.2x ships its own copy of click
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - older typer, on click itself
+    from click.exceptions import UsageError  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+from wrighty.cli.context import AppContext
+from wrighty.domain.durations import parse_duration
+from wrighty.domain.model import MAX_ITEM_ID
+from wrighty.domain.text import printable_line
+from wrighty.errors import WrightyError
+
+if TYPE_CHECKING:
+    from wrighty.cli.render import OutputConsole
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _refuse(message: str, exit_code: int = EXIT_USAGE) -> NoReturn:
+    """One line on stderr, with no control character of the user's input left in it."""
+    typer.echo(f"wrighty: {printable_line(message)}", err=True)
+    raise typer.Exit(exit_code)
+
+
+def _usage_line(error: UsageError) -> str:
+    where = f" (see `{error.ctx.command_path} --help`)" if error.ctx is not None else ""
+    return " ".join(error.format_message().split()) + where
+
+
+class WrightyGroup(typer.core.TyperGroup):
+    """Reports a WrightyError or a usage error (an unknown option, a value of the wrong type)
+    from any command as one line on stderr with exit code 2."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except UsageError as error:
+            _refuse(_usage_line(error))
+
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except UsageError as error:
+            _refuse(_usage_line(error))
+        except WrightyError as error:
+            _refuse(str(error), error.exit_code)
+        except KeyboardInterrupt:
+            _refuse("interrupted", EXIT_INTERRUPTED)
+
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON (docs/json.md).")]
+# Bounded by the stores' 64-bit ids, so a larger number is refused instead of crashing a query.
+ItemId = Annotated[int, typer.Argument(help="The item's id.", min=1, max=MAX_ITEM_ID)]
+
+
+def app_context(ctx: typer.Context) -> AppContext:
+    obj = ctx.find_root().obj
+    assert isinstance(obj, AppContext)
+    return obj
+
+
+def seconds_option(name: str, value: str | None, at_most: float) -> float | None:
+    """The seconds in a duration option (``--timeout 30m``); None when it was not given."""
+    if value is None:
+        return None
+    try:
+        return parse_duration(value, at_most=at_most)
+    except ValueError as error:
+        raise WrightyError(f"{name}: {error}") from None
+
+
+@functools.cache
+def console() -> OutputConsole:
+    """The console for terminal output; rich is loaded by the first command that draws."""
+    from wrighty.cli.render import OutputConsole
+
+    return OutputConsole(highlight=False, soft_wrap=False)

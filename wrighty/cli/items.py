@@ -1,0 +1,420 @@
+"""The commands on items: create, list, show, logs, and the operator's moves (queue, cancel,
+requeue, release, reap)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from wrighty.cli.common import ItemId, JsonFlag, app_context, console, seconds_option
+from wrighty.cli.context import AppContext
+from wrighty.cli.documents import (
+    item_detail_json,
+    item_summary_json,
+    print_json,
+    reaped_json,
+    waiting_item_json,
+)
+from wrighty.cli.suggestions import Standing
+from wrighty.domain.claims import lease_expired
+from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
+from wrighty.domain.model import MAX_BODY_BYTES, Item, NewItem, Run
+from wrighty.domain.states import TERMINAL_STATES, ItemState, parse_state
+from wrighty.domain.text import printable_line
+from wrighty.domain.transitions import validate_new_item
+from wrighty.errors import WrightyError
+from wrighty.inputs import InputError, read_text_file, read_text_stream
+
+if TYPE_CHECKING:
+    from wrighty.agents import AgentPlan
+    from wrighty.runlogs import Stream
+
+MAX_REAP_LIMIT = 100_000
+
+
+def _read_body(body: str | None, body_file: Path | None) -> str:
+    if body is not None and body_file is not None:
+        raise WrightyError("give the body once: --body or --body-file, not both")
+    if body is not None:
+        return body
+    if body_file is not None and str(body_file) != "-":
+        try:
+            return read_text_file(body_file, limit=MAX_BODY_BYTES)
+        except FileNotFoundError:
+            raise WrightyError(f"--body-file {body_file}: no such file") from None
+        except OSError as error:
+            why = (error.strerror or type(error).__name__).lower()
+            raise WrightyError(f"--body-file {body_file}: cannot read ({why})") from None
+        except InputError as error:
+            raise WrightyError(f"--body-file {body_file}: {error}") from None
+    if body_file is None and sys.stdin.isatty():
+        raise WrightyError(
+            "no task given: pass --body TEXT, --body-file PATH, or pipe the task on stdin"
+        )
+    try:
+        return read_text_stream(sys.stdin.buffer, limit=MAX_BODY_BYTES)
+    except InputError as error:
+        raise WrightyError(f"the task on standard input {error}") from None
+
+
+def create(
+    ctx: typer.Context,
+    title: Annotated[str, typer.Option("--title", help="One line saying what to do.")],
+    body: Annotated[str | None, typer.Option("--body", help="The task given to the agent.")] = None,
+    body_file: Annotated[
+        Path | None,
+        typer.Option("--body-file", help="Read the task from this file ('-' for stdin)."),
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Agent to run (default: worker.defaultAgent).")
+    ] = None,
+    timeout: Annotated[
+        str | None, typer.Option("--timeout", help="Run time limit, e.g. 30m or 1h30m.")
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace", help="Pin the agent to this directory (default: worker.workspaceMode)."
+        ),
+    ] = None,
+    queue: Annotated[
+        bool, typer.Option("--queue", help="Queue it right away instead of leaving it todo.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Add an item. The task comes from --body, --body-file, or standard input."""
+    from wrighty import services
+
+    app_ctx = app_context(ctx)
+    loaded = app_ctx.config()
+    if agent is not None and agent not in loaded.config.agent_names():
+        known = ", ".join(loaded.config.agent_names())
+        raise WrightyError(f"--agent {agent}: unknown agent (known: {known}); see docs/config.md")
+    timeout_seconds = seconds_option("--timeout", timeout, MAX_ITEM_TIMEOUT_SECONDS)
+    workspace_path = workspace.absolute() if workspace else None
+    if workspace_path is not None and not workspace_path.is_dir():
+        raise WrightyError(f"--workspace {workspace}: no such directory")
+    new = NewItem(
+        title=title,
+        body=_read_body(body, body_file),
+        agent=agent,
+        timeout_seconds=timeout_seconds,
+        workspace=str(workspace_path) if workspace_path else None,
+        initial_state=ItemState.QUEUED if queue else ItemState.TODO,
+    )
+    validate_new_item(new)
+    with app_ctx.store() as store:
+        item = services.create_item(store, new, now=app_ctx.now())
+    if as_json:
+        print_json(item_summary_json(item))
+    else:
+        typer.echo(f"created item {item.id} ({item.state}): {printable_line(item.title)}")
+
+
+def list_items(
+    ctx: typer.Context,
+    state: Annotated[
+        list[str] | None,
+        typer.Option("--state", help="Only items in this state (repeatable)."),
+    ] = None,
+    attention: Annotated[
+        bool,
+        typer.Option(
+            "--attention",
+            help="Only needs-attention items, longest waiting first (= --state needs-attention).",
+        ),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List items, oldest first; needs-attention items alone: longest waiting first."""
+    try:
+        states = [parse_state(s) for s in state or []]
+    except ValueError as error:
+        raise WrightyError(f"--state: {error}") from None
+    if attention:
+        if any(s is not ItemState.NEEDS_ATTENTION for s in states):
+            raise WrightyError("--attention lists needs-attention items only; leave out --state")
+        states = [ItemState.NEEDS_ATTENTION]
+    if set(states) == {ItemState.NEEDS_ATTENTION}:
+        _list_needing_attention(app_context(ctx), as_json)
+        return
+    with app_context(ctx).store() as store:
+        items = store.list_items(states)
+    if as_json:
+        print_json([item_summary_json(item) for item in items])
+    elif not items:
+        typer.echo("no items" + (f" in state {', '.join(states)}" if states else ""))
+    else:
+        from wrighty.cli.render import items_table
+
+        console().print(items_table(items))
+
+
+def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:
+    from wrighty import services
+
+    with app_ctx.store() as store:
+        waiting = services.items_needing_attention(store)
+    if as_json:
+        print_json([waiting_item_json(entry) for entry in waiting])
+    elif not waiting:
+        typer.echo(f"no items in state {ItemState.NEEDS_ATTENTION}")
+    else:
+        from wrighty.cli.render import attention_table
+
+        console().print(attention_table(waiting))
+
+
+def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
+    """Show an item: its fields, session, runs and history."""
+    from wrighty import services
+    from wrighty.installation import installation_id
+
+    app_ctx = app_context(ctx)
+    with app_ctx.store() as store:
+        detail = services.item_detail(store, item_id)
+    # The agent is planned (vendors loaded) only when there is a session it could resume.
+    could_resume = detail.session is not None and detail.item.state not in TERMINAL_STATES
+    plan = _item_agent(app_ctx, detail.item.agent) if could_resume else None
+    resumable = services.resumable_here(
+        detail.item, detail.session, plan, installation_id=installation_id(), environ=os.environ
+    )
+    max_attempts = _crash_retry_limit(app_ctx)
+    if as_json:
+        print_json(item_detail_json(detail, resumable=resumable, max_attempts=max_attempts))
+        return
+    standing = Standing(
+        resumable=resumable,
+        has_logs=_has_logs(app_ctx, detail.runs),
+        lease_expired=detail.item.state is ItemState.RUNNING
+        and lease_expired(detail.item.lease_expires_at, app_ctx.now()),
+    )
+    from wrighty.cli.render import print_item_detail
+
+    print_item_detail(console(), detail, standing, max_attempts=max_attempts)
+
+
+def _has_logs(app_ctx: AppContext, runs: list[Run]) -> bool:
+    """Whether `wrighty logs` would print the last run's output here."""
+    from wrighty.config import STATE_DIRNAME
+    from wrighty.installation import installation_id
+    from wrighty.runlogs import logs_problem, run_log_dir
+
+    if not runs:
+        return False
+    last = max(runs, key=lambda run: run.attempt)  # as `wrighty logs` picks it
+    log_dir = run_log_dir(app_ctx.config().root / STATE_DIRNAME, last)
+    return logs_problem(last, log_dir, installation_id=installation_id()) is None
+
+
+def _crash_retry_limit(app_ctx: AppContext) -> int | None:
+    """worker.processCrash.maxAttempts when the policy retries; None otherwise or unknown."""
+    try:
+        crash = app_ctx.config().config.worker.process_crash
+    except WrightyError:
+        return None
+    return crash.max_attempts if crash.action == "retry" else None
+
+
+def _item_agent(app_ctx: AppContext, agent: str | None) -> AgentPlan | None:
+    """The agent that runs an item (whether it can resume; where its vendor keeps
+    transcripts); None when the config does not say."""
+    from wrighty.agents import plan_agent
+
+    try:
+        loaded = app_ctx.config()
+        name = agent or loaded.config.worker.default_agent
+        return plan_agent(loaded.config, name, project_root=loaded.root)
+    except WrightyError:
+        return None
+
+
+class LogStreams(StrEnum):
+    STDOUT = "stdout"
+    STDERR = "stderr"
+    BOTH = "both"
+
+
+_LOG_FILES: dict[LogStreams, tuple[Stream, ...]] = {
+    LogStreams.STDOUT: ("stdout",),
+    LogStreams.STDERR: ("stderr",),
+    LogStreams.BOTH: ("stdout", "stderr"),
+}
+FOLLOW_POLL_SECONDS = 0.5
+
+
+def logs(
+    ctx: typer.Context,
+    item_id: ItemId,
+    run: Annotated[
+        int | None,
+        typer.Option("--run", min=1, help="The run's attempt number (default: the last run)."),
+    ] = None,
+    follow: Annotated[
+        bool,
+        typer.Option("--follow", "-f", help="Keep printing new output until the run ends."),
+    ] = False,
+    stream: Annotated[
+        LogStreams,
+        typer.Option("--stream", help="The agent's stdout, its stderr, or both."),
+    ] = LogStreams.BOTH,
+    raw: Annotated[
+        bool,
+        typer.Option(
+            "--raw",
+            help="Write the bytes as the agent wrote them (secrets still redacted), "
+            "control characters included: for a pipe into another tool.",
+        ),
+    ] = False,
+) -> None:
+    """Print a run's captured output with secrets redacted (stderr's on standard error)."""
+    from wrighty import services
+    from wrighty.config import STATE_DIRNAME
+    from wrighty.installation import installation_id
+    from wrighty.runlogs import (
+        LogReader,
+        check_logs_here,
+        follow_output,
+        output_bytes,
+        print_output,
+        printable_output,
+        run_log_dir,
+    )
+
+    # Raw bytes go to the stream's binary buffer as they are.
+    write = _writer(output_bytes if raw else printable_output)
+    app_ctx = app_context(ctx)
+    state_dir = app_ctx.config().root / STATE_DIRNAME
+    with app_ctx.store() as store:
+        chosen = services.find_run(store, item_id, run)
+        log_dir = run_log_dir(state_dir, chosen)
+        check_logs_here(chosen, log_dir, installation_id=installation_id())
+        readers = [LogReader(log_dir / f"{name}.log", name) for name in _LOG_FILES[stream]]
+        if not follow:
+            print_output(readers, final=chosen.ended_at is not None, write=write)
+            return
+
+        def run_open() -> bool:
+            current = store.get_run(chosen.run_id)
+            return current is not None and current.ended_at is None
+
+        follow_output(
+            readers,
+            run_open=run_open,
+            write=write,
+            sleep=app_ctx.sleep,
+            interval=FOLLOW_POLL_SECONDS,
+        )
+
+
+def _writer(convert: Callable[[str], str | bytes]) -> Callable[[Stream, str], None]:
+    """Writes a stream's output, converted, to the same stream of wrighty's."""
+
+    def write(stream: Stream, text: str) -> None:
+        typer.echo(convert(text), nl=False, err=stream == "stderr")
+
+    return write
+
+
+def queue_command(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
+    """Queue a todo item so that a worker can take it."""
+    from wrighty import services
+
+    _operator_move(ctx, services.queue_item, item_id, as_json)
+
+
+def cancel(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
+    """Cancel an item that has not finished. Cancelled is final."""
+    from wrighty import services
+
+    _operator_move(ctx, services.cancel_item, item_id, as_json)
+
+
+def requeue(
+    ctx: typer.Context,
+    item_id: ItemId,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Resume the recorded session now (same workspace).")
+    ] = False,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Start over: a new session, same workspace.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Put a needs-attention or retry-scheduled item back to work: --resume or --fresh."""
+    from wrighty import services
+
+    if resume == fresh:
+        raise WrightyError(
+            f"say how item {item_id} starts again: `wrighty requeue {item_id} --resume` "
+            f"(same session) or `wrighty requeue {item_id} --fresh` (new session)"
+        )
+    _operator_move(ctx, functools.partial(services.requeue_item, resume=resume), item_id, as_json)
+
+
+def release(
+    ctx: typer.Context,
+    item_id: ItemId,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Confirm that the item's worker is gone."),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Take a running item from a worker that is gone: it goes to needs-attention."""
+    from wrighty import services
+
+    if not force:
+        raise WrightyError(
+            f"release takes item {item_id} away from its worker; if that worker is really "
+            f"gone, run `wrighty release {item_id} --force` (or wait for the reaper)"
+        )
+    _operator_move(ctx, services.release_item, item_id, as_json)
+
+
+def reap(
+    ctx: typer.Context,
+    limit: Annotated[
+        int,
+        typer.Option("--limit", min=1, max=MAX_REAP_LIMIT, help="Reap at most this many items."),
+    ] = 100,
+    as_json: JsonFlag = False,
+) -> None:
+    """Settle running items whose worker stopped renewing its lease (run once)."""
+    from wrighty import services
+
+    app_ctx = app_context(ctx)
+    max_requeues = app_ctx.config().config.worker.max_requeues
+    with app_ctx.store() as store:
+        changes = services.reap_expired(
+            store, now=app_ctx.now(), max_requeues=max_requeues, limit=limit
+        )
+    if as_json:
+        print_json([reaped_json(change) for change in changes])
+    elif not changes:
+        typer.echo("nothing to reap")
+    else:
+        for change in changes:
+            after = change.after
+            reason = printable_line(after.reason or "")
+            typer.echo(f"item {after.id}: running -> {after.state}: {reason}")
+
+
+def _operator_move(
+    ctx: typer.Context, action: Callable[..., Item], item_id: int, as_json: bool
+) -> None:
+    """Run one operator action (a services function) on an item and report where it went."""
+    app_ctx = app_context(ctx)
+    with app_ctx.store() as store:
+        item = action(store, item_id, now=app_ctx.now())
+    if as_json:
+        print_json(item_summary_json(item))
+    else:
+        typer.echo(f"item {item.id} is {item.state}")

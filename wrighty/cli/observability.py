@@ -1,0 +1,127 @@
+"""How the queue is doing: `status` (healthy or not, for people, scripts and Prometheus) and
+`workers`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from wrighty.cli.common import JsonFlag, app_context, console, seconds_option
+from wrighty.cli.documents import print_json, status_json, status_prometheus, worker_json
+from wrighty.domain.durations import MAX_QUEUE_WAIT_SECONDS, MAX_WORKER_AGE_SECONDS
+from wrighty.domain.health import Thresholds
+from wrighty.errors import WrightyError
+
+WorkerMaxAge = Annotated[
+    str | None,
+    typer.Option(
+        "--worker-max-age",
+        help="A worker is live if its heartbeat is this recent, e.g. 60s "
+        "(default: status.workerMaxAgeSeconds).",
+    ),
+]
+
+
+def workers(
+    ctx: typer.Context, worker_max_age: WorkerMaxAge = None, as_json: JsonFlag = False
+) -> None:
+    """The registered workers, with their liveness."""
+    from wrighty import services
+    from wrighty.installation import installation_id
+
+    max_age = seconds_option("--worker-max-age", worker_max_age, MAX_WORKER_AGE_SECONDS)
+    app_ctx = app_context(ctx)
+    settings = app_ctx.config().config.status
+    with app_ctx.store() as store:
+        views = services.worker_views(
+            store,
+            now=app_ctx.now(),
+            max_age_seconds=max_age or settings.worker_max_age_seconds,
+            installation_id=installation_id(),
+        )
+    if as_json:
+        print_json([worker_json(view) for view in views])
+    elif views:
+        from wrighty.cli.health import workers_table
+
+        console().print(workers_table(views))
+    else:
+        typer.echo("no registered workers")
+
+
+def status(
+    ctx: typer.Context,
+    max_queue_wait: Annotated[
+        str | None, typer.Option("--max-queue-wait", help="Unhealthy if an item waited longer.")
+    ] = None,
+    min_workers: Annotated[
+        int | None, typer.Option("--min-workers", min=0, help="Unhealthy with fewer live workers.")
+    ] = None,
+    worker_max_age: WorkerMaxAge = None,
+    max_expired_leases: Annotated[
+        int | None,
+        typer.Option("--max-expired-leases", min=0, help="Unhealthy with more expired leases."),
+    ] = None,
+    max_needs_attention: Annotated[
+        int | None,
+        typer.Option("--max-needs-attention", min=0, help="Unhealthy with more such items."),
+    ] = None,
+    output_format: Annotated[
+        str, typer.Option("--format", help="text, json or prometheus.")
+    ] = "text",
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Keep a live view in the terminal (Ctrl-C stops).")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Is the queue healthy? Counts, waits, expired leases, workers; exit 1 when unhealthy."""
+    from wrighty import services
+    from wrighty.installation import installation_id
+
+    fmt = "json" if as_json else output_format
+    if fmt not in ("text", "json", "prometheus"):
+        raise WrightyError(f"--format: expected text, json or prometheus, got {output_format!r}")
+    if watch and fmt != "text":
+        raise WrightyError("--watch shows the terminal view; leave out --json and --format")
+    wait_limit = seconds_option("--max-queue-wait", max_queue_wait, MAX_QUEUE_WAIT_SECONDS)
+    max_age = seconds_option("--worker-max-age", worker_max_age, MAX_WORKER_AGE_SECONDS)
+    app_ctx = app_context(ctx)
+    settings = app_ctx.config().config.status
+    thresholds = Thresholds(
+        max_queue_wait_seconds=wait_limit or settings.max_queue_wait_seconds,
+        min_workers=settings.min_workers if min_workers is None else min_workers,
+        max_expired_leases=settings.max_expired_leases
+        if max_expired_leases is None
+        else max_expired_leases,
+        max_needs_attention=settings.max_needs_attention
+        if max_needs_attention is None
+        else max_needs_attention,
+    )
+    with app_ctx.store() as store:
+
+        def report() -> services.StatusReport:
+            return services.status_report(
+                store,
+                now=app_ctx.now(),
+                thresholds=thresholds,
+                worker_max_age_seconds=max_age or settings.worker_max_age_seconds,
+                installation_id=installation_id(),
+            )
+
+        if watch:
+            from wrighty.cli.health import status_view, watch_status
+
+            watch_status(console(), lambda: status_view(report()))
+            return
+        current = report()
+    if fmt == "json":
+        print_json(status_json(current))
+    elif fmt == "prometheus":
+        typer.echo(status_prometheus(current), nl=False)
+    else:
+        from wrighty.cli.health import status_view
+
+        console().print(status_view(current))
+    if not current.healthy:
+        raise typer.Exit(1)
