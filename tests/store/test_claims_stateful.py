@@ -2,14 +2,18 @@
 
 After every step: one owner at most per item, generations never go back, a write from anyone
 but the current owner never lands, histories replay, no item is lost, and open runs belong
-only to a live claim.
+only to a live claim. Worker ids are reused (a worker restarts under its id, or takes back an
+item it lost), so a late write can carry the owner's own id with an older generation: the
+generation alone must fence it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import tempfile
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,6 +22,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
+    initialize,
     invariant,
     precondition,
     rule,
@@ -27,8 +32,15 @@ from hypothesis.stateful import (
 from tests.conftest import START, postgres_schema
 from tests.store.test_contract import new_item
 from wrighty import services
-from wrighty.domain.claims import ClaimRequest, LeaseTerms, RenewOutcome, Settlement, settle
-from wrighty.domain.model import Item, NewRun, RunEnd, Session
+from wrighty.domain.claims import (
+    CLAIMABLE_STATES,
+    ClaimRequest,
+    LeaseTerms,
+    RenewOutcome,
+    Settlement,
+    settle,
+)
+from wrighty.domain.model import Event, Item, NewRun, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import replay
@@ -46,6 +58,12 @@ SETTLE_TARGETS = [
     ItemState.QUEUED,
     ItemState.CANCELLED,
 ]
+# Late writes: the state a late settle names, and which of the item's runs (newest first) a
+# late process or session record names.
+LateWrite = tuple[ItemState, int]
+LATE_WRITE = st.tuples(st.sampled_from(SETTLE_TARGETS), st.integers(min_value=0))
+# What a write about an item can change: the item, its history, its runs, its session.
+Footprint = tuple[Item, list[Event], list[Run], Session | None]
 
 
 class ClaimsMachine(RuleBasedStateMachine):
@@ -56,7 +74,7 @@ class ClaimsMachine(RuleBasedStateMachine):
         self.created = 0
         self.held: dict[str, Item] = {}  # worker -> the claim as that worker last saw it
         self.started: dict[str, bool] = {}
-        self.ghosts: list[Item] = []  # claims their workers no longer hold
+        self.ghosts: list[Item] = []  # claims lost, or left behind by a restart; newest last
         self.max_generation: dict[int, int] = {}
         self.run_counter = 0
 
@@ -85,7 +103,48 @@ class ClaimsMachine(RuleBasedStateMachine):
         self.ghosts.append(self.held.pop(worker))
         self.started.pop(worker, None)
 
+    def _next_run_id(self) -> str:
+        self.run_counter += 1
+        return f"run-{self.run_counter}"
+
+    def _ghost(self, index: int) -> Item:
+        """Small indexes first name the handles whose item their own worker id holds again
+        (only the generation tells them apart), then the others, newest first."""
+        items = {item.id: item for item in self.store.list_items()}
+
+        def same_id_holds_it_again(ghost: Item) -> bool:
+            item = items[ghost.id]
+            return item.state is ItemState.RUNNING and item.claimed_by == ghost.claimed_by
+
+        newest_first = self.ghosts[::-1]
+        ordered = sorted(newest_first, key=same_id_holds_it_again, reverse=True)
+        return ordered[index % len(ordered)]
+
+    def _take(self, request: ClaimRequest) -> Item | None:
+        claimed = self.store.acquire(request, now=self.now)
+        if claimed is None:
+            return None
+        assert claimed.claimed_by == request.worker_id
+        assert all(view.id != claimed.id or not self._owns(view) or view is claimed
+                   for view in self.held.values())  # fmt: skip
+        self.held[request.worker_id] = claimed
+        self.started[request.worker_id] = False
+        return claimed
+
+    def _footprint(self, item_id: int) -> Footprint:
+        return (
+            self._current(item_id),
+            self.store.list_events(item_id),
+            self.store.list_runs(item_id),
+            self.store.get_session(item_id),
+        )
+
     # -- rules ------------------------------------------------------------------------------
+
+    @initialize(queued=st.lists(st.booleans(), min_size=1, max_size=3))
+    def some_items_to_start_with(self, queued: list[bool]) -> None:
+        for each in queued:
+            self.create(each)
 
     @rule(queued=st.booleans())
     def create(self, queued: bool) -> None:
@@ -100,15 +159,59 @@ class ClaimsMachine(RuleBasedStateMachine):
     def acquire(self, worker: str, installation: str) -> None:
         if worker in self.held:
             return
-        request = ClaimRequest(worker, installation, TERMS, default_agent="claude")
-        claimed = self.store.acquire(request, now=self.now)
-        if claimed is None:
+        self._take(ClaimRequest(worker, installation, TERMS, default_agent="claude"))
+
+    @rule(worker=st.sampled_from(WORKERS))
+    def restart_under_the_same_id(self, worker: str) -> None:
+        """The worker's process is replaced by one with the same id. The old claim is left to
+        its lease; the old process's handle can still write late (it was only paused)."""
+        if worker in self.held:
+            self._drop(worker)
+
+    @precondition(lambda self: self.held)
+    @rule(index=st.integers(min_value=0), runs=st.booleans(), late=LATE_WRITE)
+    def stall_past_the_lease(self, index: int, runs: bool, late: LateWrite) -> None:
+        """A worker stalls past its lease, the reaper takes the item, a process under the
+        same worker id claims it again (and, with ``runs``, starts its agent); a second
+        later the stalled one wakes up and writes."""
+        holders = sorted(self.held)
+        worker = holders[index % len(holders)]
+        stalled = self.held[worker]
+        self._drop(worker)
+        lease = self._current(stalled.id).lease_expires_at
+        if lease is not None:
+            self.now = max(self.now, lease + timedelta(seconds=1))
+        self.reap()
+        request = ClaimRequest(worker, "inst-a", TERMS, default_agent="claude", item_id=stalled.id)
+        if self._take(request) is None:
             return
-        assert claimed.claimed_by == worker
-        assert all(view.id != claimed.id or not self._owns(view) or view is claimed
-                   for view in self.held.values())  # fmt: skip
-        self.held[worker] = claimed
-        self.started[worker] = False
+        if runs:
+            self.start_run(worker, with_session=True)
+        self.now += timedelta(seconds=1)
+        self._write_late(stalled, late)
+
+    @precondition(lambda self: self.ghosts)
+    @rule(index=st.integers(min_value=0), late=LATE_WRITE)
+    def take_back_a_lost_item(self, index: int, late: LateWrite) -> None:
+        """A worker claims again an item it lost (or left behind by a restart); then its old
+        handle writes late, with the new owner's own id and an older generation."""
+        items = {item.id: item for item in self.store.list_items()}
+        waiting = [
+            ghost
+            for ghost in self.ghosts
+            if ghost.claimed_by not in self.held and items[ghost.id].state in CLAIMABLE_STATES
+        ]
+        if not waiting:
+            return
+        ghost = waiting[-1 - index % len(waiting)]
+        assert ghost.claimed_by is not None
+        request = ClaimRequest(
+            ghost.claimed_by, "inst-a", TERMS, default_agent="claude", item_id=ghost.id
+        )
+        claimed = self._take(request)
+        if claimed is not None:
+            assert claimed.generation > ghost.generation
+            self._write_late(ghost, late)
 
     @rule(worker=st.sampled_from(WORKERS))
     def renew(self, worker: str) -> None:
@@ -127,8 +230,7 @@ class ClaimsMachine(RuleBasedStateMachine):
             return
         view = self.held[worker]
         owned = self._owns(view)
-        self.run_counter += 1
-        run_id = f"run-{self.run_counter}"
+        run_id = self._next_run_id()
         new_run = NewRun(run_id, RunKind.FRESH, worker, "inst-a", self.now, None)
         run = self.store.start_run(view, new_run)
         assert (run is not None) == owned
@@ -163,35 +265,57 @@ class ClaimsMachine(RuleBasedStateMachine):
         self._drop(worker)
 
     @precondition(lambda self: self.ghosts)
-    @rule(index=st.integers(min_value=0))
-    def late_write_from_a_lost_claim(self, index: int) -> None:
-        ghost = self.ghosts[index % len(self.ghosts)]
-        assert not self._owns(ghost)  # a dropped claim is never held again
-        end = RunEnd(self.now, OutcomeClass.SUCCEEDED, Confidence.AUTHORITATIVE)
-        plan = Settlement(ItemState.DONE, process_started=True, run_end=end)
-        before = self._current(ghost.id)
-        assert self.store.write_transition(settle(ghost, plan, at=self.now)) is False
+    @rule(index=st.integers(min_value=0), late=LATE_WRITE)
+    def late_write_from_a_stale_claim(self, index: int, late: LateWrite) -> None:
+        ghost = self._ghost(index)
+        if not self._owns(ghost):  # else a restarted worker's old claim, still live
+            self._write_late(ghost, late)
+
+    def _write_late(self, ghost: Item, late: LateWrite) -> None:
+        """Every write a worker makes about its item, under a claim no longer held: none
+        lands, and none changes anything."""
+        to_state, run_index = late
+        assert ghost.claimed_by is not None
+        assert not self._owns(ghost)
+        before = self._footprint(ghost.id)
+        runs = before[2]
+        run_id = runs[-1 - run_index % len(runs)].run_id if runs else "run-never-started"
         assert self.store.renew(ghost, now=self.now, terms=TERMS).outcome is RenewOutcome.LOST
-        assert self._current(ghost.id) == before
+        worker = ghost.claimed_by
+        new_run = NewRun(self._next_run_id(), RunKind.FRESH, worker, "inst-a", self.now, None)
+        assert self.store.start_run(ghost, new_run) is None
+        assert not self.store.record_process(ghost, run_id, pid=2000, process_started_at=2.0)
+        session = Session(ghost.id, "claude", "s-late", "/tmp/late", "inst-b")
+        assert not self.store.record_session(ghost, session, at=self.now, run_id=run_id)
+        plan = Settlement(
+            to_state=to_state,
+            process_started=to_state is not ItemState.QUEUED,
+            run_end=RunEnd(self.now, OutcomeClass.SUCCEEDED, Confidence.AUTHORITATIVE),
+            not_before=self.now + timedelta(seconds=30),
+        )
+        assert self.store.write_transition(settle(ghost, plan, at=self.now)) is False
+        assert self._footprint(ghost.id) == before
 
     @rule()
     def reap(self) -> None:
         services.reap_expired(self.store, now=self.now, max_requeues=2)
 
     @rule(
-        item_index=st.integers(min_value=0), action=st.sampled_from(["cancel", "release", "queue"])
+        item_index=st.integers(min_value=0),
+        action=st.sampled_from(["cancel", "release", "queue", "requeue"]),
     )
     def operator(self, item_index: int, action: str) -> None:
         if not self.created:
             return
         item_id = item_index % self.created + 1
-        act = {
+        actions: dict[str, Callable[..., Item]] = {
             "cancel": services.cancel_item,
             "release": services.release_item,
             "queue": services.queue_item,
-        }[action]
+            "requeue": functools.partial(services.requeue_item, resume=False),
+        }
         with contextlib.suppress(IllegalTransitionError):
-            act(self.store, item_id, now=self.now)
+            actions[action](self.store, item_id, now=self.now)
 
     # -- invariants -------------------------------------------------------------------------
 
@@ -254,7 +378,7 @@ class PostgresClaimsMachine(ClaimsMachine):
 
 
 PostgresClaimsMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=30, deadline=None
+    max_examples=80, stateful_step_count=30, deadline=None
 )
 
 
