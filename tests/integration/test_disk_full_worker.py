@@ -116,15 +116,24 @@ def project(small_disk: Path) -> ProjectOnDisk:
     )
 
 
-def test_the_run_is_settled_once_space_is_back_within_the_lease(
+def fill_the_disk_under_a_running_agent(
     project: ProjectOnDisk, small_disk: Path, tmp_path: Path
-) -> None:
+) -> tuple[int, LiveWorker, Path, Path]:
+    """A worker runs the agent, the disk fills up, then the agent writes its output onto the
+    full disk and exits: the item, the worker, the filler file, and the agent's go file."""
     go = tmp_path / "go"
     item_id = project.plant(str(go))
     worker = LiveWorker(project)
     worker.until("spawned")
     filler = fill(small_disk)
-    go.touch()  # the agent writes its output onto the full disk, and exits
+    go.touch()
+    return item_id, worker, filler, go
+
+
+def test_the_run_is_settled_once_space_is_back_within_the_lease(
+    project: ProjectOnDisk, small_disk: Path, tmp_path: Path
+) -> None:
+    item_id, worker, filler, go = fill_the_disk_under_a_running_agent(project, small_disk, tmp_path)
     unreachable = worker.until("store-unreachable")
     assert "no space left on device" in unreachable["cause"]
     assert str(project.root / ".wrighty" / "wrighty.db") in unreachable["cause"]
@@ -147,12 +156,7 @@ def test_the_run_is_settled_once_space_is_back_within_the_lease(
 def test_a_worker_that_gives_an_item_up_exits_non_zero_saying_why(
     project: ProjectOnDisk, small_disk: Path, tmp_path: Path
 ) -> None:
-    go = tmp_path / "go"
-    item_id = project.plant(str(go))
-    worker = LiveWorker(project)
-    worker.until("spawned")
-    filler = fill(small_disk)
-    go.touch()
+    item_id, worker, filler, _ = fill_the_disk_under_a_running_agent(project, small_disk, tmp_path)
     returncode, stderr = worker.finish()  # the disk stays full past the lease
     filler.unlink()
     assert returncode == 1, stderr
