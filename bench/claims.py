@@ -88,7 +88,7 @@ def _wrighty_drain(store: Store, name: str) -> int:
     done = Settlement(ItemState.DONE, process_started=True, run_end=end)
     count = 0
     while (claimed := store.acquire(request, now=NOW)) is not None:
-        if not store.write_transition(settle(claimed, done, at=NOW)):
+        if not store.write_transition(settle(claimed.item, done, at=NOW)):
             raise RuntimeError("a settle was refused in a burn-down without contention")
         count += 1
     store.close()

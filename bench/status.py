@@ -5,7 +5,7 @@ database in the same run:
 
 - baseline: one hand-written aggregate query (counts by state, waiting items, the oldest queue
   entry, unknown entry times, expired leases, the next due retry) with sqlite3;
-- wrighty: `services.status_report` + the JSON document, in process (what the command does
+- wrighty: `services.status.status_report` + the JSON document, in process (what the command does
   after it has started);
 - command: the whole `wrighty status --json` command as a subprocess (Python start included).
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from wrighty.cli.documents import status_json
 from wrighty.domain.health import Thresholds
-from wrighty.services import status_report
+from wrighty.services.status import status_report
 from wrighty.store.sqlite import SqliteStore, to_db_time
 
 MIX = (

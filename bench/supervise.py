@@ -32,7 +32,7 @@ from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
 from wrighty.store.sqlite import SqliteStore
-from wrighty.worker import Worker, WorkerOptions
+from wrighty.worker.loop import Worker, WorkerOptions
 
 
 def make_project(root: Path, command: list[str], **worker: Any) -> tuple[SqliteStore, LoadedConfig]:

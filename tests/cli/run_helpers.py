@@ -50,8 +50,9 @@ def start_run(
     store = open_store(project)
     try:
         request = ClaimRequest("w-test", inst, TERMS, "claude", item_id=item_id)
-        claimed = store.acquire(request, now=at)
-        assert claimed is not None
+        held = store.acquire(request, now=at)
+        assert held is not None
+        claimed = held.item
         run_id = f"run-{item_id}-{len(store.list_runs(item_id)) + 1}"
         session = (
             Session(item_id, "command", session_id, str(project), inst) if session_id else None

@@ -31,8 +31,9 @@ def claim_one(project: Path, clock: FakeClock, *, with_session: bool) -> Item:
     assert result.exit_code == 0, result.output
     store = SqliteStore.open(project / ".wrighty" / "wrighty.db")
     terms = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
-    claimed = store.acquire(ClaimRequest("w-gone", "inst-a", terms, "claude"), now=clock())
-    assert claimed is not None
+    held = store.acquire(ClaimRequest("w-gone", "inst-a", terms, "claude"), now=clock())
+    assert held is not None
+    claimed = held.item
     store.start_run(claimed, NewRun("r1", RunKind.FRESH, "w-gone", "inst-a", clock(), None))
     if with_session:
         session = Session(claimed.id, "claude", "sess-1", str(project), "inst-a")
@@ -131,7 +132,7 @@ def test_requeue_resume_makes_a_retry_due_now_with_a_new_budget(
     store.close()
     assert elsewhere is None  # the session lives on inst-a: only its workers may resume it
     assert here is not None
-    assert here.id == item.id
+    assert here.item.id == item.id
 
 
 def test_requeue_fresh_queues_the_item_for_any_worker(initialised: Path, clock: FakeClock) -> None:

@@ -28,15 +28,20 @@ NOT_FOR_READING = (
     "psycopg",
     "psycopg_pool",
     "wrighty.store.postgres",
-    "wrighty.worker",
-    "wrighty.workspaces",
-    "wrighty.registry",
+    # The worker's modules, but for the run logs' reader that `show` and `logs` use.
+    "wrighty.worker.loop",
+    "wrighty.worker.run",
+    "wrighty.worker.patient",
+    "wrighty.worker.registry",
+    "wrighty.worker.workspaces",
     "filelock",
     "wrighty.project",
 )
-# Nothing an agent run needs, and no service: `list` reads the store alone.
+# Nothing an agent run needs, and no service beyond items: `list` reads the store alone.
 NOT_FOR_LISTING = (
-    "wrighty.services",
+    "wrighty.services.status",
+    "wrighty.services.resume",
+    "wrighty.services.reaper",
     "wrighty.agents",
     "wrighty.vendors",
     "wrighty.supervisor",
@@ -61,6 +66,7 @@ NOT_LOADED: dict[tuple[str, ...], tuple[str, ...]] = {
     ("--version",): (
         *NOT_FOR_READING,
         *NOT_FOR_LISTING,
+        "wrighty.services",
         "rich",
         "pydantic",
         "wrighty.config",

@@ -12,8 +12,8 @@ from tests.conftest import FakeClock
 from wrighty.cli import context
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
-from wrighty.runlogs import LogReader
-from wrighty.services import release_item
+from wrighty.services.items import release_item
+from wrighty.worker.runlogs import LogReader
 
 KEY = "sk-ant-" + "q9w8e7r6" * 6
 

@@ -19,7 +19,7 @@ from tests.cli.conftest import wrighty
 from tests.conftest import FakeClock
 from tests.helpers import snapshot
 from wrighty.cli import context
-from wrighty.cli.health import watch_status
+from wrighty.cli.status_views import watch_status
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.installation import installation_id
 from wrighty.store.sqlite import SqliteStore

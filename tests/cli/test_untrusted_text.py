@@ -19,14 +19,15 @@ from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import open_store, settle, start_run
 from tests.conftest import START, FakeClock
 from wrighty.cli import context
-from wrighty.cli.health import workers_table
 from wrighty.cli.render import attention_table, items_table, print_item_detail
+from wrighty.cli.status_views import workers_table
 from wrighty.cli.suggestions import Standing
 from wrighty.cli.worker import _print_event_line
 from wrighty.domain.health import Liveness, WorkerRow, WorkerState
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
-from wrighty.services import ItemDetail, WaitingItem, WorkerView, item_detail
+from wrighty.services.items import ItemDetail, WaitingItem, item_detail
+from wrighty.services.status import WorkerView
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07 clip"
 OSC52_SHOWN = "\\x1b]52;c;ZWNobyBwd25lZA==\\x07 clip"

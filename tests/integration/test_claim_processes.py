@@ -14,12 +14,12 @@ import pytest
 
 from tests.conftest import START
 from tests.store.test_contract import new_item
-from wrighty import services
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, RenewOutcome, Settlement, settle
 from wrighty.domain.model import NewRun, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import replay
+from wrighty.services import reaper
 from wrighty.store.sqlite import SqliteStore
 
 TERMS = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
@@ -40,7 +40,8 @@ def _burn_down(path: str, worker: str, ready: Any, start: Any, results: Any) -> 
         request = ClaimRequest(worker, "inst-a", TERMS, default_agent="claude")
         ready.put(worker)
         start.wait()
-        while (claimed := store.acquire(request, now=START)) is not None:
+        while (held := store.acquire(request, now=START)) is not None:
+            claimed = held.item
             claimed_log.append((claimed.id, claimed.generation))
             assert store.write_transition(settle(claimed, _done(START), at=START))
             # The agent's run, outside any transaction. Without it one process re-takes the
@@ -86,8 +87,9 @@ def test_racing_processes_claim_every_item_exactly_once(tmp_path: Path) -> None:
 def _paused_worker(path: str, ready: Any, go: Any, results: Any) -> None:
     store = SqliteStore.open(Path(path))
     request = ClaimRequest("w-paused", "inst-a", TERMS, default_agent="claude")
-    claimed = store.acquire(request, now=START)
-    assert claimed is not None
+    held = store.acquire(request, now=START)
+    assert held is not None
+    claimed = held.item
     run = NewRun("run-paused", RunKind.FRESH, "w-paused", "inst-a", START, None)
     assert store.start_run(claimed, run) is not None
     session = Session(claimed.id, "claude", "sess-1", "/tmp/w", "inst-a")
@@ -116,12 +118,13 @@ def test_a_paused_worker_whose_lease_was_reaped_cannot_write_when_it_resumes(
     os.kill(pid, signal.SIGSTOP)  # a long GC pause, a suspended laptop, a stopped container
     try:
         reaped_at = START + timedelta(seconds=61)
-        [change] = services.reap_expired(store, now=reaped_at, max_requeues=3)
+        [change] = reaper.reap_expired(store, now=reaped_at, max_requeues=3)
         assert change.after.state is ItemState.RETRY_SCHEDULED
-        successor = store.acquire(
+        successor_held = store.acquire(
             ClaimRequest("w-next", "inst-a", TERMS, default_agent="claude"), now=reaped_at
         )
-        assert successor is not None
+        assert successor_held is not None
+        successor = successor_held.item
         assert successor.generation == 2
     finally:
         os.kill(pid, signal.SIGCONT)

@@ -19,7 +19,6 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import FakeClock
-from wrighty import services
 from wrighty.cli.documents import item_detail_json
 from wrighty.cli.render import print_item_detail
 from wrighty.cli.suggestions import Standing
@@ -28,8 +27,9 @@ from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
+from wrighty.services import items as item_service
 from wrighty.store.sqlite import SqliteStore
-from wrighty.worker import Worker, WorkerOptions
+from wrighty.worker.loop import Worker, WorkerOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = [sys.executable, str(ROOT / "examples" / "agent.py")]
@@ -105,7 +105,7 @@ def test_a_crash_is_retried_by_resuming_the_same_session_in_the_same_workspace(
     assert retry_events[0]["crash_retries"] == 1
 
     shown = item_detail_json(
-        services.item_detail(project.store, item.id), resumable=True, max_attempts=2
+        item_service.item_detail(project.store, item.id), resumable=True, max_attempts=2
     )
     assert shown["crash_retry"] == {
         "retries": 1,
@@ -122,7 +122,7 @@ def test_a_crash_is_retried_by_resuming_the_same_session_in_the_same_workspace(
     console = Console(record=True, width=120)
     standing = Standing(resumable=True, has_logs=True, lease_expired=False)
     print_item_detail(
-        console, services.item_detail(project.store, item.id), standing, max_attempts=2
+        console, item_service.item_detail(project.store, item.id), standing, max_attempts=2
     )
     text = console.export_text()
     assert "retries    1 of 2, next due" in text
@@ -164,7 +164,7 @@ def test_crashes_beyond_max_attempts_need_attention(project: Project) -> None:
     assert {run.outcome_class for run in runs} == {OutcomeClass.PROCESS_CRASH}
 
     # An operator starts it over: a new session, a new retry budget.
-    requeued = services.requeue_item(project.store, item.id, resume=False, now=project.clock())
+    requeued = item_service.requeue_item(project.store, item.id, resume=False, now=project.clock())
     assert (requeued.state, requeued.crash_retries) == (ItemState.QUEUED, 0)
     project.run_once()
     fresh = project.store.list_runs(item.id)[-1]

@@ -27,7 +27,7 @@ from wrighty.domain.model import Item, NewItem, NewRun, Session
 from wrighty.domain.outcomes import RunKind
 from wrighty.domain.states import ItemState
 from wrighty.store.sqlite import SqliteStore
-from wrighty.worker import Worker, WorkerOptions
+from wrighty.worker.loop import Worker, WorkerOptions
 
 pytestmark = pytest.mark.slow
 
@@ -122,10 +122,11 @@ def an_earlier_run(project: Project, pid: int, started_at: float, watched: int) 
     now = datetime.now(UTC)
     new = NewItem("t", "resume me", None, None, str(project.root), ItemState.QUEUED)
     item = project.store.create_item(new, at=now, actor="op")
-    claimed = project.store.acquire(
+    held = project.store.acquire(
         ClaimRequest("w-old", INSTALLATION, LeaseTerms(60, 600), "fake"), now=now
     )
-    assert claimed is not None
+    assert held is not None
+    claimed = held.item
     session = Session(item.id, "command", "s-0", str(project.root), INSTALLATION)
     first = NewRun(EARLIER_RUN, RunKind.FRESH, "w-old", INSTALLATION, now, "s-0")
     assert project.store.start_run(claimed, first, session=session) is not None

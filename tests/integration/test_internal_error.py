@@ -52,10 +52,11 @@ def test_the_lease_deadline_of_a_huge_timeout_is_the_longest_one(project: Projec
     try:
         now = datetime.now(UTC)
         request = ClaimRequest("w-1", "inst", LeaseTerms(5, 600), "example")
-        claimed = store.acquire(request, now=now)
+        held = store.acquire(request, now=now)
     finally:
         store.close()
-    assert claimed is not None
+    assert held is not None
+    claimed = held.item
     assert claimed.id == item_id
     assert claimed.renew_deadline is not None
     assert (claimed.renew_deadline - now).total_seconds() == MAX_ITEM_TIMEOUT_SECONDS + 5
@@ -100,13 +101,13 @@ def test_an_item_whose_claim_cannot_be_computed_is_set_aside_and_the_next_one_ru
 
 
 PREPARE_FAILS = """
-import wrighty.worker
-original = wrighty.worker.choose_workspace
+import wrighty.worker.run
+original = wrighty.worker.run.choose_workspace
 def choose_workspace(mode, **facts):
     if facts["item"].title == "poisoned":
         raise RuntimeError("planted: no workspace for this one")
     return original(mode, **facts)
-wrighty.worker.choose_workspace = choose_workspace
+wrighty.worker.run.choose_workspace = choose_workspace
 """
 
 SUPERVISION_FAILS = """
@@ -120,13 +121,13 @@ SqlStore.renew = renew
 """
 
 SETTLING_FAILS = """
-import wrighty.worker
-original = wrighty.worker.classify_exit
+import wrighty.worker.run
+original = wrighty.worker.run.classify_exit
 def classify_exit(facts):
     if facts.exit_code == 3:
         raise RuntimeError("planted: this exit cannot be classified")
     return original(facts)
-wrighty.worker.classify_exit = classify_exit
+wrighty.worker.run.classify_exit = classify_exit
 """
 
 

@@ -18,9 +18,9 @@ from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
-from wrighty.registry import Heartbeat
 from wrighty.store.sqlite import SqliteStore
-from wrighty.worker import Worker, WorkerOptions
+from wrighty.worker.loop import Worker, WorkerOptions
+from wrighty.worker.registry import Presence
 
 
 class SpyStore:
@@ -98,7 +98,7 @@ def test_a_failing_registry_never_disturbs_a_run(
     )
     spy = SpyStore(store, fail=True)
     worker = Worker(spy, loaded, installation_id="inst-a", emit=lambda _: None)  # type: ignore[arg-type]
-    with caplog.at_level(logging.WARNING, logger="wrighty.registry"):
+    with caplog.at_level(logging.WARNING, logger="wrighty.worker.registry"):
         worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
     assert store.get_item(item.id).state is ItemState.DONE  # type: ignore[union-attr]
     messages = {record.getMessage() for record in caplog.records}
@@ -118,7 +118,7 @@ def test_heartbeats_are_throttled_failures_included_and_stop_forgets_the_identit
     moments = iter([0.0, 0.5, 1.0, 1.1])
     identity = WorkerRow("w-0123456789ab", None, "inst-a", 1, 0.0, "0", WorkerState.IDLE, (),
                          clock(), clock())  # fmt: skip
-    heartbeat = Heartbeat(spy, identity, interval_seconds=1.0, retention_seconds=3600,  # type: ignore[arg-type]
+    heartbeat = Presence(spy, identity, interval_seconds=1.0, retention_seconds=3600,  # type: ignore[arg-type]
                           now=clock, monotonic=lambda: next(moments))  # fmt: skip
     for _ in range(4):
         heartbeat.beat(WorkerState.IDLE, ())
@@ -140,7 +140,7 @@ def test_rows_silent_for_longer_than_the_retention_are_pruned(project: Any) -> N
     store.upsert_worker(recent)
     me = WorkerRow("w-00000000000f", None, "inst-a", 3, 0.0, "0", WorkerState.IDLE, (),
                    clock(), clock())  # fmt: skip
-    Heartbeat(store, me, interval_seconds=1, retention_seconds=24 * 3600, now=clock).beat(
+    Presence(store, me, interval_seconds=1, retention_seconds=24 * 3600, now=clock).beat(
         WorkerState.IDLE, ()
     )
     assert sorted(row.worker_id for row in store.list_workers()) == [

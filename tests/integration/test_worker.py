@@ -20,14 +20,15 @@ import psutil
 import pytest
 
 from tests.helpers import process_ended
-from wrighty import services
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
 from wrighty.domain.model import Item, NewItem, NewRun, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
+from wrighty.services import items as item_service
+from wrighty.services import reaper
 from wrighty.store.sqlite import SqliteStore
-from wrighty.worker import Worker, WorkerOptions
+from wrighty.worker.loop import Worker, WorkerOptions
 
 
 @dataclass
@@ -190,7 +191,7 @@ def test_an_operator_cancel_stops_the_running_agent(project: Project) -> None:
     item = project.item(HANG)
     other = SqliteStore.open(project.root / ".wrighty" / "wrighty.db")
     thread = _when_started(
-        project, lambda: services.cancel_item(other, item.id, now=services_now())
+        project, lambda: item_service.cancel_item(other, item.id, now=services_now())
     )
     after = project.run_once()
     thread.join()
@@ -199,7 +200,7 @@ def test_an_operator_cancel_stops_the_running_agent(project: Project) -> None:
     [run] = project.store.list_runs(item.id)
     assert (run.outcome_class, run.confidence) == (OutcomeClass.CANCELLED, Confidence.AUTHORITATIVE)
     assert process_ended(int((project.root / "pid.txt").read_text()))
-    assert "heartbeat-lost" in project.names()
+    assert "claim-lost" in project.names()
     assert "settled" not in project.names()
 
 
@@ -207,7 +208,7 @@ def test_a_fenced_worker_stops_its_agent_and_writes_nothing(project: Project) ->
     item = project.item(HANG)
     other = SqliteStore.open(project.root / ".wrighty" / "wrighty.db")
     thread = _when_started(
-        project, lambda: services.release_item(other, item.id, now=services_now())
+        project, lambda: item_service.release_item(other, item.id, now=services_now())
     )
     after = project.run_once()
     thread.join()
@@ -218,6 +219,12 @@ def test_a_fenced_worker_stops_its_agent_and_writes_nothing(project: Project) ->
     assert run.outcome_class is OutcomeClass.WORKER_LOST  # the release's record, untouched
     assert process_ended(int((project.root / "pid.txt").read_text()))
     assert "settled" not in project.names()
+    # Told as claim-lost, and under its old name for readers written against it.
+    [lost] = [e for e in project.events if e["event"] == "claim-lost"]
+    [alias] = [e for e in project.events if e["event"] == "heartbeat-lost"]
+    assert (lost["item_id"], lost["generation"], lost["reason"]) == (item.id, 1, "fenced")
+    del lost["at"], alias["at"]  # a clock read each
+    assert alias == {**lost, "event": "heartbeat-lost", "alias_of": "claim-lost"}
 
 
 def test_a_missing_workspace_is_start_failed(project: Project, tmp_path: Path) -> None:
@@ -267,7 +274,7 @@ def test_a_killed_worker_takes_its_agent_along_and_the_reaper_settles(project: P
     assert running is not None
     assert running.state is ItemState.RUNNING
     later = services_now() + timedelta(seconds=3)
-    [change] = services.reap_expired(project.store, now=later, max_requeues=3)
+    [change] = reaper.reap_expired(project.store, now=later, max_requeues=3)
     assert change.after.state is ItemState.RETRY_SCHEDULED  # a session was recorded
     [run] = project.store.list_runs(item.id)
     assert run.outcome_class is OutcomeClass.WORKER_LOST
@@ -449,10 +456,11 @@ def test_a_retry_whose_workspace_is_gone_is_never_run_fresh(
     assert config is not None
     project.loaded = LoadedConfig(project.root / "wrighty.json", config)
     item = project.item("import signal; os.kill(os.getpid(), signal.SIGKILL)", workspace=workspace)
-    claimed = project.store.acquire(
+    held = project.store.acquire(
         ClaimRequest("w-x", "inst-test", LeaseTerms(60, 600), "fake"), now=services_now()
     )
-    assert claimed is not None
+    assert held is not None
+    claimed = held.item
     first_run = NewRun("r0", RunKind.FRESH, "w-x", "inst-test", services_now(), "s-0")
     project.store.start_run(claimed, first_run)
     session = Session(item.id, "command", "s-0", str(workspace), "inst-test")
@@ -579,10 +587,11 @@ def test_before_resuming_whatever_is_left_of_the_earlier_run_is_stopped(
     assert config is not None
     project.loaded = LoadedConfig(project.root / "wrighty.json", config)
     item = project.item("print('first attempt')")
-    claimed = project.store.acquire(
+    held = project.store.acquire(
         ClaimRequest("w-old", "inst-test", LeaseTerms(60, 600), "fake"), now=services_now()
     )
-    assert claimed is not None
+    assert held is not None
+    claimed = held.item
     session = Session(item.id, "command", "s-0", str(project.root), "inst-test")
     first = NewRun("r-old", RunKind.FRESH, "w-old", "inst-test", services_now(), "s-0")
     assert project.store.start_run(claimed, first, session=session) is not None

@@ -12,7 +12,6 @@ import pytest
 from tests.conftest import FakeClock
 from tests.store.test_contract import new_item
 from tests.store.txhooks import InjectedFault, fail_after, statements_hooked
-from wrighty import services
 from wrighty.domain.claims import (
     ClaimRequest,
     LeaseTerms,
@@ -24,6 +23,8 @@ from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import replay, transition
+from wrighty.services import items as item_service
+from wrighty.services import reaper
 from wrighty.store import Store
 from wrighty.store.sqlstore import Tx
 
@@ -47,9 +48,9 @@ def queued(store: Store, clock: FakeClock, title: str = "t", **changes) -> Item:
 
 
 def acquire(store: Store, clock: FakeClock, worker: str = "w1", **kw) -> Item:
-    claimed = store.acquire(request(worker, **kw), now=clock())
-    assert claimed is not None
-    return claimed
+    held = store.acquire(request(worker, **kw), now=clock())
+    assert held is not None
+    return held.item
 
 
 def start(store: Store, claimed: Item, clock: FakeClock, *, session_id: str | None = None) -> str:
@@ -154,6 +155,32 @@ def test_due_retries_come_before_older_fresh_work(store: Store, clock: FakeClock
     claimed = acquire(store, clock)
     assert claimed.id == retry.id
     assert claimed.generation == 2
+
+
+def test_a_claim_tells_the_state_it_was_claimed_from_and_the_session(
+    store: Store, clock: FakeClock
+) -> None:
+    fresh = queued(store, clock, "fresh")
+    taken = store.acquire(request(), now=clock())
+    assert taken is not None
+    assert (taken.item.id, taken.claimed_from, taken.session) == (fresh.id, ItemState.QUEUED, None)
+    retry = _retry_scheduled(store, clock, due_in=0, session_id="s-1")
+    again = store.acquire(request("w-next"), now=clock())
+    assert again is not None
+    assert (again.item.id, again.claimed_from) == (retry.id, ItemState.RETRY_SCHEDULED)
+    assert again.session == Session(retry.id, "claude", "s-1", "/tmp/p", "inst-a")
+    assert again.session == store.get_session(retry.id)
+    assert again.item == store.get_item(retry.id)
+
+
+def test_a_claim_from_the_queue_brings_the_session_an_earlier_run_left(
+    store: Store, clock: FakeClock
+) -> None:
+    retry = _retry_scheduled(store, clock, due_in=3600, session_id="s-1")
+    item_service.requeue_item(store, retry.id, resume=False, now=clock())  # start over, same place
+    taken = store.acquire(request(), now=clock())
+    assert taken is not None
+    assert (taken.claimed_from, taken.session) == (ItemState.QUEUED, store.get_session(retry.id))
 
 
 def test_a_retry_with_a_local_session_stays_on_its_installation(
@@ -345,7 +372,7 @@ def test_a_late_settle_from_an_old_generation_changes_nothing(
     queued(store, clock)
     old = acquire(store, clock, "w-old")
     clock.advance(LEASE + 1)
-    assert services.reap_expired(store, now=clock(), max_requeues=3)  # no run: back to queued
+    assert reaper.reap_expired(store, now=clock(), max_requeues=3)  # no run: back to queued
     new = acquire(store, clock, "w-new")
     assert new.generation == old.generation + 1
     start(store, new, clock)
@@ -451,7 +478,7 @@ def test_reaped_before_any_run_goes_back_to_queued(store: Store, clock: FakeCloc
     item = queued(store, clock)
     claimed = acquire(store, clock)
     clock.advance(LEASE + 1)
-    [change] = services.reap_expired(store, now=clock(), max_requeues=3)
+    [change] = reaper.reap_expired(store, now=clock(), max_requeues=3)
     after = store.get_item(item.id)
     assert after == change.after
     assert (after.state, after.reason_code, after.claimed_by) == (  # type: ignore[union-attr]
@@ -470,7 +497,7 @@ def test_reaped_with_a_session_becomes_a_due_resume(store: Store, clock: FakeClo
     claimed = acquire(store, clock)
     start(store, claimed, clock, session_id="sess-1")
     clock.advance(LEASE + 1)
-    [change] = services.reap_expired(store, now=clock(), max_requeues=3)
+    [change] = reaper.reap_expired(store, now=clock(), max_requeues=3)
     after = change.after
     assert (after.state, after.not_before, after.requeues, after.crash_retries) == (
         ItemState.RETRY_SCHEDULED,
@@ -491,7 +518,7 @@ def test_reaped_without_a_session_needs_attention(store: Store, clock: FakeClock
     claimed = acquire(store, clock)
     start(store, claimed, clock)
     clock.advance(LEASE + 1)
-    [change] = services.reap_expired(store, now=clock(), max_requeues=3)
+    [change] = reaper.reap_expired(store, now=clock(), max_requeues=3)
     assert change.after.state is ItemState.NEEDS_ATTENTION
     assert "no session was recorded" in (change.after.reason or "")
     assert change.after.next_action == f"wrighty requeue {claimed.id} --fresh"
@@ -504,7 +531,7 @@ def test_the_reclaim_budget_is_its_own_counter(store: Store, clock: FakeClock) -
         claimed = acquire(store, clock)
         start(store, claimed, clock, session_id="sess-1")
         clock.advance(LEASE + 1)
-        [change] = services.reap_expired(store, now=clock(), max_requeues=2)
+        [change] = reaper.reap_expired(store, now=clock(), max_requeues=2)
         states.append(change.after.state)
     assert states == [
         ItemState.RETRY_SCHEDULED,
@@ -521,7 +548,7 @@ def test_a_reaped_due_retry_without_a_run_stays_a_due_retry(store: Store, clock:
     retry = _retry_scheduled(store, clock, due_in=0, session_id="s-1")
     acquire(store, clock)
     clock.advance(LEASE + 1)
-    [change] = services.reap_expired(store, now=clock(), max_requeues=3)
+    [change] = reaper.reap_expired(store, now=clock(), max_requeues=3)
     assert change.after.state is ItemState.RETRY_SCHEDULED
     assert change.after.requeues == 0
     assert change.after.crash_retries == retry.crash_retries
@@ -584,7 +611,7 @@ def test_release_fences_off_the_old_owner(store: Store, clock: FakeClock) -> Non
     queued(store, clock)
     claimed = acquire(store, clock)
     start(store, claimed, clock)
-    released = services.release_item(store, claimed.id, now=clock.advance(5))
+    released = item_service.release_item(store, claimed.id, now=clock.advance(5))
     assert (released.state, released.reason_code, released.generation) == (
         ItemState.NEEDS_ATTENTION,
         "operator-released",
@@ -602,7 +629,7 @@ def test_cancelling_a_running_item_ends_its_run_as_cancelled(
     queued(store, clock)
     claimed = acquire(store, clock)
     start(store, claimed, clock)
-    services.cancel_item(store, claimed.id, now=clock.advance(5))
+    item_service.cancel_item(store, claimed.id, now=clock.advance(5))
     assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.LOST
     [run] = store.list_runs(claimed.id)
     assert (run.outcome_class, run.confidence) == (OutcomeClass.CANCELLED, Confidence.AUTHORITATIVE)
@@ -644,7 +671,7 @@ def test_an_agent_report_lands_only_under_the_runs_live_claim(
     assert recorded is not None
     assert (recorded.agent_report, recorded.agent_reason) == ("failed", "why")
     clock.advance(LEASE + 1)
-    services.reap_expired(store, now=clock(), max_requeues=3)
+    reaper.reap_expired(store, now=clock(), max_requeues=3)
     assert not store.record_agent_report("r-1", claim_token="tok-1", report="finished", reason=None)
     assert store.get_run("r-1").agent_report == "failed"  # type: ignore[union-attr]
 

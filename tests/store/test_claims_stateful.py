@@ -31,7 +31,6 @@ from hypothesis.stateful import (
 
 from tests.conftest import START, postgres_schema
 from tests.store.test_contract import new_item
-from wrighty import services
 from wrighty.domain.claims import (
     CLAIMABLE_STATES,
     ClaimRequest,
@@ -45,6 +44,8 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import replay
 from wrighty.errors import IllegalTransitionError
+from wrighty.services import items as item_service
+from wrighty.services import reaper
 from wrighty.store.port import Store
 from wrighty.store.postgres import PostgresStore
 from wrighty.store.sqlite import SqliteStore
@@ -121,9 +122,10 @@ class ClaimsMachine(RuleBasedStateMachine):
         return ordered[index % len(ordered)]
 
     def _take(self, request: ClaimRequest) -> Item | None:
-        claimed = self.store.acquire(request, now=self.now)
-        if claimed is None:
+        taken = self.store.acquire(request, now=self.now)
+        if taken is None:
             return None
+        claimed = taken.item
         assert claimed.claimed_by == request.worker_id
         assert all(view.id != claimed.id or not self._owns(view) or view is claimed
                    for view in self.held.values())  # fmt: skip
@@ -298,7 +300,7 @@ class ClaimsMachine(RuleBasedStateMachine):
 
     @rule()
     def reap(self) -> None:
-        services.reap_expired(self.store, now=self.now, max_requeues=2)
+        reaper.reap_expired(self.store, now=self.now, max_requeues=2)
 
     @rule(
         item_index=st.integers(min_value=0),
@@ -309,10 +311,10 @@ class ClaimsMachine(RuleBasedStateMachine):
             return
         item_id = item_index % self.created + 1
         actions: dict[str, Callable[..., Item]] = {
-            "cancel": services.cancel_item,
-            "release": services.release_item,
-            "queue": services.queue_item,
-            "requeue": functools.partial(services.requeue_item, resume=False),
+            "cancel": item_service.cancel_item,
+            "release": item_service.release_item,
+            "queue": item_service.queue_item,
+            "requeue": functools.partial(item_service.requeue_item, resume=False),
         }
         with contextlib.suppress(IllegalTransitionError):
             actions[action](self.store, item_id, now=self.now)

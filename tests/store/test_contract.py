@@ -146,8 +146,9 @@ def _final(store: Store, clock: FakeClock, state: ItemState) -> Item:
         return _move(store, item, ItemState.CANCELLED, clock)
     store.create_item(new_item(queued=True), at=clock(), actor="operator")
     terms = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
-    claimed = store.acquire(ClaimRequest("w1", "inst-a", terms, "claude"), now=clock())
-    assert claimed is not None
+    held = store.acquire(ClaimRequest("w1", "inst-a", terms, "claude"), now=clock())
+    assert held is not None
+    claimed = held.item
     finished = settle(claimed, Settlement(ItemState.DONE, process_started=False), at=clock())
     assert store.write_transition(finished)
     return finished.after
@@ -247,8 +248,9 @@ def test_queue_figures_count_every_state_and_the_waits(store: Store, clock: Fake
     store.create_item(new_item(queued=True), at=clock(), actor="op")
     store.create_item(new_item(), at=clock(), actor="op")
     terms = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
-    claimed = store.acquire(ClaimRequest("w1", "inst-a", terms, "claude"), now=clock())
-    assert claimed is not None
+    held = store.acquire(ClaimRequest("w1", "inst-a", terms, "claude"), now=clock())
+    assert held is not None
+    claimed = held.item
     assert claimed.id == first.id
     clock.advance(61)  # its lease has expired
     figures = store.queue_figures(now=clock())

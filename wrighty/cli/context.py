@@ -10,19 +10,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wrighty.domain.times import system_now
 from wrighty.errors import ConfigError
 from wrighty.store import Store, StoreTarget, open_store, parse_store_url
 
 if TYPE_CHECKING:
     from wrighty.config import LoadedConfig
-
-
-def system_now() -> datetime:
-    return datetime.now(UTC)
 
 
 # The clock every command reads; tests replace it to control time.

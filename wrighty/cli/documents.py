@@ -23,7 +23,8 @@ from wrighty.domain.times import rfc3339
 if TYPE_CHECKING:
     from wrighty.agents import AgentInfo
     from wrighty.domain.classify import Classification
-    from wrighty.services import ItemDetail, StatusReport, WaitingItem, WorkerView
+    from wrighty.services.items import ItemDetail, WaitingItem
+    from wrighty.services.status import StatusReport, WorkerView
 
 
 def print_json(document: object) -> None:

@@ -34,7 +34,7 @@ from wrighty.inputs import InputError, read_text_file, read_text_stream
 
 if TYPE_CHECKING:
     from wrighty.agents import AgentPlan
-    from wrighty.runlogs import Stream
+    from wrighty.domain.model import Stream
 
 MAX_REAP_LIMIT = 100_000
 
@@ -90,7 +90,7 @@ def create(
     as_json: JsonFlag = False,
 ) -> None:
     """Add an item. The task comes from --body, --body-file, or standard input."""
-    from wrighty import services
+    from wrighty.services import items as item_service
 
     app_ctx = app_context(ctx)
     loaded = app_ctx.config()
@@ -111,7 +111,7 @@ def create(
     )
     validate_new_item(new)
     with app_ctx.store() as store:
-        item = services.create_item(store, new, now=app_ctx.now())
+        item = item_service.create_item(store, new, now=app_ctx.now())
     if as_json:
         print_json(item_summary_json(item))
     else:
@@ -145,8 +145,10 @@ def list_items(
     if set(states) == {ItemState.NEEDS_ATTENTION}:
         _list_needing_attention(app_context(ctx), as_json)
         return
+    from wrighty.services import items as item_service
+
     with app_context(ctx).store() as store:
-        items = store.list_items(states)
+        items = item_service.list_items(store, states)
     if as_json:
         print_json([item_summary_json(item) for item in items])
     elif not items:
@@ -158,10 +160,10 @@ def list_items(
 
 
 def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:
-    from wrighty import services
+    from wrighty.services import items as item_service
 
     with app_ctx.store() as store:
-        waiting = services.items_needing_attention(store)
+        waiting = item_service.items_needing_attention(store)
     if as_json:
         print_json([waiting_item_json(entry) for entry in waiting])
     elif not waiting:
@@ -174,16 +176,17 @@ def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:
 
 def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Show an item: its fields, session, runs and history."""
-    from wrighty import services
     from wrighty.installation import installation_id
+    from wrighty.services import items as item_service
+    from wrighty.services.resume import resumable_here
 
     app_ctx = app_context(ctx)
     with app_ctx.store() as store:
-        detail = services.item_detail(store, item_id)
+        detail = item_service.item_detail(store, item_id)
     # The agent is planned (vendors loaded) only when there is a session it could resume.
     could_resume = detail.session is not None and detail.item.state not in TERMINAL_STATES
     plan = _item_agent(app_ctx, detail.item.agent) if could_resume else None
-    resumable = services.resumable_here(
+    resumable = resumable_here(
         detail.item, detail.session, plan, installation_id=installation_id(), environ=os.environ
     )
     max_attempts = _crash_retry_limit(app_ctx)
@@ -205,7 +208,7 @@ def _has_logs(app_ctx: AppContext, runs: list[Run]) -> bool:
     """Whether `wrighty logs` would print the last run's output here."""
     from wrighty.config import STATE_DIRNAME
     from wrighty.installation import installation_id
-    from wrighty.runlogs import logs_problem, run_log_dir
+    from wrighty.worker.runlogs import logs_problem, run_log_dir
 
     if not runs:
         return False
@@ -275,10 +278,10 @@ def logs(
     ] = False,
 ) -> None:
     """Print a run's captured output with secrets redacted (stderr's on standard error)."""
-    from wrighty import services
     from wrighty.config import STATE_DIRNAME
     from wrighty.installation import installation_id
-    from wrighty.runlogs import (
+    from wrighty.services import items as item_service
+    from wrighty.worker.runlogs import (
         LogReader,
         check_logs_here,
         follow_output,
@@ -293,7 +296,7 @@ def logs(
     app_ctx = app_context(ctx)
     state_dir = app_ctx.config().root / STATE_DIRNAME
     with app_ctx.store() as store:
-        chosen = services.find_run(store, item_id, run)
+        chosen = item_service.find_run(store, item_id, run)
         log_dir = run_log_dir(state_dir, chosen)
         check_logs_here(chosen, log_dir, installation_id=installation_id())
         readers = [LogReader(log_dir / f"{name}.log", name) for name in _LOG_FILES[stream]]
@@ -302,7 +305,7 @@ def logs(
             return
 
         def run_open() -> bool:
-            current = store.get_run(chosen.run_id)
+            current = item_service.get_run(store, chosen.run_id)
             return current is not None and current.ended_at is None
 
         follow_output(
@@ -325,16 +328,16 @@ def _writer(convert: Callable[[str], str | bytes]) -> Callable[[Stream, str], No
 
 def queue_command(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Queue a todo item so that a worker can take it."""
-    from wrighty import services
+    from wrighty.services import items as item_service
 
-    _operator_move(ctx, services.queue_item, item_id, as_json)
+    _operator_move(ctx, item_service.queue_item, item_id, as_json)
 
 
 def cancel(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Cancel an item that has not finished. Cancelled is final."""
-    from wrighty import services
+    from wrighty.services import items as item_service
 
-    _operator_move(ctx, services.cancel_item, item_id, as_json)
+    _operator_move(ctx, item_service.cancel_item, item_id, as_json)
 
 
 def requeue(
@@ -349,14 +352,16 @@ def requeue(
     as_json: JsonFlag = False,
 ) -> None:
     """Put a needs-attention or retry-scheduled item back to work: --resume or --fresh."""
-    from wrighty import services
+    from wrighty.services import items as item_service
 
     if resume == fresh:
         raise WrightyError(
             f"say how item {item_id} starts again: `wrighty requeue {item_id} --resume` "
             f"(same session) or `wrighty requeue {item_id} --fresh` (new session)"
         )
-    _operator_move(ctx, functools.partial(services.requeue_item, resume=resume), item_id, as_json)
+    _operator_move(
+        ctx, functools.partial(item_service.requeue_item, resume=resume), item_id, as_json
+    )
 
 
 def release(
@@ -369,14 +374,14 @@ def release(
     as_json: JsonFlag = False,
 ) -> None:
     """Take a running item from a worker that is gone: it goes to needs-attention."""
-    from wrighty import services
+    from wrighty.services import items as item_service
 
     if not force:
         raise WrightyError(
             f"release takes item {item_id} away from its worker; if that worker is really "
             f"gone, run `wrighty release {item_id} --force` (or wait for the reaper)"
         )
-    _operator_move(ctx, services.release_item, item_id, as_json)
+    _operator_move(ctx, item_service.release_item, item_id, as_json)
 
 
 def reap(
@@ -388,14 +393,12 @@ def reap(
     as_json: JsonFlag = False,
 ) -> None:
     """Settle running items whose worker stopped renewing its lease (run once)."""
-    from wrighty import services
+    from wrighty.services.reaper import reap_expired
 
     app_ctx = app_context(ctx)
     max_requeues = app_ctx.config().config.worker.max_requeues
     with app_ctx.store() as store:
-        changes = services.reap_expired(
-            store, now=app_ctx.now(), max_requeues=max_requeues, limit=limit
-        )
+        changes = reap_expired(store, now=app_ctx.now(), max_requeues=max_requeues, limit=limit)
     if as_json:
         print_json([reaped_json(change) for change in changes])
     elif not changes:

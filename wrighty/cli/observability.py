@@ -27,14 +27,14 @@ def workers(
     ctx: typer.Context, worker_max_age: WorkerMaxAge = None, as_json: JsonFlag = False
 ) -> None:
     """The registered workers, with their liveness."""
-    from wrighty import services
     from wrighty.installation import installation_id
+    from wrighty.services import status as status_service
 
     max_age = seconds_option("--worker-max-age", worker_max_age, MAX_WORKER_AGE_SECONDS)
     app_ctx = app_context(ctx)
     settings = app_ctx.config().config.status
     with app_ctx.store() as store:
-        views = services.worker_views(
+        views = status_service.worker_views(
             store,
             now=app_ctx.now(),
             max_age_seconds=max_age or settings.worker_max_age_seconds,
@@ -43,7 +43,7 @@ def workers(
     if as_json:
         print_json([worker_json(view) for view in views])
     elif views:
-        from wrighty.cli.health import workers_table
+        from wrighty.cli.status_views import workers_table
 
         console().print(workers_table(views))
     else:
@@ -76,8 +76,8 @@ def status(
     as_json: JsonFlag = False,
 ) -> None:
     """Is the queue healthy? Counts, waits, expired leases, workers; exit 1 when unhealthy."""
-    from wrighty import services
     from wrighty.installation import installation_id
+    from wrighty.services import status as status_service
 
     fmt = "json" if as_json else output_format
     if fmt not in ("text", "json", "prometheus"):
@@ -100,8 +100,8 @@ def status(
     )
     with app_ctx.store() as store:
 
-        def report() -> services.StatusReport:
-            return services.status_report(
+        def report() -> status_service.StatusReport:
+            return status_service.status_report(
                 store,
                 now=app_ctx.now(),
                 thresholds=thresholds,
@@ -110,7 +110,7 @@ def status(
             )
 
         if watch:
-            from wrighty.cli.health import status_view, watch_status
+            from wrighty.cli.status_views import status_view, watch_status
 
             watch_status(console(), lambda: status_view(report()))
             return
@@ -120,7 +120,7 @@ def status(
     elif fmt == "prometheus":
         typer.echo(status_prometheus(current), nl=False)
     else:
-        from wrighty.cli.health import status_view
+        from wrighty.cli.status_views import status_view
 
         console().print(status_view(current))
     if not current.healthy:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ from rich.text import Text
 
 from wrighty.cli.documents import crash_retry_json
 from wrighty.cli.suggestions import Standing, next_commands
+from wrighty.domain.classify import signal_name
 from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Event, Item, Run
 from wrighty.domain.states import TERMINAL_STATES, ItemState
@@ -21,7 +21,7 @@ from wrighty.domain.text import printable, printable_line
 if TYPE_CHECKING:
     from wrighty.agents import AgentInfo
     from wrighty.domain.classify import Classification
-    from wrighty.services import ItemDetail, WaitingItem
+    from wrighty.services.items import ItemDetail, WaitingItem
 
 
 # Wide enough for any row; rich pads no line to the width, so nothing grows with it.
@@ -196,13 +196,6 @@ def _running_by(item: Item, standing: Standing) -> str:
     return f"worker {item.claimed_by} holds it until {_local(item.lease_expires_at)}"
 
 
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
 def _run_duration(run: Run) -> str:
     if run.ended_at is None:
         return "(running)"
@@ -230,7 +223,7 @@ def _print_runs(console: Console, runs: list[Run]) -> None:
     table.add_column("CONFIDENCE", overflow="fold")
     for run in runs:
         if run.signal is not None:
-            exit_text = _signal_name(run.signal)
+            exit_text = signal_name(run.signal)
         else:
             exit_text = "-" if run.exit_code is None else str(run.exit_code)
         table.add_row(

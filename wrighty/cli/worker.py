@@ -18,7 +18,7 @@ from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
     from wrighty.domain.classify import AgentReport
-    from wrighty.worker import Worker
+    from wrighty.worker.loop import Worker
 
 MAX_AGENT_REASON = 500
 
@@ -55,7 +55,7 @@ def worker_start(
     """Claim queued items and run their agent until stopped (Ctrl-C stops cleanly)."""
     from wrighty.installation import installation_id
     from wrighty.supervisor.linux import become_subreaper
-    from wrighty.worker import Worker, WorkerOptions
+    from wrighty.worker.loop import Worker, WorkerOptions
 
     idle_seconds = seconds_option("--idle-timeout", idle_timeout, MAX_IDLE_TIMEOUT_SECONDS)
     app_ctx = app_context(ctx)
@@ -123,6 +123,7 @@ def fail(
 
 def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None) -> None:
     from wrighty.domain.redact import redact
+    from wrighty.services.items import record_agent_report
 
     run_id = os.environ.get("WRIGHTY_RUN_ID")
     token = os.environ.get("WRIGHTY_CLAIM_TOKEN")
@@ -135,8 +136,8 @@ def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None
         # One line, bounded, and no secrets: it ends up in the run's diagnostic.
         reason = redact(" ".join(reason.split()))[:MAX_AGENT_REASON]
     with app_context(ctx).store() as store:
-        landed = store.record_agent_report(
-            run_id, claim_token=token, report=report.value, reason=reason
+        landed = record_agent_report(
+            store, run_id, claim_token=token, report=report.value, reason=reason
         )
     if not landed:
         raise WrightyError(
@@ -151,6 +152,8 @@ def _print_json_line(event: dict[str, Any]) -> None:
 
 
 def _print_event_line(event: dict[str, Any]) -> None:
+    if "alias_of" in event:
+        return  # an old name kept for JSON readers; a person reads the event once
     # Values come from outside: reasons, session ids, vendor text.
     details = " ".join(
         f"{key}={printable_line(str(value))}"

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
-from wrighty.domain.model import Change, Item, RunEnd
+from wrighty.domain.model import Change, Item, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
@@ -71,6 +71,17 @@ class ClaimRequest:
     default_agent: str
     item_id: int | None = None
     agent: str | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a worker holds once it has claimed an item: the item (running, under its new
+    generation, owner and lease), the state it was claimed from, and its recorded session
+    (None when it has none), all read in the claim's own transaction."""
+
+    item: Item
+    claimed_from: ItemState
+    session: Session | None
 
 
 def claim(item: Item, request: ClaimRequest, *, at: datetime) -> Change:

@@ -58,13 +58,17 @@ _STOP_CLASSES = {
 }
 
 
+def signal_name(number: int) -> str:
+    """SIGTERM for 15; "signal N" for a number that names no signal here."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def describe_exit(exit_code: int | None, signal_number: int | None) -> str:
     if signal_number is not None:
-        try:
-            name = signal.Signals(signal_number).name
-        except ValueError:
-            name = f"signal {signal_number}"
-        return f"killed by {name}"
+        return f"killed by {signal_name(signal_number)}"
     return f"exit code {exit_code}"
 
 

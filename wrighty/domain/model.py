@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
@@ -11,6 +12,10 @@ from wrighty.domain.states import ItemState
 MAX_TITLE_LENGTH = 200
 MAX_BODY_BYTES = 1024 * 1024  # a task longer than 1 MiB belongs in a file in the workspace
 MAX_ITEM_ID = 2**63 - 1  # ids are 64-bit: SQLite's INTEGER, PostgreSQL's BIGINT
+
+
+# The output streams of an agent process.
+Stream = Literal["stdout", "stderr"]
 
 
 @dataclass(frozen=True)

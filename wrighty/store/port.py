@@ -1,4 +1,4 @@
-"""The store contract every backend implements (SQLite now, PostgreSQL later).
+"""The store contract every backend implements (SQLite and PostgreSQL).
 
 Every write about an item is compare-and-set: it names the state, generation and claim owner
 the caller read, and changes nothing if the item moved meanwhile. Writes made under a claim
@@ -11,7 +11,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Protocol
 
-from wrighty.domain.claims import ClaimRequest, LeaseTerms, RenewResult
+from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
 from wrighty.domain.health import QueueFigures, WorkerRow
 from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, Session
 from wrighty.domain.states import ItemState
@@ -54,11 +54,12 @@ class Store(Protocol):
 
     # -- claims -----------------------------------------------------------------------------
 
-    def acquire(self, request: ClaimRequest, *, now: datetime) -> Item | None:
+    def acquire(self, request: ClaimRequest, *, now: datetime) -> Claim | None:
         """Claim the next eligible item (due retries first, then oldest queue entry).
 
-        Exactly one of any number of racing callers gets a given item; the claimed item
-        comes back in state running with its new generation, owner and lease.
+        Exactly one of any number of racing callers gets a given item. The claim comes back
+        with the item in state running under its new generation, owner and lease, the state
+        it was claimed from and its session, as the claim's own transaction read them.
         """
         ...
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from wrighty.domain.claims import (
+    Claim,
     ClaimRequest,
     LeaseTerms,
     ReapFacts,
@@ -196,7 +197,7 @@ class SqlStore(ABC):
 
     # -- claims -----------------------------------------------------------------------------
 
-    def acquire(self, request: ClaimRequest, *, now: datetime) -> Item | None:
+    def acquire(self, request: ClaimRequest, *, now: datetime) -> Claim | None:
         params = {
             "now": to_db_time(now),
             "installation_id": request.installation_id,
@@ -208,10 +209,12 @@ class SqlStore(ABC):
             for query in ("select_next_due_retry", "select_next_queued"):
                 row = tx.run(query, params).fetchone()
                 if row is not None:
-                    change = claim(_item_from_row(row), request, at=now)
-                    # BEGIN IMMEDIATE serialises claimers: the guard cannot fail here.
+                    item = _item_from_row(row)
+                    change = claim(item, request, at=now)
+                    # The row is this transaction's (SQLite: the write lock; PostgreSQL: the
+                    # row lock): the guard cannot fail here.
                     self._apply(tx, change)
-                    return change.after
+                    return Claim(change.after, item.state, _claimed_session(row))
         return None
 
     def renew(self, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
@@ -248,9 +251,11 @@ class SqlStore(ABC):
                     "claim_token": run.claim_token,
                 },
             )
-            if cursor.rowcount == 1 and session is not None:
+            rows = cursor.fetchall()  # every row, so that the statement is done
+            row = rows[0] if rows else None
+            if row is not None and session is not None:
                 self._upsert_session(tx, claimed, session, at=run.started_at)
-        return self.get_run(run.run_id) if cursor.rowcount == 1 else None
+        return _run_from_row(row) if row is not None else None
 
     def record_process(
         self, claimed: Item, run_id: str, *, pid: int, process_started_at: float
@@ -415,9 +420,6 @@ def _run_end_params(end: RunEnd, item_id: int, generation: int) -> dict[str, Any
     }
 
 
-# -- opening ----------------------------------------------------------------------------------
-
-
 # -- rows -------------------------------------------------------------------------------------
 
 
@@ -529,6 +531,19 @@ def _run_from_row(row: Any) -> Run:
         diagnostic=row["diagnostic"],
         agent_report=row["agent_report"],
         agent_reason=row["agent_reason"],
+    )
+
+
+def _claimed_session(row: Any) -> Session | None:
+    """The session columns that the claim queries join to the item, if it has one."""
+    if row["session_vendor"] is None:
+        return None
+    return Session(
+        item_id=row["id"],
+        vendor=row["session_vendor"],
+        session_id=row["session_session_id"],
+        workspace=row["session_workspace"],
+        installation_id=row["session_installation_id"],
     )
 
 

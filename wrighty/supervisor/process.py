@@ -20,12 +20,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO
 
 import psutil
 
+from wrighty.domain.model import Stream
 from wrighty.domain.redact import redact_bytes_tail
 from wrighty.files import make_private_dirs
 from wrighty.supervisor.linux import with_parent_death_signal
@@ -36,7 +37,6 @@ _CHUNK = 64 * 1024
 _PIPE_BUFFER_BYTES = 16 * 1024  # well under Linux's default pipe capacity (64 KiB)
 MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer output line is skipped, never held whole
 
-Stream = Literal["stdout", "stderr"]
 # Called from the pump thread with the stream and one complete line, without its "\n".
 LineObserver = Callable[[Stream, bytes], None]
 
@@ -74,12 +74,6 @@ class ExitStatus:
         if returncode < 0:
             return cls(exit_code=None, signal=-returncode)
         return cls(exit_code=returncode, signal=None)
-
-
-@dataclass
-class StopReport:
-    terminated: list[int] = field(default_factory=list)
-    killed: list[int] = field(default_factory=list)
 
 
 class LineSplitter:
@@ -277,19 +271,17 @@ class AgentProcess:
             except psutil.Error:
                 continue
 
-    def stop(self, grace_seconds: float) -> StopReport:
+    def stop(self, grace_seconds: float) -> None:
         """Stop the agent and every descendant: SIGTERM, grace, then SIGKILL."""
         if not self.exited.is_set():
             self.refresh_descendants()
         self._remember_marked()
-        report = StopReport()
         targets = self._live_targets()
         with _ignore_missing():
             os.killpg(self.pgid, signal.SIGTERM)
         for process in targets:
             with _ignore_missing():
                 process.send_signal(signal.SIGTERM)
-                report.terminated.append(process.pid)
         survivors = self._wait_for(targets, grace_seconds)
         if not self.exited.is_set():
             self.refresh_descendants()
@@ -297,11 +289,9 @@ class AgentProcess:
         for process in survivors:
             with _ignore_missing():
                 process.kill()
-                report.killed.append(process.pid)
         with _ignore_missing():
             os.killpg(self.pgid, signal.SIGKILL)
         self._wait_for(survivors, grace_seconds)
-        return report
 
     def _wait_for(self, targets: list[psutil.Process], timeout: float) -> list[psutil.Process]:
         """The targets still alive after up to ``timeout`` seconds.

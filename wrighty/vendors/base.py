@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wrighty.domain.classify import Classification, describe_exit
+from wrighty.domain.model import Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.redact import redact
-from wrighty.supervisor.process import Stream
 
 Permission = Literal["workspace", "full"]
 

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from wrighty.domain.classify import Classification
+from wrighty.domain.model import Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass
-from wrighty.supervisor.process import Stream
 from wrighty.vendors.base import (
     PermissionFlags,
     Reader,

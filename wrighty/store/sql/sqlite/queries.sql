@@ -77,7 +77,10 @@ WHERE item_id = :item_id AND generation = :generation AND ended_at IS NULL;
 
 -- name: select_next_due_retry
 -- Due retries first; a retry with a local session only on the installation that holds it.
-SELECT items.* FROM items
+SELECT items.*, sessions.vendor AS session_vendor, sessions.session_id AS session_session_id,
+       sessions.workspace AS session_workspace,
+       sessions.installation_id AS session_installation_id
+FROM items
 LEFT JOIN sessions ON sessions.item_id = items.id
 WHERE items.state = 'retry-scheduled'
   AND items.not_before <= :now
@@ -88,12 +91,17 @@ ORDER BY items.queued_at, items.id
 LIMIT 1;
 
 -- name: select_next_queued
--- Oldest queue entry first (an unknown entry time counts as oldest).
-SELECT * FROM items
-WHERE state = 'queued'
-  AND (:item_id IS NULL OR id = :item_id)
-  AND (:agent IS NULL OR coalesce(agent, :default_agent) = :agent)
-ORDER BY queued_at, id
+-- Oldest queue entry first (an unknown entry time counts as oldest), with any session an
+-- earlier run left.
+SELECT items.*, sessions.vendor AS session_vendor, sessions.session_id AS session_session_id,
+       sessions.workspace AS session_workspace,
+       sessions.installation_id AS session_installation_id
+FROM items
+LEFT JOIN sessions ON sessions.item_id = items.id
+WHERE items.state = 'queued'
+  AND (:item_id IS NULL OR items.id = :item_id)
+  AND (:agent IS NULL OR coalesce(items.agent, :default_agent) = :agent)
+ORDER BY items.queued_at, items.id
 LIMIT 1;
 
 -- name: renew_lease
@@ -111,14 +119,15 @@ SELECT lease_expires_at FROM items
 WHERE id = :id AND state = 'running' AND generation = :generation AND claimed_by = :claimed_by;
 
 -- name: insert_run_guarded
--- A run is recorded only under a claim that is still held.
+-- A run is recorded only under a claim that is still held; the run as recorded.
 INSERT INTO runs (run_id, item_id, generation, attempt, kind, worker_id, installation_id,
                   started_at, session_id, claim_token)
 SELECT :run_id, :item_id, :generation,
        (SELECT count(*) + 1 FROM runs WHERE item_id = :item_id),
        :kind, :worker_id, :installation_id, :started_at, :session_id, :claim_token
 WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
-              AND generation = :generation AND claimed_by = :claimed_by);
+              AND generation = :generation AND claimed_by = :claimed_by)
+RETURNING *;
 
 -- name: record_process_guarded
 UPDATE runs

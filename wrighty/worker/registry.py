@@ -14,12 +14,14 @@ from datetime import datetime, timedelta
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.store.port import Store
 
-log = logging.getLogger("wrighty.registry")
+log = logging.getLogger(__name__)
 
 CHANGE_SPACING_SECONDS = 1.0
 
 
-class Heartbeat:
+class Presence:
+    """The worker's row in the registry, kept fresh while it runs."""
+
     def __init__(
         self,
         store: Store,

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
 
 from wrighty.config import STATE_DIRNAME
-from wrighty.domain.model import Run
+from wrighty.domain.model import Run, Stream
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.redact import redact_bytes_tail, replace_undecodable
 from wrighty.domain.text import printable
 from wrighty.errors import WrightyError
 
-Stream = Literal["stdout", "stderr"]
 # Receives each piece of output and the stream it came from.
 Write = Callable[[Stream, str], None]
 
@@ -37,9 +35,14 @@ def output_bytes(text: str) -> bytes:
     return text.encode("utf-8", errors="surrogateescape")
 
 
+def log_dir(state_dir: Path, item_id: int, run_id: str) -> Path:
+    """Where the worker keeps the log files of item ``item_id``'s run ``run_id``."""
+    return state_dir / "runs" / str(item_id) / run_id
+
+
 def run_log_dir(state_dir: Path, run: Run) -> Path:
-    """Where the worker (Worker._launch_spec) keeps the run's log files."""
-    return state_dir / "runs" / str(run.item_id) / run.run_id
+    """Where the worker kept ``run``'s log files."""
+    return log_dir(state_dir, run.item_id, run.run_id)
 
 
 def check_logs_here(run: Run, log_dir: Path, *, installation_id: str) -> None:

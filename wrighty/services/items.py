@@ -1,41 +1,24 @@
-"""Operator actions on items, shared by every entry point (CLI today, others later).
+"""Items: creating and reading them, and the operator actions on them, shared by every entry
+point (CLI today, others later).
 
-Each action reads the item, lets the domain decide the move, and writes it with the store's
-compare-and-set; if another writer moved the item in between, it decides again.
+Each operator action reads the item, lets the domain decide the move, and writes it with the
+store's compare-and-set; if another writer moved the item in between, it decides again.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wrighty.domain.claims import release
-from wrighty.domain.health import (
-    Concern,
-    Liveness,
-    QueueFigures,
-    Thresholds,
-    WorkerCounts,
-    WorkerRow,
-    liveness,
-)
-from wrighty.domain.health import Problem as HealthProblem
-from wrighty.domain.health import concerns as health_concerns
-from wrighty.domain.health import problems as health_problems
 from wrighty.domain.model import Change, Event, Item, NewItem, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass
-from wrighty.domain.resume import ResumeFacts, resumable, resume_gaps, session_id_recorded
-from wrighty.domain.states import TERMINAL_STATES, ItemState
+from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition, validate_new_item
 from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError
 from wrighty.store.port import Store
-
-if TYPE_CHECKING:
-    from wrighty.agents import AgentPlan
 
 OPERATOR = "operator"
 _CAS_ATTEMPTS = 5
@@ -63,6 +46,11 @@ def require_item(store: Store, item_id: int) -> Item:
     if item is None:
         raise NotFoundError(f"no item {item_id}; `wrighty list` shows the items there are")
     return item
+
+
+def list_items(store: Store, states: Collection[ItemState] = ()) -> list[Item]:
+    """Items in any of ``states`` (every item when empty), oldest id first."""
+    return store.list_items(states)
 
 
 def item_detail(store: Store, item_id: int) -> ItemDetail:
@@ -109,52 +97,17 @@ def find_run(store: Store, item_id: int, attempt: int | None) -> Run:
     raise NotFoundError(f"item {item_id} has no run {attempt} (its runs: {numbers})")
 
 
-def resume_facts(
-    session: Session, plan: AgentPlan, *, installation_id: str, environ: Mapping[str, str]
-) -> ResumeFacts:
-    """What this installation can see of ``session``, for agent ``plan`` to resume it: is the
-    workspace there, and the vendor's transcript (looked for with ``environ``, the environment
-    wrighty runs in, plus the agent's own ``env``: it says where the vendor keeps it)."""
-    workspace = Path(session.workspace)
-    workspace_exists = workspace.is_dir()
-    transcript_problem = (
-        plan.transcript_problem(session.session_id, workspace, {**environ, **plan.env})
-        if session.session_id is not None and workspace_exists
-        else None
-    )
-    return ResumeFacts(
-        session,
-        installation_id=installation_id,
-        adapter=plan.adapter,
-        can_resume=plan.can_resume,
-        workspace_exists=workspace_exists,
-        transcript_problem=transcript_problem,
-    )
+def get_run(store: Store, run_id: str) -> Run | None:
+    """The run as the store has it now (`wrighty logs --follow` polls whether it ended)."""
+    return store.get_run(run_id)
 
 
-def resume_gaps_here(
-    session: Session, plan: AgentPlan, *, installation_id: str, environ: Mapping[str, str]
-) -> tuple[str, ...]:
-    """What keeps agent ``plan`` from resuming ``session`` on this installation (empty: it can)."""
-    facts = resume_facts(session, plan, installation_id=installation_id, environ=environ)
-    return resume_gaps(facts)
-
-
-def resumable_here(
-    item: Item,
-    session: Session | None,
-    plan: AgentPlan | None,
-    *,
-    installation_id: str,
-    environ: Mapping[str, str],
+def record_agent_report(
+    store: Store, run_id: str, *, claim_token: str, report: str, reason: str | None
 ) -> bool:
-    """Whether a worker of this installation running ``plan`` (the item's agent; None when the
-    config names none it could run) would resume ``item``'s recorded session: the item is not
-    finished, and the session's resume address is complete."""
-    if session is None or plan is None or item.state in TERMINAL_STATES:
-        return False
-    facts = resume_facts(session, plan, installation_id=installation_id, environ=environ)
-    return resumable(facts)
+    """`wrighty finish` / `wrighty fail` from inside a run; False unless the run's claim is
+    still held and the token is that run's."""
+    return store.record_agent_report(run_id, claim_token=claim_token, report=report, reason=reason)
 
 
 def queue_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERATOR) -> Item:
@@ -203,6 +156,8 @@ def requeue_item(
     Otherwise it goes back to ``queued`` and its next run starts a new session (in the same
     workspace: wrighty never deletes one).
     """
+    # Here, not at the top: `wrighty list` loads this module and needs no resume rule.
+    from wrighty.domain.resume import session_id_recorded
 
     def plan(item: Item) -> Change:
         if item.state not in REQUEUABLE:
@@ -242,22 +197,12 @@ def requeue_item(
 
 def release_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERATOR) -> Item:
     """running -> needs-attention under a new generation, for an item whose worker is gone."""
+    from wrighty.domain.resume import session_id_recorded
+
     recorded = session_id_recorded(store.get_session(item_id))
     return _apply(
         store, item_id, lambda item: release(item, at=now, actor=actor, resumable=recorded)
     )
-
-
-def reap_expired(
-    store: Store, *, now: datetime, max_requeues: int, limit: int = 100
-) -> list[Change]:
-    """Settle up to ``limit`` expired claims as worker-lost; the changes that landed."""
-    landed = []
-    for item in store.expired_claims(now=now, limit=limit):
-        change = store.reap(item.id, now=now, max_requeues=max_requeues)
-        if change is not None:
-            landed.append(change)
-    return landed
 
 
 def _apply(store: Store, item_id: int, plan: Plan) -> Item:
@@ -267,81 +212,3 @@ def _apply(store: Store, item_id: int, plan: Plan) -> Item:
         if store.write_transition(change):
             return change.after
     raise ConflictError(f"item {item_id} kept changing while this command ran; try again")
-
-
-# -- health -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WorkerView:
-    row: WorkerRow
-    liveness: Liveness
-    heartbeat_age_seconds: float
-
-
-@dataclass(frozen=True)
-class StatusReport:
-    checked_at: datetime
-    figures: QueueFigures
-    workers: list[WorkerView]
-    thresholds: Thresholds
-    worker_max_age_seconds: float
-    problems: list[HealthProblem]
-    concerns: list[Concern]
-
-    @property
-    def healthy(self) -> bool:
-        return not self.problems
-
-    @property
-    def live_workers(self) -> int:
-        return _live(self.workers)
-
-
-def _live(workers: list[WorkerView]) -> int:
-    return sum(view.liveness is Liveness.LIVE for view in workers)
-
-
-def _same_process_running(pid: int, started_at: float) -> bool:
-    # psutil is loaded only when a worker of this installation is registered.
-    from wrighty.supervisor.process import same_process_running
-
-    return same_process_running(pid, started_at)
-
-
-def worker_views(
-    store: Store, *, now: datetime, max_age_seconds: float, installation_id: str
-) -> list[WorkerView]:
-    """Every registered worker with its liveness; a row of this installation whose process is
-    gone (or whose pid now belongs to another process) is dead."""
-    views = []
-    for row in store.list_workers():
-        running = (
-            _same_process_running(row.pid, row.process_started_at)
-            if row.installation_id == installation_id
-            else None
-        )
-        state = liveness(row, now=now, max_age_seconds=max_age_seconds, process_running=running)
-        age = max(0.0, (now - row.last_heartbeat_at).total_seconds())
-        views.append(WorkerView(row, state, age))
-    return views
-
-
-def status_report(
-    store: Store,
-    *,
-    now: datetime,
-    thresholds: Thresholds,
-    worker_max_age_seconds: float,
-    installation_id: str,
-) -> StatusReport:
-    figures = store.queue_figures(now=now)
-    workers = worker_views(
-        store, now=now, max_age_seconds=worker_max_age_seconds, installation_id=installation_id
-    )
-    found = health_problems(figures, now=now, live_workers=_live(workers), thresholds=thresholds)
-    counts = WorkerCounts(
-        **{state.value: sum(view.liveness is state for view in workers) for state in Liveness}
-    )
-    seen = health_concerns(figures, workers=counts, thresholds=thresholds)
-    return StatusReport(now, figures, workers, thresholds, worker_max_age_seconds, found, seen)

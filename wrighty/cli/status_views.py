@@ -16,7 +16,7 @@ from wrighty.cli.documents import status_json
 from wrighty.cli.render import outside, styled_state
 
 if TYPE_CHECKING:
-    from wrighty.services import StatusReport, WorkerView
+    from wrighty.services.status import StatusReport, WorkerView
 
 
 def workers_table(views: list[WorkerView]) -> Table:

@@ -1,0 +1,20 @@
+"""The reaper pass: settle the claims whose lease expired (their worker stopped renewing)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from wrighty.domain.model import Change
+from wrighty.store.port import Store
+
+
+def reap_expired(
+    store: Store, *, now: datetime, max_requeues: int, limit: int = 100
+) -> list[Change]:
+    """Settle up to ``limit`` expired claims as worker-lost; the changes that landed."""
+    landed = []
+    for item in store.expired_claims(now=now, limit=limit):
+        change = store.reap(item.id, now=now, max_requeues=max_requeues)
+        if change is not None:
+            landed.append(change)
+    return landed

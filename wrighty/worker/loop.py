@@ -1,0 +1,456 @@
+"""The worker loop: reap, claim, and give each claim a thread of its own to run in.
+
+The loop keeps the slots (how many claims run at once), the worker's row in the registry, and
+in "current" workspace mode the project directory's lock. Each claim's life is a ClaimRun
+(run.py). Nothing about one item stops the loop: an unexpected exception while claiming or
+running an item settles that item as internal-error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psutil
+
+from wrighty import __version__
+from wrighty.agents import AgentPlan, plan_agent
+from wrighty.config import STATE_DIRNAME, LoadedConfig, WorkerSettings
+from wrighty.domain import decisions
+from wrighty.domain.claims import (
+    CLAIMABLE_STATES,
+    Claim,
+    ClaimRequest,
+    LeaseTerms,
+    claim,
+    claim_to_set_aside,
+    not_claimable_reason,
+    settle,
+)
+from wrighty.domain.health import WorkerRow, WorkerState
+from wrighty.domain.model import Item
+from wrighty.domain.retry import CrashPolicy
+from wrighty.domain.times import rfc3339, system_now
+from wrighty.errors import StoreError, WrightyError
+from wrighty.services.items import require_item
+from wrighty.services.reaper import reap_expired
+from wrighty.services.resume import resumable_here
+from wrighty.store.port import Store
+from wrighty.supervisor.process import executable_problem
+from wrighty.worker.patient import LeaseGone, PatientStore
+from wrighty.worker.registry import Presence
+from wrighty.worker.run import ClaimRun, Setting, claim_lost, write_settlement
+from wrighty.worker.workspaces import CurrentDirectoryLock
+
+Emit = Callable[[dict[str, Any]], None]
+
+# How long a stopping worker waits for an agent to exit before it kills the agent's tree.
+STOP_GRACE_SECONDS = 10.0
+
+# How many items one claim pass may set aside as internal-error before it waits for the next.
+MAX_SET_ASIDE_PER_PASS = 10
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    once: bool = False
+    concurrency: int = 1
+    item_id: int | None = None
+    agent: str | None = None
+    max_items: int | None = None
+    idle_timeout_seconds: float | None = None
+    stop_grace_seconds: float = STOP_GRACE_SECONDS
+
+
+class GaveUpError(WrightyError):
+    """The worker gave up items because the store failed until their claims' leases ran out:
+    they stay running for the reaper, and the worker exits non-zero."""
+
+    exit_code = 1
+
+
+def _refuse_unrunnable(plan: AgentPlan) -> None:
+    """The worker's agent must be a program it can start (on the worker's own PATH)."""
+    problem = executable_problem(plan.executable, None)
+    if problem is None:
+        return
+    where = "command" if plan.vendor is None else "executable"
+    fix = f"; install it or set agents.{plan.name}.{where} in wrighty.json"
+    raise WrightyError(
+        f"agent {plan.name!r}: executable {problem}" + (fix if "not found" in problem else "")
+    )
+
+
+def crash_policy(settings: WorkerSettings) -> CrashPolicy:
+    crash = settings.process_crash
+    return CrashPolicy(
+        action=crash.action,
+        initial_seconds=crash.initial_retry_minutes * 60,
+        multiplier=crash.backoff_multiplier,
+        max_seconds=crash.max_retry_minutes * 60,
+        max_attempts=crash.max_attempts,
+    )
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        loaded: LoadedConfig,
+        *,
+        installation_id: str,
+        emit: Emit,
+        now: Callable[[], datetime] = system_now,
+        agent_env: dict[str, str] | None = None,
+    ) -> None:
+        self._store = store
+        self._config = loaded.config
+        self._project_root = loaded.root
+        self._state_dir = loaded.root / STATE_DIRNAME
+        self._mode = loaded.config.worker.workspace_mode
+        # In "current" mode one agent at a time works in the project directory, across workers.
+        self._current_lock = (
+            CurrentDirectoryLock(self._state_dir) if self._mode == "current" else None
+        )
+        self._installation_id = installation_id
+        self._emit_event = emit
+        self._now = now
+        # How `wrighty finish` / `wrighty fail` inside the run find this store.
+        self._agent_env = agent_env or (
+            {"WRIGHTY_CONFIG": str(loaded.path)} if loaded.path is not None else {}
+        )
+        self.worker_id = "w-" + secrets.token_hex(6)
+        self._stop_requested = threading.Event()
+        self._wake = threading.Event()  # the claim loop's: a slot freed up, or stop
+        self._slot_wakes: set[threading.Event] = set()
+        self._running_items: set[int] = set()
+        self._gave_up: list[str] = []  # one line per item given up: the store failed too long
+        self._last_beat: tuple[WorkerState, tuple[int, ...]] | None = None
+        self._slot_lock = threading.Lock()
+        settings = self._config.worker
+        self._terms = LeaseTerms(
+            lease_seconds=settings.lease_seconds,
+            default_timeout_seconds=settings.item_timeout_minutes * 60,
+        )
+        self._presence = self._presence_for(settings)
+
+    def _presence_for(self, settings: WorkerSettings) -> Presence:
+        started = self._now()
+        identity = WorkerRow(
+            worker_id=self.worker_id,
+            label=settings.label,
+            installation_id=self._installation_id,
+            pid=os.getpid(),
+            process_started_at=psutil.Process().create_time(),
+            version=__version__,
+            state=WorkerState.IDLE,
+            items=(),
+            started_at=started,
+            last_heartbeat_at=started,
+        )
+        return Presence(
+            self._store,
+            identity,
+            interval_seconds=settings.heartbeat_seconds,
+            retention_seconds=settings.registry_retention_hours * 3600,
+            now=self._now,
+        )
+
+    def _beat(self, *, force: bool = False) -> None:
+        """The worker's own heartbeat in the registry (throttled, best effort)."""
+        with self._slot_lock:
+            items = tuple(sorted(self._running_items))
+        if self._stop_requested.is_set():
+            state = WorkerState.STOPPING
+        else:
+            state = WorkerState.RUNNING if items else WorkerState.IDLE
+        # What the worker runs changed: say so now rather than at the next interval.
+        changed = (state, items) != self._last_beat
+        self._last_beat = (state, items)
+        self._presence.beat(state, items, force=force, changed=changed)
+
+    def request_stop(self) -> None:
+        """Stop claiming; stop the running agents and settle them (safe in a signal handler)."""
+        self._stop_requested.set()
+        self._wake.set()
+        for wake in list(self._slot_wakes):
+            wake.set()
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self, options: WorkerOptions) -> int:
+        """Process items until told to stop; the number of items this worker claimed."""
+        agent_name = options.agent or self._config.worker.default_agent
+        plan = plan_agent(self._config, agent_name, project_root=self._project_root)
+        _refuse_unrunnable(plan)
+        if options.item_id is not None:
+            self._refuse_unclaimable(options.item_id, agent_name)
+        setting = self._setting(plan, options)
+        self._emit("started", agent=agent_name, installation_id=self._installation_id)
+        self._beat(force=True)
+        claimed_count = 0
+        slots: list[threading.Thread] = []
+        idle_since = time.monotonic()
+        while not self._stop_requested.is_set() and (
+            options.max_items is None or claimed_count < options.max_items
+        ):
+            slots = [slot for slot in slots if slot.is_alive()]
+            self._beat()
+            taken = None
+            if len(slots) < self._slot_limit(options) and self._workspace_free():
+                taken = self._claim_next(plan, options)
+                if taken is None and self._current_lock is not None:
+                    self._current_lock.release()
+            if taken is not None:
+                claimed_count += 1
+                slots.append(self._start_slot(taken, setting))
+                idle_since = time.monotonic()
+                if options.once:
+                    break
+                continue
+            if slots:
+                idle_since = time.monotonic()
+            elif (
+                options.once
+                or options.item_id is not None
+                or self._idle_too_long(options, idle_since)
+            ):
+                break
+            self._wake.wait(self._config.worker.poll_seconds)
+            self._wake.clear()  # a stop request is read from its own flag, not from here
+        self._wind_down(slots)
+        self._emit("stopping", processed=claimed_count)
+        if self._gave_up:
+            more = len(self._gave_up) - 1
+            raise GaveUpError(self._gave_up[0] + (f" (and {more} more)" if more else ""))
+        return claimed_count
+
+    def _setting(self, plan: AgentPlan, options: WorkerOptions) -> Setting:
+        return Setting(
+            worker_id=self.worker_id,
+            installation_id=self._installation_id,
+            plan=plan,
+            terms=self._terms,
+            crash_policy=crash_policy(self._config.worker),
+            heartbeat_seconds=self._config.worker.heartbeat_seconds,
+            stop_grace_seconds=options.stop_grace_seconds,
+            workspace_mode=self._mode,
+            project_root=self._project_root,
+            state_dir=self._state_dir,
+            agent_env=self._agent_env,
+            stop_requested=self._stop_requested,
+            now=self._now,
+            emit=self._emit,
+        )
+
+    def _refuse_unclaimable(self, item_id: int, agent_name: str) -> None:
+        """`--item N` names an item this worker could claim (now or when it is due)."""
+        item = require_item(self._store, item_id)
+        why = not_claimable_reason(
+            item, agent=agent_name, default_agent=self._config.worker.default_agent, now=self._now()
+        )
+        if why is not None:
+            raise WrightyError(why)
+
+    def _wind_down(self, slots: list[threading.Thread]) -> None:
+        """Wait for the running items to settle (heartbeats go on), then let go of the project
+        directory and of the registry."""
+        self._beat(force=self._stop_requested.is_set())
+        for slot in slots:
+            while slot.is_alive():
+                slot.join(self._config.worker.poll_seconds)
+                self._beat()
+        self._presence.stop()
+        if self._current_lock is not None:
+            self._current_lock.release()
+
+    def _claim_next(self, plan: AgentPlan, options: WorkerOptions) -> Claim | None:
+        """Reap, then claim; None also when the store cannot be reached (the running agents
+        go on, and the next pass tries again). An item whose claim wrighty cannot compute is
+        set aside as internal-error, and the claim is tried again without it."""
+        request = self._request(plan.name, options)
+        for _ in range(MAX_SET_ASIDE_PER_PASS):
+            try:
+                reap_expired(
+                    self._store, now=self._now(), max_requeues=self._config.worker.max_requeues
+                )
+                return self._store.acquire(request, now=self._now())
+            except StoreError as error:
+                self._store_unreachable("acquire", error)
+                return None
+            except Exception as error:  # a bug, or a value in the store it cannot handle
+                self._emit(
+                    "claim-failed",
+                    error=type(error).__name__,
+                    cause=decisions.describe_error(error),
+                )
+                if not self._set_aside_unclaimable(request, plan):
+                    return None
+        return None
+
+    def _store_unreachable(self, operation: str, error: StoreError) -> None:
+        self._emit(
+            "store-unreachable", operation=operation, error=type(error).__name__, cause=str(error)
+        )
+
+    def _set_aside_unclaimable(self, request: ClaimRequest, plan: AgentPlan) -> bool:
+        """Settle as internal-error every claimable item whose claim cannot be computed, so
+        that it does not stop every worker's claims; whether any was."""
+        now = self._now()
+        found = False
+        try:
+            for item in self._store.list_items(CLAIMABLE_STATES):
+                if request.item_id is not None and item.id != request.item_id:
+                    continue
+                try:
+                    claim(item, request, at=now)
+                except Exception as error:  # the claim of this one item cannot be computed
+                    found = self._set_aside(item, request, plan, error) or found
+        except StoreError as error:
+            self._store_unreachable("set-aside", error)
+        return found
+
+    def _set_aside(
+        self, item: Item, request: ClaimRequest, plan: AgentPlan, error: Exception
+    ) -> bool:
+        """Take ``item`` under a claim that reads none of its values, and settle it at once
+        as internal-error (two guarded writes, as for any claim); False if another worker
+        moved it first."""
+        try:
+            change = claim_to_set_aside(item, request, at=self._now())
+            if not self._store.write_transition(change):
+                return False
+            claimed = change.after
+            self._emit("claimed", item_id=claimed.id, generation=claimed.generation)
+            resumable = resumable_here(
+                claimed,
+                self._store.get_session(claimed.id),
+                plan,
+                installation_id=self._installation_id,
+                environ=os.environ,
+            )
+            settlement = decisions.internal_error(
+                claimed,
+                error,
+                at=self._now(),
+                run_recorded=False,
+                process_started=False,
+                resumable=resumable,
+            )
+            write_settlement(
+                self._store, settle(claimed, settlement, at=self._now()), None, self._emit
+            )
+        except StoreError:
+            raise
+        except Exception as again:  # reported; the loop goes on
+            self._emit(
+                "claim-failed",
+                item_id=item.id,
+                error=type(again).__name__,
+                cause=decisions.describe_error(again),
+            )
+            return False
+        return True
+
+    def _slot_limit(self, options: WorkerOptions) -> int:
+        return 1 if self._current_lock is not None else options.concurrency
+
+    def _workspace_free(self) -> bool:
+        """In "current" mode, take the project directory's lock before claiming. The worker
+        keeps it while it goes on claiming, and lets go when it finds nothing or stops."""
+        return self._current_lock is None or self._current_lock.try_acquire()
+
+    def _idle_too_long(self, options: WorkerOptions, idle_since: float) -> bool:
+        idle_for = time.monotonic() - idle_since
+        if options.idle_timeout_seconds is None or idle_for < options.idle_timeout_seconds:
+            return False
+        self._emit("idle", idle_seconds=round(idle_for, 3))
+        return True
+
+    def _start_slot(self, taken: Claim, setting: Setting) -> threading.Thread:
+        """Run the claim in its own thread. The thread lives as long as the agent: Linux sends
+        the parent-death signal when the spawning thread ends."""
+        claimed = taken.item
+
+        def work() -> None:
+            wake = threading.Event()
+            with self._slot_lock:
+                self._slot_wakes.add(wake)
+                self._running_items.add(claimed.id)
+            patient = PatientStore(
+                self._store, lease_until=claimed.lease_expires_at, now=self._now, emit=self._emit
+            )
+            run = ClaimRun(setting, patient, taken, wake)
+            try:
+                self._run_to_the_end(run, claimed)
+            finally:
+                with self._slot_lock:
+                    self._slot_wakes.discard(wake)
+                    self._running_items.discard(claimed.id)
+                self._wake.set()
+
+        slot = threading.Thread(target=work, name=f"item-{claimed.id}")
+        slot.start()
+        return slot
+
+    def _run_to_the_end(self, run: ClaimRun, claimed: Item) -> None:
+        """The claim's run; whatever goes wrong in it settles this item and no other."""
+        try:
+            run.work()
+        except LeaseGone as gone:
+            self._give_up(claimed, gone)
+        except Exception as error:  # nothing about one item may stop the worker
+            self._report_internal_error(claimed, run.run_id, error)
+            try:
+                run.settle_internal_error(error)
+            except LeaseGone as gone:
+                self._give_up(claimed, gone)
+            except Exception as again:  # reported; the reaper settles it
+                self._report_internal_error(claimed, run.run_id, again, settled=False)
+
+    def _request(self, agent_name: str, options: WorkerOptions) -> ClaimRequest:
+        return ClaimRequest(
+            worker_id=self.worker_id,
+            installation_id=self._installation_id,
+            terms=self._terms,
+            default_agent=self._config.worker.default_agent,
+            item_id=options.item_id,
+            agent=agent_name,
+        )
+
+    def _give_up(self, claimed: Item, gone: LeaseGone) -> None:
+        """The store failed until the claim's lease ran out: the agent is stopped and the item
+        left running, for the reaper."""
+        claim_lost(self._emit, claimed, reason="store-unreachable", cause=str(gone))
+        with self._slot_lock:
+            self._gave_up.append(
+                f"gave up item {claimed.id}: the store failed until its claim's lease ran out "
+                f"({gone}); the item stays running until its lease is reaped"
+            )
+
+    def _report_internal_error(
+        self, claimed: Item, run_id: str | None, error: Exception, **fields: Any
+    ) -> None:
+        self._emit(
+            "internal-error",
+            item_id=claimed.id,
+            run_id=run_id,
+            error=type(error).__name__,
+            cause=decisions.describe_error(error),
+            **fields,
+        )
+
+    def _emit(self, event: str, **fields: Any) -> None:
+        """Tell the worker's output. Events only report what the store already holds, so a
+        closed output (a reader that went away, `| head`) must not interrupt supervision."""
+        with contextlib.suppress(OSError):
+            self._emit_event(
+                {"event": event, "at": rfc3339(self._now()), "worker_id": self.worker_id, **fields}
+            )

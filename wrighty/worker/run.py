@@ -1,0 +1,474 @@
+"""One claim's run: prepare, launch, watch, classify, settle.
+
+A ClaimRun is made for one claim, in the thread that will watch its agent, with everything it
+needs passed in: the worker's Setting (identity, agent plan, lease terms, retry policy, clock,
+output) and a PatientStore bound to the claim's lease. Every write it makes about the item goes
+through the store's guarded operations; when one reports the claim lost, the run stops the
+agent's whole tree and writes nothing more about the item (DESIGN.md, invariant 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from wrighty.agents import AgentPlan
+from wrighty.domain import decisions
+from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, settle
+from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
+from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session, Stream
+from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.retry import CrashPolicy
+from wrighty.domain.states import ItemState
+from wrighty.domain.times import rfc3339
+from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
+from wrighty.supervisor.process import (
+    AgentProcess,
+    LaunchError,
+    LaunchSpec,
+    launch,
+    stop_earlier_run,
+)
+from wrighty.vendors.base import Reader, VendorError
+from wrighty.worker.patient import LeaseGone, PatientStore
+from wrighty.worker.runlogs import log_dir
+from wrighty.worker.workspaces import WorkspaceError, choose_workspace
+
+Emit = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What every claim's run of one worker shares."""
+
+    worker_id: str
+    installation_id: str
+    plan: AgentPlan
+    terms: LeaseTerms
+    crash_policy: CrashPolicy
+    heartbeat_seconds: float
+    stop_grace_seconds: float
+    workspace_mode: str
+    project_root: Path
+    state_dir: Path
+    agent_env: dict[str, str]  # how `wrighty finish` / `wrighty fail` find the store
+    stop_requested: threading.Event
+    now: Callable[[], datetime]
+    emit: Emit  # emit("event-name", **fields)
+
+
+@dataclass(frozen=True)
+class _Start:
+    """How a claimed item's run starts."""
+
+    kind: RunKind
+    workspace: Path
+    session_id: str | None
+    argv: tuple[str, ...]
+
+
+class _Output:
+    """One run's vendor output reader, and the session id it learned (read by the run's
+    thread; fed by the output pump's)."""
+
+    def __init__(self, reader: Reader | None, wake: threading.Event, session: Session) -> None:
+        self.reader = reader
+        self._wake = wake
+        self._started = session  # as recorded when the run started (maybe without an id)
+        self.recorded: Session | None = None  # completed with the id the vendor told
+
+    def on_line(self, stream: Stream, line: bytes) -> None:
+        if self.reader is None:
+            return
+        known = self.reader.session_id
+        self.reader.feed(stream, line)
+        if known is None and self.reader.session_id is not None:
+            self._wake.set()  # the run's thread records it at once
+
+    def unrecorded_session(self) -> Session | None:
+        learned = self.reader.session_id if self.reader else None
+        if self._started.session_id is not None or learned is None or self.recorded is not None:
+            return None
+        return dataclasses.replace(self._started, session_id=learned)
+
+    @property
+    def session(self) -> Session:
+        """The run's session, with its id once known."""
+        return self.recorded or self._started
+
+
+class ClaimRun:
+    """The life of one claim, from the claim to the item's settlement (or to the claim's loss).
+
+    ``wake`` is set when the agent exits, when its vendor tells the session id, and when the
+    worker is asked to stop.
+    """
+
+    def __init__(
+        self, setting: Setting, store: PatientStore, claim: Claim, wake: threading.Event
+    ) -> None:
+        self._setting = setting
+        self._store = store
+        self._claim = claim
+        self._claimed = claim.item
+        self._wake = wake
+        self._plan = setting.plan
+        self._now = setting.now
+        self._emit = setting.emit
+        # How far the run got, for settling the item if wrighty fails on the way.
+        self.run_id: str | None = None  # set once the run is recorded
+        self.agent: AgentProcess | None = None  # set once the agent is started
+
+    # -- the way through --------------------------------------------------------------------
+
+    def work(self) -> None:
+        claimed = self._claimed
+        run_id = f"run-{uuid.uuid4().hex[:12]}"
+        self._emit("claimed", item_id=claimed.id, generation=claimed.generation, run_id=run_id)
+        start = self._prepare(run_id)
+        if start is None:
+            return
+        claim_token = secrets.token_urlsafe(24)
+        setting = self._setting
+        new_run = NewRun(
+            run_id,
+            start.kind,
+            setting.worker_id,
+            setting.installation_id,
+            self._now(),
+            start.session_id,
+            claim_token,
+        )
+        session = Session(
+            claimed.id,
+            self._plan.adapter,
+            start.session_id,
+            str(start.workspace),
+            setting.installation_id,
+        )
+        if self._store.start_run(claimed, new_run, session=session) is None:
+            self._claim_lost(claimed, reason="fenced")
+            return
+        self.run_id = run_id
+        task = claimed.body
+        if start.kind is RunKind.RESUME:
+            self._stop_earlier_runs(run_id)
+            self._emit("resumed", item_id=claimed.id, run_id=run_id, session_id=start.session_id)
+            task = decisions.CONTINUATION_PROMPT + claimed.body
+        output = _Output(self._plan.reader(), self._wake, session)
+        try:
+            spec = self._launch_spec(run_id, start, claim_token, task)
+            agent = launch(dataclasses.replace(spec, wake=self._wake, on_line=output.on_line))
+        except LaunchError as error:
+            self._settle_start_failed(run_id, str(error), resumable=start.kind is RunKind.RESUME)
+            return
+        self.agent = agent
+        self._emit("spawned", item_id=claimed.id, run_id=run_id, pid=agent.pid)
+        try:
+            self._watch_and_settle(agent, run_id, output)
+        except LeaseGone:
+            self._stop(agent)
+            raise
+
+    def _prepare(self, run_id: str) -> _Start | None:
+        """Fresh run or resume, the workspace and the argv; None when the run cannot start
+        (the item has been settled then)."""
+        claimed, recorded, plan = self._claimed, self._claim.session, self._plan
+        claimed_from = self._claim.claimed_from
+        # Only a due retry resumes: the disk is looked at for nothing else.
+        retry = claimed_from is ItemState.RETRY_SCHEDULED
+        facts = None
+        if retry and recorded is not None:
+            facts = resume_facts(
+                recorded,
+                plan,
+                installation_id=self._setting.installation_id,
+                environ=os.environ,
+            )
+        choice = decisions.choose_run(claimed_from=claimed_from, resume=facts)
+        if choice.missing:
+            settlement = decisions.resume_state_missing(claimed, choice.missing)
+            self._write_settlement(settle(claimed, settlement, at=self._now()), None)
+            return None
+        resume = choice.kind is RunKind.RESUME
+        resumed_id = recorded.session_id if resume and recorded else None
+        session_id = resumed_id or (str(uuid.uuid4()) if plan.preassigns_session else None)
+        try:
+            workspace = choose_workspace(
+                self._setting.workspace_mode,
+                project_root=self._setting.project_root,
+                state_dir=self._setting.state_dir,
+                item=claimed,
+                session=recorded,
+                resume=resume,
+            )
+            argv = plan.resume_argv(resumed_id) if resumed_id else plan.start_argv(session_id)
+        except (WorkspaceError, VendorError) as error:
+            self._settle_start_failed(run_id, str(error), resumable=resume)
+            return None
+        return _Start(choice.kind, workspace, session_id, argv)
+
+    def _launch_spec(self, run_id: str, start: _Start, claim_token: str, task: str) -> LaunchSpec:
+        claimed = self._claimed
+        env = {
+            **os.environ,
+            **self._plan.env,
+            **self._setting.agent_env,
+            "WRIGHTY_ITEM_ID": str(claimed.id),
+            "WRIGHTY_RUN_ID": run_id,
+            "WRIGHTY_CLAIM_TOKEN": claim_token,
+        }
+        if start.session_id is not None:
+            env["WRIGHTY_SESSION_ID"] = start.session_id
+        return LaunchSpec(
+            argv=start.argv,
+            cwd=start.workspace,
+            env=env,
+            task=task,
+            log_dir=log_dir(self._setting.state_dir, claimed.id, run_id),
+            marker=("WRIGHTY_RUN_ID", run_id),
+        )
+
+    def _stop_earlier_runs(self, run_id: str) -> None:
+        """Never two live agents on one session (invariant 5): before resuming, stop what is
+        still alive of the item's earlier runs on this installation."""
+        here = self._setting.installation_id
+        for earlier in self._store.list_runs(self._claimed.id):
+            if earlier.run_id != run_id and earlier.installation_id == here:
+                stop_earlier_run(
+                    earlier.run_id,
+                    earlier.pid,
+                    earlier.process_started_at,
+                    grace_seconds=self._setting.stop_grace_seconds,
+                )
+
+    # -- watching ---------------------------------------------------------------------------
+
+    def _watch_and_settle(self, agent: AgentProcess, run_id: str, output: _Output) -> None:
+        claimed = self._claimed
+        if not self._store.record_process(
+            claimed, run_id, pid=agent.pid, process_started_at=agent.started_at
+        ):
+            self._lost(agent)
+            return
+        stopped_by = self._watch(agent, lambda: self._note(output, run_id))
+        if stopped_by is StopReason.FENCED or stopped_by is StopReason.CANCELLED:
+            return
+        self._stop(agent)  # descendants it left behind
+        if not self._note(output, run_id):
+            self._lost(agent)
+            return
+        self._settle_exit(agent, run_id, output, stopped_by)
+
+    def _watch(self, agent: AgentProcess, note_session: Callable[[], bool]) -> StopReason | None:
+        """Renew the lease until the agent exits; why wrighty stopped it, if it did."""
+        claimed, terms, grace = self._claimed, self._setting.terms, self._setting.stop_grace_seconds
+        deadline = time.monotonic() + terms.time_limit(claimed.timeout_seconds)
+        while True:
+            remaining = deadline - time.monotonic()
+            self._wake.wait(timeout=max(0.0, min(self._setting.heartbeat_seconds, remaining)))
+            self._wake.clear()
+            if agent.status is not None:
+                return None
+            if not note_session():
+                return self._lost(agent)
+            if self._setting.stop_requested.is_set():
+                agent.stop(grace_seconds=grace)
+                return StopReason.SHUTDOWN
+            if time.monotonic() >= deadline:
+                agent.stop(grace_seconds=grace)
+                return StopReason.TIMEOUT
+            agent.refresh_descendants()
+            result = self._store.renew(claimed, now=self._now(), terms=terms)
+            if result.outcome is RenewOutcome.LOST:
+                return self._lost(agent)
+            if result.outcome is RenewOutcome.BUDGET_EXHAUSTED:
+                agent.stop(grace_seconds=grace)
+                return StopReason.TIMEOUT
+
+    def _note(self, output: _Output, run_id: str) -> bool:
+        """Record the session id as soon as the vendor tells it; False if the claim is lost."""
+        learned = output.unrecorded_session()
+        if learned is None:
+            return True
+        if not self._store.record_session(self._claimed, learned, at=self._now(), run_id=run_id):
+            return False
+        output.recorded = learned
+        self._emit(
+            "session", item_id=self._claimed.id, run_id=run_id, session_id=learned.session_id
+        )
+        return True
+
+    def _lost(self, agent: AgentProcess) -> StopReason:
+        """The claim is gone: stop the tree at once and write nothing more about the item."""
+        claimed = self._claimed
+        current = self._store.get_item(claimed.id)
+        cancelled = current is not None and current.state is ItemState.CANCELLED
+        reason = StopReason.CANCELLED if cancelled else StopReason.FENCED
+        self._claim_lost(claimed, reason=reason.value)
+        self._stop(agent)
+        status = agent.status
+        self._emit(
+            "exited",
+            item_id=claimed.id,
+            outcome_class=reason.value,
+            exit_code=status.exit_code if status else None,
+            signal=status.signal if status else None,
+        )
+        return reason
+
+    def _stop(self, agent: AgentProcess) -> None:
+        agent.stop(grace_seconds=self._setting.stop_grace_seconds)
+        agent.close()
+
+    # -- settling ---------------------------------------------------------------------------
+
+    def _settle_exit(
+        self, agent: AgentProcess, run_id: str, output: _Output, stopped_by: StopReason | None
+    ) -> None:
+        claimed = self._claimed
+        status = agent.status
+        assert status is not None
+        recorded = self._store.get_run(run_id)
+        report = AgentReport(recorded.agent_report) if recorded and recorded.agent_report else None
+        vendor = output.reader.classify(status.exit_code) if output.reader else None
+        result = classify_exit(
+            RunFacts(status.exit_code, status.signal, stopped_by, report, vendor=vendor)
+        )
+        agent_reason = recorded.agent_reason if recorded else None
+        if agent_reason:
+            result = dataclasses.replace(result, summary=f"{result.summary}: {agent_reason}")
+        self._emit(
+            "exited",
+            item_id=claimed.id,
+            run_id=run_id,
+            outcome_class=result.outcome_class.value,
+            exit_code=status.exit_code,
+            signal=status.signal,
+        )
+        said = f"agent says: {agent_reason}" if agent_reason else ""
+        run_end = RunEnd(
+            ended_at=self._now(),
+            outcome_class=result.outcome_class,
+            confidence=result.confidence,
+            exit_code=status.exit_code,
+            signal=status.signal,
+            diagnostic="\n".join(
+                part for part in (result.summary, said, agent.diagnostic_tail()) if part
+            ),
+        )
+        missing = resume_gaps_here(
+            output.session,
+            self._plan,
+            installation_id=self._setting.installation_id,
+            environ=os.environ,
+        )
+        if stopped_by is StopReason.SHUTDOWN:
+            settlement = decisions.after_shutdown(claimed, run_end, resumable=not missing)
+        else:
+            settlement = decisions.after_run(
+                claimed,
+                result,
+                run_end,
+                timeout_seconds=self._setting.terms.time_limit(claimed.timeout_seconds),
+                crash_policy=self._setting.crash_policy,
+                resume_missing=missing,
+            )
+        self._write_settlement(settle(claimed, settlement, at=self._now()), run_id)
+
+    def _settle_start_failed(self, run_id: str, why: str, *, resumable: bool) -> None:
+        claimed = self._claimed
+        run_end = RunEnd(
+            self._now(), OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, diagnostic=why
+        )
+        self._emit("exited", item_id=claimed.id, run_id=run_id, outcome_class="start-failed")
+        settlement = decisions.start_failed(claimed, run_end, why=why, resumable=resumable)
+        self._write_settlement(settle(claimed, settlement, at=self._now()), run_id)
+
+    def settle_internal_error(self, error: Exception) -> None:
+        """wrighty failed on this item: stop its agent, if one runs, and settle the item as
+        internal-error under its claim (LeaseGone if the store stayed away)."""
+        claimed = self._claimed
+        diagnostic = ""
+        if self.agent is not None:
+            self._stop(self.agent)
+            diagnostic = self.agent.diagnostic_tail()
+        resumable = resumable_here(
+            claimed,
+            self._store.get_session(claimed.id),
+            self._plan,
+            installation_id=self._setting.installation_id,
+            environ=os.environ,
+        )
+        settlement = decisions.internal_error(
+            claimed,
+            error,
+            at=self._now(),
+            run_recorded=self.run_id is not None,
+            process_started=self.agent is not None,
+            resumable=resumable,
+            diagnostic=diagnostic,
+        )
+        self._write_settlement(settle(claimed, settlement, at=self._now()), self.run_id)
+
+    def _write_settlement(self, change: Change, run_id: str | None) -> None:
+        write_settlement(self._store, change, run_id, self._emit)
+
+    def _claim_lost(self, claimed: Item, **fields: Any) -> None:
+        claim_lost(self._emit, claimed, **fields)
+
+
+class TransitionWriter(Protocol):
+    def write_transition(self, change: Change) -> bool: ...
+
+
+def write_settlement(
+    store: TransitionWriter, change: Change, run_id: str | None, emit: Emit
+) -> None:
+    """Write a claim's settlement and say so; if the claim had moved on, say that instead."""
+    claimed, after = change.before, change.after
+    if not store.write_transition(change):
+        claim_lost(emit, claimed, reason="fenced")
+        return
+    emit(
+        "settled",
+        item_id=claimed.id,
+        run_id=run_id,
+        state=after.state.value,
+        reason_code=after.reason_code,
+    )
+    if after.state is ItemState.RETRY_SCHEDULED:
+        emit(
+            "retry-scheduled",
+            item_id=claimed.id,
+            run_id=run_id,
+            crash_retries=after.crash_retries,
+            not_before=rfc3339(after.not_before),
+            reason_code=after.reason_code,
+        )
+
+
+# The event's name before 0.x: it fired for a fenced claim too, not only for a lost heartbeat.
+CLAIM_LOST_ALIAS = "heartbeat-lost"
+
+
+def claim_lost(emit: Emit, claimed: Item, **fields: Any) -> None:
+    """Tell that the claim of ``claimed`` is gone (fenced, cancelled, or given up on), under
+    the event's name and, for readers written against it, its old one."""
+    emit("claim-lost", item_id=claimed.id, generation=claimed.generation, **fields)
+    emit(
+        CLAIM_LOST_ALIAS,
+        item_id=claimed.id,
+        generation=claimed.generation,
+        alias_of="claim-lost",
+        **fields,
+    )
