@@ -162,12 +162,19 @@ def secret(argument: str) -> int:
     return 0
 
 
-def slow(argument: str) -> int:
+class _BadArgument(Exception):
+    """The task's argument is not what its action takes (the message says what it takes)."""
+
+
+def _number(argument: str, default: str, kind: Callable[[str], float], what: str) -> float:
     try:
-        seconds = float(argument or "3")
+        return kind(argument or default)
     except ValueError:
-        print(f"example agent: slow needs a number of seconds, got {argument!r}", file=sys.stderr)
-        return EXIT_BAD_TASK
+        raise _BadArgument(f"example agent: expected {what}, got {argument!r}") from None
+
+
+def slow(argument: str) -> int:
+    seconds = _number(argument, "3", float, "a number of seconds")
     deadline = time.monotonic() + seconds
     tick = 0
     while time.monotonic() < deadline:
@@ -179,11 +186,7 @@ def slow(argument: str) -> int:
 
 def crash_until(signal_number: signal.Signals) -> Callable[[str], int]:
     def run(argument: str) -> int:
-        try:
-            crashes = int(argument or "1")
-        except ValueError:
-            print(f"example agent: expected a number of runs, got {argument!r}", file=sys.stderr)
-            return EXIT_BAD_TASK
+        crashes = _number(argument, "1", int, "a number of runs")
         this_run = runs_of_this_session()
         if this_run <= crashes:
             say(f"example agent: run {this_run} of this session, crashing on purpose")
@@ -195,11 +198,7 @@ def crash_until(signal_number: signal.Signals) -> Callable[[str], int]:
 
 
 def crash_random(argument: str) -> int:
-    try:
-        chance = float(argument or "0.3")
-    except ValueError:
-        print(f"example agent: expected a probability, got {argument!r}", file=sys.stderr)
-        return EXIT_BAD_TASK
+    chance = _number(argument, "0.3", float, "a probability")
     if random.random() < chance:  # noqa: S311 - dice for a demo, not a secret
         say("example agent: crashing, as chance would have it")
         die_by(signal.SIGKILL)
@@ -236,7 +235,11 @@ def main() -> int:
     print(f"example agent: pid {os.getpid()}, action {action}", file=sys.stderr, flush=True)
     say(f"example agent: read the task, action {action}")
     say(f"example agent: noted the run in {NOTES_FILE}")
-    return run(argument)
+    try:
+        return run(argument)
+    except _BadArgument as error:
+        print(error, file=sys.stderr)
+        return EXIT_BAD_TASK
 
 
 def run() -> NoReturn:

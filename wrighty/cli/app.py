@@ -1,29 +1,80 @@
 """The `wrighty` command: the root app, its global options, and where each command lives.
 
-Typer builds every command's options from its function's signature before it knows which
-command runs, so all the command modules are imported at start-up. They are kept cheap to
-import: each command imports what only it needs (the config and pydantic, the services,
-agents and vendors, psutil, rich, the worker, a store's driver) inside its body, so that a
-read command loads no more than it uses (`python -X importtime -m wrighty list` shows the
-tree; tests/cli/test_import_cost.py keeps it that way).
+The root builds a command only when it is asked for: `wrighty list` imports
+wrighty/cli/items.py and turns `list_items` into a click command, and no other command module
+is loaded (`wrighty --help` loads them all, for their help). Inside a module each command
+imports what only it needs (the config and pydantic, the services, agents and vendors,
+psutil, rich, the worker, a store's driver) in its body, so that a read command loads no more
+than it uses (`python -X importtime -m wrighty list` shows the tree;
+tests/cli/test_import_cost.py keeps it that way).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
+import typer.main
 
 from wrighty import __version__
-from wrighty.cli import items, observability, setup, worker
 from wrighty.cli.common import WrightyGroup
 from wrighty.cli.context import AppContext
 from wrighty.cli.flags import show_flags_without_a_value
 
+# Each command: its module and the function (or, for a group, the sub-app) that defines it, in
+# the order `wrighty --help` lists them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("wrighty.cli.setup", "init"),
+    "create": ("wrighty.cli.items", "create"),
+    "list": ("wrighty.cli.items", "list_items"),
+    "show": ("wrighty.cli.items", "show"),
+    "logs": ("wrighty.cli.items", "logs"),
+    "queue": ("wrighty.cli.items", "queue_command"),
+    "cancel": ("wrighty.cli.items", "cancel"),
+    "requeue": ("wrighty.cli.items", "requeue"),
+    "release": ("wrighty.cli.items", "release"),
+    "reap": ("wrighty.cli.items", "reap"),
+    "workers": ("wrighty.cli.observability", "workers"),
+    "status": ("wrighty.cli.observability", "status"),
+    "agents": ("wrighty.cli.setup", "agents"),
+    "finish": ("wrighty.cli.worker", "finish"),
+    "fail": ("wrighty.cli.worker", "fail"),
+    "config": ("wrighty.cli.setup", "config_app"),
+    "worker": ("wrighty.cli.worker", "worker_app"),
+}
+
+
+class RootGroup(WrightyGroup):
+    """The root: builds a command from COMMANDS the first time it is asked for."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = _build(cmd_name)
+        return self.commands.get(cmd_name)
+
+
+def _build(name: str) -> Any:
+    module, attribute = COMMANDS[name]
+    target = getattr(importlib.import_module(module), attribute)
+    command: Any
+    if isinstance(target, typer.Typer):  # a group, even of one command (`worker start`)
+        command = typer.main.get_group(target)
+    else:  # one command, made on an app of its own
+        one = typer.Typer(add_completion=False)
+        one.command(name)(target)
+        command = typer.main.get_command(one)
+    command.name = name
+    return command
+
+
 app = typer.Typer(
-    cls=WrightyGroup,
+    cls=RootGroup,
     help="Supervise unattended coding agents working through a queue of items.",
     no_args_is_help=True,
     add_completion=False,
@@ -69,23 +120,3 @@ def root(
 def main() -> NoReturn:
     """Console-script entry point."""
     sys.exit(app())  # pragma: no cover - typer raises SystemExit itself
-
-
-# In the order `wrighty --help` lists them.
-app.command()(setup.init)
-app.command()(items.create)
-app.command("list")(items.list_items)
-app.command()(items.show)
-app.command()(items.logs)
-app.command("queue")(items.queue_command)
-app.command()(items.cancel)
-app.command()(items.requeue)
-app.command()(items.release)
-app.command()(items.reap)
-app.command()(observability.workers)
-app.command()(observability.status)
-app.command()(setup.agents)
-app.command()(worker.finish)
-app.command()(worker.fail)
-app.add_typer(setup.config_app, name="config")
-app.add_typer(worker.worker_app, name="worker")

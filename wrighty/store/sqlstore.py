@@ -536,22 +536,14 @@ def _run_from_row(row: Any) -> Run:
 
 def _claimed_session(row: Any) -> Session | None:
     """The session columns that the claim queries join to the item, if it has one."""
-    if row["session_vendor"] is None:
-        return None
-    return Session(
-        item_id=row["id"],
-        vendor=row["session_vendor"],
-        session_id=row["session_session_id"],
-        workspace=row["session_workspace"],
-        installation_id=row["session_installation_id"],
-    )
+    return _session_from_row(row, "session_") if row["session_vendor"] is not None else None
 
 
-def _session_from_row(row: Any) -> Session:
+def _session_from_row(row: Any, prefix: str = "") -> Session:
     return Session(
-        item_id=row["item_id"],
-        vendor=row["vendor"],
-        session_id=row["session_id"],
-        workspace=row["workspace"],
-        installation_id=row["installation_id"],
+        item_id=row[f"{prefix}item_id"],
+        vendor=row[f"{prefix}vendor"],
+        session_id=row[f"{prefix}session_id"],
+        workspace=row[f"{prefix}workspace"],
+        installation_id=row[f"{prefix}installation_id"],
     )

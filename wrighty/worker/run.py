@@ -40,7 +40,7 @@ from wrighty.supervisor.process import (
 )
 from wrighty.vendors.base import Reader, VendorError
 from wrighty.worker.patient import LeaseGone, PatientStore
-from wrighty.worker.runlogs import log_dir
+from wrighty.worker.runlogs import logs_of
 from wrighty.worker.workspaces import WorkspaceError, choose_workspace
 
 Emit = Callable[..., None]
@@ -234,7 +234,7 @@ class ClaimRun:
             cwd=start.workspace,
             env=env,
             task=task,
-            log_dir=log_dir(self._setting.state_dir, claimed.id, run_id),
+            log_dir=logs_of(self._setting.state_dir, claimed.id, run_id),
             marker=("WRIGHTY_RUN_ID", run_id),
         )
 

@@ -35,14 +35,14 @@ def output_bytes(text: str) -> bytes:
     return text.encode("utf-8", errors="surrogateescape")
 
 
-def log_dir(state_dir: Path, item_id: int, run_id: str) -> Path:
+def logs_of(state_dir: Path, item_id: int, run_id: str) -> Path:
     """Where the worker keeps the log files of item ``item_id``'s run ``run_id``."""
     return state_dir / "runs" / str(item_id) / run_id
 
 
 def run_log_dir(state_dir: Path, run: Run) -> Path:
     """Where the worker kept ``run``'s log files."""
-    return log_dir(state_dir, run.item_id, run.run_id)
+    return logs_of(state_dir, run.item_id, run.run_id)
 
 
 def check_logs_here(run: Run, log_dir: Path, *, installation_id: str) -> None:
@@ -60,7 +60,7 @@ def logs_problem(run: Run, log_dir: Path, *, installation_id: str) -> str | None
     if log_dir.is_dir():
         return None
     which = f"run {run.attempt} of item {run.item_id}"
-    where = f"{STATE_DIRNAME}/runs/{run.item_id}/{run.run_id}"
+    where = logs_of(Path(STATE_DIRNAME), run.item_id, run.run_id)
     if run.installation_id != installation_id:
         return (
             f"{which} ran on installation {run.installation_id}, not on this one "

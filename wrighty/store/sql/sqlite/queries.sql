@@ -77,8 +77,8 @@ WHERE item_id = :item_id AND generation = :generation AND ended_at IS NULL;
 
 -- name: select_next_due_retry
 -- Due retries first; a retry with a local session only on the installation that holds it.
-SELECT items.*, sessions.vendor AS session_vendor, sessions.session_id AS session_session_id,
-       sessions.workspace AS session_workspace,
+SELECT items.*, sessions.item_id AS session_item_id, sessions.vendor AS session_vendor,
+       sessions.session_id AS session_session_id, sessions.workspace AS session_workspace,
        sessions.installation_id AS session_installation_id
 FROM items
 LEFT JOIN sessions ON sessions.item_id = items.id
@@ -93,8 +93,8 @@ LIMIT 1;
 -- name: select_next_queued
 -- Oldest queue entry first (an unknown entry time counts as oldest), with any session an
 -- earlier run left.
-SELECT items.*, sessions.vendor AS session_vendor, sessions.session_id AS session_session_id,
-       sessions.workspace AS session_workspace,
+SELECT items.*, sessions.item_id AS session_item_id, sessions.vendor AS session_vendor,
+       sessions.session_id AS session_session_id, sessions.workspace AS session_workspace,
        sessions.installation_id AS session_installation_id
 FROM items
 LEFT JOIN sessions ON sessions.item_id = items.id
