@@ -33,6 +33,7 @@ SCHEMA_VERSION: Literal[1] = 1
 DEFAULT_STORE_URL = "sqlite:///.wrighty/wrighty.db"
 BUILTIN_VENDORS = ("claude", "codex", "gemini", "command")
 MAX_CRASH_RETRY_ATTEMPTS = 20
+MAX_USAGE_RETRY_ATTEMPTS = 50  # a night of limits
 AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
 MAX_CONFIG_BYTES = MIB
 MAX_CONFIG_DEPTH = 32  # the deepest real wrighty.json is 4 levels
@@ -82,6 +83,46 @@ class ProcessCrashPolicy(_Section):
     )
 
 
+class UsageFailurePolicy(_Section):
+    action: Literal["needs-attention", "retry"] = Field(
+        "needs-attention",
+        description="What a rate-limited or provider-unavailable run leads to: "
+        "needs-attention (default) or a bounded retry.",
+    )
+    initial_retry_minutes: float = Field(
+        30,
+        gt=0,
+        le=1440,
+        description="Delay before the first retry when the provider reports no reset, in minutes.",
+    )
+    backoff_multiplier: float = Field(
+        2,
+        ge=1,
+        le=100,
+        description="Each further retry without a reported reset waits this many times longer.",
+    )
+    max_retry_minutes: float = Field(
+        360,
+        gt=0,
+        le=10080,
+        description="No retry waits longer than this, in minutes, counted from the end of the "
+        "run, whether a reported reset or the backoff set the wait.",
+    )
+    max_attempts: int = Field(
+        5,
+        ge=1,
+        le=MAX_USAGE_RETRY_ATTEMPTS,
+        description="Usage retries after the first run, on their own counter (crash retries "
+        "and requeues do not count).",
+    )
+    reset_grace_minutes: float = Field(
+        2,
+        ge=0,
+        le=60,
+        description="Added to the provider's reported reset before the retry is due, in minutes.",
+    )
+
+
 class WorkerSettings(_Section):
     lease_seconds: float = Field(
         60, gt=0, le=86400, description="How long a claim stays valid without renewal."
@@ -112,6 +153,15 @@ class WorkerSettings(_Section):
         "per item, or a folder per item.",
     )
     process_crash: ProcessCrashPolicy = Field(default_factory=ProcessCrashPolicy)
+    usage_failure: UsageFailurePolicy = Field(
+        default_factory=UsageFailurePolicy,
+        description="What a run classified rate-limited or provider-unavailable leads to; no "
+        "other outcome (never auth, permission, billing, context-limit, agent failure, timeout, "
+        "cancellation or fencing). A retry is due at the provider's reported reset plus "
+        "resetGraceMinutes, capped at maxRetryMinutes; without a reported reset, after "
+        "initialRetryMinutes x backoffMultiplier^(n-1), capped at maxRetryMinutes, with a small "
+        "jitter. maxAttempts counts usage retries on their own counter.",
+    )
     label: str | None = Field(
         None,
         pattern=r"^[A-Za-z0-9._-]{1,40}$",
@@ -516,6 +566,23 @@ def _unpassable_text(name: str, agent: AgentSettings) -> list[Problem]:
     return problems
 
 
+def _retry_window_problems(worker: WorkerSettings) -> list[Problem]:
+    """A retry policy whose first wait is longer than its longest one."""
+    policies: tuple[tuple[str, ProcessCrashPolicy | UsageFailurePolicy], ...] = (
+        ("processCrash", worker.process_crash),
+        ("usageFailure", worker.usage_failure),
+    )
+    return [
+        Problem(
+            f"worker.{key}.maxRetryMinutes",
+            f"must be >= initialRetryMinutes ({_number(policy.initial_retry_minutes)})"
+            f" (got {_number(policy.max_retry_minutes)})",
+        )
+        for key, policy in policies
+        if policy.max_retry_minutes < policy.initial_retry_minutes
+    ]
+
+
 def _cross_checks(config: WrightyConfig) -> list[Problem]:
     """Rules that relate one setting to another."""
     problems: list[Problem] = []
@@ -528,15 +595,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
                 f" (got {_number(worker.heartbeat_seconds)})",
             )
         )
-    crash = worker.process_crash
-    if crash.max_retry_minutes < crash.initial_retry_minutes:
-        problems.append(
-            Problem(
-                "worker.processCrash.maxRetryMinutes",
-                f"must be >= initialRetryMinutes ({_number(crash.initial_retry_minutes)})"
-                f" (got {_number(crash.max_retry_minutes)})",
-            )
-        )
+    problems.extend(_retry_window_problems(worker))
     for name, agent in config.agents.items():
         problems.extend(_unpassable_text(name, agent))
         if not re.fullmatch(AGENT_NAME_PATTERN, name):

@@ -60,6 +60,10 @@ def config_json(document: object) -> Setup:
     return config(json.dumps(document))
 
 
+def usage_failure(policy: object) -> Setup:
+    return config_json({"worker": {"usageFailure": policy}})
+
+
 def file(name: str, content: bytes) -> Setup:
     return lambda project: (project / name).write_bytes(content)
 
@@ -471,6 +475,127 @@ CASES: list[Case] = [
         ("list",),
         "maxAttempts: must be <= 20",
         setup=config_json({"worker": {"processCrash": {"maxAttempts": 21}}}),
+    ),
+    Case(
+        "config-usage-action-wrong-type",
+        ("list",),
+        "worker.usageFailure.action: must be 'needs-attention' or 'retry' (got 1)",
+        setup=usage_failure({"action": 1}),
+    ),
+    Case(
+        "config-usage-action-unknown",
+        ("list",),
+        "worker.usageFailure.action: must be 'needs-attention' or 'retry' "
+        '(got the string "wait")',
+        setup=usage_failure({"action": "wait"}),
+    ),
+    Case(
+        "config-usage-initial-as-string",
+        ("list",),
+        'worker.usageFailure.initialRetryMinutes: must be a valid number (got the string "30")',
+        setup=usage_failure({"initialRetryMinutes": "30"}),
+    ),
+    Case(
+        "config-usage-initial-zero",
+        ("list",),
+        "worker.usageFailure.initialRetryMinutes: must be > 0 (got 0)",
+        setup=usage_failure({"initialRetryMinutes": 0}),
+    ),
+    Case(
+        "config-usage-initial-past-bound",
+        ("list",),
+        "worker.usageFailure.initialRetryMinutes: must be <= 1440 (got 1441)",
+        setup=usage_failure({"initialRetryMinutes": 1441}),
+    ),
+    Case(
+        "config-usage-multiplier-boolean",
+        ("list",),
+        "worker.usageFailure.backoffMultiplier: must be a valid number (got true)",
+        setup=usage_failure({"backoffMultiplier": True}),
+    ),
+    Case(
+        "config-usage-multiplier-below-one",
+        ("list",),
+        "worker.usageFailure.backoffMultiplier: must be >= 1 (got 0.5)",
+        setup=usage_failure({"backoffMultiplier": 0.5}),
+    ),
+    Case(
+        "config-usage-multiplier-past-bound",
+        ("list",),
+        "worker.usageFailure.backoffMultiplier: must be <= 100 (got 101)",
+        setup=usage_failure({"backoffMultiplier": 101}),
+    ),
+    Case(
+        "config-usage-max-null",
+        ("list",),
+        "worker.usageFailure.maxRetryMinutes: must be a valid number (got null)",
+        setup=usage_failure({"maxRetryMinutes": None}),
+    ),
+    Case(
+        "config-usage-max-zero",
+        ("list",),
+        "worker.usageFailure.maxRetryMinutes: must be > 0 (got 0)",
+        setup=usage_failure({"maxRetryMinutes": 0}),
+    ),
+    Case(
+        "config-usage-max-past-seven-days",
+        ("list",),
+        "worker.usageFailure.maxRetryMinutes: must be <= 10080 (got 10081)",
+        setup=usage_failure({"maxRetryMinutes": 10081}),
+    ),
+    Case(
+        "config-usage-attempts-fraction",
+        ("list",),
+        "worker.usageFailure.maxAttempts: must be a valid integer (got 2.5)",
+        setup=usage_failure({"maxAttempts": 2.5}),
+    ),
+    Case(
+        "config-usage-attempts-zero",
+        ("list",),
+        "worker.usageFailure.maxAttempts: must be >= 1 (got 0)",
+        setup=usage_failure({"maxAttempts": 0}),
+    ),
+    Case(
+        "config-usage-attempts-past-ceiling",
+        ("list",),
+        "worker.usageFailure.maxAttempts: must be <= 50 (got 51)",
+        setup=usage_failure({"maxAttempts": 51}),
+    ),
+    Case(
+        "config-usage-grace-list",
+        ("list",),
+        "worker.usageFailure.resetGraceMinutes: must be a valid number (got a list)",
+        setup=usage_failure({"resetGraceMinutes": [2]}),
+    ),
+    Case(
+        "config-usage-grace-negative",
+        ("list",),
+        "worker.usageFailure.resetGraceMinutes: must be >= 0 (got -1)",
+        setup=usage_failure({"resetGraceMinutes": -1}),
+    ),
+    Case(
+        "config-usage-grace-past-bound",
+        ("list",),
+        "worker.usageFailure.resetGraceMinutes: must be <= 60 (got 61)",
+        setup=usage_failure({"resetGraceMinutes": 61}),
+    ),
+    Case(
+        "config-usage-unknown-key",
+        ("list",),
+        "worker.usageFailure.resetGrace: unknown key (allowed here: action,",
+        setup=usage_failure({"resetGrace": 2}),
+    ),
+    Case(
+        "config-usage-max-below-initial",
+        ("list",),
+        "worker.usageFailure.maxRetryMinutes: must be >= initialRetryMinutes (60) (got 30)",
+        setup=usage_failure({"initialRetryMinutes": 60, "maxRetryMinutes": 30}),
+    ),
+    Case(
+        "config-usage-not-an-object",
+        ("list",),
+        'worker.usageFailure: must be an object (got the string "retry")',
+        setup=usage_failure("retry"),
     ),
     Case(
         "config-duplicate-key",

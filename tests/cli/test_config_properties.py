@@ -19,11 +19,11 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 KEYS = [
     "$schema", "schemaVersion", "store", "url", "worker", "status", "agents", "leaseSeconds",
     "heartbeatSeconds", "itemTimeoutMinutes", "pollSeconds", "concurrency", "defaultAgent",
-    "maxRequeues", "workspaceMode", "processCrash", "action", "initialRetryMinutes",
-    "backoffMultiplier", "maxRetryMinutes", "maxAttempts", "label", "registryRetentionHours",
-    "maxQueueWaitSeconds", "minWorkers", "workerMaxAgeSeconds", "maxExpiredLeases",
-    "maxNeedsAttention", "claude", "codex", "gemini", "command", "adapter", "executable", "args",
-    "env", "resumeCommand", "permission", "resume",
+    "maxRequeues", "workspaceMode", "processCrash", "usageFailure", "action",
+    "initialRetryMinutes", "backoffMultiplier", "maxRetryMinutes", "maxAttempts",
+    "resetGraceMinutes", "label", "registryRetentionHours", "maxQueueWaitSeconds", "minWorkers",
+    "workerMaxAgeSeconds", "maxExpiredLeases", "maxNeedsAttention", "claude", "codex", "gemini",
+    "command", "adapter", "executable", "args", "env", "resumeCommand", "permission", "resume",
 ]  # fmt: skip
 
 scalars = (
@@ -71,3 +71,44 @@ def test_any_section_under_a_known_key_is_answered_without_raising(
         result = wrighty("config", "validate")
         assert result.exit_code in (0, 2), result.output
         assert not CONTROL.search(result.stdout + result.stderr)
+
+
+# worker.usageFailure's bounds, as docs/config.md lists them: (lowest, lowest allowed, highest).
+USAGE_BOUNDS = {
+    "initialRetryMinutes": (0, False, 1440),
+    "backoffMultiplier": (1, True, 100),
+    "maxRetryMinutes": (0, False, 10080),
+    "maxAttempts": (1, True, 50),
+    "resetGraceMinutes": (0, True, 60),
+}
+usage_numbers = st.integers(min_value=-5, max_value=20000) | st.floats(
+    min_value=-5, max_value=20000, allow_nan=False
+)
+
+
+def _usage_value_ok(key: str, value: float) -> bool:
+    low, low_allowed, high = USAGE_BOUNDS[key]
+    if key == "maxAttempts" and not isinstance(value, int):
+        return False
+    return (value >= low if low_allowed else value > low) and value <= high
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(policy=st.dictionaries(st.sampled_from(sorted(USAGE_BOUNDS)), usage_numbers))
+def test_a_usage_failure_policy_is_accepted_exactly_within_its_bounds(
+    initialised: Path, policy: dict[str, float]
+) -> None:
+    document = {"worker": {"usageFailure": {"action": "retry", **policy}}}
+    (initialised / "wrighty.json").write_text(json.dumps(document))
+    result = wrighty("config", "validate")
+    whole = {"initialRetryMinutes": 30, "maxRetryMinutes": 360, **policy}
+    expected = all(_usage_value_ok(key, value) for key, value in policy.items()) and (
+        whole["initialRetryMinutes"] <= whole["maxRetryMinutes"]
+    )
+    assert result.exit_code == (0 if expected else 2), result.output
+    if not expected:
+        lines = result.stdout.splitlines()
+        assert lines
+        assert all(line.startswith("worker.usageFailure.") for line in lines), lines

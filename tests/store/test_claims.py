@@ -395,6 +395,33 @@ def test_a_retry_settlement_counts_the_attempt_and_stamps_the_queue_entry(
     assert replay(store.list_events(retry.id)) is ItemState.RETRY_SCHEDULED
 
 
+def test_a_usage_retry_counts_on_its_own_counter_until_a_requeue(
+    store: Store, clock: FakeClock
+) -> None:
+    item = queued(store, clock)
+    claimed = acquire(store, clock)
+    start(store, claimed, clock, session_id="s-1")
+    limited = settlement(
+        ItemState.RETRY_SCHEDULED,
+        OutcomeClass.RATE_LIMITED,
+        clock,
+        reason_code="rate-limited",
+        not_before=clock() + timedelta(hours=1),
+        counts_as_usage_retry=True,
+    )
+    assert store.write_transition(settle(claimed, limited, at=clock()))
+    waiting = store.get_item(item.id)
+    assert waiting is not None
+    assert (waiting.usage_retries, waiting.crash_retries) == (1, 0)
+    again = store.acquire(request("w2"), now=clock.advance(3600))
+    assert again is not None
+    assert (again.item.usage_retries, again.claimed_reason_code) == (1, "rate-limited")
+    assert store.write_transition(settle(again.item, limited, at=clock()))
+    assert store.get_item(item.id).usage_retries == 2
+    requeued = item_service.requeue_item(store, item.id, resume=True, now=clock())
+    assert (requeued.usage_retries, store.get_item(item.id).usage_retries) == (0, 0)
+
+
 def _settle_a_retry(store: Store, claimed: Item, clock: FakeClock) -> bool:
     retry = settlement(
         ItemState.RETRY_SCHEDULED,

@@ -33,8 +33,48 @@ def test_the_default_document_is_valid_and_has_the_design_defaults() -> None:
         2,
     )
     assert (crash.max_retry_minutes, crash.max_attempts) == (15, 2)
+    usage = config.worker.usage_failure
+    assert (usage.action, usage.initial_retry_minutes, usage.backoff_multiplier) == (
+        "needs-attention",
+        30,
+        2,
+    )
+    assert (usage.max_retry_minutes, usage.max_attempts, usage.reset_grace_minutes) == (360, 5, 2)
     assert config.worker.max_requeues == 3
     assert config.store.url == "sqlite:///.wrighty/wrighty.db"
+
+
+def test_a_usage_failure_policy_is_read_by_its_attribute_names() -> None:
+    config, problems = check_config_text(
+        json.dumps(
+            {
+                "worker": {
+                    "usageFailure": {
+                        "action": "retry",
+                        "initialRetryMinutes": 0.5,
+                        "backoffMultiplier": 1,
+                        "maxRetryMinutes": 10080,
+                        "maxAttempts": 50,
+                        "resetGraceMinutes": 0,
+                    }
+                }
+            }
+        )
+    )
+    assert problems == []
+    assert config is not None
+    usage = config.worker.usage_failure
+    assert (usage.action, usage.initial_retry_minutes, usage.backoff_multiplier) == (
+        "retry",
+        0.5,
+        1,
+    )
+    assert (usage.max_retry_minutes, usage.max_attempts, usage.reset_grace_minutes) == (
+        10080,
+        50,
+        0,
+    )
+    assert config.worker.process_crash.action == "needs-attention"
 
 
 def test_an_empty_object_means_every_default() -> None:
@@ -88,6 +128,69 @@ def test_minutes_accept_fractions() -> None:
             "worker.processCrash.maxAttempts: must be a valid integer (got 1.5)",
         ),
         (
+            {"worker": {"usageFailure": {"action": "wait"}}},
+            "worker.usageFailure.action: must be 'needs-attention' or 'retry' "
+            '(got the string "wait")',
+        ),
+        (
+            {"worker": {"usageFailure": {"initialRetryMinutes": 0}}},
+            "worker.usageFailure.initialRetryMinutes: must be > 0 (got 0)",
+        ),
+        (
+            {"worker": {"usageFailure": {"initialRetryMinutes": 1441}}},
+            "worker.usageFailure.initialRetryMinutes: must be <= 1440 (got 1441)",
+        ),
+        (
+            {"worker": {"usageFailure": {"backoffMultiplier": 0.5}}},
+            "worker.usageFailure.backoffMultiplier: must be >= 1 (got 0.5)",
+        ),
+        (
+            {"worker": {"usageFailure": {"backoffMultiplier": 101}}},
+            "worker.usageFailure.backoffMultiplier: must be <= 100 (got 101)",
+        ),
+        (
+            {"worker": {"usageFailure": {"maxRetryMinutes": 0}}},
+            "worker.usageFailure.maxRetryMinutes: must be > 0 (got 0)",
+        ),
+        (
+            {"worker": {"usageFailure": {"maxRetryMinutes": 10081}}},
+            "worker.usageFailure.maxRetryMinutes: must be <= 10080 (got 10081)",
+        ),
+        (
+            {"worker": {"usageFailure": {"maxAttempts": 0}}},
+            "worker.usageFailure.maxAttempts: must be >= 1 (got 0)",
+        ),
+        (
+            {"worker": {"usageFailure": {"maxAttempts": 51}}},
+            "worker.usageFailure.maxAttempts: must be <= 50 (got 51)",
+        ),
+        (
+            {"worker": {"usageFailure": {"maxAttempts": 5.0}}},
+            "worker.usageFailure.maxAttempts: must be a valid integer (got 5.0)",
+        ),
+        (
+            {"worker": {"usageFailure": {"resetGraceMinutes": -1}}},
+            "worker.usageFailure.resetGraceMinutes: must be >= 0 (got -1)",
+        ),
+        (
+            {"worker": {"usageFailure": {"resetGraceMinutes": 61}}},
+            "worker.usageFailure.resetGraceMinutes: must be <= 60 (got 61)",
+        ),
+        (
+            {"worker": {"usageFailure": {"initialRetryMinutes": 60, "maxRetryMinutes": 30}}},
+            "worker.usageFailure.maxRetryMinutes: must be >= initialRetryMinutes (60) (got 30)",
+        ),
+        (
+            {"worker": {"usageFailure": {"resetGrace": 2}}},
+            "worker.usageFailure.resetGrace: unknown key (allowed here: action, "
+            "initialRetryMinutes, backoffMultiplier, maxRetryMinutes, maxAttempts, "
+            "resetGraceMinutes)",
+        ),
+        (
+            {"worker": {"usageFailure": "retry"}},
+            'worker.usageFailure: must be an object (got the string "retry")',
+        ),
+        (
             {"worker": {"concurrency": 2.0}},
             "worker.concurrency: must be a valid integer (got 2.0)",
         ),
@@ -117,7 +220,7 @@ def test_minutes_accept_fractions() -> None:
             {"worker": {"leaseSecs": 30}},
             "worker.leaseSecs: unknown key (allowed here: leaseSeconds, heartbeatSeconds, "
             "itemTimeoutMinutes, pollSeconds, concurrency, defaultAgent, maxRequeues, "
-            "workspaceMode, processCrash, label, registryRetentionHours)",
+            "workspaceMode, processCrash, usageFailure, label, registryRetentionHours)",
         ),
         (
             {"worker": {"processCrash": {"retries": 3}}},
@@ -254,3 +357,5 @@ def test_the_schema_refuses_what_the_models_refuse() -> None:
     assert list(validator.iter_errors(default_config_document())) == []
     bad = {"worker": {"processCrash": {"backoffMultiplier": 0.5, "extra": 1}}}
     assert len(list(validator.iter_errors(bad))) == 2
+    bad = {"worker": {"usageFailure": {"maxAttempts": 51, "resetGraceMinutes": -1, "extra": 1}}}
+    assert len(list(validator.iter_errors(bad))) == 3

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, ClassVar, Self
@@ -160,14 +161,24 @@ class FakeHandler(BaseHTTPRequestHandler):
         except OSError:
             return  # the client went away
 
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
-        self._send(status, "application/json", json.dumps(payload).encode())
+    def _send_json(
+        self, status: int, payload: dict[str, Any], headers: Mapping[str, str] | None = None
+    ) -> None:
+        self._send(status, "application/json", json.dumps(payload).encode(), headers)
 
-    def _send(self, status: int, content_type: str, data: bytes) -> None:
+    def _send(
+        self,
+        status: int,
+        content_type: str,
+        data: bytes,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         if self.request_id_header is not None:
             self.send_header(self.request_id_header, "req_fake")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)

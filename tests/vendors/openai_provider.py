@@ -66,8 +66,9 @@ ERRORS: dict[str, tuple[int, str, str | None, str | None, str]] = {
 }
 
 # "slow" starts a streaming answer and adds to it a little at a time until the provider shuts
-# down; "hang" accepts the request and never answers until then.
-MODES = frozenset({"ok", "hang", "slow", *ERRORS})
+# down; "hang" accepts the request and never answers until then; "stream-rate" accepts it
+# (200) and then fails the response with a rate limit, as OpenAI does mid-stream.
+MODES = frozenset({"ok", "hang", "slow", "stream-rate", *ERRORS})
 
 
 def codex_provider_args(url: str) -> list[str]:
@@ -150,6 +151,14 @@ def stream_body(reply: str, model: str) -> bytes:
     return b"".join(_sse(event) for event in events)
 
 
+def failed_stream_body(model: str, code: str, message: str) -> bytes:
+    """The server-sent events of a response that fails before any output."""
+    failed = _response("resp_1", model, "failed", [])
+    failed["error"] = {"code": code, "message": message}
+    events = [opening_events(model)[0], {"type": "response.failed", "response": failed}]
+    return b"".join(_sse(event) for event in events)
+
+
 def error_body(kind: str, code: str | None, param: str | None, message: str) -> dict[str, Any]:
     """The OpenAI API error envelope."""
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
@@ -185,6 +194,9 @@ class _Handler(FakeHandler):
         elif mode == "slow":
             opening = b"".join(_sse(event) for event in opening_events(model))
             self._stream_slowly(opening, _sse(_delta("working ")))
+        elif mode == "stream-rate":
+            body = failed_stream_body(model, "rate_limit_exceeded", RATE_MESSAGE)
+            self._send(200, "text/event-stream", body)
         elif mode in ERRORS:
             status, kind, code, param, message = ERRORS[mode]
             self._send_error(status, kind, code, message, param)

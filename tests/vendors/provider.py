@@ -10,8 +10,9 @@ Point the CLI at it with ``ANTHROPIC_BASE_URL=provider.url``::
 from __future__ import annotations
 
 import json
+import time
 from http import HTTPStatus
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from tests.vendors.fakeserver import FakeHandler, FakeProvider
@@ -30,6 +31,8 @@ ERRORS: dict[str, tuple[int, str, str]] = {
     "billing": (400, "invalid_request_error", BILLING_MESSAGE),
     "context": (400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum"),
     "rate": (429, "rate_limit_error", "rate limited"),
+    # A 429 with a subscription's usage-limit headers (see ``usage_limit_headers``).
+    "usage-limit": (429, "rate_limit_error", "rate limited"),
     "overloaded": (529, "overloaded_error", "Overloaded"),
     "server": (500, "api_error", "Internal server error"),
 }
@@ -87,6 +90,19 @@ def message_body(reply: str, model: str) -> dict[str, Any]:
     }
 
 
+def usage_limit_headers(reset_at: int) -> dict[str, str]:
+    """The headers of a 429 that refuses a request because the 5-hour usage limit is spent
+    until ``reset_at`` (epoch seconds), as Claude Code reads them."""
+    return {
+        "retry-after": str(max(1, reset_at - int(time.time()))),
+        "anthropic-ratelimit-unified-status": "rejected",
+        "anthropic-ratelimit-unified-reset": str(reset_at),
+        "anthropic-ratelimit-unified-representative-claim": "five_hour",
+        "anthropic-ratelimit-unified-5h-utilization": "1.0",
+        "anthropic-ratelimit-unified-5h-reset": str(reset_at),
+    }
+
+
 def error_body(kind: str, message: str) -> dict[str, Any]:
     """The Messages API error envelope."""
     return {"type": "error", "error": {"type": kind, "message": message}}
@@ -94,6 +110,7 @@ def error_body(kind: str, message: str) -> dict[str, Any]:
 
 class _Handler(FakeHandler):
     request_id_header = "request-id"
+    provider: ClassVar[Provider]
 
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
@@ -143,7 +160,9 @@ class _Handler(FakeHandler):
             self._stream_slowly(opening, _sse(event).encode())
         elif mode in ERRORS:
             status, kind, message = ERRORS[mode]
-            self._send_json(status, error_body(kind, message))
+            limited = mode == "usage-limit"
+            headers = usage_limit_headers(self.provider.reset_at) if limited else None
+            self._send_json(status, error_body(kind, message), headers)
         elif body.get("stream"):
             self._send(200, "text/event-stream", stream_body(self.provider.reply, model))
         else:
@@ -152,7 +171,8 @@ class _Handler(FakeHandler):
 
 class Provider(FakeProvider):
     """A Messages API server on 127.0.0.1 (random free port) answering as ``mode`` says:
-    "ok", "hang", "slow" or a key of ERRORS.
+    "ok", "hang", "slow" or a key of ERRORS ("usage-limit" resets at ``reset_at``, epoch
+    seconds, three hours after the provider was made unless set).
 
     ``requests`` holds the parsed JSON body of every ``POST /v1/messages`` received, in order;
     ``seen`` holds ``(method, path)`` of every request, side requests included. Its ``url`` is
@@ -163,3 +183,7 @@ class Provider(FakeProvider):
     thread_name = "fake-anthropic"
     handler_class = _Handler
     requests: list[dict[str, Any]]
+
+    def __init__(self, mode: str = "ok", reply: str = "done.") -> None:
+        super().__init__(mode, reply)
+        self.reset_at = int(time.time()) + 3 * 3600

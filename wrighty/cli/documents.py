@@ -100,21 +100,45 @@ def reaped_json(change: Change) -> dict[str, Any]:
     }
 
 
-def _last_crash(runs: list[Run]) -> Run | None:
-    crashes = [run for run in runs if run.outcome_class is OutcomeClass.PROCESS_CRASH]
-    return crashes[-1] if crashes else None
+CRASH_CLASSES = frozenset({OutcomeClass.PROCESS_CRASH})
+# As domain/decisions.USAGE_CLASSES and the reason codes a usage retry waits with.
+USAGE_CLASSES = frozenset({OutcomeClass.RATE_LIMITED, OutcomeClass.PROVIDER_UNAVAILABLE})
+USAGE_RETRY_CODES = frozenset({"rate-limited", "provider-unavailable", "usage-retry-fresh"})
+
+
+def _retry_json(
+    detail: ItemDetail,
+    retries: int,
+    classes: frozenset[OutcomeClass],
+    codes: frozenset[str],
+    max_attempts: int | None,
+) -> tuple[dict[str, Any], Run | None] | None:
+    """Where the item stands under one retry policy, and its last run of ``classes``; None
+    when it never had one nor a retry."""
+    item = detail.item
+    matching = [run for run in detail.runs if run.outcome_class in classes]
+    last = matching[-1] if matching else None
+    if last is None and retries == 0:
+        return None
+    scheduled = item.state is ItemState.RETRY_SCHEDULED and item.reason_code in codes
+    standing: dict[str, Any] = {
+        "retries": retries,
+        "max_attempts": max_attempts,
+        "next_due": rfc3339(item.not_before) if scheduled else None,
+    }
+    return standing, last
 
 
 def crash_retry_json(detail: ItemDetail, max_attempts: int | None) -> dict[str, Any] | None:
     """Where the item stands under worker.processCrash; None when it never crashed."""
-    item, last = detail.item, _last_crash(detail.runs)
-    if last is None and item.crash_retries == 0:
+    found = _retry_json(
+        detail, detail.item.crash_retries, CRASH_CLASSES, frozenset({"process-crash"}), max_attempts
+    )
+    if found is None:
         return None
-    scheduled = item.state is ItemState.RETRY_SCHEDULED
+    standing, last = found
     return {
-        "retries": item.crash_retries,
-        "max_attempts": max_attempts,
-        "next_due": rfc3339(item.not_before) if scheduled else None,
+        **standing,
         "last_crash": None
         if last is None
         else {
@@ -122,13 +146,42 @@ def crash_retry_json(detail: ItemDetail, max_attempts: int | None) -> dict[str, 
             "ended_at": rfc3339(last.ended_at),
             "exit_code": last.exit_code,
             "signal": last.signal,
-            "summary": (last.diagnostic or "").split("\n", 1)[0],
+            "summary": _first_line(last),
         },
     }
 
 
+def usage_retry_json(detail: ItemDetail, max_attempts: int | None) -> dict[str, Any] | None:
+    """Where the item stands under worker.usageFailure; None when no provider refused it."""
+    found = _retry_json(
+        detail, detail.item.usage_retries, USAGE_CLASSES, USAGE_RETRY_CODES, max_attempts
+    )
+    if found is None:
+        return None
+    standing, last = found
+    return {
+        **standing,
+        "last_refusal": None
+        if last is None
+        else {
+            "run_id": last.run_id,
+            "ended_at": rfc3339(last.ended_at),
+            "outcome_class": last.outcome_class.value if last.outcome_class else None,
+            "summary": _first_line(last),
+        },
+    }
+
+
+def _first_line(run: Run) -> str:
+    return (run.diagnostic or "").split("\n", 1)[0]
+
+
 def item_detail_json(
-    detail: ItemDetail, *, resumable: bool, max_attempts: int | None = None
+    detail: ItemDetail,
+    *,
+    resumable: bool,
+    max_attempts: int | None = None,
+    usage_max_attempts: int | None = None,
 ) -> dict[str, Any]:
     item = detail.item
     return {
@@ -142,6 +195,8 @@ def item_detail_json(
         "next_action": item.next_action,
         "crash_retries": item.crash_retries,
         "crash_retry": crash_retry_json(detail, max_attempts),
+        "usage_retries": item.usage_retries,
+        "usage_retry": usage_retry_json(detail, usage_max_attempts),
         "requeues": item.requeues,
         "session": session_json(detail.session, resumable=resumable) if detail.session else None,
         "runs": [run_json(run) for run in detail.runs],

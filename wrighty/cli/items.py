@@ -189,9 +189,12 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
     resumable = resumable_here(
         detail.item, detail.session, plan, installation_id=installation_id(), environ=os.environ
     )
-    max_attempts = _crash_retry_limit(app_ctx)
+    crash_limit, usage_limit = _retry_limits(app_ctx)
     if as_json:
-        print_json(item_detail_json(detail, resumable=resumable, max_attempts=max_attempts))
+        document = item_detail_json(
+            detail, resumable=resumable, max_attempts=crash_limit, usage_max_attempts=usage_limit
+        )
+        print_json(document)
         return
     standing = Standing(
         resumable=resumable,
@@ -201,7 +204,9 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
     )
     from wrighty.cli.render import print_item_detail
 
-    print_item_detail(console(), detail, standing, max_attempts=max_attempts)
+    print_item_detail(
+        console(), detail, standing, max_attempts=crash_limit, usage_max_attempts=usage_limit
+    )
 
 
 def _has_logs(app_ctx: AppContext, runs: list[Run]) -> bool:
@@ -217,13 +222,18 @@ def _has_logs(app_ctx: AppContext, runs: list[Run]) -> bool:
     return logs_problem(last, log_dir, installation_id=installation_id()) is None
 
 
-def _crash_retry_limit(app_ctx: AppContext) -> int | None:
-    """worker.processCrash.maxAttempts when the policy retries; None otherwise or unknown."""
+def _retry_limits(app_ctx: AppContext) -> tuple[int | None, int | None]:
+    """worker.processCrash's and worker.usageFailure's maxAttempts, each when its policy
+    retries; None otherwise or unknown."""
     try:
-        crash = app_ctx.config().config.worker.process_crash
+        worker = app_ctx.config().config.worker
     except WrightyError:
-        return None
-    return crash.max_attempts if crash.action == "retry" else None
+        return None, None
+    crash, usage = worker.process_crash, worker.usage_failure
+    return (
+        crash.max_attempts if crash.action == "retry" else None,
+        usage.max_attempts if usage.action == "retry" else None,
+    )
 
 
 def _item_agent(app_ctx: AppContext, agent: str | None) -> AgentPlan | None:

@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from wrighty.cli.documents import crash_retry_json
+from wrighty.cli.documents import crash_retry_json, usage_retry_json
 from wrighty.cli.suggestions import Standing, next_commands
 from wrighty.domain.classify import signal_name
 from wrighty.domain.durations import format_duration
@@ -104,8 +104,36 @@ def attention_table(entries: list[WaitingItem]) -> Table:
 _NOT_HERE = " (not resumable here)"
 
 
+def _retry_fields(
+    detail: ItemDetail, crash_max_attempts: int | None, usage_max_attempts: int | None
+) -> list[tuple[str, str]]:
+    """Where the item stands under each retry policy that it met: "2 of 5, next due ...", and
+    the run that used the policy last."""
+    policies = (
+        ("retries", crash_retry_json(detail, crash_max_attempts), "last_crash", "last crash"),
+        ("usage retries", usage_retry_json(detail, usage_max_attempts), "last_refusal",
+         "last refusal"),
+    )  # fmt: skip
+    fields = []
+    for label, retry, last_key, last_label in policies:
+        if retry is None:
+            continue
+        of = f" of {retry['max_attempts']}" if retry["max_attempts"] is not None else ""
+        due = f", next due {_local(detail.item.not_before)}" if retry["next_due"] else ""
+        fields.append((label, f"{retry['retries']}{of}{due}"))
+        if retry[last_key]:
+            last = retry[last_key]
+            fields.append((last_label, f"{last['summary']} ({last['run_id']})"))
+    return fields
+
+
 def print_item_detail(
-    console: Console, detail: ItemDetail, standing: Standing, *, max_attempts: int | None = None
+    console: Console,
+    detail: ItemDetail,
+    standing: Standing,
+    *,
+    max_attempts: int | None = None,
+    usage_max_attempts: int | None = None,
 ) -> None:
     item = detail.item
     heading = Text(f"Item {item.id}  ", style="bold")
@@ -131,14 +159,7 @@ def print_item_detail(
         fields.append(("reason", f"{item.reason_code}: {item.reason or ''}".rstrip(": ")))
     if item.next_action:
         fields.append(("next", item.next_action))
-    retry = crash_retry_json(detail, max_attempts)
-    if retry is not None:
-        of = f" of {max_attempts}" if max_attempts is not None else ""
-        due = f", next due {_local(item.not_before)}" if retry["next_due"] else ""
-        fields.append(("retries", f"{retry['retries']}{of}{due}"))
-        if retry["last_crash"]:
-            crash = retry["last_crash"]
-            fields.append(("last crash", f"{crash['summary']} ({crash['run_id']})"))
+    fields += _retry_fields(detail, max_attempts, usage_max_attempts)
     if detail.session:
         session = detail.session
         fields.append(

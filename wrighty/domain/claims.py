@@ -82,6 +82,7 @@ class Claim:
     item: Item
     claimed_from: ItemState
     session: Session | None
+    claimed_reason_code: str | None = None  # why it waited when it was claimed
 
 
 def claim(item: Item, request: ClaimRequest, *, at: datetime) -> Change:
@@ -186,6 +187,7 @@ class Settlement:
     next_action: str | None = None
     not_before: datetime | None = None
     counts_as_crash_retry: bool = False
+    counts_as_usage_retry: bool = False
 
 
 def settle(claimed: Item, settlement: Settlement, *, at: datetime) -> Change:
@@ -209,6 +211,9 @@ def settle(claimed: Item, settlement: Settlement, *, at: datetime) -> Change:
     )
     if settlement.counts_as_crash_retry:
         after = dataclasses.replace(change.after, crash_retries=claimed.crash_retries + 1)
+        change = dataclasses.replace(change, after=after)
+    if settlement.counts_as_usage_retry:
+        after = dataclasses.replace(change.after, usage_retries=claimed.usage_retries + 1)
         change = dataclasses.replace(change, after=after)
     return change
 

@@ -12,7 +12,7 @@ from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.redact import redact
 from wrighty.domain.resume import ResumeFacts, resume_gaps
-from wrighty.domain.retry import CrashPolicy
+from wrighty.domain.retry import CrashPolicy, ResetHint, UsageDue, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 
@@ -23,6 +23,22 @@ _ATTENTION_REASONS = {
 }
 
 
+# What worker.usageFailure covers: a provider that said "not now". Never auth, permission,
+# billing, context-limit, an agent's failure, a timeout, a cancel or a lost claim.
+USAGE_CLASSES = frozenset({OutcomeClass.RATE_LIMITED, OutcomeClass.PROVIDER_UNAVAILABLE})
+
+# The reason code of a usage retry that starts a new session (see _after_usage).
+USAGE_RETRY_FRESH = "usage-retry-fresh"
+
+
+@dataclass(frozen=True)
+class UsageFacts:
+    """What the run's vendor output said about a usage failure."""
+
+    hint: ResetHint | None = None  # when the provider said its limit lifts
+    provider_answered: bool = True  # whether the provider answered at least once
+
+
 def after_run(
     item: Item,
     classification: Classification,
@@ -30,19 +46,21 @@ def after_run(
     *,
     timeout_seconds: float,
     crash_policy: CrashPolicy | None = None,
+    usage_policy: UsagePolicy | None = None,
+    usage: UsageFacts | None = None,
     resume_missing: tuple[str, ...] = (),
 ) -> Settlement:
-    """The settlement for a finished run whose claim is still held. Only a process crash,
-    under a policy that says retry, can lead to a retry; ``resume_missing`` names what the
-    session lacks for a resume (empty when the resume address is complete)."""
-    if classification.outcome_class is OutcomeClass.SUCCEEDED:
+    """The settlement for a finished run whose claim is still held. Only a process crash or
+    a usage failure, under a policy that says retry, can lead to a retry; ``resume_missing``
+    names what the session lacks for a resume (empty when the resume address is complete)."""
+    outcome = classification.outcome_class
+    if outcome is OutcomeClass.SUCCEEDED:
         return Settlement(ItemState.DONE, process_started=True, run_end=run_end)
-    if (
-        classification.outcome_class is OutcomeClass.PROCESS_CRASH
-        and crash_policy is not None
-        and crash_policy.action == "retry"
-    ):
+    if outcome is OutcomeClass.PROCESS_CRASH and crash_policy and crash_policy.action == "retry":
         return _after_crash(item, classification, run_end, crash_policy, resume_missing)
+    if outcome in USAGE_CLASSES and usage_policy and usage_policy.action == "retry":
+        facts = usage or UsageFacts()
+        return _after_usage(item, classification, run_end, usage_policy, facts, resume_missing)
     template = _ATTENTION_REASONS.get(
         classification.outcome_class, "the run ended as {cls} ({summary})"
     )
@@ -51,13 +69,12 @@ def after_run(
         cls=classification.outcome_class,
         limit=f" of {format_duration(timeout_seconds)}",
     )
-    return Settlement(
-        ItemState.NEEDS_ATTENTION,
-        process_started=True,
-        run_end=run_end,
-        reason_code=classification.outcome_class.value,
-        reason=f"{reason}; the workspace is kept",
-        next_action=requeue_command(item.id, resumable=not resume_missing),
+    return _attention(
+        item,
+        run_end,
+        classification.outcome_class.value,
+        f"{reason}; the workspace is kept",
+        resumable=not resume_missing,
     )
 
 
@@ -70,26 +87,23 @@ def _after_crash(
 ) -> Settlement:
     crash = f"the agent process crashed ({classification.summary})"
     if resume_missing:
-        return Settlement(
-            ItemState.NEEDS_ATTENTION,
-            process_started=True,
-            run_end=run_end,
-            reason_code="resume-state-missing",
-            reason=f"{crash}; no retry, as its session cannot be resumed: "
-            + "; ".join(resume_missing),
-            next_action=requeue_command(item.id, resumable=False),
+        return _attention(
+            item,
+            run_end,
+            "resume-state-missing",
+            f"{crash}; no retry, as its session cannot be resumed: " + "; ".join(resume_missing),
+            resumable=False,
         )
     retry = item.crash_retries + 1
     if retry > policy.max_attempts:
-        return Settlement(
-            ItemState.NEEDS_ATTENTION,
-            process_started=True,
-            run_end=run_end,
-            reason_code="retries-exhausted",
-            reason=f"{crash}; it crashed {retry} times, the first run and "
+        return _attention(
+            item,
+            run_end,
+            "retries-exhausted",
+            f"{crash}; it crashed {retry} times, the first run and "
             f"{policy.max_attempts} {_plural(policy.max_attempts, 'retry', 'retries')} "
             "(worker.processCrash.maxAttempts)",
-            next_action=requeue_command(item.id, resumable=True),
+            resumable=True,
         )
     due = run_end.ended_at + timedelta(seconds=policy.delay_seconds(retry))
     return Settlement(
@@ -101,6 +115,76 @@ def _after_crash(
         f"{rfc3339(due)}",
         not_before=due,
         counts_as_crash_retry=True,
+    )
+
+
+def _after_usage(
+    item: Item,
+    classification: Classification,
+    run_end: RunEnd,
+    policy: UsagePolicy,
+    usage: UsageFacts,
+    resume_missing: tuple[str, ...],
+) -> Settlement:
+    """A rate limit or an outage under `worker.usageFailure`: a retry at the provider's reset
+    (or after the backoff) that resumes the session. A run the provider refused before it
+    answered once did no work: when its session cannot be resumed, its retry starts a new one
+    (in the same workspace) rather than waiting for a person."""
+    cls = classification.outcome_class
+    said = f"the provider refused the run ({cls}: {classification.summary})"
+    fresh = bool(resume_missing) and not usage.provider_answered
+    if resume_missing and not fresh:
+        return _attention(
+            item,
+            run_end,
+            "resume-state-missing",
+            f"{said}; no retry, as its session cannot be resumed: " + "; ".join(resume_missing),
+            resumable=False,
+        )
+    retry = item.usage_retries + 1
+    reset = usage.hint.moment(run_end.ended_at) if usage.hint is not None else None
+    if retry > policy.max_attempts:
+        last = f"; the last reset it reported was {rfc3339(reset)}" if reset else ""
+        return _attention(
+            item,
+            run_end,
+            "retries-exhausted",
+            f"{said}; it was refused {retry} times, the first run and "
+            f"{policy.max_attempts} usage {_plural(policy.max_attempts, 'retry', 'retries')} "
+            f"(worker.usageFailure.maxAttempts){last}",
+            resumable=not resume_missing,
+        )
+    due = policy.due(retry, ended_at=run_end.ended_at, hint=usage.hint, key=item.id)
+    what = "starts a new session" if fresh else "resumes its session"
+    return Settlement(
+        ItemState.RETRY_SCHEDULED,
+        process_started=True,
+        run_end=run_end,
+        reason_code=USAGE_RETRY_FRESH if fresh else cls.value,
+        reason=f"{said}; usage retry {retry} of {policy.max_attempts} {what} at "
+        f"{rfc3339(due.at)} ({_basis(due)})",
+        not_before=due.at,
+        counts_as_usage_retry=True,
+    )
+
+
+def _basis(due: UsageDue) -> str:
+    if due.basis == "backoff":
+        return "backoff: the provider named no reset"
+    return f"the provider reported its reset at {rfc3339(due.reset)}"
+
+
+def _attention(
+    item: Item, run_end: RunEnd, reason_code: str, reason: str, *, resumable: bool
+) -> Settlement:
+    """A finished run's item waits for a person, with the command that puts it back to work."""
+    return Settlement(
+        ItemState.NEEDS_ATTENTION,
+        process_started=True,
+        run_end=run_end,
+        reason_code=reason_code,
+        reason=reason,
+        next_action=requeue_command(item.id, resumable=resumable),
     )
 
 
@@ -171,8 +255,9 @@ def internal_error(
 
 
 CONTINUATION_PROMPT = (
-    "The previous attempt at this task ended before it finished (its process crashed or its "
-    "worker stopped). Continue from where it left off: the workspace holds its partial work.\n\n"
+    "The previous attempt at this task ended before it finished (its process crashed, its "
+    "provider refused it for a while, or its worker stopped). Continue from where it left off: "
+    "the workspace holds its partial work.\n\n"
     "The task was:\n"
 )
 
@@ -185,12 +270,16 @@ class RunChoice:
     missing: tuple[str, ...] = ()  # why a needed resume is impossible; empty when fine
 
 
-def choose_run(*, claimed_from: ItemState, resume: ResumeFacts | None) -> RunChoice:
+def choose_run(
+    *, claimed_from: ItemState, resume: ResumeFacts | None, retry_reason: str | None = None
+) -> RunChoice:
     """A due retry resumes its session; anything else starts fresh. A retry whose resume
-    address is incomplete is never silently run fresh. ``resume``: what this installation
-    sees of the item's recorded session; None when none is recorded (or, as it starts fresh
-    anyway, when the claim did not take a due retry)."""
-    if claimed_from is not ItemState.RETRY_SCHEDULED or resume is None:
+    address is incomplete is never silently run fresh: only a usage retry whose settlement
+    said so (``retry_reason``, the reason code it waited with) starts a new session.
+    ``resume``: what this installation sees of the item's recorded session; None when none is
+    recorded (or, as it starts fresh anyway, when the claim did not take a due retry)."""
+    fresh_retry = retry_reason == USAGE_RETRY_FRESH
+    if claimed_from is not ItemState.RETRY_SCHEDULED or resume is None or fresh_retry:
         return RunChoice(RunKind.FRESH)
     return RunChoice(RunKind.RESUME, resume_gaps(resume))
 
@@ -217,12 +306,11 @@ def after_shutdown(item: Item, run_end: RunEnd, *, resumable: bool) -> Settlemen
             reason="the worker was stopped; the next worker resumes the session",
             not_before=run_end.ended_at,
         )
-    return Settlement(
-        ItemState.NEEDS_ATTENTION,
-        process_started=True,
-        run_end=run_end,
-        reason_code="worker-stopped",
-        reason="the worker was stopped while the agent ran and its session cannot be resumed; "
+    return _attention(
+        item,
+        run_end,
+        "worker-stopped",
+        "the worker was stopped while the agent ran and its session cannot be resumed; "
         "the workspace is kept",
-        next_action=requeue_command(item.id, resumable=False),
+        resumable=False,
     )

@@ -53,6 +53,7 @@ class Item:
     updated_at: datetime
     claimed_at: datetime | None = None
     renew_deadline: datetime | None = None
+    usage_retries: int = 0  # worker.usageFailure's, beside crash_retries and requeues
 
 
 @dataclass(frozen=True)

@@ -190,7 +190,8 @@ def requeue_item(
                 reason_code="operator-requeue",
                 reason="an operator asked to start over in a new session",
             )
-        return dataclasses.replace(change, after=dataclasses.replace(change.after, crash_retries=0))
+        fresh_budget = dataclasses.replace(change.after, crash_retries=0, usage_retries=0)
+        return dataclasses.replace(change, after=fresh_budget)
 
     return _apply(store, item_id, plan)
 

@@ -214,7 +214,7 @@ class SqlStore(ABC):
                     # The row is this transaction's (SQLite: the write lock; PostgreSQL: the
                     # row lock): the guard cannot fail here.
                     self._apply(tx, change)
-                    return Claim(change.after, item.state, _claimed_session(row))
+                    return Claim(change.after, item.state, _claimed_session(row), item.reason_code)
         return None
 
     def renew(self, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
@@ -456,6 +456,7 @@ def _item_from_row(row: Any) -> Item:
         reason=row["reason"],
         next_action=row["next_action"],
         crash_retries=row["crash_retries"],
+        usage_retries=row["usage_retries"],
         requeues=row["requeues"],
         created_at=_required_time(row["created_at"]),
         updated_at=_required_time(row["updated_at"]),
@@ -477,6 +478,7 @@ def _item_mutable_params(item: Item) -> dict[str, Any]:
         "reason": item.reason,
         "next_action": item.next_action,
         "crash_retries": item.crash_retries,
+        "usage_retries": item.usage_retries,
         "requeues": item.requeues,
         "updated_at": to_db_time(item.updated_at),
         "claimed_at": to_db_time(item.claimed_at),

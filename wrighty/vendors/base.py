@@ -11,11 +11,13 @@ time and keeps a few fields, never the stream.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +25,7 @@ from wrighty.domain.classify import Classification, describe_exit
 from wrighty.domain.model import Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.redact import redact
+from wrighty.domain.retry import ResetHint
 
 Permission = Literal["workspace", "full"]
 
@@ -66,7 +69,7 @@ def json_record(line: bytes) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(stripped)
-    except ValueError:  # also UnicodeDecodeError
+    except (ValueError, RecursionError):  # also UnicodeDecodeError; nesting too deep
         return None
     return value if isinstance(value, dict) else None
 
@@ -183,10 +186,136 @@ def failed_with_text(
     return verdict(found or otherwise, Confidence.INFERRED, f"{vendor} failed ({how}): {text}")
 
 
+# --- Reset signals: when a provider said its limit lifts (docs/vendors.md, Reset signals) ---
+
+# A wait is accepted if it is finite and in (0, MAX_WAIT_SECONDS]; a moment if it lies in
+# [_EARLIEST, _LATEST). Anything else is ignored, never clamped.
+MAX_WAIT_SECONDS = 30 * 86400.0
+_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+_LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+
+_NUMBER = r"\d{1,12}(?:\.\d{1,12})?"
+# Longest spellings first: "ms" before "m", "minutes" before "m", "months" matches nothing.
+_UNIT = r"(?:milliseconds?|ms|minutes?|mins?|m|days?|d|hours?|hrs?|h|seconds?|secs?|s)(?![a-z])"
+_PART = rf"({_NUMBER})\s*({_UNIT})"
+# "23.5s", "8h44m7s", "2m0s", "2 hours", "2 days 3 hours 5 minutes", "1 hour and 30 minutes".
+_DURATION = rf"{_PART}(?:(?:\s*,\s*|\s+and\s+|\s*){_PART}){{0,5}}"
+_PART_RE = re.compile(_PART, re.IGNORECASE)
+# A wait named in words: "try again in 2 hours", "Please retry in 23.5s", "Suggested retry
+# after 23s", "Your quota will reset after 8h44m7s". Not "try again in a moment", nor the
+# CLI's own "Retrying after 6173ms".
+_WAIT_IN_WORDS = re.compile(
+    rf"(?:try\s+again|\bretry|\breset(?:s)?)\s+(?:in|after)\s+(?:about\s+|approximately\s+|~\s*)?"
+    rf"(?P<duration>{_DURATION})",
+    re.IGNORECASE,
+)
+# A header or a field echoed into the text: "retry-after: 120", "retryDelay": "23s".
+_RETRY_AFTER = re.compile(
+    rf"retry[-_]after[\"']?\s*[:=]\s*[\"']?({_NUMBER})(?![\w.])", re.IGNORECASE
+)
+_RETRY_DELAY = re.compile(rf"retryDelay[\"']?\s*:\s*[\"']?({_NUMBER})(ms|s)\b", re.IGNORECASE)
+# Claude Code 1.0.x: "Claude AI usage limit reached|1753441200" (the reset, in epoch seconds).
+_LIMIT_EPOCH = re.compile(r"limit reached\|(\d{9,11})(?!\d)", re.IGNORECASE)
+# A moment with a date and a zone, after a word that says it is when access returns: "You will
+# regain access on 2027-01-10 at 00:00 UTC", "resets at 2026-12-01T15:00:00Z". Times without a
+# date or a zone ("resets 3pm", "try again at 2:47 PM") are not read: see docs/vendors.md.
+_MOMENT = re.compile(
+    r"(?:reset(?:s)?|again|access|until|available)\b[^\n]{0,40}?"
+    r"(?P<date>\d{4}-\d{2}-\d{2})(?:T|\s+at\s+|\s+)(?P<time>\d{1,2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)"
+    r"\s*(?P<zone>Z|UTC|GMT|[+-]\d{2}:?\d{2})(?![\w:])",
+    re.IGNORECASE,
+)
+
+
+def wait_of(value: Any) -> float | None:
+    """``value`` as a wait in seconds, if it is a number in (0, MAX_WAIT_SECONDS]."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return seconds if math.isfinite(seconds) and 0 < seconds <= MAX_WAIT_SECONDS else None
+
+
+def moment_of_epoch(value: Any) -> datetime | None:
+    """``value`` (seconds since the epoch) as a UTC moment, if it is a number in range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        seconds = float(value)
+        if not math.isfinite(seconds):
+            return None
+        moment = datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment if _EARLIEST <= moment < _LATEST else None
+
+
+def _unit_seconds(unit: str) -> float:
+    unit = unit.lower()
+    if unit == "ms" or unit.startswith("milli"):
+        return 0.001
+    return {"m": 60.0, "h": 3600.0, "d": 86400.0}.get(unit[0], 1.0)
+
+
+def _duration_seconds(text: str) -> float | None:
+    total = sum(float(number) * _unit_seconds(unit) for number, unit in _PART_RE.findall(text))
+    return wait_of(total)
+
+
+def _moment_in(match: re.Match[str]) -> datetime | None:
+    zone = match["zone"].upper()
+    offset = "+00:00" if zone in ("Z", "UTC", "GMT") else zone
+    if len(offset) == 5:  # +0100
+        offset = f"{offset[:3]}:{offset[3:]}"
+    clock = match["time"]
+    if len(clock.split(":")[0]) == 1:
+        clock = f"0{clock}"
+    try:
+        moment = datetime.fromisoformat(f"{match['date']}T{clock}{offset}").astimezone(UTC)
+    except ValueError:
+        return None
+    return moment if _EARLIEST <= moment < _LATEST else None
+
+
+def hint_in_text(text: str | None, source: str) -> ResetHint | None:
+    """The reset that a vendor's error text names, if any: a moment (an epoch after "limit
+    reached|", a date with a zone), else the longest wait it names ("try again in 2 hours",
+    "retry-after: 120", "retryDelay": "23s"). Never raises; a value out of range is ignored."""
+    if not text:
+        return None
+    text = text[:_KEPT_TEXT_CHARS]
+    moments = [moment_of_epoch(int(found)) for found in _LIMIT_EPOCH.findall(text)]
+    moments += [_moment_in(found) for found in _MOMENT.finditer(text)]
+    known = [moment for moment in moments if moment is not None]
+    if known:
+        return ResetHint(source, resets_at=max(known))
+    waits = [_duration_seconds(found["duration"]) for found in _WAIT_IN_WORDS.finditer(text)]
+    waits += [wait_of(float(found)) for found in _RETRY_AFTER.findall(text)]
+    waits += [
+        wait_of(float(number) / (1000 if unit.lower() == "ms" else 1))
+        for number, unit in _RETRY_DELAY.findall(text)
+    ]
+    seconds = [wait for wait in waits if wait is not None]
+    return ResetHint(source, after_seconds=max(seconds)) if seconds else None
+
+
 class Reader(ABC):
     """Reads one run's output, a line at a time, keeping only what classification needs."""
 
     session_id: str | None = None
+
+    def reset_hint(self) -> ResetHint | None:
+        """The last reset the run's output reported (when the provider's limit lifts), or
+        None. Vendors that report none keep the default."""
+        return None
+
+    @property
+    def provider_answered(self) -> bool:
+        """True once the output shows that the provider answered at least once with model
+        output: a run refused before that did no work."""
+        return False
 
     @abstractmethod
     def feed(self, stream: Stream, line: bytes) -> None:

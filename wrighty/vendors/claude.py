@@ -5,6 +5,12 @@
 - The terminal record is the last `{"type": "result"}`. Every API failure arrives with
   `subtype: "success"` and `is_error: true`: the outcome is read from `is_error`, the assistant
   message's `error` code, `api_error_status` and `terminal_reason`, never from the subtype.
+- Reset signals: a `rate_limit_event` whose `rate_limit_info.status` is "rejected" carries the
+  limit's reset as `resetsAt` (epoch seconds). Claude Code prints it only when logged in to a
+  claude.ai subscription (OAuth); with an API key a 429's reset headers reach no output. The
+  failed result's text is read for a reset too (an epoch after "usage limit reached|" from
+  Claude Code 1.0.x, a dated time with a zone, a wait in words); "resets 3:46pm (UTC)" has no
+  date and is not read. `api_retry` delays are the CLI's own waits between its retries.
 - The transcript is `<$CLAUDE_CONFIG_DIR or ~/.claude>/projects/<folder>/<session id>.jsonl`,
   where the folder is the workspace's real path with every character other than an ASCII letter
   or digit replaced by '-' (one per UTF-16 unit, as the CLI is JavaScript), cut to 200
@@ -15,20 +21,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from wrighty.domain.classify import Classification
 from wrighty.domain.model import Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.retry import ResetHint
 from wrighty.vendors.base import (
     PermissionFlags,
     Reader,
     Vendor,
     checked_session_id,
     failed_with_text,
+    hint_in_text,
     home_dir,
     inside,
     int_of,
     json_record,
+    moment_of_epoch,
     no_terminal_record,
     status_class,
     text_of,
@@ -87,6 +97,15 @@ class ClaudeReader(Reader):
         self.api_status: int | None = None
         self.terminal_reason: str | None = None
         self.text = ""  # the result text, or its `errors`
+        self.hint: ResetHint | None = None  # the last reset reported
+        self.answered = False  # an assistant message that is model output
+
+    def reset_hint(self) -> ResetHint | None:
+        return self.hint
+
+    @property
+    def provider_answered(self) -> bool:
+        return self.answered
 
     def feed(self, stream: Stream, line: bytes) -> None:
         if stream != "stdout":
@@ -100,6 +119,9 @@ class ClaudeReader(Reader):
         kind = record.get("type")
         if kind == "assistant":
             self.error_code = text_of(record.get("error")) or self.error_code
+            self.answered = self.answered or _model_output(record)
+        elif kind == "rate_limit_event":
+            self._rate_limit(record.get("rate_limit_info"))
         elif kind == "result":
             self.has_result = True
             self.subtype = text_of(record.get("subtype"))
@@ -113,6 +135,23 @@ class ClaudeReader(Reader):
                 else ""
             )
             self.text = text_of(record.get("result")) or listed[:2000]
+            if self.is_error:
+                self.hint = hint_in_text(self.text, "result text") or self.hint
+
+    def _rate_limit(self, info: Any) -> None:
+        """A `rate_limit_event`: a rejected limit that is not covered by overage names its
+        reset; a limit in force again (allowed, or overage in use) ends the last one."""
+        if not isinstance(info, dict):
+            return
+        status = info.get("status")
+        if status in ("allowed", "allowed_warning") or info.get("isUsingOverage") is True:
+            self.hint = None
+        elif status == "rejected":
+            resets_at = moment_of_epoch(info.get("resetsAt"))
+            if resets_at is None and info.get("overageStatus") == "rejected":
+                resets_at = moment_of_epoch(info.get("overageResetsAt"))
+            if resets_at is not None:
+                self.hint = ResetHint("rate_limit_event", resets_at=resets_at)
 
     def classify(self, exit_code: int | None) -> Classification:
         if not self.has_result:
@@ -138,6 +177,14 @@ class ClaudeReader(Reader):
             # Claude Code reports a 403 with the same code as a 401.
             return OutcomeClass.PERMISSION if self.api_status == 403 else OutcomeClass.AUTH
         return _ERROR_CODES.get(self.error_code or "") or status_class(self.api_status)
+
+
+def _model_output(record: dict[str, Any]) -> bool:
+    """An assistant message the provider produced: no `error`, not a "<synthetic>" model."""
+    if record.get("error") is not None:
+        return False
+    message = record.get("message")
+    return isinstance(message, dict) and message.get("model") != "<synthetic>"
 
 
 class Claude(Vendor):

@@ -5,6 +5,11 @@
 - The terminal records are `turn.completed` and `turn.failed`. Codex puts only a message on
   `turn.failed` and `error`, so its text patterns apply only inside a failed run. While it
   retries a connection it prints `error` events and goes on: those alone end nothing.
+- Reset signals: `codex exec --json` prints no rate-limit fields (no `resets_in_seconds`, no
+  `rate_limits`, no retry-after); only the text of `error` and `turn.failed` is read for one,
+  such as OpenAI's "Please try again in 11.054s". Its usage-limit text "Try again at 2:47 PM."
+  is in the CLI's local time without a date or a zone, and is not read.
+- The provider answered once an `item.*` event carries an item other than an `error` item.
 - The transcript is a rollout file under `<$CODEX_HOME or ~/.codex>/sessions/`, whose name ends
   in the session id and whose first record (`session_meta`) carries the same id.
 """
@@ -17,12 +22,14 @@ from pathlib import Path
 from wrighty.domain.classify import Classification
 from wrighty.domain.model import Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.retry import ResetHint
 from wrighty.vendors.base import (
     PermissionFlags,
     Reader,
     Vendor,
     checked_session_id,
     failed_with_text,
+    hint_in_text,
     home_dir,
     inside,
     json_record,
@@ -32,6 +39,7 @@ from wrighty.vendors.base import (
 )
 
 _FIRST_LINE_LIMIT = 64 * 1024
+_ITEM_EVENTS = ("item.started", "item.updated", "item.completed")
 
 
 class CodexReader(Reader):
@@ -40,6 +48,15 @@ class CodexReader(Reader):
         self.completed = False
         self.failure: str | None = None  # turn.failed's message
         self.last_error: str | None = None  # the last `error` event's message
+        self.hint: ResetHint | None = None  # the last reset an error message named
+        self.answered = False  # an item of model output was seen
+
+    def reset_hint(self) -> ResetHint | None:
+        return self.hint
+
+    @property
+    def provider_answered(self) -> bool:
+        return self.answered
 
     def feed(self, stream: Stream, line: bytes) -> None:
         if stream != "stdout":
@@ -56,8 +73,14 @@ class CodexReader(Reader):
             error = record.get("error")
             message = text_of(error.get("message")) if isinstance(error, dict) else None
             self.failure = message or "turn failed"
+            self.hint = hint_in_text(message, "turn.failed") or self.hint
         elif kind == "error":
-            self.last_error = text_of(record.get("message")) or self.last_error
+            message = text_of(record.get("message"))
+            self.last_error = message or self.last_error
+            self.hint = hint_in_text(message, "error event") or self.hint
+        elif kind in _ITEM_EVENTS and not self.answered:
+            item = record.get("item")
+            self.answered = isinstance(item, dict) and item.get("type") not in (None, "error")
 
     def classify(self, exit_code: int | None) -> Classification:
         if self.failure is not None:

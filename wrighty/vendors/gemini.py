@@ -8,6 +8,10 @@
 - Its exit codes are structured facts: 41 authentication, 42 bad input, 44 sandbox, 52 config,
   53 turn limit, 54 tool execution, 55 untrusted workspace, 130 cancelled; an API error exits
   with its HTTP status modulo 256 (401 -> 145, 429 -> 173), with the status in the message.
+- Reset signals: the error message, which carries Google's own text ("Please retry in 23.5s",
+  "Your quota will reset after 8h44m7s") and the CLI's "Suggested retry after 23s" (from the
+  error's `RetryInfo.retryDelay`, or 60s for a per-minute quota). A daily quota names none.
+- The provider answered once an assistant `message` with text, or a `tool_use`, was printed.
 - The transcript is `<$GEMINI_CLI_HOME or ~>/.gemini/tmp/<project>/chats/session-<time>-<first
   8 characters of the id>.jsonl`, whose first record names the session and the workspace's
   sha256 (`projectHash`).
@@ -19,16 +23,19 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from wrighty.domain.classify import Classification
 from wrighty.domain.model import Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.retry import ResetHint
 from wrighty.vendors.base import (
     PermissionFlags,
     Reader,
     Vendor,
     checked_session_id,
     failed_with_text,
+    hint_in_text,
     home_dir,
     inside,
     json_record,
@@ -57,6 +64,15 @@ class GeminiReader(Reader):
         self.session_id: str | None = None
         self.status: str | None = None  # the result event's status
         self.error: str | None = None  # the last error message seen (result or error event)
+        self.hint: ResetHint | None = None  # the last reset an error message named
+        self.answered = False  # model text or a tool call was printed
+
+    def reset_hint(self) -> ResetHint | None:
+        return self.hint
+
+    @property
+    def provider_answered(self) -> bool:
+        return self.answered
 
     def feed(self, stream: Stream, line: bytes) -> None:
         record = json_record(line)
@@ -71,11 +87,17 @@ class GeminiReader(Reader):
         kind = record.get("type")
         error = record.get("error")
         if isinstance(error, dict):
-            self.error = text_of(error.get("message")) or self.error
+            message = text_of(error.get("message"))
+            self.error = message or self.error
+            where = "result error" if kind == "result" else "error field"
+            self.hint = hint_in_text(message, where) or self.hint
         if kind == "result":
             self.status = text_of(record.get("status")) or "unknown"
         elif kind == "error":
-            self.error = text_of(record.get("message")) or self.error
+            message = text_of(record.get("message"))
+            self.error = message or self.error
+            self.hint = hint_in_text(message, "error event") or self.hint
+        self.answered = self.answered or _model_output(record)
 
     def classify(self, exit_code: int | None) -> Classification:
         if exit_code in _EXIT_CODES:
@@ -110,6 +132,14 @@ class GeminiReader(Reader):
         ):
             return None
         return status_class(exit_code + 256)
+
+
+def _model_output(record: dict[str, Any]) -> bool:
+    """A tool call, or assistant text: what only the model's answer prints."""
+    if record.get("type") == "tool_use":
+        return True
+    content = text_of(record.get("content"))
+    return record.get("type") == "message" and record.get("role") == "assistant" and bool(content)
 
 
 class Gemini(Vendor):

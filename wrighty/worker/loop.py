@@ -36,7 +36,7 @@ from wrighty.domain.claims import (
 )
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import Item
-from wrighty.domain.retry import CrashPolicy
+from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.times import rfc3339, system_now
 from wrighty.errors import StoreError, WrightyError
 from wrighty.services.items import require_item
@@ -96,6 +96,18 @@ def crash_policy(settings: WorkerSettings) -> CrashPolicy:
         multiplier=crash.backoff_multiplier,
         max_seconds=crash.max_retry_minutes * 60,
         max_attempts=crash.max_attempts,
+    )
+
+
+def usage_policy(settings: WorkerSettings) -> UsagePolicy:
+    usage = settings.usage_failure
+    return UsagePolicy(
+        action=usage.action,
+        initial_seconds=usage.initial_retry_minutes * 60,
+        multiplier=usage.backoff_multiplier,
+        max_seconds=usage.max_retry_minutes * 60,
+        max_attempts=usage.max_attempts,
+        reset_grace_seconds=usage.reset_grace_minutes * 60,
     )
 
 
@@ -239,6 +251,7 @@ class Worker:
             plan=plan,
             terms=self._terms,
             crash_policy=crash_policy(self._config.worker),
+            usage_policy=usage_policy(self._config.worker),
             heartbeat_seconds=self._config.worker.heartbeat_seconds,
             stop_grace_seconds=options.stop_grace_seconds,
             workspace_mode=self._mode,

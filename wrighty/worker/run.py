@@ -27,7 +27,7 @@ from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, settle
 from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
 from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session, Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
-from wrighty.domain.retry import CrashPolicy
+from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
@@ -55,6 +55,7 @@ class Setting:
     plan: AgentPlan
     terms: LeaseTerms
     crash_policy: CrashPolicy
+    usage_policy: UsagePolicy
     heartbeat_seconds: float
     stop_grace_seconds: float
     workspace_mode: str
@@ -194,7 +195,9 @@ class ClaimRun:
                 installation_id=self._setting.installation_id,
                 environ=os.environ,
             )
-        choice = decisions.choose_run(claimed_from=claimed_from, resume=facts)
+        choice = decisions.choose_run(
+            claimed_from=claimed_from, resume=facts, retry_reason=self._claim.claimed_reason_code
+        )
         if choice.missing:
             settlement = decisions.resume_state_missing(claimed, choice.missing)
             self._write_settlement(settle(claimed, settlement, at=self._now()), None)
@@ -381,6 +384,8 @@ class ClaimRun:
                 run_end,
                 timeout_seconds=self._setting.terms.time_limit(claimed.timeout_seconds),
                 crash_policy=self._setting.crash_policy,
+                usage_policy=self._setting.usage_policy,
+                usage=_usage_facts(output.reader),
                 resume_missing=missing,
             )
         self._write_settlement(settle(claimed, settlement, at=self._now()), run_id)
@@ -427,6 +432,14 @@ class ClaimRun:
         claim_lost(self._emit, claimed, **fields)
 
 
+def _usage_facts(reader: Reader | None) -> decisions.UsageFacts | None:
+    """What the vendor's output said about a refusal (None for the command adapter: a
+    program's own output is not read)."""
+    if reader is None:
+        return None
+    return decisions.UsageFacts(reader.reset_hint(), reader.provider_answered)
+
+
 class TransitionWriter(Protocol):
     def write_transition(self, change: Change) -> bool: ...
 
@@ -452,6 +465,7 @@ def write_settlement(
             item_id=claimed.id,
             run_id=run_id,
             crash_retries=after.crash_retries,
+            usage_retries=after.usage_retries,
             not_before=rfc3339(after.not_before),
             reason_code=after.reason_code,
         )

@@ -23,7 +23,8 @@ CREATE TABLE items (
     created_at       TEXT    NOT NULL,
     updated_at       TEXT    NOT NULL,
     claimed_at       TEXT,
-    renew_deadline   TEXT
+    renew_deadline   TEXT,
+    usage_retries    INTEGER NOT NULL DEFAULT 0
 );
 
 -- NULLS FIRST: an unknown queue entry time counts as oldest, as the claim queries order it.

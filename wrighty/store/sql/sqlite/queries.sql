@@ -50,6 +50,7 @@ SET state = :state,
     reason = :reason,
     next_action = :next_action,
     crash_retries = :crash_retries,
+    usage_retries = :usage_retries,
     requeues = :requeues,
     updated_at = :updated_at
 WHERE id = :id

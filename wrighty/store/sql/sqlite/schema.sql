@@ -23,7 +23,8 @@ CREATE TABLE items (
     created_at       TEXT    NOT NULL,
     updated_at       TEXT    NOT NULL,
     claimed_at       TEXT,
-    renew_deadline   TEXT
+    renew_deadline   TEXT,
+    usage_retries    INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
 CREATE INDEX items_by_state ON items (state, queued_at, id);
