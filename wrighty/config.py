@@ -226,6 +226,14 @@ class AgentSettings(_Section):
     resume: bool = Field(
         True, description="Whether a retry may resume the recorded session (false: never)."
     )
+    account: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9._@-]{1,80}$",
+        description="A label for the provider account this agent uses. Under "
+        "worker.usageFailure, agents that name the same account share one provider circuit, "
+        "across installations: a refusal stops them all until the reset. Without it, each agent "
+        "of each installation has its own. A label only: never a key or a secret.",
+    )
 
     def adapter_for(self, name: str) -> str:
         return self.adapter or name

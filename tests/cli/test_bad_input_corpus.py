@@ -285,6 +285,44 @@ CASES: list[Case] = [
     Case("status-wait-past-bound", ("status", "--max-queue-wait", "400d"), "the limit is 365d"),
     Case("status-age-past-bound", ("status", "--worker-max-age", "2d"), "the limit is 1d"),
     Case("status-negative-workers", ("status", "--min-workers", "-1"), "greater than or equal"),
+    Case(
+        "status-open-circuits-negative",
+        ("status", "--max-open-circuits", "-1"),
+        "'--max-open-circuits': Input should be greater than or equal to 0",
+    ),
+    Case(
+        "status-open-circuits-not-a-number",
+        ("status", "--max-open-circuits", "two"),
+        "'--max-open-circuits': Input should be a valid integer",
+    ),
+    Case(
+        "status-open-circuits-too-large",
+        ("status", "--max-open-circuits", "10001"),
+        "'--max-open-circuits': Input should be less than or equal to 10000",
+    ),
+    Case(
+        "status-open-circuits-past-any-range",
+        ("status", "--max-open-circuits", "9" * 40),
+        "less than or equal to 10000",
+    ),
+    # provider circuits
+    Case(
+        "unknown-circuit-reset",
+        ("providers", "reset", "account:nosuch"),
+        "no provider circuit 'account:nosuch'; `wrighty providers` lists",
+    ),
+    Case(
+        "circuit-name-with-osc52",
+        ("providers", "reset", "\x1b]52;c;ZWNobyBwd25lZA==\x07"),
+        "no provider circuit '\\x1b]52;c;ZWNobyBwd25lZA==\\x07'",
+    ),
+    Case("reset-without-a-name", ("providers", "reset"), "Missing argument 'NAME'"),
+    Case(
+        "providers-json-before-reset",
+        ("providers", "--json", "reset", "account:team"),
+        "--json goes after the subcommand",
+    ),
+    Case("providers-unknown-subcommand", ("providers", "open"), "No such command 'open'"),
     Case("workers-age-zero", ("workers", "--worker-max-age", "0s"), "greater than zero"),
     # worker and agents
     Case(
@@ -662,6 +700,24 @@ CASES: list[Case] = [
         ("list",),
         "worker.label",
         setup=config_json({"worker": {"label": "\x1b[2Jx"}}),
+    ),
+    Case(
+        "config-account-with-a-space",
+        ("list",),
+        "agents.claude.account",
+        setup=config_json({"agents": {"claude": {"account": "team account"}}}),
+    ),
+    Case(
+        "config-account-not-a-string",
+        ("list",),
+        "agents.claude.account",
+        setup=config_json({"agents": {"claude": {"account": 42}}}),
+    ),
+    Case(
+        "config-account-too-long",
+        ("list",),
+        "agents.claude.account",
+        setup=config_json({"agents": {"claude": {"account": "a" * 81}}}),
     ),
     Case(
         "config-queue-wait-past-bound",

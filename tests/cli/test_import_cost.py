@@ -61,6 +61,8 @@ NOT_LOADED: dict[tuple[str, ...], tuple[str, ...]] = {
         "psutil",
         "rich",
     ),
+    # The provider circuits are a read of the store alone, as `list`.
+    ("providers", "--json"): (*NOT_FOR_READING, *NOT_FOR_LISTING, "rich"),
     # The agent's vendor is asked only for an item with a session it could resume.
     ("show", "1"): (*NOT_FOR_READING, "wrighty.agents", "wrighty.vendors", "wrighty.supervisor"),
     ("--version",): (

@@ -196,7 +196,14 @@ def test_unknown_queue_entry_times_are_reported_not_invented(
 
 def test_malformed_options_exit_2_without_opening_the_store(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "wrighty.db"
-    for args in (["--max-queue-wait", "soon"], ["--format", "xml"], ["--min-workers", "-1"]):
+    for args in (
+        ["--max-queue-wait", "soon"],
+        ["--format", "xml"],
+        ["--min-workers", "-1"],
+        ["--max-open-circuits", "-1"],
+        ["--max-open-circuits", "many"],
+        ["--max-open-circuits", "10001"],
+    ):
         result = wrighty("--store", str(missing), "status", *args)
         assert result.exit_code == 2, args
         assert "store" not in result.output.lower()
@@ -251,3 +258,152 @@ def test_watch_redraws_until_stopped(initialised: Path, clock: FakeClock) -> Non
     watch_status(console, frame, frames=2, sleep=lambda _: None)
     assert len(drawn) == 3  # the first view and two refreshes
     assert "frame 3" in console.export_text()
+
+
+# -- provider circuits ------------------------------------------------------------------------
+
+
+def write_circuit(project: Path, clock: FakeClock, name: str, *, minutes: float, reason: str):  # type: ignore[no-untyped-def]
+    """A circuit a worker opened now for ``minutes`` (negative: its opening has passed, so it
+    is half-open), written straight through the store."""
+    from wrighty.domain.circuits import opened
+
+    store = SqliteStore.open(project / ".wrighty" / "wrighty.db")
+    try:
+        before = store.get_circuit(name)
+        at = clock() - timedelta(hours=1) if minutes < 0 else clock()
+        until = clock() + timedelta(minutes=minutes)
+        assert store.write_circuit(before, opened(before, at=at, until=until, reason=reason), at=at)
+        return store.get_circuit(name)
+    finally:
+        store.close()
+
+
+def close_circuit(project: Path, name: str, clock: FakeClock) -> None:
+    from wrighty.domain.circuits import closed
+
+    store = SqliteStore.open(project / ".wrighty" / "wrighty.db")
+    try:
+        before = store.get_circuit(name)
+        assert store.write_circuit(before, closed(before), at=clock())
+    finally:
+        store.close()
+
+
+def three_circuits(project: Path, clock: FakeClock) -> None:
+    """account:team open for 30 minutes, agent:claude@inst-a half-open, agent:codex@inst-a
+    closed again."""
+    write_circuit(project, clock, "account:team", minutes=30, reason="rate-limited (item 4)")
+    write_circuit(project, clock, "agent:claude@inst-a", minutes=-5, reason="overloaded")
+    write_circuit(project, clock, "agent:codex@inst-a", minutes=-5, reason="old")
+    close_circuit(project, "agent:codex@inst-a", clock)
+
+
+def test_status_with_no_circuit_says_nothing_of_them(initialised: Path, clock: FakeClock) -> None:
+    code, document = status("--max-open-circuits", "0")
+    assert code == 0
+    assert (document["open_circuits"], document["circuits"]) == (0, [])
+    assert document["thresholds"]["max_open_circuits"] == 0
+    prometheus = wrighty("status", "--format", "prometheus").stdout
+    assert "wrighty_open_provider_circuits 0\n" in prometheus
+    assert "wrighty_provider_circuit_open{" not in prometheus
+    assert 'wrighty_problems{check="max_open_circuits"} 0' in prometheus
+    assert "provider circuit" not in wrighty("status").stdout
+
+
+def test_status_shows_the_circuits_that_are_not_closed(initialised: Path, clock: FakeClock) -> None:
+    from wrighty.cli.render import local_time
+
+    three_circuits(initialised, clock)
+    code, document = status()
+    assert code == 0  # no threshold set: an open circuit alone is not unhealthy
+    assert (document["problems"], document["warnings"]) == ([], [])
+    assert document["open_circuits"] == 2
+    assert document["circuits"] == [
+        {"name": "account:team", "state": "open",
+         "until": "2026-11-30T09:30:00.000Z", "reason": "rate-limited (item 4)"},
+        {"name": "agent:claude@inst-a", "state": "half-open",
+         "until": "2026-11-30T08:55:00.000Z", "reason": "overloaded"},
+        {"name": "agent:codex@inst-a", "state": "closed", "until": None, "reason": None},
+    ]  # fmt: skip
+
+    prometheus = wrighty("status", "--format", "prometheus").stdout
+    assert "wrighty_open_provider_circuits 2\n" in prometheus
+    samples = [s for s in prometheus.splitlines() if s.startswith("wrighty_provider_circuit_open")]
+    assert samples == [
+        'wrighty_provider_circuit_open{name="account:team"} 1',
+        'wrighty_provider_circuit_open{name="agent:claude@inst-a"} 1',
+        'wrighty_provider_circuit_open{name="agent:codex@inst-a"} 0',
+    ]
+    assert "# TYPE wrighty_provider_circuit_open gauge" in prometheus
+
+    text = wrighty("status").stdout
+    lines = [line for line in text.splitlines() if "provider circuit" in line]
+    assert lines == [
+        f"  provider circuit account:team open until {local_time(clock() + timedelta(minutes=30))}"
+        ", reason: rate-limited (item 4)",
+        f"  provider circuit agent:claude@inst-a half-open since "
+        f"{local_time(clock() - timedelta(minutes=5))}, reason: overloaded",
+    ]
+
+    clock.advance(31 * 60)  # the team's opening passed: half-open too
+    _, document = status()
+    assert [c["state"] for c in document["circuits"]] == ["half-open", "half-open", "closed"]
+
+
+@pytest.mark.parametrize(
+    ("limit", "healthy"),
+    [("2", True), ("1", False), ("0", False)],  # the closed circuit never counts
+)
+def test_max_open_circuits_turns_open_circuits_into_an_exit_code(
+    initialised: Path, clock: FakeClock, limit: str, healthy: bool
+) -> None:
+    three_circuits(initialised, clock)
+    code, document = status("--max-open-circuits", limit)
+    assert (code, document["healthy"]) == ((0, True) if healthy else (1, False))
+    assert document["thresholds"]["max_open_circuits"] == int(limit)
+    prometheus = wrighty("status", "--format", "prometheus", "--max-open-circuits", limit)
+    assert prometheus.exit_code == code
+    assert f'wrighty_problems{{check="max_open_circuits"}} {int(not healthy)}' in prometheus.stdout
+    text = wrighty("status", "--max-open-circuits", limit)
+    assert text.exit_code == code
+    if healthy:
+        assert document["problems"] == []
+        assert "wrighty status: healthy" in text.stdout
+    else:
+        assert document["problems"] == [
+            {"check": "max_open_circuits", "value": 2, "limit": int(limit),
+             "message": f"2 provider circuits are open or half-open, more than {limit}"}
+        ]  # fmt: skip
+        assert "wrighty status: unhealthy" in text.stdout
+        assert f"problem: 2 provider circuits are open or half-open, more than {limit}" in (
+            text.stdout
+        )
+
+
+def test_a_reset_circuit_makes_status_healthy_again(initialised: Path, clock: FakeClock) -> None:
+    write_circuit(initialised, clock, "account:team", minutes=30, reason="rate-limited")
+    assert status("--max-open-circuits", "0")[0] == 1
+    assert wrighty("providers", "reset", "account:team").exit_code == 0
+    code, document = status("--max-open-circuits", "0")
+    assert (code, document["open_circuits"]) == (0, 0)
+
+
+def test_circuit_names_and_reasons_reach_status_neutralised(
+    initialised: Path, clock: FakeClock
+) -> None:
+    name = 'account:"a\\b\x1b[2J\nx'
+    write_circuit(initialised, clock, name, minutes=30, reason="\x1b]52;c;eA==\x07 \u202eok")
+    text = wrighty("status").stdout
+    prometheus = wrighty("status", "--format", "prometheus").stdout
+    for output in (text, prometheus):
+        assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", output), output
+    assert 'provider circuit account:"a\\b\\x1b[2J\\nx open' in text
+    assert "reason: \\x1b]52;c;eA==\\x07 \\u202eok" in text
+    [sample] = [s for s in prometheus.splitlines() if s.startswith("wrighty_provider_circuit_op")]
+    label = re.fullmatch(r'wrighty_provider_circuit_open\{name="((?:[^"\\]|\\.)*)"\} 1', sample)
+    assert label is not None, sample
+    unescaped = re.sub(r"\\(.)", lambda m: {"n": "\n"}.get(m[1], m[1]), label[1])
+    assert unescaped == 'account:"a\\b\\x1b[2J\\nx'  # as the terminal view shows it
+    _, document = status()
+    assert document["circuits"][0]["name"] == name  # exact in JSON

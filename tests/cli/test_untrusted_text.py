@@ -8,6 +8,7 @@ import io
 import json
 import unicodedata
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -19,15 +20,18 @@ from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import open_store, settle, start_run
 from tests.conftest import START, FakeClock
 from wrighty.cli import context
+from wrighty.cli.documents import status_prometheus
 from wrighty.cli.render import attention_table, items_table, print_item_detail
-from wrighty.cli.status_views import workers_table
+from wrighty.cli.status_views import providers_table, status_view, workers_table
 from wrighty.cli.suggestions import Standing
 from wrighty.cli.worker import _print_event_line
-from wrighty.domain.health import Liveness, WorkerRow, WorkerState
+from wrighty.domain.circuits import Circuit
+from wrighty.domain.health import Liveness, QueueFigures, Thresholds, WorkerRow, WorkerState
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
+from wrighty.services.circuits import circuit_view
 from wrighty.services.items import ItemDetail, WaitingItem, item_detail
-from wrighty.services.status import WorkerView
+from wrighty.services.status import StatusReport, WorkerView
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07 clip"
 OSC52_SHOWN = "\\x1b]52;c;ZWNobyBwd25lZA==\\x07 clip"
@@ -244,8 +248,25 @@ def test_any_text_renders_with_no_control_character_left(
             lambda console: console.print(workers_table([WorkerView(row, Liveness.LIVE, 1.0)]))
         ),
     ]
+    # A provider circuit whose name, reason and probe holder are outside text, half-open with
+    # its probe running, and open.
+    probed = Circuit(other, 2, START, START, reason, 1, other, 1, None, probe_running=True)
+    circuits = [
+        circuit_view(probed, START + timedelta(hours=1)),
+        circuit_view(dataclasses.replace(probed, until=START + timedelta(hours=2)), START),
+    ]
+    figures = QueueFigures({}, 0, None, 0, 0, None)
+    report = StatusReport(START, figures, [], Thresholds(), 60.0, [], [], circuits)
+    outputs += [
+        rendered(lambda console: console.print(providers_table(circuits))),
+        rendered(lambda console: console.print(status_view(report))),
+    ]
     for output in outputs:
         assert unsafe(output) == []
+    prometheus = status_prometheus(report)
+    assert unsafe(prometheus) == []
+    samples = [line for line in prometheus.splitlines() if "circuit_open{" in line]
+    assert len(samples) == len(circuits)  # a newline in a name split no sample
 
 
 # Each example runs the CLI three times: few examples, and no shrinking, which would run it

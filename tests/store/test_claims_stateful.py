@@ -17,7 +17,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-import psycopg
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -26,10 +25,10 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
-from tests.conftest import START, postgres_schema
+from tests.conftest import START
+from tests.store.machines import run_on_postgresql
 from tests.store.test_contract import new_item
 from wrighty.domain.claims import (
     CLAIMABLE_STATES,
@@ -47,7 +46,6 @@ from wrighty.errors import IllegalTransitionError
 from wrighty.services import items as item_service
 from wrighty.services import reaper
 from wrighty.store.port import Store
-from wrighty.store.postgres import PostgresStore
 from wrighty.store.sqlite import SqliteStore
 
 WORKERS = ["w1", "w2", "w3"]
@@ -362,31 +360,7 @@ ClaimsMachine.TestCase.settings = settings(max_examples=150, stateful_step_count
 test_claims_under_random_interleavings = ClaimsMachine.TestCase
 
 
-class PostgresClaimsMachine(ClaimsMachine):
-    """The same machine on PostgreSQL: one schema for the test, emptied for each example."""
-
-    url: str = ""
-
-    def open_store(self) -> Store:
-        store = PostgresStore.open(self.url, create=True)
-        with psycopg.connect(self.url, autocommit=True) as connection:
-            connection.execute(
-                "TRUNCATE items, item_events, sessions, runs, workers RESTART IDENTITY CASCADE"
-            )
-        return store
-
-    def teardown(self) -> None:
-        self.store.close()
-
-
-PostgresClaimsMachine.TestCase.settings = settings(
-    max_examples=80, stateful_step_count=30, deadline=None
-)
-
-
 def test_claims_under_random_interleavings_on_postgresql() -> None:
-    with postgres_schema() as url:
-        PostgresClaimsMachine.url = url
-        run_state_machine_as_test(
-            PostgresClaimsMachine, settings=PostgresClaimsMachine.TestCase.settings
-        )
+    run_on_postgresql(
+        ClaimsMachine, settings(max_examples=80, stateful_step_count=30, deadline=None)
+    )

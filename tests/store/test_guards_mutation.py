@@ -45,6 +45,10 @@ BUDGET = CLAIMS + "test_renewal_stops_at_the_budget_edge[{backend}]"
 HELD_ONLY = CLAIMS + "test_runs_and_sessions_are_recorded_only_under_the_held_claim[{backend}]"
 NO_REQUEUE = CLAIMS + "test_the_store_refuses_queued_after_an_agent_process_was_recorded[{backend}]"
 REPORT = CLAIMS + "test_an_agent_report_lands_only_under_the_runs_live_claim[{backend}]"
+CIRCUITS = "tests/store/test_circuits.py::"
+CIRCUIT_STALE = CIRCUITS + "test_a_write_on_a_version_not_stored_changes_nothing[{backend}-%s]"
+CIRCUIT_SECOND = CIRCUITS + "test_of_two_writers_from_the_same_read_the_second_loses[{backend}]"
+PROBE_OTHER = CIRCUITS + "test_the_probe_does_not_run_under_another_workers_claim[{backend}]"
 
 BOTH = ("sqlite", "postgresql")  # the dialects, which are also the store fixture's ids
 
@@ -136,6 +140,20 @@ GUARDS: list[Guard] = [
              "AND items.generation = runs.generation", "AND 1 = 1", MOVED_ON % "generation"),
     *_guards("agent report: owner", BOTH, "record_agent_report_guarded",
              "AND items.claimed_by = runs.worker_id", "AND 1 = 1", MOVED_ON % "claimed_by"),
+    # The provider circuit's compare-and-set on its version, and the probe's running fact (its
+    # `items.state = 'running'` has no row: outside running an item has no claimed_by, so the
+    # holder's condition alone already decides).
+    *_guards("circuit write: version", BOTH, "update_circuit_guarded",
+             "AND version = :expected_version", "AND 1 = 1",
+             CIRCUIT_STALE % "update", CIRCUIT_STALE % "ahead", CIRCUIT_SECOND),
+    *_guards("circuit write: first write only", BOTH, "insert_circuit",
+             "ON CONFLICT (name) DO NOTHING",
+             "ON CONFLICT (name) DO UPDATE SET until = excluded.until",
+             CIRCUIT_STALE % "insert"),
+    *_guards("probe running: holder", BOTH, "select_circuit",
+             "AND items.claimed_by = circuits.probe_by", "AND 1 = 1", PROBE_OTHER),
+    *_guards("probe running: holder, listed", BOTH, "select_circuits",
+             "AND items.claimed_by = circuits.probe_by", "AND 1 = 1", PROBE_OTHER),
     # Below every query: the schema's trigger keeps final states final.
     *_guards("terminal trigger", ("sqlite",), "schema.sql",
              "WHEN OLD.state IN ('done', 'cancelled')", "WHEN 0",

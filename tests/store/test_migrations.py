@@ -134,3 +134,43 @@ def test_two_processes_opening_a_new_postgresql_store_together_migrate_it_once()
         with psycopg.connect(url) as connection:
             rows = connection.execute("SELECT version FROM wrighty_migrations").fetchall()
         assert rows == [(m.version,) for m in migrations("postgresql")]
+
+
+def test_an_older_postgresql_store_is_migrated_forward_and_keeps_its_items() -> None:
+    """A store one migration behind (before the circuits table) opens migrated, keeps its
+    items, and takes a circuit write."""
+    import psycopg
+
+    from tests.conftest import postgres_schema
+    from wrighty.domain.circuits import Circuit, opened
+    from wrighty.store.postgres import PostgresStore
+
+    known = migrations("postgresql")
+    with postgres_schema() as url:
+        with psycopg.connect(url, autocommit=True) as connection:
+            for migration in known[:-1]:
+                connection.execute(migration.sql.encode())
+            connection.execute(queries("postgresql")["create_migrations_table"])
+            for migration in known[:-1]:
+                connection.execute(
+                    "INSERT INTO wrighty_migrations (version, name, applied_at) "
+                    "VALUES (%s, %s, 'then')",
+                    (migration.version, migration.name),
+                )
+            connection.execute(
+                "INSERT INTO items (title, body, state, queued_at, created_at, updated_at) "
+                "VALUES ('kept', 'task', 'queued', '2026-01-01T00:00:00.000000Z', "
+                "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')"
+            )
+        store = PostgresStore.open(url)
+        try:
+            assert (store.opened, store.schema_version()) == ("migrated", known[-1].version)
+            [item] = store.list_items()
+            assert (item.title, item.state.value) == ("kept", "queued")
+            absent = Circuit("account:team")
+            moment = item.created_at
+            after = opened(absent, at=moment, until=moment, reason="429")
+            assert store.write_circuit(absent, after, at=moment)
+            assert store.get_circuit("account:team").version == 1
+        finally:
+            store.close()

@@ -240,7 +240,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"agents": {"claude": {"flavour": 1}}},
             "agents.claude.flavour: unknown key (allowed here: adapter, executable, args, env, "
-            "command, resumeCommand, permission, resume)",
+            "command, resumeCommand, permission, resume, account)",
         ),
         (
             {"agents": {"claude": {"command": ["claude"]}}},

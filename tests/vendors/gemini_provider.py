@@ -82,7 +82,11 @@ ERRORS: dict[str, tuple[int, str, str, list[dict[str, Any]]]] = {
 # "slow" starts a streaming answer and adds to it a little at a time until the provider shuts
 # down; "hang" accepts the request and never answers until then. Both apply to streamed calls
 # only: the CLI's side calls (generateContent, countTokens) are answered at once.
-MODES = frozenset({"ok", "hang", "slow", *ERRORS})
+# "tool-then-rate" answers a turn with a call of TOOL_CALL (a read-only tool the headless CLI
+# runs without asking), and refuses the turn that carries the tool's result with the "rate"
+# error: a provider that answered once, then hit its limit.
+MODES = frozenset({"ok", "hang", "slow", "tool-then-rate", *ERRORS})
+TOOL_CALL = {"name": "list_directory", "args": {"dir_path": "."}}
 USAGE = {"promptTokenCount": 7, "candidatesTokenCount": 3, "totalTokenCount": 10}
 
 
@@ -100,6 +104,22 @@ def chunk(text: str, model: str, *, final: bool) -> dict[str, Any]:
     if final:
         candidate["finishReason"] = "STOP"
     return {"candidates": [candidate], "usageMetadata": USAGE, "modelVersion": model}
+
+
+def tool_call_chunk(model: str) -> dict[str, Any]:
+    """One GenerateContentResponse that ends the answer with a call of TOOL_CALL."""
+    candidate = {
+        "content": {"role": "model", "parts": [{"functionCall": TOOL_CALL}]},
+        "finishReason": "STOP",
+        "index": 0,
+    }
+    return {"candidates": [candidate], "usageMetadata": USAGE, "modelVersion": model}
+
+
+def carries_tool_result(body: dict[str, Any]) -> bool:
+    """Whether the request's last turn holds a tool's result (a ``functionResponse``)."""
+    contents = body.get("contents") or [{}]
+    return any("functionResponse" in part for part in contents[-1].get("parts", []))
 
 
 def _sse(data: dict[str, Any]) -> bytes:
@@ -131,6 +151,9 @@ class _Handler(FakeHandler):
             return
         method, model = call.group("method"), call.group("model")
         self.provider._record("POST", path, (method, body), headers)
+        if self.provider.mode == "tool-then-rate" and method == STREAM_METHOD:
+            self._answer_with_a_tool_call(model, body)
+            return
         self._answer(method, model)
 
     def do_GET(self) -> None:
@@ -154,13 +177,19 @@ class _Handler(FakeHandler):
         else:
             self._send(200, "text/event-stream", _sse(chunk(reply, model, final=True)))
 
+    def _answer_with_a_tool_call(self, model: str, body: dict[str, Any]) -> None:
+        if carries_tool_result(body):
+            self._send_error(*ERRORS["rate"])
+        else:
+            self._send(200, "text/event-stream", _sse(tool_call_chunk(model)))
+
     def _send_error(self, status: int, name: str, message: str, details: list[Any]) -> None:
         self._send_json(status, error_body(status, name, message, details))
 
 
 class GeminiProvider(FakeProvider):
     """A Gemini API server on 127.0.0.1 (random free port) answering as ``mode`` says:
-    "ok", "hang", "slow" or a key of ERRORS.
+    "ok", "hang", "slow", "tool-then-rate" or a key of ERRORS.
 
     ``requests`` holds ``(method, body)`` for every model call received, in order ("method" is
     the API method: streamGenerateContent, generateContent, countTokens), and ``headers`` their

@@ -3,13 +3,14 @@ it answers, a retry at the backoff, and the same session resumed in the same wor
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime
 from typing import Any
 
 import pytest
 
-from tests.vendors.conftest import VendorProject
+from tests.vendors.conftest import VendorProject, next_event
 from tests.vendors.provider import Provider
 from tests.vendors.test_claude import claude_agent, vendor_session_ids
 
@@ -97,3 +98,36 @@ def test_without_the_policy_a_429_still_needs_attention(
     after = vendor_project.show(item_id)
     assert (after["state"], after["reason_code"]) == ("needs-attention", "rate-limited")
     assert after["usage_retries"] == 0
+
+
+def test_a_refusal_holds_the_queue_until_the_probe_answers(
+    vendor_project: VendorProject, provider: Provider
+) -> None:
+    """Under the policy, the circuit opens: the second item is not launched while it is open;
+    at the due time the refused item goes first, as the probe, and once the provider answers
+    it, the queue flows again."""
+    provider.mode = "rate"
+    configured(vendor_project, provider, usageFailure={**USAGE_RETRY, "initialRetryMinutes": 0.05})
+    first = vendor_project.create("Reply with the single word: done.")
+    second = vendor_project.create("Reply with the single word: done.")
+    worker = vendor_project.start_worker("--max-items", "3", "--idle-timeout", "60s")
+    scheduled = next_event(worker, "retry-scheduled")
+    assert scheduled["item_id"] == first
+    provider.mode = "ok"
+    stdout, _ = worker.communicate(timeout=120)
+    events = [json.loads(line) for line in stdout.splitlines()]
+    names = [event["event"] for event in events]
+    claims = [event["item_id"] for event in events if event["event"] == "claimed"]
+    assert claims == [first, second]  # the refused item's claim came before: see `scheduled`
+    waiting = next(e for e in events if e["event"] == "circuit-wait")
+    assert (waiting["state"], waiting["until"]) == ("open", scheduled["not_before"])
+    # The probe is the due retry, then the circuit closes, then the second item runs.
+    assert names.index("circuit-half-open") < names.index("claimed") < names.index("circuit-closed")
+    probe = next(e for e in events if e["event"] == "circuit-probe")
+    assert probe["item_id"] == first
+    assert vendor_project.show(first)["state"] == "done"
+    shown_second = vendor_project.show(second)
+    assert shown_second["state"] == "done"
+    [run] = shown_second["runs"]
+    resumed = vendor_project.show(first)["runs"][1]
+    assert run["started_at"] > resumed["started_at"]  # not launched while the circuit was open

@@ -3,7 +3,8 @@ schemas/status.schema.json, and the Prometheus text of `wrighty status --format 
 
 No rich here: `--json` output is plain text, so a command that prints JSON does not load the
 terminal rendering. Nothing in the status documents reads an item's body, a prompt, an
-environment value or the store's address: only counts, times and worker identities.
+environment value or the store's address: only counts, times, worker identities and the
+provider circuits (their names and the one-line reason a worker wrote).
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from wrighty.domain.health import oldest_wait_seconds
 from wrighty.domain.model import Change, Event, Item, Run, Session
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
-from wrighty.domain.text import json_printable
+from wrighty.domain.text import json_printable, printable_line
 from wrighty.domain.times import rfc3339
 
 if TYPE_CHECKING:
     from wrighty.agents import AgentInfo
     from wrighty.domain.classify import Classification
+    from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
     from wrighty.services.status import StatusReport, WorkerView
 
@@ -255,6 +257,39 @@ def worker_json(view: WorkerView) -> dict[str, Any]:
     }
 
 
+def circuit_json(view: CircuitView) -> dict[str, Any]:
+    """One provider circuit, as `wrighty providers --json` lists it."""
+    circuit = view.circuit
+    return {
+        "name": circuit.name,
+        "state": view.state.value,
+        "opened_at": rfc3339(circuit.opened_at),
+        "until": rfc3339(circuit.until),
+        "reason": circuit.reason,
+        "failures": circuit.failures,
+        "probe": None
+        if circuit.probe_by is None
+        else {
+            "worker_id": circuit.probe_by,
+            "item_id": circuit.probe_item,
+            "expires_at": rfc3339(circuit.probe_expires_at),
+            "running": circuit.probe_running,
+            "held": view.probe_held,
+        },
+    }
+
+
+def status_circuit_json(view: CircuitView) -> dict[str, Any]:
+    """One provider circuit in `wrighty status --json`."""
+    circuit = view.circuit
+    return {
+        "name": circuit.name,
+        "state": view.state.value,
+        "until": rfc3339(circuit.until),
+        "reason": circuit.reason,
+    }
+
+
 def status_json(report: StatusReport) -> dict[str, Any]:
     figures, thresholds = report.figures, report.thresholds
     wait = oldest_wait_seconds(figures, report.checked_at)
@@ -269,12 +304,15 @@ def status_json(report: StatusReport) -> dict[str, Any]:
         "live_workers": report.live_workers,
         "workers": [worker_json(view) for view in report.workers],
         "retry_scheduled_next_due": rfc3339(figures.retry_next_due),
+        "open_circuits": report.open_circuits,
+        "circuits": [status_circuit_json(view) for view in report.circuits],
         "thresholds": {
             "max_queue_wait_seconds": thresholds.max_queue_wait_seconds,
             "min_workers": thresholds.min_workers,
             "worker_max_age_seconds": report.worker_max_age_seconds,
             "max_expired_leases": thresholds.max_expired_leases,
             "max_needs_attention": thresholds.max_needs_attention,
+            "max_open_circuits": thresholds.max_open_circuits,
         },
         "problems": [
             {"check": p.check, "value": p.value, "limit": p.limit, "message": p.message}
@@ -284,7 +322,21 @@ def status_json(report: StatusReport) -> dict[str, Any]:
     }
 
 
+PROBLEM_CHECKS = (
+    "max_queue_wait",
+    "min_workers",
+    "max_expired_leases",
+    "max_needs_attention",
+    "max_open_circuits",
+)
 WARNING_CHECKS = ("expired_leases", "no_live_worker", "dead_workers", "stale_workers")
+
+
+def _label_value(text: str) -> str:
+    """Outside text as a Prometheus label value: unsafe characters as their visible escapes
+    (`printable_line`, so no newline is left), then backslash and double quote escaped as the
+    exposition format reads them."""
+    return printable_line(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _metric(lines: list[str], name: str, kind: str, help_text: str) -> None:
@@ -312,6 +364,8 @@ def status_prometheus(report: StatusReport) -> str:
          "unknown_queue_wait"),
         ("expired_leases", "Running items whose lease has expired.", "expired_leases"),
         ("live_workers", "Workers with a recent heartbeat.", "live_workers"),
+        ("open_provider_circuits", "Provider circuits that are open or half-open.",
+         "open_circuits"),
     )  # fmt: skip
     for name, help_text, key in gauges:
         _metric(lines, name, "gauge", help_text)
@@ -327,9 +381,19 @@ def status_prometheus(report: StatusReport) -> str:
     lines.append(
         f"wrighty_retry_scheduled_next_due_timestamp_seconds {due.timestamp() if due else 'NaN'}"
     )
+    _metric(
+        lines,
+        "provider_circuit_open",
+        "gauge",
+        "1 while a provider circuit is open or half-open, else 0, by circuit.",
+    )
+    for view in report.circuits:
+        lines.append(
+            f'wrighty_provider_circuit_open{{name="{_label_value(view.name)}"}} {int(view.shut)}'
+        )
     _metric(lines, "problems", "gauge", "Health checks that failed, by check.")
     failed = {p.check for p in report.problems}
-    for check in ("max_queue_wait", "min_workers", "max_expired_leases", "max_needs_attention"):
+    for check in PROBLEM_CHECKS:
         lines.append(f'wrighty_problems{{check="{check}"}} {int(check in failed)}')
     _metric(lines, "warnings", "gauge", "Warnings (no threshold set for them), by check.")
     raised = {c.check for c in report.concerns}

@@ -20,6 +20,7 @@ from wrighty.cli.documents import (
     item_summary_json,
     print_json,
     reaped_json,
+    status_circuit_json,
     waiting_item_json,
 )
 from wrighty.cli.suggestions import Standing
@@ -35,6 +36,8 @@ from wrighty.inputs import InputError, read_text_file, read_text_stream
 if TYPE_CHECKING:
     from wrighty.agents import AgentPlan
     from wrighty.domain.model import Stream
+    from wrighty.services.circuits import CircuitView
+    from wrighty.store.port import Store
 
 MAX_REAP_LIMIT = 100_000
 
@@ -183,6 +186,7 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
     app_ctx = app_context(ctx)
     with app_ctx.store() as store:
         detail = item_service.item_detail(store, item_id)
+        circuit = _holding_back(app_ctx, store, detail.item)
     # The agent is planned (vendors loaded) only when there is a session it could resume.
     could_resume = detail.session is not None and detail.item.state not in TERMINAL_STATES
     plan = _item_agent(app_ctx, detail.item.agent) if could_resume else None
@@ -194,7 +198,7 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
         document = item_detail_json(
             detail, resumable=resumable, max_attempts=crash_limit, usage_max_attempts=usage_limit
         )
-        print_json(document)
+        print_json({**document, "circuit": status_circuit_json(circuit) if circuit else None})
         return
     standing = Standing(
         resumable=resumable,
@@ -205,8 +209,35 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
     from wrighty.cli.render import print_item_detail
 
     print_item_detail(
-        console(), detail, standing, max_attempts=crash_limit, usage_max_attempts=usage_limit
+        console(),
+        detail,
+        standing,
+        max_attempts=crash_limit,
+        usage_max_attempts=usage_limit,
+        circuit=circuit,
     )
+
+
+def _holding_back(app_ctx: AppContext, store: Store, item: Item) -> CircuitView | None:
+    """The provider circuit that keeps a waiting item's agent from being launched, if one
+    does (only under a usage retry policy; see docs/usage-limits.md)."""
+    from wrighty.domain.circuits import circuit_name
+    from wrighty.installation import installation_id
+    from wrighty.services.circuits import holding
+
+    if item.state not in (ItemState.QUEUED, ItemState.RETRY_SCHEDULED):
+        return None
+    try:
+        config = app_ctx.config().config
+    except WrightyError:
+        return None
+    if config.worker.usage_failure.action != "retry":
+        return None
+    agent = item.agent or config.worker.default_agent
+    settings = config.agents.get(agent)
+    account = settings.account if settings is not None else None
+    name = circuit_name(agent, account=account, installation_id=installation_id())
+    return holding(store, name, app_ctx.now())
 
 
 def _has_logs(app_ctx: AppContext, runs: list[Run]) -> bool:

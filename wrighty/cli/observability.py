@@ -1,5 +1,5 @@
 """How the queue is doing: `status` (healthy or not, for people, scripts and Prometheus) and
-`workers`."""
+`workers`. The provider circuits have a group of their own: providers.py."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from wrighty.cli.documents import print_json, status_json, status_prometheus, wo
 from wrighty.domain.durations import MAX_QUEUE_WAIT_SECONDS, MAX_WORKER_AGE_SECONDS
 from wrighty.domain.health import Thresholds
 from wrighty.errors import WrightyError
+
+# The largest --max-open-circuits: as status.minWorkers, far more than any fleet has circuits.
+MAX_OPEN_CIRCUITS = 10_000
 
 WorkerMaxAge = Annotated[
     str | None,
@@ -67,6 +70,15 @@ def status(
         int | None,
         typer.Option("--max-needs-attention", min=0, help="Unhealthy with more such items."),
     ] = None,
+    max_open_circuits: Annotated[
+        int | None,
+        typer.Option(
+            "--max-open-circuits",
+            min=0,
+            max=MAX_OPEN_CIRCUITS,
+            help="Unhealthy with more provider circuits open or half-open.",
+        ),
+    ] = None,
     output_format: Annotated[
         str, typer.Option("--format", help="text, json or prometheus.")
     ] = "text",
@@ -75,7 +87,7 @@ def status(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Is the queue healthy? Counts, waits, expired leases, workers; exit 1 when unhealthy."""
+    """Is the queue healthy? Counts, waits, leases, workers, provider circuits; exit 1 if not."""
     from wrighty.installation import installation_id
     from wrighty.services import status as status_service
 
@@ -97,6 +109,7 @@ def status(
         max_needs_attention=settings.max_needs_attention
         if max_needs_attention is None
         else max_needs_attention,
+        max_open_circuits=max_open_circuits,
     )
     with app_ctx.store() as store:
 

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from wrighty.cli.documents import crash_retry_json, usage_retry_json
 from wrighty.cli.suggestions import Standing, next_commands
+from wrighty.domain.circuits import CircuitState
 from wrighty.domain.classify import signal_name
 from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Event, Item, Run
@@ -21,6 +22,7 @@ from wrighty.domain.text import printable, printable_line
 if TYPE_CHECKING:
     from wrighty.agents import AgentInfo
     from wrighty.domain.classify import Classification
+    from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
 
 
@@ -70,6 +72,11 @@ def _local(moment: datetime | None) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
+def local_time(moment: datetime | None) -> str:
+    """A time as plain output shows it: local time, to the second; "-" when not set."""
+    return _local(moment)
+
+
 def items_table(items: list[Item]) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("ID", "STATE", "AGENT", "TITLE", "UPDATED", "REASON"):
@@ -104,6 +111,18 @@ def attention_table(entries: list[WaitingItem]) -> Table:
 _NOT_HERE = " (not resumable here)"
 
 
+def _circuit_wait(view: CircuitView) -> str:
+    circuit = view.circuit
+    if view.state is CircuitState.OPEN:
+        when = f"open until {_local(circuit.until)}"
+    elif view.probe_held and circuit.probe_item is not None:
+        when = f"half-open: item {circuit.probe_item} probes the provider first"
+    else:
+        when = "half-open: the next claim probes the provider"
+    because = f" ({circuit.reason})" if circuit.reason else ""
+    return f"the provider circuit {circuit.name}, {when}{because}; see `wrighty providers`"
+
+
 def _retry_fields(
     detail: ItemDetail, crash_max_attempts: int | None, usage_max_attempts: int | None
 ) -> list[tuple[str, str]]:
@@ -134,6 +153,7 @@ def print_item_detail(
     *,
     max_attempts: int | None = None,
     usage_max_attempts: int | None = None,
+    circuit: CircuitView | None = None,
 ) -> None:
     item = detail.item
     heading = Text(f"Item {item.id}  ", style="bold")
@@ -160,6 +180,8 @@ def print_item_detail(
     if item.next_action:
         fields.append(("next", item.next_action))
     fields += _retry_fields(detail, max_attempts, usage_max_attempts)
+    if circuit is not None:
+        fields.append(("waits for", _circuit_wait(circuit)))
     if detail.session:
         session = detail.session
         fields.append(

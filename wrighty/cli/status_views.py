@@ -1,5 +1,6 @@
-"""The terminal views of `wrighty status` and `wrighty workers`, with rich (their JSON and
-Prometheus documents: documents.py). Only counts, times and worker identities are shown."""
+"""The terminal views of `wrighty status`, `wrighty workers` and `wrighty providers`, with rich
+(their JSON and Prometheus documents: documents.py). Only counts, times, worker identities and
+the provider circuits are shown; a circuit's name and reason are outside text."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from rich.table import Table
 from rich.text import Text
 
 from wrighty.cli.documents import status_json
-from wrighty.cli.render import outside, styled_state
+from wrighty.cli.render import local_time, outside, styled_state
+from wrighty.domain.circuits import CircuitState
+from wrighty.domain.text import printable_line
 
 if TYPE_CHECKING:
+    from wrighty.services.circuits import CircuitView
     from wrighty.services.status import StatusReport, WorkerView
 
 
@@ -40,6 +44,63 @@ def workers_table(views: list[WorkerView]) -> Table:
     return table
 
 
+_CIRCUIT_STYLES = {
+    CircuitState.CLOSED: "green",
+    CircuitState.OPEN: "bold red",
+    CircuitState.HALF_OPEN: "yellow",
+}
+
+
+def circuit_state(view: CircuitView) -> Text:
+    return Text(view.state.value, style=_CIRCUIT_STYLES[view.state])
+
+
+def probe_text(view: CircuitView) -> str:
+    """Who holds the half-open circuit's probe, and with which item; "-" when no live probe
+    holds it."""
+    circuit = view.circuit
+    if not view.probe_held or circuit.probe_by is None:
+        return "-"
+    worker = printable_line(circuit.probe_by)
+    if circuit.probe_item is None:
+        return f"{worker} (claiming)"
+    return f"item {circuit.probe_item} by {worker}"
+
+
+def providers_table(views: list[CircuitView]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("NAME", "STATE", "SINCE", "UNTIL", "REASON", "PROBE"):
+        table.add_column(column, no_wrap=column != "REASON", overflow="fold")
+    for view in views:
+        circuit = view.circuit
+        table.add_row(
+            outside(circuit.name),
+            circuit_state(view),
+            local_time(circuit.opened_at),
+            local_time(circuit.until),
+            outside(circuit.reason or "-"),
+            probe_text(view),
+        )
+    return table
+
+
+def _circuit_line(view: CircuitView) -> Text:
+    """A circuit that is not closed, as one line of the status view."""
+    circuit = view.circuit
+    line = Text("  provider circuit ")
+    line.append_text(outside(circuit.name))
+    line.append(" ")
+    line.append_text(circuit_state(view))
+    when = "until" if view.state is CircuitState.OPEN else "since"
+    line.append(f" {when} {local_time(circuit.until)}")
+    probe = probe_text(view)
+    if probe != "-":
+        line.append(f", probe {probe}")
+    line.append(", reason: ")
+    line.append_text(outside(circuit.reason or "-"))
+    return line
+
+
 def status_view(report: StatusReport) -> Group:
     """The terminal view of `wrighty status` (and of each `--watch` refresh)."""
     document = status_json(report)
@@ -62,6 +123,7 @@ def status_view(report: StatusReport) -> Group:
         ),
         Text(f"  live workers {document['live_workers']} of {len(report.workers)} registered"),
     ]
+    lines += [_circuit_line(view) for view in report.circuits if view.shut]
     problems = [outside(f"  problem: {p['message']}", style="red") for p in document["problems"]]
     warnings = [outside(f"  warning: {c['message']}", style="yellow") for c in document["warnings"]]
     parts: list[Text | Table] = [*lines, *problems, *warnings]

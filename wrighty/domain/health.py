@@ -80,6 +80,7 @@ class Thresholds:
     min_workers: int | None = None
     max_expired_leases: int | None = None
     max_needs_attention: int | None = None
+    max_open_circuits: int | None = None  # provider circuits open or half-open
 
     @property
     def any_set(self) -> bool:
@@ -90,6 +91,7 @@ class Thresholds:
                 self.min_workers,
                 self.max_expired_leases,
                 self.max_needs_attention,
+                self.max_open_circuits,
             )
         )
 
@@ -126,9 +128,15 @@ def oldest_wait_seconds(figures: QueueFigures, now: datetime) -> float | None:
 
 
 def problems(
-    figures: QueueFigures, *, now: datetime, live_workers: int, thresholds: Thresholds
+    figures: QueueFigures,
+    *,
+    now: datetime,
+    live_workers: int,
+    thresholds: Thresholds,
+    open_circuits: int = 0,
 ) -> list[Problem]:
-    """The failed checks; an exact-threshold value passes."""
+    """The failed checks; an exact-threshold value passes. ``open_circuits``: the provider
+    circuits that are open or half-open (wrighty/domain/circuits.py)."""
     found: list[Problem] = []
     wait = oldest_wait_seconds(figures, now)
     limit = thresholds.max_queue_wait_seconds
@@ -169,6 +177,16 @@ def problems(
                 attention,
                 thresholds.max_needs_attention,
                 f"{attention} items need attention, more than {thresholds.max_needs_attention}",
+            )
+        )
+    limit_open = thresholds.max_open_circuits
+    if limit_open is not None and open_circuits > limit_open:
+        found.append(
+            Problem(
+                "max_open_circuits",
+                open_circuits,
+                limit_open,
+                f"{open_circuits} provider circuits are open or half-open, more than {limit_open}",
             )
         )
     return found

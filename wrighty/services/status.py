@@ -1,5 +1,6 @@
 """The health report of `wrighty status` and `wrighty workers`: the queue's figures, every
-registered worker with its liveness, and the problems and concerns they show."""
+registered worker with its liveness, the provider circuits, and the problems and concerns they
+show."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from wrighty.domain.health import (
 from wrighty.domain.health import Problem as HealthProblem
 from wrighty.domain.health import concerns as health_concerns
 from wrighty.domain.health import problems as health_problems
+from wrighty.services.circuits import CircuitView, circuit_views
 from wrighty.store.port import Store
 
 
@@ -37,6 +39,7 @@ class StatusReport:
     worker_max_age_seconds: float
     problems: list[HealthProblem]
     concerns: list[Concern]
+    circuits: list[CircuitView]
 
     @property
     def healthy(self) -> bool:
@@ -45,6 +48,15 @@ class StatusReport:
     @property
     def live_workers(self) -> int:
         return _live(self.workers)
+
+    @property
+    def open_circuits(self) -> int:
+        """The provider circuits that are open or half-open."""
+        return _shut(self.circuits)
+
+
+def _shut(circuits: list[CircuitView]) -> int:
+    return sum(view.shut for view in circuits)
 
 
 def _live(workers: list[WorkerView]) -> int:
@@ -88,9 +100,18 @@ def status_report(
     workers = worker_views(
         store, now=now, max_age_seconds=worker_max_age_seconds, installation_id=installation_id
     )
-    found = health_problems(figures, now=now, live_workers=_live(workers), thresholds=thresholds)
+    circuits = circuit_views(store, now)
+    found = health_problems(
+        figures,
+        now=now,
+        live_workers=_live(workers),
+        thresholds=thresholds,
+        open_circuits=_shut(circuits),
+    )
     counts = WorkerCounts(
         **{state.value: sum(view.liveness is state for view in workers) for state in Liveness}
     )
     seen = health_concerns(figures, workers=counts, thresholds=thresholds)
-    return StatusReport(now, figures, workers, thresholds, worker_max_age_seconds, found, seen)
+    return StatusReport(
+        now, figures, workers, thresholds, worker_max_age_seconds, found, seen, circuits
+    )

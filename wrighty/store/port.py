@@ -2,7 +2,8 @@
 
 Every write about an item is compare-and-set: it names the state, generation and claim owner
 the caller read, and changes nothing if the item moved meanwhile. Writes made under a claim
-(runs, sessions, renewals, settling) land only while that exact claim is held.
+(runs, sessions, renewals, settling) land only while that exact claim is held. A provider
+circuit is written the same way, on the version the caller read.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Protocol
 
+from wrighty.domain.circuits import Circuit
 from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
 from wrighty.domain.health import QueueFigures, WorkerRow
 from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, Session
@@ -122,4 +124,25 @@ class Store(Protocol):
 
         None when the item was renewed, settled or never expired: a live worker always wins.
         """
+        ...
+
+    # -- provider circuits --------------------------------------------------------------------
+
+    def get_circuit(self, name: str) -> Circuit:
+        """The circuit as stored, or ``Circuit(name)`` (version 0, closed) when it has no row.
+
+        ``probe_running`` is read in the same query: whether the probe's item is running under
+        its holder's claim.
+        """
+        ...
+
+    def list_circuits(self) -> list[Circuit]:
+        """Every stored circuit, by name (as ``get_circuit`` reads each)."""
+        ...
+
+    def write_circuit(self, before: Circuit, after: Circuit, *, at: datetime) -> bool:
+        """Store ``after`` if the circuit is still at ``before.version`` (version 0: if it has
+        no row yet); the stored version becomes ``before.version + 1``, whatever
+        ``after.version`` says. False, having changed nothing, when another write landed
+        first. ``after`` must name the same circuit (ValueError otherwise)."""
         ...

@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
+from wrighty.domain.circuits import Circuit
 from wrighty.domain.claims import (
     Claim,
     ClaimRequest,
@@ -394,6 +395,29 @@ class SqlStore(ABC):
             return None
         return change
 
+    # -- provider circuits ------------------------------------------------------------------
+
+    def get_circuit(self, name: str) -> Circuit:
+        rows = self._rows("select_circuit", {"name": name})
+        return _circuit_from_row(rows[0]) if rows else Circuit(name)
+
+    def list_circuits(self) -> list[Circuit]:
+        return [_circuit_from_row(row) for row in self._rows("select_circuits", {})]
+
+    def write_circuit(self, before: Circuit, after: Circuit, *, at: datetime) -> bool:
+        if after.name != before.name:
+            raise ValueError("a circuit write must describe one circuit")
+        params = {
+            **_circuit_params(after),
+            "version": before.version + 1,
+            "expected_version": before.version,
+            "updated_at": to_db_time(at),
+        }
+        query = "insert_circuit" if before.version == 0 else "update_circuit_guarded"
+        with self._write() as tx:
+            cursor = tx.run(query, params)
+        return cursor.rowcount == 1
+
 
 class _Refused(Exception):
     """A guard failed inside a write transaction: roll it back and report False."""
@@ -436,6 +460,35 @@ def _worker_from_row(row: Any) -> WorkerRow:
         started_at=_required_time(row["started_at"]),
         last_heartbeat_at=_required_time(row["last_heartbeat_at"]),
     )
+
+
+def _circuit_from_row(row: Any) -> Circuit:
+    return Circuit(
+        name=row["name"],
+        version=row["version"],
+        opened_at=from_db_time(row["opened_at"]),
+        until=from_db_time(row["until"]),
+        reason=row["reason"],
+        failures=row["failures"],
+        probe_by=row["probe_by"],
+        probe_item=row["probe_item"],
+        probe_expires_at=from_db_time(row["probe_expires_at"]),
+        probe_running=bool(row["probe_running"]),
+    )
+
+
+def _circuit_params(circuit: Circuit) -> dict[str, Any]:
+    """The stored fields of ``circuit``; its version is the write's to set."""
+    return {
+        "name": circuit.name,
+        "opened_at": to_db_time(circuit.opened_at),
+        "until": to_db_time(circuit.until),
+        "reason": circuit.reason,
+        "failures": circuit.failures,
+        "probe_by": circuit.probe_by,
+        "probe_item": circuit.probe_item,
+        "probe_expires_at": to_db_time(circuit.probe_expires_at),
+    }
 
 
 def _item_from_row(row: Any) -> Item:

@@ -24,6 +24,7 @@ from wrighty import __version__
 from wrighty.agents import AgentPlan, plan_agent
 from wrighty.config import STATE_DIRNAME, LoadedConfig, WorkerSettings
 from wrighty.domain import decisions
+from wrighty.domain.circuits import circuit_name
 from wrighty.domain.claims import (
     CLAIMABLE_STATES,
     Claim,
@@ -44,6 +45,7 @@ from wrighty.services.reaper import reap_expired
 from wrighty.services.resume import resumable_here
 from wrighty.store.port import Store
 from wrighty.supervisor.process import executable_problem
+from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.registry import Presence
 from wrighty.worker.run import ClaimRun, Setting, claim_lost, write_settlement
@@ -204,7 +206,8 @@ class Worker:
         _refuse_unrunnable(plan)
         if options.item_id is not None:
             self._refuse_unclaimable(options.item_id, agent_name)
-        setting = self._setting(plan, options)
+        gate = self._gate(plan)
+        setting = self._setting(plan, options, gate)
         self._emit("started", agent=agent_name, installation_id=self._installation_id)
         self._beat(force=True)
         claimed_count = 0
@@ -217,7 +220,7 @@ class Worker:
             self._beat()
             taken = None
             if len(slots) < self._slot_limit(options) and self._workspace_free():
-                taken = self._claim_next(plan, options)
+                taken = self._claim_next(plan, options, gate)
                 if taken is None and self._current_lock is not None:
                     self._current_lock.release()
             if taken is not None:
@@ -244,7 +247,26 @@ class Worker:
             raise GaveUpError(self._gave_up[0] + (f" (and {more} more)" if more else ""))
         return claimed_count
 
-    def _setting(self, plan: AgentPlan, options: WorkerOptions) -> Setting:
+    def _gate(self, plan: AgentPlan) -> CircuitGate | None:
+        """The agent's provider circuit, under a usage policy that retries (without one, a
+        refusal waits for a person and nothing is held back)."""
+        policy = usage_policy(self._config.worker)
+        if policy.action != "retry":
+            return None
+        settings = self._config.agents.get(plan.name)
+        name = circuit_name(
+            plan.name,
+            account=settings.account if settings is not None else None,
+            installation_id=self._installation_id,
+        )
+        return CircuitGate(
+            self._store, name, worker_id=self.worker_id, policy=policy, now=self._now,
+            emit=self._emit,
+        )  # fmt: skip
+
+    def _setting(
+        self, plan: AgentPlan, options: WorkerOptions, gate: CircuitGate | None
+    ) -> Setting:
         return Setting(
             worker_id=self.worker_id,
             installation_id=self._installation_id,
@@ -252,6 +274,7 @@ class Worker:
             terms=self._terms,
             crash_policy=crash_policy(self._config.worker),
             usage_policy=usage_policy(self._config.worker),
+            circuit=gate,
             heartbeat_seconds=self._config.worker.heartbeat_seconds,
             stop_grace_seconds=options.stop_grace_seconds,
             workspace_mode=self._mode,
@@ -284,7 +307,18 @@ class Worker:
         if self._current_lock is not None:
             self._current_lock.release()
 
-    def _claim_next(self, plan: AgentPlan, options: WorkerOptions) -> Claim | None:
+    def _claim_next(
+        self, plan: AgentPlan, options: WorkerOptions, gate: CircuitGate | None
+    ) -> Claim | None:
+        """Claim, if the agent's provider circuit lets it; see _claim."""
+        if gate is not None and not gate.admit():
+            return None
+        taken = self._claim(plan, options)
+        if gate is not None:
+            gate.claimed(taken)
+        return taken
+
+    def _claim(self, plan: AgentPlan, options: WorkerOptions) -> Claim | None:
         """Reap, then claim; None also when the store cannot be reached (the running agents
         go on, and the next pass tries again). An item whose claim wrighty cannot compute is
         set aside as internal-error, and the claim is tried again without it."""

@@ -27,7 +27,7 @@ from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, settle
 from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
 from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session, Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
-from wrighty.domain.retry import CrashPolicy, UsagePolicy
+from wrighty.domain.retry import CrashPolicy, ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
@@ -39,6 +39,7 @@ from wrighty.supervisor.process import (
     stop_earlier_run,
 )
 from wrighty.vendors.base import Reader, VendorError
+from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.runlogs import logs_of
 from wrighty.worker.workspaces import WorkspaceError, choose_workspace
@@ -56,6 +57,7 @@ class Setting:
     terms: LeaseTerms
     crash_policy: CrashPolicy
     usage_policy: UsagePolicy
+    circuit: CircuitGate | None  # the agent's provider circuit, under a usage retry policy
     heartbeat_seconds: float
     stop_grace_seconds: float
     workspace_mode: str
@@ -126,6 +128,7 @@ class ClaimRun:
         self._now = setting.now
         self._emit = setting.emit
         # How far the run got, for settling the item if wrighty fails on the way.
+        self.started_at = setting.now()  # when its run began (or was about to)
         self.run_id: str | None = None  # set once the run is recorded
         self.agent: AgentProcess | None = None  # set once the agent is started
 
@@ -140,12 +143,13 @@ class ClaimRun:
             return
         claim_token = secrets.token_urlsafe(24)
         setting = self._setting
+        self.started_at = self._now()
         new_run = NewRun(
             run_id,
             start.kind,
             setting.worker_id,
             setting.installation_id,
-            self._now(),
+            self.started_at,
             start.session_id,
             claim_token,
         )
@@ -388,7 +392,18 @@ class ClaimRun:
                 usage=_usage_facts(output.reader),
                 resume_missing=missing,
             )
-        self._write_settlement(settle(claimed, settlement, at=self._now()), run_id)
+        change = settle(claimed, settlement, at=self._now())
+        hint = output.reader.reset_hint() if output.reader else None
+        self._move_circuit(change, result.outcome_class, hint)
+        self._write_settlement(change, run_id)
+
+    def _move_circuit(
+        self, change: Change | None, outcome: OutcomeClass, hint: ResetHint | None = None
+    ) -> None:
+        if self._setting.circuit is not None:
+            self._setting.circuit.settled(
+                change, outcome, run_started_at=self.started_at, hint=hint
+            )
 
     def _settle_start_failed(self, run_id: str, why: str, *, resumable: bool) -> None:
         claimed = self._claimed
@@ -397,7 +412,9 @@ class ClaimRun:
         )
         self._emit("exited", item_id=claimed.id, run_id=run_id, outcome_class="start-failed")
         settlement = decisions.start_failed(claimed, run_end, why=why, resumable=resumable)
-        self._write_settlement(settle(claimed, settlement, at=self._now()), run_id)
+        change = settle(claimed, settlement, at=self._now())
+        self._move_circuit(change, OutcomeClass.START_FAILED)
+        self._write_settlement(change, run_id)
 
     def settle_internal_error(self, error: Exception) -> None:
         """wrighty failed on this item: stop its agent, if one runs, and settle the item as
@@ -423,10 +440,12 @@ class ClaimRun:
             resumable=resumable,
             diagnostic=diagnostic,
         )
-        self._write_settlement(settle(claimed, settlement, at=self._now()), self.run_id)
+        change = settle(claimed, settlement, at=self._now())
+        self._move_circuit(change, OutcomeClass.INTERNAL_ERROR)
+        self._write_settlement(change, self.run_id)
 
-    def _write_settlement(self, change: Change, run_id: str | None) -> None:
-        write_settlement(self._store, change, run_id, self._emit)
+    def _write_settlement(self, change: Change, run_id: str | None) -> bool:
+        return write_settlement(self._store, change, run_id, self._emit)
 
     def _claim_lost(self, claimed: Item, **fields: Any) -> None:
         claim_lost(self._emit, claimed, **fields)
@@ -446,12 +465,13 @@ class TransitionWriter(Protocol):
 
 def write_settlement(
     store: TransitionWriter, change: Change, run_id: str | None, emit: Emit
-) -> None:
-    """Write a claim's settlement and say so; if the claim had moved on, say that instead."""
+) -> bool:
+    """Write a claim's settlement and say so; if the claim had moved on, say that instead.
+    Whether it landed."""
     claimed, after = change.before, change.after
     if not store.write_transition(change):
         claim_lost(emit, claimed, reason="fenced")
-        return
+        return False
     emit(
         "settled",
         item_id=claimed.id,
@@ -469,6 +489,7 @@ def write_settlement(
             not_before=rfc3339(after.not_before),
             reason_code=after.reason_code,
         )
+    return True
 
 
 # The event's name before 0.x: it fired for a fenced claim too, not only for a lost heartbeat.

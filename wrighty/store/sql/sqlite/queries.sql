@@ -236,3 +236,42 @@ DELETE FROM workers WHERE last_heartbeat_at < :older_than;
 
 -- name: select_workers
 SELECT * FROM workers ORDER BY started_at, worker_id;
+
+-- name: select_circuit
+-- probe_running: the probe's item is running under its holder's claim, read with the row.
+SELECT circuits.*, items.id IS NOT NULL AS probe_running
+FROM circuits
+LEFT JOIN items ON items.id = circuits.probe_item
+    AND items.state = 'running' AND items.claimed_by = circuits.probe_by
+WHERE circuits.name = :name;
+
+-- name: select_circuits
+SELECT circuits.*, items.id IS NOT NULL AS probe_running
+FROM circuits
+LEFT JOIN items ON items.id = circuits.probe_item
+    AND items.state = 'running' AND items.claimed_by = circuits.probe_by
+ORDER BY circuits.name;
+
+-- name: insert_circuit
+-- The first write of a circuit (the caller read no row): lands only if there is still none.
+INSERT INTO circuits (name, version, opened_at, until, reason, failures, probe_by, probe_item,
+                      probe_expires_at, updated_at)
+VALUES (:name, :version, :opened_at, :until, :reason, :failures, :probe_by, :probe_item,
+        :probe_expires_at, :updated_at)
+ON CONFLICT (name) DO NOTHING;
+
+-- name: update_circuit_guarded
+-- Compare-and-set on the version the caller read: a writer that read an older version (a
+-- second worker taking the probe, a stale opening or closing) changes nothing.
+UPDATE circuits
+SET version = :version,
+    opened_at = :opened_at,
+    until = :until,
+    reason = :reason,
+    failures = :failures,
+    probe_by = :probe_by,
+    probe_item = :probe_item,
+    probe_expires_at = :probe_expires_at,
+    updated_at = :updated_at
+WHERE name = :name
+  AND version = :expected_version;

@@ -112,3 +112,18 @@ CREATE TABLE workers (
 CREATE INDEX workers_by_heartbeat ON workers (last_heartbeat_at);
 
 CREATE INDEX items_by_not_before ON items (not_before) WHERE state = 'retry-scheduled';
+
+-- Provider circuits (worker.usageFailure): written only by a compare-and-set on version
+-- (0 in the domain means no row yet). A closed circuit is a row whose until is null.
+CREATE TABLE circuits (
+    name             TEXT    PRIMARY KEY,
+    version          INTEGER NOT NULL CHECK (version > 0),
+    opened_at        TEXT,
+    until            TEXT,
+    reason           TEXT,
+    failures         INTEGER NOT NULL DEFAULT 0,
+    probe_by         TEXT,
+    probe_item       INTEGER REFERENCES items (id),
+    probe_expires_at TEXT,
+    updated_at       TEXT    NOT NULL
+) STRICT;

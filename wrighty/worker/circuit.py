@@ -1,0 +1,203 @@
+"""A worker's side of its agent's provider circuit (wrighty/domain/circuits.py).
+
+Before each claim the loop asks `admit`: a closed circuit lets it claim; an open one does not
+(the items stay queued); a half-open one lets it claim only once it holds the probe, which a
+compare-and-set in the store gives to one worker at a time. After each settled run, `settled`
+opens the circuit on a refusal (until the refused item's retry is due), closes it when the
+provider answered a run that started after it opened, and gives a probe back otherwise.
+
+Everything here is best effort: the store being away, or another worker moving the circuit
+first, never stops a run or a settlement. A refusal that could not be written opens the circuit
+at the next one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from wrighty.domain.circuits import (
+    Circuit,
+    CircuitState,
+    closed,
+    give_back_probe,
+    opened,
+    probing,
+    take_probe,
+)
+from wrighty.domain.claims import Claim
+from wrighty.domain.decisions import USAGE_CLASSES
+from wrighty.domain.model import Change
+from wrighty.domain.outcomes import OutcomeClass
+from wrighty.domain.retry import ResetHint, UsagePolicy
+from wrighty.domain.states import ItemState
+from wrighty.domain.times import rfc3339
+from wrighty.errors import StoreError
+from wrighty.store.port import Store
+
+# How often a move of the circuit is tried again when another worker moved it first.
+_CAS_ATTEMPTS = 5
+# How long a worker that took the probe has to claim its item.
+PROBE_CLAIM_SECONDS = 60.0
+
+
+class CircuitGate:
+    def __init__(
+        self,
+        store: Store,
+        name: str,
+        *,
+        worker_id: str,
+        policy: UsagePolicy,
+        now: Callable[[], datetime],
+        emit: Callable[..., None],
+    ) -> None:
+        self.name = name
+        self._store = store
+        self._worker_id = worker_id
+        self._policy = policy
+        self._now = now
+        self._emit = emit
+        self._probe: Circuit | None = None  # the circuit as this worker's probe wrote it
+        self._told: tuple[CircuitState, datetime | None] | None = None
+
+    # -- the claim loop ---------------------------------------------------------------------
+
+    def admit(self) -> bool:
+        """Whether the loop may claim now (in half-open, having taken the probe)."""
+        try:
+            circuit = self._store.get_circuit(self.name)
+        except StoreError as error:
+            self._unreachable("get_circuit", error)
+            return True  # the claim itself will find the store away
+        now = self._now()
+        state = circuit.state(now)
+        if state is CircuitState.CLOSED:
+            self._told = None
+            return True
+        if state is CircuitState.HALF_OPEN and self._take_probe(circuit, now):
+            return True
+        self._tell(circuit, state)
+        return False
+
+    def claimed(self, taken: Claim | None) -> bool:
+        """After the claim that the probe allowed: record the probe's item, or give the probe
+        back when there was nothing to claim. Whether ``taken`` is the probe run."""
+        probe, self._probe = self._probe, None
+        if probe is None:
+            return False
+        if taken is None:
+            self._write(probe, give_back_probe(probe))
+            return False
+        if self._write(probe, probing(probe, item_id=taken.item.id)):
+            self._emit("circuit-probe", circuit=self.name, item_id=taken.item.id)
+        return True
+
+    def _take_probe(self, circuit: Circuit, now: datetime) -> bool:
+        lease = now + timedelta(seconds=PROBE_CLAIM_SECONDS)
+        taken = take_probe(circuit, now=now, worker_id=self._worker_id, lease_until=lease)
+        if taken is None or self._write(circuit, taken) is not True:
+            return False
+        self._probe = dataclasses.replace(taken, version=circuit.version + 1)  # as stored
+        self._told = None
+        self._emit("circuit-half-open", circuit=self.name, probe_by=self._worker_id)
+        return True
+
+    def _tell(self, circuit: Circuit, state: CircuitState) -> None:
+        """Say once per opening why this worker claims nothing."""
+        if self._told == (state, circuit.until):
+            return
+        self._told = (state, circuit.until)
+        self._emit(
+            "circuit-wait",
+            circuit=self.name,
+            state=state.value,
+            until=rfc3339(circuit.until),
+            probe_item=circuit.probe_item,
+        )
+
+    # -- after a run (in its claim's thread) ------------------------------------------------
+
+    def settled(
+        self,
+        change: Change | None,
+        outcome: OutcomeClass,
+        *,
+        run_started_at: datetime,
+        hint: ResetHint | None,
+    ) -> None:
+        """Move the circuit after a run, before its item is settled by ``change`` (None when
+        the run recorded none): a probe's item stays running, and holds the probe, until the
+        circuit says what its run found."""
+        for _ in range(_CAS_ATTEMPTS):
+            try:
+                circuit = self._store.get_circuit(self.name)
+            except StoreError as error:
+                self._unreachable("get_circuit", error)
+                return
+            after = self._after_run(circuit, change, outcome, run_started_at, hint)
+            if after is None or self._write(circuit, after, report=True) is not False:
+                return
+
+    def _after_run(
+        self,
+        circuit: Circuit,
+        change: Change | None,
+        outcome: OutcomeClass,
+        run_started_at: datetime,
+        hint: ResetHint | None,
+    ) -> Circuit | None:
+        now = self._now()
+        item_id = change.before.id if change is not None else None
+        if outcome in USAGE_CLASSES:
+            until = self._until(circuit, change, now, hint)
+            reason = f"{outcome} (item {item_id})"
+            return opened(circuit, at=now, until=until, reason=reason, item_id=item_id)
+        if circuit.state(now) is CircuitState.CLOSED:
+            return None
+        answered = outcome is OutcomeClass.SUCCEEDED
+        if answered and circuit.opened_at is not None and run_started_at >= circuit.opened_at:
+            return closed(circuit)
+        mine = circuit.probe_by == self._worker_id and circuit.probe_item == item_id
+        return give_back_probe(circuit) if mine and item_id is not None else None
+
+    def _until(
+        self, circuit: Circuit, change: Change | None, now: datetime, hint: ResetHint | None
+    ) -> datetime:
+        """Open until the refused item's retry is due; when it has none (no retry policy
+        left for it), until the policy would have retried."""
+        after = change.after if change is not None else None
+        if after is not None and after.state is ItemState.RETRY_SCHEDULED and after.not_before:
+            return after.not_before
+        key = int.from_bytes(hashlib.blake2b(self.name.encode(), digest_size=8).digest(), "big")
+        return self._policy.due(circuit.failures + 1, ended_at=now, hint=hint, key=key).at
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _write(self, before: Circuit, after: Circuit, *, report: bool = False) -> bool | None:
+        """Whether the move landed; None when the store could not be reached."""
+        try:
+            landed = self._store.write_circuit(before, after, at=self._now())
+        except StoreError as error:
+            self._unreachable("write_circuit", error)
+            return None
+        if landed and report:
+            self._report(before, after)
+        return landed
+
+    def _report(self, before: Circuit, after: Circuit) -> None:
+        now = self._now()
+        state = after.state(now)
+        if state is CircuitState.CLOSED and before.state(now) is not CircuitState.CLOSED:
+            self._emit("circuit-closed", circuit=self.name)
+        elif state is CircuitState.OPEN and after.until != before.until:
+            fields: dict[str, Any] = {"until": rfc3339(after.until), "reason": after.reason}
+            self._emit("circuit-open", circuit=self.name, failures=after.failures, **fields)
+
+    def _unreachable(self, operation: str, error: StoreError) -> None:
+        self._emit(
+            "store-unreachable", operation=operation, error=type(error).__name__, cause=str(error)
+        )
