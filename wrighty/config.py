@@ -197,6 +197,12 @@ class StatusSettings(_Section):
     max_needs_attention: int | None = Field(
         None, ge=0, description="Unhealthy with more items waiting for a person."
     )
+    max_open_circuits: int | None = Field(
+        None,
+        ge=0,
+        le=10000,
+        description="Unhealthy with more provider circuits open or half-open than this.",
+    )
 
 
 class AgentSettings(_Section):

@@ -702,6 +702,18 @@ CASES: list[Case] = [
         setup=config_json({"worker": {"label": "\x1b[2Jx"}}),
     ),
     Case(
+        "config-open-circuit-threshold-negative",
+        ("status",),
+        "status.maxOpenCircuits: must be >= 0",
+        setup=config_json({"status": {"maxOpenCircuits": -1}}),
+    ),
+    Case(
+        "config-open-circuit-threshold-not-a-number",
+        ("status",),
+        "status.maxOpenCircuits",
+        setup=config_json({"status": {"maxOpenCircuits": "few"}}),
+    ),
+    Case(
         "config-account-with-a-space",
         ("list",),
         "agents.claude.account",

@@ -22,8 +22,10 @@ KEYS = [
     "maxRequeues", "workspaceMode", "processCrash", "usageFailure", "action",
     "initialRetryMinutes", "backoffMultiplier", "maxRetryMinutes", "maxAttempts",
     "resetGraceMinutes", "label", "registryRetentionHours", "maxQueueWaitSeconds", "minWorkers",
-    "workerMaxAgeSeconds", "maxExpiredLeases", "maxNeedsAttention", "claude", "codex", "gemini",
+    "workerMaxAgeSeconds", "maxExpiredLeases", "maxNeedsAttention", "maxOpenCircuits", "claude",
+    "codex", "gemini",
     "command", "adapter", "executable", "args", "env", "resumeCommand", "permission", "resume",
+    "account",
 ]  # fmt: skip
 
 scalars = (

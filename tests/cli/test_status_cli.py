@@ -407,3 +407,18 @@ def test_circuit_names_and_reasons_reach_status_neutralised(
     assert unescaped == 'account:"a\\b\\x1b[2J\\nx'  # as the terminal view shows it
     _, document = status()
     assert document["circuits"][0]["name"] == name  # exact in JSON
+
+
+def test_the_open_circuit_threshold_can_live_in_wrighty_json(
+    initialised: Path, clock: FakeClock
+) -> None:
+    config = initialised / "wrighty.json"
+    document = json.loads(config.read_text())
+    document["status"] = {**document.get("status", {}), "maxOpenCircuits": 0}
+    config.write_text(json.dumps(document))
+    assert status()[0] == 0
+    write_circuit(initialised, clock, "account:team", minutes=30, reason="rate-limited")
+    code, shown = status()
+    assert code == 1
+    assert shown["thresholds"]["max_open_circuits"] == 0
+    assert status("--max-open-circuits", "1")[0] == 0  # the option overrides the file

@@ -109,7 +109,9 @@ def status(
         max_needs_attention=settings.max_needs_attention
         if max_needs_attention is None
         else max_needs_attention,
-        max_open_circuits=max_open_circuits,
+        max_open_circuits=settings.max_open_circuits
+        if max_open_circuits is None
+        else max_open_circuits,
     )
     with app_ctx.store() as store:
 
