@@ -33,6 +33,7 @@ from wrighty.vendors.base import (
     PermissionFlags,
     Reader,
     Vendor,
+    VendorError,
     checked_session_id,
     failed_with_text,
     hint_in_text,
@@ -170,11 +171,58 @@ class Gemini(Vendor):
             path = inside(candidate, root)
             first = _first_record(path)
             if first.get("sessionId") == session_id and first.get("projectHash") == project_hash:
+                if not _holds_a_turn(path):
+                    raise VendorError(
+                        f"the Gemini CLI chat of session {session_id} holds no turn to resume "
+                        "(the provider refused its first request, and `gemini --resume` finds "
+                        "no session)"
+                    )
                 return path
         return None
 
     def reader(self) -> Reader:
         return GeminiReader()
+
+
+# A chat file larger than this surely holds a turn; it is not read to the end.
+_CHAT_READ_LIMIT = 16 * 1024 * 1024
+_SESSION_CONTEXT = "<session_context>"
+
+
+def _holds_a_turn(path: Path) -> bool:
+    """Whether the chat holds a message besides Gemini CLI's own session context: a refusal
+    of the first request takes the task back out, and `gemini --resume` then finds nothing.
+    Its records after the first add or replace a message by id, or reset them all
+    (``{"$set": {"messages": [...]}}``)."""
+    turns: dict[object, bool] = {}
+    read = 0
+    try:
+        with path.open("rb") as handle:
+            handle.readline(_FIRST_LINE_LIMIT)
+            for line in handle:
+                read += len(line)
+                if read > _CHAT_READ_LIMIT:
+                    return True
+                record = json_record(line) or {}
+                reset = record.get("$set")
+                if isinstance(reset, dict) and isinstance(reset.get("messages"), list):
+                    turns = {
+                        m.get("id"): _is_turn(m) for m in reset["messages"] if isinstance(m, dict)
+                    }
+                elif "id" in record:
+                    turns[record["id"]] = _is_turn(record)
+    except OSError:
+        return False
+    return any(turns.values())
+
+
+def _is_turn(message: dict[str, Any]) -> bool:
+    if message.get("type") != "user":
+        return message.get("type") is not None
+    content = message.get("content")
+    first = content[0] if isinstance(content, list) and content else None
+    text = first.get("text") if isinstance(first, dict) else None
+    return not (isinstance(text, str) and text.startswith(_SESSION_CONTEXT))
 
 
 def _first_record(path: Path) -> dict[str, object]:
