@@ -492,7 +492,8 @@ def write_settlement(
     return True
 
 
-# The event's name before 0.x: it fired for a fenced claim too, not only for a lost heartbeat.
+# The event's old name (docs/worker.md): it fired for a fenced claim too, not only when a heartbeat
+# failed.
 CLAIM_LOST_ALIAS = "heartbeat-lost"
 
 
