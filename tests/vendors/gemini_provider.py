@@ -85,9 +85,29 @@ ERRORS: dict[str, tuple[int, str, str, list[dict[str, Any]]]] = {
 # "tool-then-rate" answers a turn with a call of TOOL_CALL (a read-only tool the headless CLI
 # runs without asking), and refuses the turn that carries the tool's result with the "rate"
 # error: a provider that answered once, then hit its limit.
-MODES = frozenset({"ok", "hang", "slow", "tool-then-rate", *ERRORS})
+# "usage" answers a turn with a call of TOOL_CALL and the turn that carries its result with
+# text, each reporting the token counts of USAGE_TURNS (first, second).
+MODES = frozenset({"ok", "hang", "slow", "tool-then-rate", "usage", *ERRORS})
 TOOL_CALL = {"name": "list_directory", "args": {"dir_path": "."}}
 USAGE = {"promptTokenCount": 7, "candidatesTokenCount": 3, "totalTokenCount": 10}
+USAGE_TURNS: tuple[dict[str, int], ...] = (
+    {
+        "promptTokenCount": 2000,
+        "cachedContentTokenCount": 500,
+        "candidatesTokenCount": 60,
+        "thoughtsTokenCount": 90,
+        "toolUsePromptTokenCount": 0,
+        "totalTokenCount": 2150,
+    },
+    {
+        "promptTokenCount": 2300,
+        "cachedContentTokenCount": 1500,
+        "candidatesTokenCount": 40,
+        "thoughtsTokenCount": 30,
+        "toolUsePromptTokenCount": 0,
+        "totalTokenCount": 2370,
+    },
+)
 
 
 def gemini_settings() -> dict[str, Any]:
@@ -154,6 +174,9 @@ class _Handler(FakeHandler):
         if self.provider.mode == "tool-then-rate" and method == STREAM_METHOD:
             self._answer_with_a_tool_call(model, body)
             return
+        if self.provider.mode == "usage" and method == STREAM_METHOD:
+            self._answer_with_usage(model, body)
+            return
         self._answer(method, model)
 
     def do_GET(self) -> None:
@@ -183,13 +206,21 @@ class _Handler(FakeHandler):
         else:
             self._send(200, "text/event-stream", _sse(tool_call_chunk(model)))
 
+    def _answer_with_usage(self, model: str, body: dict[str, Any]) -> None:
+        if carries_tool_result(body):
+            answer = {**chunk(self.provider.reply, model, final=True)}
+            answer["usageMetadata"] = USAGE_TURNS[1]
+        else:
+            answer = {**tool_call_chunk(model), "usageMetadata": USAGE_TURNS[0]}
+        self._send(200, "text/event-stream", _sse(answer))
+
     def _send_error(self, status: int, name: str, message: str, details: list[Any]) -> None:
         self._send_json(status, error_body(status, name, message, details))
 
 
 class GeminiProvider(FakeProvider):
     """A Gemini API server on 127.0.0.1 (random free port) answering as ``mode`` says:
-    "ok", "hang", "slow", "tool-then-rate" or a key of ERRORS.
+    "ok", "hang", "slow", "tool-then-rate", "usage" or a key of ERRORS.
 
     ``requests`` holds ``(method, body)`` for every model call received, in order ("method" is
     the API method: streamGenerateContent, generateContent, countTokens), and ``headers`` their

@@ -68,7 +68,15 @@ ERRORS: dict[str, tuple[int, str, str | None, str | None, str]] = {
 # "slow" starts a streaming answer and adds to it a little at a time until the provider shuts
 # down; "hang" accepts the request and never answers until then; "stream-rate" accepts it
 # (200) and then fails the response with a rate limit, as OpenAI does mid-stream.
-MODES = frozenset({"ok", "hang", "slow", "stream-rate", *ERRORS})
+# "usage" answers as "ok" does, reporting the token counts of USAGE.
+MODES = frozenset({"ok", "hang", "slow", "stream-rate", "usage", *ERRORS})
+USAGE = {
+    "input_tokens": 2400,
+    "input_tokens_details": {"cached_tokens": 1800},
+    "output_tokens": 350,
+    "output_tokens_details": {"reasoning_tokens": 120},
+    "total_tokens": 2750,
+}
 
 
 def codex_provider_args(url: str) -> list[str]:
@@ -86,7 +94,13 @@ def _sse(data: dict[str, Any]) -> bytes:
     return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def _response(response_id: str, model: str, status: str, output: list[Any]) -> dict[str, Any]:
+def _response(
+    response_id: str,
+    model: str,
+    status: str,
+    output: list[Any],
+    usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     response: dict[str, Any] = {
         "id": response_id,
         "object": "response",
@@ -95,7 +109,9 @@ def _response(response_id: str, model: str, status: str, output: list[Any]) -> d
         "model": model,
         "output": output,
     }
-    if status == "completed":
+    if status == "completed" and usage is not None:
+        response["usage"] = usage
+    elif status == "completed":
         response["usage"] = {
             "input_tokens": 11,
             "input_tokens_details": {"cached_tokens": 0},
@@ -139,14 +155,16 @@ def opening_events(model: str) -> list[dict[str, Any]]:
     ]
 
 
-def stream_body(reply: str, model: str) -> bytes:
-    """The server-sent events of one successful text answer, completing the response."""
+def stream_body(reply: str, model: str, usage: dict[str, Any] | None = None) -> bytes:
+    """The server-sent events of one successful text answer, completing the response (with
+    ``usage``, or 11 input and 3 output tokens)."""
     done = _message(reply, "completed")
+    completed = _response("resp_1", model, "completed", [done], usage)
     events = [
         *opening_events(model),
         _delta(reply),
         {"type": "response.output_item.done", "output_index": 0, "item": done},
-        {"type": "response.completed", "response": _response("resp_1", model, "completed", [done])},
+        {"type": "response.completed", "response": completed},
     ]
     return b"".join(_sse(event) for event in events)
 
@@ -201,7 +219,8 @@ class _Handler(FakeHandler):
             status, kind, code, param, message = ERRORS[mode]
             self._send_error(status, kind, code, message, param)
         else:
-            self._send(200, "text/event-stream", stream_body(self.provider.reply, model))
+            usage = USAGE if mode == "usage" else None
+            self._send(200, "text/event-stream", stream_body(self.provider.reply, model, usage))
 
     def _send_error(
         self,

@@ -39,7 +39,27 @@ ERRORS: dict[str, tuple[int, str, str]] = {
 
 # "hang" accepts the request and never answers until the provider shuts down; "slow" starts
 # a streaming answer and adds to it a little at a time until the provider shuts down.
-MODES = frozenset({"ok", "hang", "slow", *ERRORS})
+# "usage" answers a turn with a text block and a call of TOOL_CALL (a read-only tool the
+# headless CLI runs without asking), and the turn that carries the tool's result with text,
+# each reporting the token counts of USAGE_TURNS (first, second).
+MODES = frozenset({"ok", "hang", "slow", "usage", *ERRORS})
+TOOL_CALL = {"type": "tool_use", "id": "toolu_1", "name": "Glob", "input": {"pattern": "*.md"}}
+# The usage of each answer of the "usage" mode, as the Messages API reports it: the input
+# counts in `message_start`, the final output count in `message_delta`.
+USAGE_TURNS: tuple[dict[str, int], ...] = (
+    {
+        "input_tokens": 1200,
+        "cache_read_input_tokens": 4000,
+        "cache_creation_input_tokens": 500,
+        "output_tokens": 300,
+    },
+    {
+        "input_tokens": 150,
+        "cache_read_input_tokens": 4600,
+        "cache_creation_input_tokens": 120,
+        "output_tokens": 40,
+    },
+)
 
 
 def _sse(data: dict[str, Any]) -> str:
@@ -74,6 +94,58 @@ def stream_body(reply: str, model: str) -> bytes:
         {"type": "message_stop"},
     ]
     return "".join(_sse(event) for event in events).encode()
+
+
+def usage_stream_body(model: str, *, second: bool) -> bytes:
+    """The server-sent events of one answer of the "usage" mode: with ``second`` False, text
+    and a call of TOOL_CALL (two content blocks of one message), else text ending the turn."""
+    counts = USAGE_TURNS[1 if second else 0]
+    message: dict[str, Any] = {
+        "id": "msg_usage_2" if second else "msg_usage_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {**counts, "output_tokens": 1},
+    }
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": message},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": "done." if second else "Looking."},
+        },
+        {"type": "content_block_stop", "index": 0},
+    ]
+    if not second:
+        block = {**TOOL_CALL, "input": {}}
+        arguments = {"type": "input_json_delta", "partial_json": json.dumps(TOOL_CALL["input"])}
+        events += [
+            {"type": "content_block_start", "index": 1, "content_block": block},
+            {"type": "content_block_delta", "index": 1, "delta": arguments},
+            {"type": "content_block_stop", "index": 1},
+        ]
+    stop = {"stop_reason": "end_turn" if second else "tool_use", "stop_sequence": None}
+    events += [
+        {
+            "type": "message_delta",
+            "delta": stop,
+            "usage": {"output_tokens": counts["output_tokens"]},
+        },
+        {"type": "message_stop"},
+    ]
+    return "".join(_sse(event) for event in events).encode()
+
+
+def carries_tool_result(body: dict[str, Any]) -> bool:
+    """Whether the request's last message holds a tool's result."""
+    messages = body.get("messages") or [{}]
+    content = messages[-1].get("content") if isinstance(messages[-1], dict) else None
+    blocks = content if isinstance(content, list) else []
+    return any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks)
 
 
 def message_body(reply: str, model: str) -> dict[str, Any]:
@@ -163,6 +235,9 @@ class _Handler(FakeHandler):
             limited = mode == "usage-limit"
             headers = usage_limit_headers(self.provider.reset_at) if limited else None
             self._send_json(status, error_body(kind, message), headers)
+        elif mode == "usage" and body.get("stream"):
+            second = carries_tool_result(body)
+            self._send(200, "text/event-stream", usage_stream_body(model, second=second))
         elif body.get("stream"):
             self._send(200, "text/event-stream", stream_body(self.provider.reply, model))
         else:
@@ -171,7 +246,7 @@ class _Handler(FakeHandler):
 
 class Provider(FakeProvider):
     """A Messages API server on 127.0.0.1 (random free port) answering as ``mode`` says:
-    "ok", "hang", "slow" or a key of ERRORS ("usage-limit" resets at ``reset_at``, epoch
+    "ok", "hang", "slow", "usage" or a key of ERRORS ("usage-limit" resets at ``reset_at``, epoch
     seconds, three hours after the provider was made unless set).
 
     ``requests`` holds the parsed JSON body of every ``POST /v1/messages`` received, in order;

@@ -66,6 +66,7 @@ SAMPLE_HINTS = [
     (CLAUDE, "oauth-429-five-hour", RATE, ResetHint("rate_limit_event", at(1796140014)), False),
     (CLAUDE, "oauth-429-seven-day", RATE, ResetHint("rate_limit_event", at(1796390494)), False),
     (CLAUDE, "oauth-ok-warning", SUCCEEDED, None, True),  # allowed_warning is no refusal
+    (CLAUDE, "usage-two-turns", SUCCEEDED, None, True),
     (CLAUDE, "apikey-429-unified-headers", RATE, None, False),
     (CLAUDE, "apikey-429-retry-after", RATE, None, False),  # api_retry: the CLI's own wait
     (CLAUDE, "apikey-529-retry-after", UNAVAILABLE, None, False),
@@ -84,6 +85,7 @@ SAMPLE_HINTS = [
     (CODEX, "api-503-retry-after", UNAVAILABLE, None, False),
     (CODEX, "stream-rate-limit", RATE, wait("turn.failed", 11.054), False),
     (CODEX, "ok-rate-limit-headers", SUCCEEDED, None, True),
+    (CODEX, "usage", SUCCEEDED, None, True),
     # Gemini CLI: Google's text and the CLI's "Suggested retry after"; the longest wait wins.
     (GEMINI, "api-429-retry-delay", RATE, wait("result error", 23.535587677), False),
     (GEMINI, "api-429-retryinfo-only", RATE, wait("result error", 90.0), False),
@@ -93,6 +95,7 @@ SAMPLE_HINTS = [
     (GEMINI, "api-429-daily", RATE, None, False),
     (GEMINI, "api-503-retry-delay", UNAVAILABLE, wait("result error", 30.0), False),
     (GEMINI, "ok", SUCCEEDED, None, True),
+    (GEMINI, "usage-tool-call", SUCCEEDED, None, True),
 ]
 
 
@@ -519,7 +522,9 @@ def test_a_reader_keeps_the_hint_not_the_lines(vendor: str) -> None:
         for record in (event, failed, result):
             reader.feed("stdout", json.dumps(record).encode())
     for value in vars(reader).values():
-        assert value is None or isinstance(value, str | bool | int | ResetHint)
+        # The Claude reader's usage: a tuple of counts or names, a few recent message ids.
+        assert not isinstance(value, dict | tuple) or len(value) <= 32
+        assert value is None or isinstance(value, str | bool | int | ResetHint | dict | tuple)
         assert not isinstance(value, str) or len(value) <= 2000
     assert reader.reset_hint() is not None
 

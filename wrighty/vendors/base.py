@@ -26,6 +26,7 @@ from wrighty.domain.model import Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.redact import redact
 from wrighty.domain.retry import ResetHint
+from wrighty.domain.usage import Usage
 
 Permission = Literal["workspace", "full"]
 
@@ -81,6 +82,46 @@ def text_of(value: Any) -> str | None:
 
 def int_of(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# --- Usage: what a run spent, as its vendor reported it (docs/vendors.md, Usage) ---
+
+# A count above this (tokens, milliseconds, turns) or a cost above MAX_COST_USD is taken for
+# garbage and ignored, never clamped.
+MAX_COUNT = 10**12
+MAX_COST_USD = 10.0**6
+MAX_MODELS = 16
+_MODEL_CHARS = 200
+
+
+def count_of(value: Any) -> int | None:
+    """``value`` as a count: a whole, non-negative, finite number up to MAX_COUNT, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    count = int(value)
+    return count if 0 <= count <= MAX_COUNT else None
+
+
+def cost_of(value: Any) -> float | None:
+    """``value`` as a cost in US dollars: a non-negative finite number up to MAX_COST_USD."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        cost = float(value)
+    except OverflowError:
+        return None
+    return cost if math.isfinite(cost) and 0 <= cost <= MAX_COST_USD else None
+
+
+def model_names(*names: Any) -> tuple[str, ...]:
+    """The distinct model names among ``names`` (strings only), in order, bounded."""
+    found: list[str] = []
+    for name in names:
+        if isinstance(name, str) and name and name[:_MODEL_CHARS] not in found:
+            found.append(name[:_MODEL_CHARS])
+    return tuple(found[:MAX_MODELS])
 
 
 # Inside a failed run only (a failure record, or beside a nonzero exit), in this order: the
@@ -309,6 +350,12 @@ class Reader(ABC):
     def reset_hint(self) -> ResetHint | None:
         """The last reset the run's output reported (when the provider's limit lifts), or
         None. Vendors that report none keep the default."""
+        return None
+
+    def usage(self) -> Usage | None:
+        """What the run spent as its output reported it so far: partial (``final`` False) until
+        the vendor's end-of-run figures were read. None when nothing was reported (the
+        default)."""
         return None
 
     @property

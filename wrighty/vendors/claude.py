@@ -11,6 +11,13 @@
   failed result's text is read for a reset too (an epoch after "usage limit reached|" from
   Claude Code 1.0.x, a dated time with a zone, a wait in words); "resets 3:46pm (UTC)" has no
   date and is not read. `api_retry` delays are the CLI's own waits between its retries.
+- Usage: the `result` record's `usage` (`input_tokens`, `output_tokens`,
+  `cache_read_input_tokens`, `cache_creation_input_tokens`), `total_cost_usd`, the names in
+  `modelUsage`, `num_turns` and `duration_api_ms` are the run's totals (final). Before it, each
+  assistant record carries its message's `message.usage` as `message_start` reported it: every
+  content block of one message repeats it (same `message.id`), and its `output_tokens` is the
+  start's count (usually 1), not the final one. So the partial usage counts each message id
+  once, taking the largest count seen per field.
 - The transcript is `<$CLAUDE_CONFIG_DIR or ~/.claude>/projects/<folder>/<session id>.jsonl`,
   where the folder is the workspace's real path with every character other than an ASCII letter
   or digit replaced by '-' (one per UTF-16 unit, as the CLI is JavaScript), cut to 200
@@ -27,17 +34,21 @@ from wrighty.domain.classify import Classification
 from wrighty.domain.model import Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.retry import ResetHint
+from wrighty.domain.usage import Usage
 from wrighty.vendors.base import (
     PermissionFlags,
     Reader,
     Vendor,
     checked_session_id,
+    cost_of,
+    count_of,
     failed_with_text,
     hint_in_text,
     home_dir,
     inside,
     int_of,
     json_record,
+    model_names,
     moment_of_epoch,
     no_terminal_record,
     status_class,
@@ -84,6 +95,35 @@ def _base36(number: int) -> str:
             return digits
 
 
+# The partial usage keeps the counts of this many recent message ids (their records may
+# interleave, a subagent's with its parent's); older ones are folded into a sum.
+_OPEN_MESSAGES = 32
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+_Counts = tuple[int, int, int, int]
+
+
+def _counts(usage: Any) -> _Counts | None:
+    """A Messages API `usage` object's four token counts (0 for one absent or odd)."""
+    if not isinstance(usage, dict):
+        return None
+    found = [count_of(usage.get(name)) for name in _USAGE_FIELDS]
+    return (found[0] or 0, found[1] or 0, found[2] or 0, found[3] or 0)
+
+
+def _add(first: _Counts, second: _Counts) -> _Counts:
+    return (
+        first[0] + second[0],
+        first[1] + second[1],
+        first[2] + second[2],
+        first[3] + second[3],
+    )
+
+
 _AGENT_FAILURES = ("error_max_turns", "error_max_budget_usd", "error_max_structured_output_retries")
 
 
@@ -99,9 +139,30 @@ class ClaudeReader(Reader):
         self.text = ""  # the result text, or its `errors`
         self.hint: ResetHint | None = None  # the last reset reported
         self.answered = False  # an assistant message that is model output
+        # Partial usage: the counts of recent message ids, the sum of older ones, the models.
+        self.open_messages: dict[str, _Counts] = {}
+        self.closed_counts: _Counts = (0, 0, 0, 0)
+        self.models: tuple[str, ...] = ()
+        self.final_usage: Usage | None = None  # from the result record
 
     def reset_hint(self) -> ResetHint | None:
         return self.hint
+
+    def usage(self) -> Usage | None:
+        if self.final_usage is not None:
+            return self.final_usage
+        if not self.open_messages and self.closed_counts == (0, 0, 0, 0) and not self.models:
+            return None
+        total = self.closed_counts
+        for counts in self.open_messages.values():
+            total = _add(total, counts)
+        return Usage(
+            input_tokens=total[0],
+            output_tokens=total[1],
+            cache_read_tokens=total[2],
+            cache_write_tokens=total[3],
+            models=self.models,
+        )
 
     @property
     def provider_answered(self) -> bool:
@@ -120,6 +181,7 @@ class ClaudeReader(Reader):
         if kind == "assistant":
             self.error_code = text_of(record.get("error")) or self.error_code
             self.answered = self.answered or _model_output(record)
+            self._message_usage(record.get("message"))
         elif kind == "rate_limit_event":
             self._rate_limit(record.get("rate_limit_info"))
         elif kind == "result":
@@ -137,6 +199,51 @@ class ClaudeReader(Reader):
             self.text = text_of(record.get("result")) or listed[:2000]
             if self.is_error:
                 self.hint = hint_in_text(self.text, "result text") or self.hint
+            self._result_usage(record)
+
+    def _message_usage(self, message: Any) -> None:
+        """An assistant record's message: its usage, counted once per message id."""
+        if not isinstance(message, dict):
+            return
+        model = message.get("model")
+        if model != "<synthetic>":
+            self.models = model_names(*self.models, model)
+        counts = _counts(message.get("usage"))
+        message_id = message.get("id")
+        if counts is None or not isinstance(message_id, str) or not message_id:
+            return
+        message_id = message_id[:200]
+        seen = self.open_messages.pop(message_id, None)
+        if seen is not None:
+            counts = (
+                max(seen[0], counts[0]),
+                max(seen[1], counts[1]),
+                max(seen[2], counts[2]),
+                max(seen[3], counts[3]),
+            )
+        self.open_messages[message_id] = counts  # now the most recent
+        if len(self.open_messages) > _OPEN_MESSAGES:
+            oldest = next(iter(self.open_messages))
+            self.closed_counts = _add(self.closed_counts, self.open_messages.pop(oldest))
+
+    def _result_usage(self, record: dict[str, Any]) -> None:
+        """The result's totals, which replace the partial usage."""
+        counts = _counts(record.get("usage"))
+        if counts is None:
+            return
+        model_usage = record.get("modelUsage")
+        models = model_names(*model_usage) if isinstance(model_usage, dict) else ()
+        self.final_usage = Usage(
+            input_tokens=counts[0],
+            output_tokens=counts[1],
+            cache_read_tokens=counts[2],
+            cache_write_tokens=counts[3],
+            cost_usd=cost_of(record.get("total_cost_usd")),
+            models=models or self.models,
+            turns=count_of(record.get("num_turns")),
+            api_ms=count_of(record.get("duration_api_ms")),
+            final=True,
+        )
 
     def _rate_limit(self, info: Any) -> None:
         """A `rate_limit_event`: a rejected limit that is not covered by overage names its

@@ -9,6 +9,12 @@
   `rate_limits`, no retry-after); only the text of `error` and `turn.failed` is read for one,
   such as OpenAI's "Please try again in 11.054s". Its usage-limit text "Try again at 2:47 PM."
   is in the CLI's local time without a date or a zone, and is not read.
+- Usage: each `turn.completed` carries its turn's `usage`: `input_tokens` (which includes the
+  cached ones, as OpenAI counts), `cached_input_tokens`, `cache_write_input_tokens`,
+  `output_tokens` (which includes `reasoning_output_tokens`). They are summed over the run's
+  turns; input is read as `input_tokens` less `cached_input_tokens`. No cost, models, turn count
+  or API time are printed. Final means the run's last turn event is a `turn.completed` (a `codex
+  exec` runs one turn); a turn started or failed after it leaves the usage partial.
 - The provider answered once an `item.*` event carries an item other than an `error` item.
 - The transcript is a rollout file under `<$CODEX_HOME or ~/.codex>/sessions/`, whose name ends
   in the session id and whose first record (`session_meta`) carries the same id.
@@ -23,11 +29,13 @@ from wrighty.domain.classify import Classification
 from wrighty.domain.model import Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.retry import ResetHint
+from wrighty.domain.usage import Usage
 from wrighty.vendors.base import (
     PermissionFlags,
     Reader,
     Vendor,
     checked_session_id,
+    count_of,
     failed_with_text,
     hint_in_text,
     home_dir,
@@ -50,9 +58,22 @@ class CodexReader(Reader):
         self.last_error: str | None = None  # the last `error` event's message
         self.hint: ResetHint | None = None  # the last reset an error message named
         self.answered = False  # an item of model output was seen
+        self.summed: Usage | None = None  # the usage of the completed turns
+        self.last_turn_completed = False
 
     def reset_hint(self) -> ResetHint | None:
         return self.hint
+
+    def usage(self) -> Usage | None:
+        if self.summed is None:
+            return None
+        return Usage(
+            input_tokens=self.summed.input_tokens,
+            output_tokens=self.summed.output_tokens,
+            cache_read_tokens=self.summed.cache_read_tokens,
+            cache_write_tokens=self.summed.cache_write_tokens,
+            final=self.last_turn_completed,
+        )
 
     @property
     def provider_answered(self) -> bool:
@@ -69,7 +90,12 @@ class CodexReader(Reader):
             self.session_id = text_of(record.get("thread_id"))
         elif kind == "turn.completed":
             self.completed = True
+            self.last_turn_completed = True
+            self._turn_usage(record.get("usage"))
+        elif kind == "turn.started":
+            self.last_turn_completed = False
         elif kind == "turn.failed":
+            self.last_turn_completed = False
             error = record.get("error")
             message = text_of(error.get("message")) if isinstance(error, dict) else None
             self.failure = message or "turn failed"
@@ -81,6 +107,19 @@ class CodexReader(Reader):
         elif kind in _ITEM_EVENTS and not self.answered:
             item = record.get("item")
             self.answered = isinstance(item, dict) and item.get("type") not in (None, "error")
+
+    def _turn_usage(self, usage: object) -> None:
+        if not isinstance(usage, dict):
+            return
+        total_input = count_of(usage.get("input_tokens")) or 0
+        cached = count_of(usage.get("cached_input_tokens")) or 0
+        turn = Usage(
+            input_tokens=max(0, total_input - cached),
+            output_tokens=count_of(usage.get("output_tokens")) or 0,
+            cache_read_tokens=cached,
+            cache_write_tokens=count_of(usage.get("cache_write_input_tokens")) or 0,
+        )
+        self.summed = turn if self.summed is None else self.summed + turn
 
     def classify(self, exit_code: int | None) -> Classification:
         if self.failure is not None:

@@ -11,6 +11,13 @@
 - Reset signals: the error message, which carries Google's own text ("Please retry in 23.5s",
   "Your quota will reset after 8h44m7s") and the CLI's "Suggested retry after 23s" (from the
   error's `RetryInfo.retryDelay`, or 60s for a per-minute quota). A daily quota names none.
+- Usage: the `result` event's `stats`, summed over the CLI's API calls: `input_tokens` (the
+  prompt, cached part included), `cached`, `input` (the prompt less the cached part),
+  `output_tokens` (the candidates), `total_tokens`, and the same per model under `models`.
+  wrighty reads `input` (or `input_tokens` less `cached`), `cached` as cache reads,
+  `output_tokens`, and the model names. Thought and tool-use prompt tokens are printed only
+  inside `total_tokens` and are not read; no cost, turn count or API time is printed. Nothing
+  before the result reports usage, so a run killed early has none.
 - The provider answered once an assistant `message` with text, or a `tool_use`, was printed.
 - The transcript is `<$GEMINI_CLI_HOME or ~>/.gemini/tmp/<project>/chats/session-<time>-<first
   8 characters of the id>.jsonl`, whose first record names the session and the workspace's
@@ -29,17 +36,20 @@ from wrighty.domain.classify import Classification
 from wrighty.domain.model import Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.retry import ResetHint
+from wrighty.domain.usage import Usage
 from wrighty.vendors.base import (
     PermissionFlags,
     Reader,
     Vendor,
     VendorError,
     checked_session_id,
+    count_of,
     failed_with_text,
     hint_in_text,
     home_dir,
     inside,
     json_record,
+    model_names,
     no_terminal_record,
     status_class,
     text_of,
@@ -67,9 +77,13 @@ class GeminiReader(Reader):
         self.error: str | None = None  # the last error message seen (result or error event)
         self.hint: ResetHint | None = None  # the last reset an error message named
         self.answered = False  # model text or a tool call was printed
+        self.final_usage: Usage | None = None  # from the result event's stats
 
     def reset_hint(self) -> ResetHint | None:
         return self.hint
+
+    def usage(self) -> Usage | None:
+        return self.final_usage
 
     @property
     def provider_answered(self) -> bool:
@@ -94,6 +108,7 @@ class GeminiReader(Reader):
             self.hint = hint_in_text(message, where) or self.hint
         if kind == "result":
             self.status = text_of(record.get("status")) or "unknown"
+            self.final_usage = _stats_usage(record.get("stats")) or self.final_usage
         elif kind == "error":
             message = text_of(record.get("message"))
             self.error = message or self.error
@@ -133,6 +148,28 @@ class GeminiReader(Reader):
         ):
             return None
         return status_class(exit_code + 256)
+
+
+def _stats_usage(stats: Any) -> Usage | None:
+    """The usage in a result event's ``stats``; None when it holds no token counts."""
+    if not isinstance(stats, dict):
+        return None
+    prompt = count_of(stats.get("input_tokens"))
+    cached = count_of(stats.get("cached"))
+    uncached = count_of(stats.get("input"))
+    output = count_of(stats.get("output_tokens"))
+    if prompt is None and uncached is None and output is None:
+        return None
+    if uncached is None:
+        uncached = max(0, (prompt or 0) - (cached or 0))
+    models = stats.get("models")
+    return Usage(
+        input_tokens=uncached,
+        output_tokens=output or 0,
+        cache_read_tokens=cached or 0,
+        models=model_names(*models) if isinstance(models, dict) else (),
+        final=True,
+    )
 
 
 def _model_output(record: dict[str, Any]) -> bool:
