@@ -67,18 +67,23 @@ def _sse(data: dict[str, Any]) -> str:
     return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n"
 
 
-def stream_body(reply: str, model: str) -> bytes:
-    """The server-sent events of one successful text answer, ending the turn."""
-    message: dict[str, Any] = {
-        "id": "msg_1",
+def _message(message_id: str, model: str, usage: dict[str, Any]) -> dict[str, Any]:
+    """A streamed answer's opening message, before any content."""
+    return {
+        "id": message_id,
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": 5, "output_tokens": 1},
+        "usage": usage,
     }
+
+
+def stream_body(reply: str, model: str) -> bytes:
+    """The server-sent events of one successful text answer, ending the turn."""
+    message = _message("msg_1", model, {"input_tokens": 5, "output_tokens": 1})
     text_block = {"type": "text", "text": ""}
     text_delta = {"type": "text_delta", "text": reply}
     events: list[dict[str, Any]] = [
@@ -100,16 +105,9 @@ def usage_stream_body(model: str, *, second: bool) -> bytes:
     """The server-sent events of one answer of the "usage" mode: with ``second`` False, text
     and a call of TOOL_CALL (two content blocks of one message), else text ending the turn."""
     counts = USAGE_TURNS[1 if second else 0]
-    message: dict[str, Any] = {
-        "id": "msg_usage_2" if second else "msg_usage_1",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {**counts, "output_tokens": 1},
-    }
+    message = _message(
+        "msg_usage_2" if second else "msg_usage_1", model, {**counts, "output_tokens": 1}
+    )
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": message},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},

@@ -589,15 +589,21 @@ def test_claude_prints_its_usage_limits_reset_only_when_logged_in_to_a_subscript
         assert b"rate_limit_event" not in ran.stdout
 
 
-@pytest.mark.slow
-def test_codex_reads_openais_try_again_in_from_a_rate_limited_stream(tmp_path: Path) -> None:
+def run_codex(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[bytes]:
+    """`codex exec --json` against a fake OpenAI provider answering as ``mode`` says."""
     home, work = dirs(tmp_path)
     (home / ".codex").mkdir()
-    with OpenAIProvider("stream-rate") as openai:
+    with OpenAIProvider(mode) as openai:
         env = private_env(home, CODEX_API_KEY="sk-fake", CODEX_HOME=str(home / ".codex"))
         argv = [str(vendor_cli("codex")), "exec", "--json", "--skip-git-repo-check"]
         ran = run_cli([*argv, *codex_provider_args(openai.url), "-"], work, env)
         assert openai.requests, "the CLI never reached the provider"
+    return ran
+
+
+@pytest.mark.slow
+def test_codex_reads_openais_try_again_in_from_a_rate_limited_stream(tmp_path: Path) -> None:
+    ran = run_codex(tmp_path, "stream-rate")
     reader = read("codex", ran.stdout)
     assert reader.classify(ran.returncode).outcome_class is OutcomeClass.RATE_LIMITED
     # RATE_MESSAGE ends "Please try again in 2s."

@@ -18,9 +18,8 @@ from tests.vendors import gemini_provider, openai_provider
 from tests.vendors import provider as anthropic
 from tests.vendors.conftest import vendor_cli
 from tests.vendors.gemini_provider import GeminiProvider, gemini_settings
-from tests.vendors.openai_provider import OpenAIProvider, codex_provider_args
 from tests.vendors.provider import Provider
-from tests.vendors.test_reset_hints import dirs, private_env, run_cli
+from tests.vendors.test_reset_hints import dirs, private_env, run_cli, run_codex
 from wrighty.domain.usage import Usage
 from wrighty.vendors import VENDORS
 from wrighty.vendors.base import MAX_COUNT, Reader
@@ -369,13 +368,7 @@ def test_claude_reports_the_counts_the_provider_sent(tmp_path: Path, provider: P
 
 @pytest.mark.slow
 def test_codex_reports_the_counts_the_provider_sent(tmp_path: Path) -> None:
-    home, work = dirs(tmp_path)
-    (home / ".codex").mkdir()
-    with OpenAIProvider("usage") as openai:
-        env = private_env(home, CODEX_API_KEY="sk-fake", CODEX_HOME=str(home / ".codex"))
-        argv = [str(vendor_cli("codex")), "exec", "--json", "--skip-git-repo-check"]
-        ran = run_cli([*argv, *codex_provider_args(openai.url), "-"], work, env)
-        assert openai.requests, "the CLI never reached the provider"
+    ran = run_codex(tmp_path, "usage")
     sent = openai_provider.USAGE
     cached = sent["input_tokens_details"]["cached_tokens"]
     assert read("codex", ran.stdout).usage() == Usage(
