@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from wrighty.domain.decisions import USAGE_CLASSES, USAGE_RETRY_FRESH
 from wrighty.domain.health import oldest_wait_seconds
 from wrighty.domain.model import Change, Event, Item, Run, Session
 from wrighty.domain.outcomes import OutcomeClass
@@ -103,9 +104,6 @@ def reaped_json(change: Change) -> dict[str, Any]:
 
 
 CRASH_CLASSES = frozenset({OutcomeClass.PROCESS_CRASH})
-# As domain/decisions.USAGE_CLASSES and the reason codes a usage retry waits with.
-USAGE_CLASSES = frozenset({OutcomeClass.RATE_LIMITED, OutcomeClass.PROVIDER_UNAVAILABLE})
-USAGE_RETRY_CODES = frozenset({"rate-limited", "provider-unavailable", "usage-retry-fresh"})
 
 
 def _retry_json(
@@ -153,10 +151,14 @@ def crash_retry_json(detail: ItemDetail, max_attempts: int | None) -> dict[str, 
     }
 
 
+# The reason codes a usage retry waits with (domain/decisions._after_usage).
+_USAGE_RETRY_CODES = frozenset({*(cls.value for cls in USAGE_CLASSES), USAGE_RETRY_FRESH})
+
+
 def usage_retry_json(detail: ItemDetail, max_attempts: int | None) -> dict[str, Any] | None:
     """Where the item stands under worker.usageFailure; None when no provider refused it."""
     found = _retry_json(
-        detail, detail.item.usage_retries, USAGE_CLASSES, USAGE_RETRY_CODES, max_attempts
+        detail, detail.item.usage_retries, USAGE_CLASSES, _USAGE_RETRY_CODES, max_attempts
     )
     if found is None:
         return None

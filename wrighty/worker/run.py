@@ -444,8 +444,8 @@ class ClaimRun:
         self._move_circuit(change, OutcomeClass.INTERNAL_ERROR)
         self._write_settlement(change, self.run_id)
 
-    def _write_settlement(self, change: Change, run_id: str | None) -> bool:
-        return write_settlement(self._store, change, run_id, self._emit)
+    def _write_settlement(self, change: Change, run_id: str | None) -> None:
+        write_settlement(self._store, change, run_id, self._emit)
 
     def _claim_lost(self, claimed: Item, **fields: Any) -> None:
         claim_lost(self._emit, claimed, **fields)
@@ -465,13 +465,12 @@ class TransitionWriter(Protocol):
 
 def write_settlement(
     store: TransitionWriter, change: Change, run_id: str | None, emit: Emit
-) -> bool:
-    """Write a claim's settlement and say so; if the claim had moved on, say that instead.
-    Whether it landed."""
+) -> None:
+    """Write a claim's settlement and say so; if the claim had moved on, say that instead."""
     claimed, after = change.before, change.after
     if not store.write_transition(change):
         claim_lost(emit, claimed, reason="fenced")
-        return False
+        return
     emit(
         "settled",
         item_id=claimed.id,
@@ -489,7 +488,6 @@ def write_settlement(
             not_before=rfc3339(after.not_before),
             reason_code=after.reason_code,
         )
-    return True
 
 
 # The event's old name (docs/worker.md): it fired for a fenced claim too, not only when a heartbeat
