@@ -12,17 +12,21 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, time, tzinfo
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from wrighty.domain.budgets import Budgets
 from wrighty.domain.durations import (
     MAX_ITEM_TIMEOUT_SECONDS,
     MAX_QUEUE_WAIT_SECONDS,
     MAX_WORKER_AGE_SECONDS,
 )
+from wrighty.domain.usage import Limit, Price
 from wrighty.errors import ConfigError, StoreError
 from wrighty.inputs import MIB, InputError, read_text_file
 
@@ -205,6 +209,61 @@ class StatusSettings(_Section):
     )
 
 
+MAX_BUDGET_USD = 1_000_000  # a bound for typos, not a spending policy
+MAX_BUDGET_TOKENS = 10**12
+MAX_PRICE_PER_MTOK = 10_000
+
+
+class BudgetLimit(_Section):
+    """A budget's bounds; either or both. A run's spend counts every token kind."""
+
+    max_cost_usd: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_BUDGET_USD,
+        description="Spend at most this many US dollars (the vendor's reported cost, or the "
+        "estimate from `pricing`; a run whose cost is unknown counts only its tokens).",
+    )
+    max_tokens: int | None = Field(
+        None,
+        gt=0,
+        le=MAX_BUDGET_TOKENS,
+        description="Spend at most this many tokens: input, output, cache read and write.",
+    )
+
+
+class BudgetSettings(_Section):
+    per_item: BudgetLimit = Field(
+        default_factory=BudgetLimit,
+        description="Each item's budget across all its runs; `create --max-cost-usd` / "
+        "`--max-tokens` override it for one item. Past it, the run is stopped and the item "
+        "goes to needs-attention (budget-exceeded) with its session kept.",
+    )
+    per_day: dict[str, BudgetLimit] = Field(
+        default_factory=dict,
+        description="Each agent's budget per day, keyed by agent name; \"*\" for every agent "
+        "without an entry of its own (each agent counted separately). A spent budget holds "
+        "the agent's items queued until the next day.",
+    )
+    day_starts_at: str = Field(
+        "00:00",
+        pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$",
+        description="When a budget day begins, as HH:MM in timeZone.",
+    )
+    time_zone: str = Field(
+        "UTC", description="The IANA time zone of dayStartsAt, such as Europe/Berlin."
+    )
+
+
+class ModelPrice(_Section):
+    """US dollars per million tokens of each kind."""
+
+    input_per_mtok: float = Field(..., ge=0, le=MAX_PRICE_PER_MTOK)
+    output_per_mtok: float = Field(..., ge=0, le=MAX_PRICE_PER_MTOK)
+    cache_read_per_mtok: float = Field(0, ge=0, le=MAX_PRICE_PER_MTOK)
+    cache_write_per_mtok: float = Field(0, ge=0, le=MAX_PRICE_PER_MTOK)
+
+
 class AgentSettings(_Section):
     adapter: Literal["claude", "codex", "gemini", "command"] | None = Field(
         None, description="Which adapter runs this agent; defaults to the agent's name."
@@ -255,6 +314,14 @@ class WrightyConfig(_Section):
         default_factory=dict,
         description="Per-agent settings, keyed by the name items use.",
         json_schema_extra={"propertyNames": {"pattern": AGENT_NAME_PATTERN}},
+    )
+    budgets: BudgetSettings = Field(default_factory=BudgetSettings)
+    pricing: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="Estimated prices by model name (\"*\" for any other), for runs whose "
+        "vendor reports no cost; such costs are labelled estimated. wrighty ships no price "
+        "list: prices change.",
+        json_schema_extra={"propertyNames": {"minLength": 1, "maxLength": 200}},
     )
 
     def agent_names(self) -> list[str]:
@@ -648,6 +715,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
                 )
                 if value is not None
             )
+    problems.extend(_budget_problems(config))
     if worker.default_agent not in config.agent_names():
         problems.append(
             Problem(
@@ -657,3 +725,55 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
             )
         )
     return problems
+
+
+def _budget_problems(config: WrightyConfig) -> list[Problem]:
+    problems: list[Problem] = []
+    known = set(config.agent_names()) | {"*"}
+    problems.extend(
+        Problem(
+            json_path("budgets", "perDay", name),
+            f"unknown agent {name!r} (known: {', '.join(config.agent_names())}, or \"*\")",
+        )
+        for name in config.budgets.per_day
+        if name not in known
+    )
+    try:
+        zone_named(config.budgets.time_zone)
+    except ValueError as error:
+        problems.append(Problem("budgets.timeZone", str(error)))
+    return problems
+
+
+def zone_named(name: str) -> tzinfo:
+    """The IANA zone ``name`` (ValueError, saying so, when this machine knows none)."""
+    if name == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValueError(f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin)")
+
+
+def budgets_of(config: WrightyConfig) -> Budgets:
+    """The budgets wrighty.json sets, as the domain reads them (after validation)."""
+    settings = config.budgets
+    hour, minute = (int(part) for part in settings.day_starts_at.split(":"))
+    return Budgets(
+        per_item=_limit(settings.per_item),
+        per_day={name: _limit(limit) for name, limit in settings.per_day.items()},
+        day_starts_at=time(hour, minute),
+        time_zone=zone_named(settings.time_zone),
+    )
+
+
+def _limit(settings: BudgetLimit) -> Limit:
+    return Limit(settings.max_cost_usd, settings.max_tokens)
+
+
+def pricing_of(config: WrightyConfig) -> dict[str, Price]:
+    return {
+        model: Price(p.input_per_mtok, p.output_per_mtok, p.cache_read_per_mtok,
+                     p.cache_write_per_mtok)
+        for model, p in config.pricing.items()
+    }  # fmt: skip

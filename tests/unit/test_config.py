@@ -230,7 +230,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"color": "blue"},
             "color: unknown key (allowed here: $schema, schemaVersion, store, worker, status, "
-            "agents)",
+            "agents, budgets, pricing)",
         ),
         (
             {"agents": {"helper": {}}},

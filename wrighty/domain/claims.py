@@ -18,6 +18,7 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import transition
+from wrighty.domain.usage import Limit
 from wrighty.errors import IllegalTransitionError
 
 CLAIMABLE_STATES = frozenset({ItemState.QUEUED, ItemState.RETRY_SCHEDULED})
@@ -71,6 +72,15 @@ class ClaimRequest:
     default_agent: str
     item_id: int | None = None
     agent: str | None = None
+    # The agent's period budget: nothing is claimed while its runs started since ``since``
+    # spent ``limit`` (checked in the claim's transaction).
+    budget: PeriodBudget | None = None
+
+
+@dataclass(frozen=True)
+class PeriodBudget:
+    since: datetime
+    limit: Limit
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ class StopReason(StrEnum):
     CANCELLED = "cancelled"
     FENCED = "fenced"
     SHUTDOWN = "shutdown"
+    BUDGET = "budget"  # the run's spend passed its item's (or its agent's period) budget
 
 
 class AgentReport(StrEnum):
@@ -53,6 +54,7 @@ _STOP_CLASSES = {
     StopReason.TIMEOUT: OutcomeClass.TIMEOUT,
     StopReason.CANCELLED: OutcomeClass.CANCELLED,
     StopReason.FENCED: OutcomeClass.FENCED,
+    StopReason.BUDGET: OutcomeClass.BUDGET_EXCEEDED,
     # A worker shutdown is not the agent's fault and not a crash: nothing to classify yet.
     StopReason.SHUTDOWN: OutcomeClass.UNKNOWN,
 }

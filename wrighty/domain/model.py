@@ -8,6 +8,7 @@ from typing import Literal
 
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
+from wrighty.domain.usage import Usage
 
 MAX_TITLE_LENGTH = 200
 MAX_BODY_BYTES = 1024 * 1024  # a task longer than 1 MiB belongs in a file in the workspace
@@ -28,6 +29,8 @@ class NewItem:
     timeout_seconds: float | None
     workspace: str | None
     initial_state: ItemState
+    max_cost_usd: float | None = None  # the item's own budget (create --max-cost-usd)
+    max_tokens: int | None = None  # (create --max-tokens)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class Item:
     claimed_at: datetime | None = None
     renew_deadline: datetime | None = None
     usage_retries: int = 0  # worker.usageFailure's, beside crash_retries and requeues
+    max_cost_usd: float | None = None  # the item's own budget, over budgets.perItem's
+    max_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,8 @@ class Run:
     diagnostic: str | None
     agent_report: str | None = None
     agent_reason: str | None = None
+    agent: str | None = None  # the agent that ran (None: recorded before the ledger)
+    usage: Usage | None = None  # what the vendor reported (None: nothing yet)
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,7 @@ class NewRun:
     started_at: datetime
     session_id: str | None
     claim_token: str | None = None
+    agent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,7 @@ class RunEnd:
     exit_code: int | None = None
     signal: int | None = None
     diagnostic: str | None = None
+    usage: Usage | None = None  # the run's usage as last read (None: leave what is recorded)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ class OutcomeClass(StrEnum):
     CONTEXT_LIMIT = "context-limit"
     RATE_LIMITED = "rate-limited"
     PROVIDER_UNAVAILABLE = "provider-unavailable"
+    BUDGET_EXCEEDED = "budget-exceeded"
     WORKER_LOST = "worker-lost"
     START_FAILED = "start-failed"
     INTERNAL_ERROR = "internal-error"

@@ -17,6 +17,7 @@ from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
 from wrighty.domain.health import QueueFigures, WorkerRow
 from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, Session
 from wrighty.domain.states import ItemState
+from wrighty.domain.usage import LedgerEntry, Usage
 
 
 class Store(Protocol):
@@ -96,6 +97,31 @@ class Store(Protocol):
         ...
 
     def get_run(self, run_id: str) -> Run | None: ...
+
+    # -- the usage ledger -------------------------------------------------------------------
+
+    def record_usage(self, claimed: Item, run_id: str, usage: Usage) -> bool:
+        """Record the open run's usage as last read (replacing what it had) under the claim;
+        False, having changed nothing, if the claim is lost or the run ended."""
+        ...
+
+    def report_usage(self, run_id: str, *, claim_token: str, usage: Usage) -> bool:
+        """`wrighty report-usage` from inside a run: the run's usage so far (replacing what it
+        had); False unless the run's claim is still held and the token is that run's."""
+        ...
+
+    def list_ledger(
+        self, *, default_agent: str, since: datetime | None = None, item_id: int | None = None
+    ) -> list[LedgerEntry]:
+        """Every run's usage, oldest first: runs started at or after ``since``, of one item,
+        or all; a run recorded before the ledger counts for its item's agent (or the
+        default)."""
+        ...
+
+    def agent_spend(self, agent: str, *, since: datetime) -> Usage:
+        """What ``agent``'s runs started at or after ``since`` spent (tokens and cost only),
+        as ``acquire`` reads it for a period budget."""
+        ...
 
     # -- health -----------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, RunE
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import creation_event
+from wrighty.domain.usage import LedgerEntry, Usage
 from wrighty.store.sqlfiles import migrations, read_sql
 
 
@@ -132,6 +133,8 @@ class SqlStore(ABC):
                     "state": new.initial_state.value,
                     "queued_at": to_db_time(at) if new.initial_state is ItemState.QUEUED else None,
                     "created_at": to_db_time(at),
+                    "max_cost_usd": new.max_cost_usd,
+                    "max_tokens": new.max_tokens,
                 },
             )
             item_id = int(cursor.fetchone()["id"])
@@ -207,6 +210,11 @@ class SqlStore(ABC):
             "default_agent": request.default_agent,
         }
         with self._write() as tx:
+            budget = request.budget
+            if budget is not None and request.agent is not None:
+                spent = self._agent_spend(tx, request.agent, budget.since)
+                if spent.over(budget.limit):
+                    return None  # the agent's period budget is spent: nothing launches
             for query in ("select_next_due_retry", "select_next_queued"):
                 row = tx.run(query, params).fetchone()
                 if row is not None:
@@ -217,6 +225,20 @@ class SqlStore(ABC):
                     self._apply(tx, change)
                     return Claim(change.after, item.state, _claimed_session(row), item.reason_code)
         return None
+
+    @staticmethod
+    def _agent_spend(tx: Tx, agent: str, since: datetime) -> Usage:
+        row = tx.run("select_agent_spend", {"agent": agent, "since": to_db_time(since)}).fetchone()
+        cost = row["cost_usd"]
+        return Usage(
+            input_tokens=int(row["tokens"]),  # the period check needs only the sum
+            cost_usd=None if cost is None else float(cost),
+            cost_source=None if cost is None else ("estimated" if row["estimated"] else "reported"),
+        )
+
+    def agent_spend(self, agent: str, *, since: datetime) -> Usage:
+        with self._snapshot() as tx:
+            return self._agent_spend(tx, agent, since)
 
     def renew(self, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
         guard = {
@@ -250,6 +272,7 @@ class SqlStore(ABC):
                     "started_at": to_db_time(run.started_at),
                     "session_id": run.session_id,
                     "claim_token": run.claim_token,
+                    "agent": run.agent,
                 },
             )
             rows = cursor.fetchall()  # every row, so that the statement is done
@@ -282,6 +305,40 @@ class SqlStore(ABC):
                 {"run_id": run_id, "claim_token": claim_token, "report": report, "reason": reason},
             )
         return cursor.rowcount == 1
+
+    def record_usage(self, claimed: Item, run_id: str, usage: Usage) -> bool:
+        with self._write() as tx:
+            cursor = tx.run(
+                "record_usage_guarded",
+                {**_claim_guard(claimed), "run_id": run_id, **_usage_params(usage)},
+            )
+        return cursor.rowcount == 1
+
+    def report_usage(self, run_id: str, *, claim_token: str, usage: Usage) -> bool:
+        with self._write() as tx:
+            cursor = tx.run(
+                "report_usage_guarded",
+                {"run_id": run_id, "claim_token": claim_token, **_usage_params(usage)},
+            )
+        return cursor.rowcount == 1
+
+    def list_ledger(
+        self, *, default_agent: str, since: datetime | None = None, item_id: int | None = None
+    ) -> list[LedgerEntry]:
+        rows = self._rows(
+            "select_ledger",
+            {"since": to_db_time(since), "item_id": item_id, "default_agent": default_agent},
+        )
+        return [
+            LedgerEntry(
+                run_id=row["run_id"],
+                item_id=row["item_id"],
+                agent=row["agent"],
+                started_at=_required_time(row["started_at"]),
+                usage=_usage_from_row(row) or Usage(),
+            )
+            for row in rows
+        ]
 
     def get_run(self, run_id: str) -> Run | None:
         rows = self._rows("select_run", {"run_id": run_id})
@@ -441,7 +498,45 @@ def _run_end_params(end: RunEnd, item_id: int, generation: int) -> dict[str, Any
         "exit_code": end.exit_code,
         "signal": end.signal,
         "diagnostic": end.diagnostic,
+        **_usage_params(end.usage),
     }
+
+
+def _usage_params(usage: Usage | None) -> dict[str, Any]:
+    """The ledger columns of a run (``has_usage`` False: leave those recorded)."""
+    known = usage or Usage()
+    return {
+        "has_usage": usage is not None,
+        "usage": None if usage is None else ("final" if usage.final else "partial"),
+        "input_tokens": known.input_tokens,
+        "output_tokens": known.output_tokens,
+        "cache_read_tokens": known.cache_read_tokens,
+        "cache_write_tokens": known.cache_write_tokens,
+        "cost_usd": known.cost_usd,
+        "cost_source": known.cost_source if known.cost_usd is not None else None,
+        "models": json.dumps(list(known.models)),
+        "turns": known.turns,
+        "api_ms": known.api_ms,
+    }
+
+
+def _usage_from_row(row: Any) -> Usage | None:
+    if row["usage"] is None:
+        return None
+    models = json.loads(row["models"] or "[]")
+    cost = row["cost_usd"]
+    return Usage(
+        input_tokens=int(row["input_tokens"]),
+        output_tokens=int(row["output_tokens"]),
+        cache_read_tokens=int(row["cache_read_tokens"]),
+        cache_write_tokens=int(row["cache_write_tokens"]),
+        cost_usd=None if cost is None else float(cost),
+        models=tuple(str(m) for m in models) if isinstance(models, list) else (),
+        turns=row["turns"],
+        api_ms=row["api_ms"],
+        final=row["usage"] == "final",
+        cost_source=row["cost_source"],
+    )
 
 
 # -- rows -------------------------------------------------------------------------------------
@@ -511,6 +606,8 @@ def _item_from_row(row: Any) -> Item:
         crash_retries=row["crash_retries"],
         usage_retries=row["usage_retries"],
         requeues=row["requeues"],
+        max_cost_usd=row["max_cost_usd"],
+        max_tokens=row["max_tokens"],
         created_at=_required_time(row["created_at"]),
         updated_at=_required_time(row["updated_at"]),
         claimed_at=from_db_time(row["claimed_at"]),
@@ -533,6 +630,8 @@ def _item_mutable_params(item: Item) -> dict[str, Any]:
         "crash_retries": item.crash_retries,
         "usage_retries": item.usage_retries,
         "requeues": item.requeues,
+        "max_cost_usd": item.max_cost_usd,
+        "max_tokens": item.max_tokens,
         "updated_at": to_db_time(item.updated_at),
         "claimed_at": to_db_time(item.claimed_at),
         "renew_deadline": to_db_time(item.renew_deadline),
@@ -586,6 +685,8 @@ def _run_from_row(row: Any) -> Run:
         diagnostic=row["diagnostic"],
         agent_report=row["agent_report"],
         agent_reason=row["agent_reason"],
+        agent=row["agent"],
+        usage=_usage_from_row(row),
     )
 
 

@@ -124,7 +124,9 @@ def _add(first: _Counts, second: _Counts) -> _Counts:
     )
 
 
-_AGENT_FAILURES = ("error_max_turns", "error_max_budget_usd", "error_max_structured_output_retries")
+_AGENT_FAILURES = ("error_max_turns", "error_max_structured_output_retries")
+# Its own stop at `--max-budget-usd` (wrighty passes the item's remaining budget).
+_BUDGET_STOP = "error_max_budget_usd"
 
 
 class ClaudeReader(Reader):
@@ -269,6 +271,10 @@ class ClaudeReader(Reader):
         found = self._structured_class()
         if found is not None:
             return verdict(found, Confidence.AUTHORITATIVE, f"claude: {self.text}")
+        if self.subtype == _BUDGET_STOP:
+            return verdict(
+                OutcomeClass.BUDGET_EXCEEDED, Confidence.AUTHORITATIVE, f"claude: {self.subtype}"
+            )
         if self.subtype in _AGENT_FAILURES:
             return verdict(
                 OutcomeClass.AGENT_FAILURE, Confidence.AUTHORITATIVE, f"claude: {self.subtype}"

@@ -24,7 +24,9 @@ CREATE TABLE items (
     updated_at       TEXT    NOT NULL,
     claimed_at       TEXT,
     renew_deadline   TEXT,
-    usage_retries    INTEGER NOT NULL DEFAULT 0
+    usage_retries    INTEGER NOT NULL DEFAULT 0,
+    max_cost_usd     DOUBLE PRECISION,
+    max_tokens       BIGINT
 );
 
 -- NULLS FIRST: an unknown queue entry time counts as oldest, as the claim queries order it.
@@ -95,11 +97,23 @@ CREATE TABLE runs (
     diagnostic         TEXT,
     claim_token        TEXT,
     agent_report       TEXT,
-    agent_reason       TEXT
+    agent_reason       TEXT,
+    agent              TEXT,
+    usage              TEXT CHECK (usage IN ('partial', 'final')),
+    input_tokens       BIGINT NOT NULL DEFAULT 0,
+    output_tokens      BIGINT NOT NULL DEFAULT 0,
+    cache_read_tokens  BIGINT NOT NULL DEFAULT 0,
+    cache_write_tokens BIGINT NOT NULL DEFAULT 0,
+    cost_usd           DOUBLE PRECISION,
+    cost_source        TEXT CHECK (cost_source IN ('reported', 'estimated')),
+    models             TEXT NOT NULL DEFAULT '[]',
+    turns              INTEGER,
+    api_ms             INTEGER
 );
 
 CREATE INDEX runs_by_item ON runs (item_id, started_at);
 CREATE INDEX runs_by_claim ON runs (item_id, generation);
+CREATE INDEX runs_by_agent ON runs (agent, started_at);
 
 CREATE TABLE workers (
     worker_id          TEXT PRIMARY KEY,

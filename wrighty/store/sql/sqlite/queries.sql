@@ -2,9 +2,9 @@
 
 -- name: insert_item
 INSERT INTO items (title, body, agent, timeout_seconds, workspace, state, queued_at,
-                   created_at, updated_at)
+                   created_at, updated_at, max_cost_usd, max_tokens)
 VALUES (:title, :body, :agent, :timeout_seconds, :workspace, :state, :queued_at,
-        :created_at, :created_at)
+        :created_at, :created_at, :max_cost_usd, :max_tokens)
 RETURNING id;
 
 -- name: insert_event
@@ -52,6 +52,8 @@ SET state = :state,
     crash_retries = :crash_retries,
     usage_retries = :usage_retries,
     requeues = :requeues,
+    max_cost_usd = :max_cost_usd,
+    max_tokens = :max_tokens,
     updated_at = :updated_at
 WHERE id = :id
   AND state NOT IN ('done', 'cancelled')
@@ -73,7 +75,18 @@ SET ended_at = :ended_at,
     confidence = :confidence,
     exit_code = :exit_code,
     signal = :signal,
-    diagnostic = :diagnostic
+    diagnostic = :diagnostic,
+    -- the usage as last read, when the settlement carries it (the reaper's does not)
+    usage = CASE WHEN :has_usage THEN :usage ELSE usage END,
+    input_tokens = CASE WHEN :has_usage THEN :input_tokens ELSE input_tokens END,
+    output_tokens = CASE WHEN :has_usage THEN :output_tokens ELSE output_tokens END,
+    cache_read_tokens = CASE WHEN :has_usage THEN :cache_read_tokens ELSE cache_read_tokens END,
+    cache_write_tokens = CASE WHEN :has_usage THEN :cache_write_tokens ELSE cache_write_tokens END,
+    cost_usd = CASE WHEN :has_usage THEN :cost_usd ELSE cost_usd END,
+    cost_source = CASE WHEN :has_usage THEN :cost_source ELSE cost_source END,
+    models = CASE WHEN :has_usage THEN :models ELSE models END,
+    turns = CASE WHEN :has_usage THEN :turns ELSE turns END,
+    api_ms = CASE WHEN :has_usage THEN :api_ms ELSE api_ms END
 WHERE item_id = :item_id AND generation = :generation AND ended_at IS NULL;
 
 -- name: select_next_due_retry
@@ -122,10 +135,10 @@ WHERE id = :id AND state = 'running' AND generation = :generation AND claimed_by
 -- name: insert_run_guarded
 -- A run is recorded only under a claim that is still held; the run as recorded.
 INSERT INTO runs (run_id, item_id, generation, attempt, kind, worker_id, installation_id,
-                  started_at, session_id, claim_token)
+                  started_at, session_id, claim_token, agent)
 SELECT :run_id, :item_id, :generation,
        (SELECT count(*) + 1 FROM runs WHERE item_id = :item_id),
-       :kind, :worker_id, :installation_id, :started_at, :session_id, :claim_token
+       :kind, :worker_id, :installation_id, :started_at, :session_id, :claim_token, :agent
 WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
               AND generation = :generation AND claimed_by = :claimed_by)
 RETURNING *;
@@ -275,3 +288,63 @@ SET version = :version,
     updated_at = :updated_at
 WHERE name = :name
   AND version = :expected_version;
+-- name: record_usage_guarded
+-- The open run's usage as its worker last read it, under the claim that runs it.
+UPDATE runs
+SET
+    usage = :usage,
+    input_tokens = :input_tokens,
+    output_tokens = :output_tokens,
+    cache_read_tokens = :cache_read_tokens,
+    cache_write_tokens = :cache_write_tokens,
+    cost_usd = :cost_usd,
+    cost_source = :cost_source,
+    models = :models,
+    turns = :turns,
+    api_ms = :api_ms
+WHERE run_id = :run_id
+  AND item_id = :item_id
+  AND generation = :generation
+  AND ended_at IS NULL
+  AND EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
+              AND generation = :generation AND claimed_by = :claimed_by);
+-- name: report_usage_guarded
+-- `wrighty report-usage` from inside a run: like an agent's report, it lands only while that
+-- run's claim is still held and the token is the run's.
+UPDATE runs
+SET
+    usage = :usage,
+    input_tokens = :input_tokens,
+    output_tokens = :output_tokens,
+    cache_read_tokens = :cache_read_tokens,
+    cache_write_tokens = :cache_write_tokens,
+    cost_usd = :cost_usd,
+    cost_source = :cost_source,
+    models = :models,
+    turns = :turns,
+    api_ms = :api_ms
+WHERE run_id = :run_id
+  AND claim_token = :claim_token
+  AND ended_at IS NULL
+  AND EXISTS (SELECT 1 FROM items WHERE items.id = runs.item_id AND items.state = 'running'
+              AND items.generation = runs.generation AND items.claimed_by = runs.worker_id);
+-- name: select_ledger
+-- Every run's usage (since a time, for one item, or all), with the agent that ran it (an
+-- older run's: its item's agent, or the default).
+SELECT runs.run_id, runs.item_id, runs.started_at,
+       coalesce(runs.agent, items.agent, :default_agent) AS agent,
+       runs.usage, runs.input_tokens, runs.output_tokens, runs.cache_read_tokens, runs.cache_write_tokens, runs.cost_usd, runs.cost_source, runs.models, runs.turns, runs.api_ms
+FROM runs
+JOIN items ON items.id = runs.item_id
+WHERE (:since IS NULL OR runs.started_at >= :since)
+  AND (:item_id IS NULL OR runs.item_id = :item_id)
+ORDER BY runs.started_at, runs.run_id;
+-- name: select_agent_spend
+-- What an agent's runs started since a time spent (the claim's budget check reads it in the
+-- claim's transaction; a run still going counts with its usage as last recorded).
+SELECT coalesce(sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens), 0)
+         AS tokens,
+       sum(cost_usd) AS cost_usd,
+       count(CASE WHEN cost_source = 'estimated' THEN 1 END) AS estimated
+FROM runs
+WHERE agent = :agent AND started_at >= :since;

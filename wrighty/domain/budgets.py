@@ -1,0 +1,135 @@
+"""Budgets that stop spending (issue 16; docs/usage.md): an item's own, and an agent's per
+period (a day that starts at ``dayStartsAt`` in ``timeZone``). Pure.
+
+An item whose total reached its budget is not launched again, and a run that takes it past the
+budget is stopped; both end ``budget-exceeded`` in needs-attention with the session kept. An
+agent whose period budget is spent gets no new run until the next period: its items stay
+queued, held, with the reason shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+
+from wrighty.domain.claims import Settlement
+from wrighty.domain.model import Item, RunEnd
+from wrighty.domain.states import ItemState
+from wrighty.domain.times import rfc3339
+from wrighty.domain.usage import Limit, Usage
+
+# The `budgets.perDay` entry for every agent that has none of its own.
+ANY_AGENT = "*"
+
+BUDGET_EXCEEDED = "budget-exceeded"
+
+
+@dataclass(frozen=True)
+class Period:
+    """One budget period: [start, end), in UTC."""
+
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True)
+class Budgets:
+    per_item: Limit = Limit()
+    per_day: Mapping[str, Limit] = field(default_factory=dict)
+    day_starts_at: time = time(0, 0)
+    time_zone: tzinfo = UTC
+
+    def item_limit(self, item: Item) -> Limit:
+        """The item's budget: its own bounds (`create --max-cost-usd/--max-tokens`), each
+        falling back to `budgets.perItem`'s."""
+        return Limit(
+            item.max_cost_usd if item.max_cost_usd is not None else self.per_item.max_cost_usd,
+            item.max_tokens if item.max_tokens is not None else self.per_item.max_tokens,
+        )
+
+    def agent_limit(self, agent: str) -> Limit:
+        return self.per_day.get(agent) or self.per_day.get(ANY_AGENT) or Limit()
+
+    def period(self, now: datetime) -> Period:
+        """The period that holds ``now``. A start that falls in a daylight-saving gap moves
+        as the zone says (zoneinfo's reading of the wall-clock time)."""
+        local = now.astimezone(self.time_zone)
+        start = self._start_on(local.date())
+        if start > now:
+            start = self._start_on(local.date() - timedelta(days=1))
+        end = self._start_on(start.astimezone(self.time_zone).date() + timedelta(days=1))
+        return Period(start.astimezone(UTC), end.astimezone(UTC))
+
+    def _start_on(self, day: date) -> datetime:
+        return datetime.combine(day, self.day_starts_at, tzinfo=self.time_zone)
+
+
+@dataclass(frozen=True)
+class AgentHold:
+    """Why an agent gets no new run: its period budget is spent."""
+
+    agent: str
+    limit: Limit
+    spent: Usage
+    until: datetime
+
+    def reason(self) -> str:
+        return (
+            f"{self.agent}'s budget for the day ({self.limit.describe()}) is spent "
+            f"({spend(self.spent)}); new runs wait until {rfc3339(self.until)} "
+            "(budgets.perDay)"
+        )
+
+
+def agent_hold(budgets: Budgets, agent: str, spent: Usage, *, now: datetime) -> AgentHold | None:
+    """The hold on ``agent`` when what it spent in the current period reached its limit."""
+    limit = budgets.agent_limit(agent)
+    if limit.unbounded or not spent.over(limit):
+        return None
+    return AgentHold(agent, limit, spent, budgets.period(now).end)
+
+
+def spend(usage: Usage) -> str:
+    """``$1.23, 45,678 tokens`` (the cost only when known; an estimate says so)."""
+    tokens = f"{usage.tokens:,} tokens"
+    if usage.cost_usd is None:
+        return tokens
+    estimated = " estimated" if usage.cost_source == "estimated" else ""
+    return f"${usage.cost_usd:.4f}{estimated}, {tokens}"
+
+
+def raise_command(item_id: int, limit: Limit, spent: Usage) -> str:
+    """The command that continues an item stopped by its budget, with the bound it hit
+    doubled (or, past that, twice what it spent)."""
+    flags = []
+    if limit.max_cost_usd is not None and spent.cost_usd is not None:
+        if spent.cost_usd >= limit.max_cost_usd:
+            flags.append(f"--max-cost-usd {_more(limit.max_cost_usd, spent.cost_usd):g}")
+    if limit.max_tokens is not None and spent.tokens >= limit.max_tokens:
+        flags.append(f"--max-tokens {int(_more(limit.max_tokens, spent.tokens))}")
+    return " ".join([f"wrighty requeue {item_id} --resume", *flags])
+
+
+def _more(limit: float, spent: float) -> float:
+    return round(max(limit * 2, spent * 2), 2)
+
+
+def item_budget_spent(
+    item: Item, limit: Limit, spent: Usage, *, run_end: RunEnd | None
+) -> Settlement:
+    """The item's total reached its budget: it waits for a person with its session kept.
+    ``run_end`` is the run wrighty stopped for it (None: found before a launch)."""
+    when = "its run was stopped" if run_end is not None else "no new run was started"
+    return Settlement(
+        ItemState.NEEDS_ATTENTION,
+        process_started=run_end is not None,
+        run_end=run_end,
+        reason_code=BUDGET_EXCEEDED,
+        reason=(
+            f"the item's budget ({limit.describe()}) is spent ({spend(spent)} over its runs); "
+            f"{when}; the workspace and session are kept"
+        ),
+        next_action=raise_command(item.id, limit, spent),
+    )
+
