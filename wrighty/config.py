@@ -241,7 +241,7 @@ class BudgetSettings(_Section):
     )
     per_day: dict[str, BudgetLimit] = Field(
         default_factory=dict,
-        description="Each agent's budget per day, keyed by agent name; \"*\" for every agent "
+        description='Each agent\'s budget per day, keyed by agent name; "*" for every agent '
         "without an entry of its own (each agent counted separately). A spent budget holds "
         "the agent's items queued until the next day.",
     )
@@ -318,7 +318,7 @@ class WrightyConfig(_Section):
     budgets: BudgetSettings = Field(default_factory=BudgetSettings)
     pricing: dict[str, ModelPrice] = Field(
         default_factory=dict,
-        description="Estimated prices by model name (\"*\" for any other), for runs whose "
+        description='Estimated prices by model name ("*" for any other), for runs whose '
         "vendor reports no cost; such costs are labelled estimated. wrighty ships no price "
         "list: prices change.",
         json_schema_extra={"propertyNames": {"minLength": 1, "maxLength": 200}},
@@ -733,7 +733,7 @@ def _budget_problems(config: WrightyConfig) -> list[Problem]:
     problems.extend(
         Problem(
             json_path("budgets", "perDay", name),
-            f"unknown agent {name!r} (known: {', '.join(config.agent_names())}, or \"*\")",
+            f'unknown agent {name!r} (known: {", ".join(config.agent_names())}, or "*")',
         )
         for name in config.budgets.per_day
         if name not in known
@@ -752,7 +752,9 @@ def zone_named(name: str) -> tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise ValueError(f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin)")
+        raise ValueError(
+            f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin)"
+        ) from None
 
 
 def budgets_of(config: WrightyConfig) -> Budgets:

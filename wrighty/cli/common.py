@@ -21,6 +21,7 @@ from wrighty.cli.context import AppContext
 from wrighty.domain.durations import parse_duration
 from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.text import printable_line
+from wrighty.domain.usage import Limit
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
@@ -81,6 +82,42 @@ def seconds_option(name: str, value: str | None, at_most: float) -> float | None
         return parse_duration(value, at_most=at_most)
     except ValueError as error:
         raise WrightyError(f"{name}: {error}") from None
+
+
+# An item's own budget (create, requeue); the bounds are wrighty.json's (docs/config.md).
+MAX_COST_USD = 1_000_000
+MAX_TOKENS = 10**12
+MaxCostOption = Annotated[
+    str | None,
+    typer.Option("--max-cost-usd", help="The item's budget in US dollars, across all its runs."),
+]
+MaxTokensOption = Annotated[
+    str | None,
+    typer.Option("--max-tokens", help="The item's budget in tokens (every kind), across its runs."),
+]
+
+
+def limit_options(max_cost_usd: str | None, max_tokens: str | None) -> Limit:
+    """The budget that ``--max-cost-usd`` / ``--max-tokens`` give (unbounded when neither)."""
+    cost = None
+    if max_cost_usd is not None:
+        cost = _positive("--max-cost-usd", max_cost_usd, MAX_COST_USD, "a number of dollars")
+    tokens = None
+    if max_tokens is not None:
+        if not max_tokens.strip().isdecimal():
+            raise WrightyError(f"--max-tokens {max_tokens}: give a whole number of tokens")
+        tokens = int(_positive("--max-tokens", max_tokens, MAX_TOKENS, "a number of tokens"))
+    return Limit(cost, tokens)
+
+
+def _positive(name: str, text: str, at_most: float, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise WrightyError(f"{name} {text}: give {what}, such as 5 or 2.5") from None
+    if not 0 < value <= at_most:  # `not` also refuses NaN
+        raise WrightyError(f"{name} {text}: must be more than 0 and at most {at_most:g}")
+    return value
 
 
 @functools.cache

@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wrighty.cli.common import ItemId, JsonFlag, app_context, console, seconds_option
+from wrighty.cli.common import (
+    ItemId,
+    JsonFlag,
+    MaxCostOption,
+    MaxTokensOption,
+    app_context,
+    console,
+    limit_options,
+    seconds_option,
+)
 from wrighty.cli.context import AppContext
 from wrighty.cli.documents import (
     item_detail_json,
@@ -90,6 +99,8 @@ def create(
     queue: Annotated[
         bool, typer.Option("--queue", help="Queue it right away instead of leaving it todo.")
     ] = False,
+    max_cost_usd: MaxCostOption = None,
+    max_tokens: MaxTokensOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Add an item. The task comes from --body, --body-file, or standard input."""
@@ -101,6 +112,7 @@ def create(
         known = ", ".join(loaded.config.agent_names())
         raise WrightyError(f"--agent {agent}: unknown agent (known: {known}); see docs/config.md")
     timeout_seconds = seconds_option("--timeout", timeout, MAX_ITEM_TIMEOUT_SECONDS)
+    budget = limit_options(max_cost_usd, max_tokens)
     workspace_path = workspace.absolute() if workspace else None
     if workspace_path is not None and not workspace_path.is_dir():
         raise WrightyError(f"--workspace {workspace}: no such directory")
@@ -111,6 +123,8 @@ def create(
         timeout_seconds=timeout_seconds,
         workspace=str(workspace_path) if workspace_path else None,
         initial_state=ItemState.QUEUED if queue else ItemState.TODO,
+        max_cost_usd=budget.max_cost_usd,
+        max_tokens=budget.max_tokens,
     )
     validate_new_item(new)
     with app_ctx.store() as store:
@@ -390,9 +404,12 @@ def requeue(
     fresh: Annotated[
         bool, typer.Option("--fresh", help="Start over: a new session, same workspace.")
     ] = False,
+    max_cost_usd: MaxCostOption = None,
+    max_tokens: MaxTokensOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Put a needs-attention or retry-scheduled item back to work: --resume or --fresh."""
+    """Put a needs-attention or retry-scheduled item back to work: --resume or --fresh
+    (--max-cost-usd / --max-tokens give it a new budget of its own)."""
     from wrighty.services import items as item_service
 
     if resume == fresh:
@@ -400,9 +417,9 @@ def requeue(
             f"say how item {item_id} starts again: `wrighty requeue {item_id} --resume` "
             f"(same session) or `wrighty requeue {item_id} --fresh` (new session)"
         )
-    _operator_move(
-        ctx, functools.partial(item_service.requeue_item, resume=resume), item_id, as_json
-    )
+    budget = limit_options(max_cost_usd, max_tokens)
+    move = functools.partial(item_service.requeue_item, resume=resume, budget=budget)
+    _operator_move(ctx, move, item_id, as_json)
 
 
 def release(

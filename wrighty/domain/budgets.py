@@ -17,7 +17,7 @@ from wrighty.domain.claims import Settlement
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
-from wrighty.domain.usage import Limit, Usage
+from wrighty.domain.usage import NO_LIMIT, Limit, Usage
 
 # The `budgets.perDay` entry for every agent that has none of its own.
 ANY_AGENT = "*"
@@ -35,7 +35,7 @@ class Period:
 
 @dataclass(frozen=True)
 class Budgets:
-    per_item: Limit = Limit()
+    per_item: Limit = NO_LIMIT
     per_day: Mapping[str, Limit] = field(default_factory=dict)
     day_starts_at: time = time(0, 0)
     time_zone: tzinfo = UTC
@@ -99,16 +99,17 @@ def spend(usage: Usage) -> str:
     return f"${usage.cost_usd:.4f}{estimated}, {tokens}"
 
 
-def raise_command(item_id: int, limit: Limit, spent: Usage) -> str:
+def raise_command(item_id: int, limit: Limit, spent: Usage, *, resumable: bool = True) -> str:
     """The command that continues an item stopped by its budget, with the bound it hit
     doubled (or, past that, twice what it spent)."""
     flags = []
-    if limit.max_cost_usd is not None and spent.cost_usd is not None:
-        if spent.cost_usd >= limit.max_cost_usd:
-            flags.append(f"--max-cost-usd {_more(limit.max_cost_usd, spent.cost_usd):g}")
+    cost = spent.cost_usd
+    if limit.max_cost_usd is not None and cost is not None and cost >= limit.max_cost_usd:
+        flags.append(f"--max-cost-usd {_more(limit.max_cost_usd, cost):g}")
     if limit.max_tokens is not None and spent.tokens >= limit.max_tokens:
         flags.append(f"--max-tokens {int(_more(limit.max_tokens, spent.tokens))}")
-    return " ".join([f"wrighty requeue {item_id} --resume", *flags])
+    how = "--resume" if resumable else "--fresh"
+    return " ".join([f"wrighty requeue {item_id} {how}", *flags])
 
 
 def _more(limit: float, spent: float) -> float:
@@ -116,7 +117,7 @@ def _more(limit: float, spent: float) -> float:
 
 
 def item_budget_spent(
-    item: Item, limit: Limit, spent: Usage, *, run_end: RunEnd | None
+    item: Item, limit: Limit, spent: Usage, *, run_end: RunEnd | None, resumable: bool = True
 ) -> Settlement:
     """The item's total reached its budget: it waits for a person with its session kept.
     ``run_end`` is the run wrighty stopped for it (None: found before a launch)."""
@@ -130,6 +131,5 @@ def item_budget_spent(
             f"the item's budget ({limit.describe()}) is spent ({spend(spent)} over its runs); "
             f"{when}; the workspace and session are kept"
         ),
-        next_action=raise_command(item.id, limit, spent),
+        next_action=raise_command(item.id, limit, spent, resumable=resumable),
     )
-

@@ -103,6 +103,9 @@ class Limit:
         return " / ".join(parts) or "no limit"
 
 
+NO_LIMIT = Limit()
+
+
 @dataclass(frozen=True)
 class Price:
     """USD per million tokens of each kind (`pricing.<model>` in wrighty.json)."""

@@ -17,6 +17,7 @@ from wrighty.domain.model import Change, Event, Item, NewItem, Run, RunEnd, Sess
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition, validate_new_item
+from wrighty.domain.usage import NO_LIMIT, Limit
 from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError
 from wrighty.store.port import Store
 
@@ -147,14 +148,21 @@ REQUEUABLE = (ItemState.NEEDS_ATTENTION, ItemState.RETRY_SCHEDULED)
 
 
 def requeue_item(
-    store: Store, item_id: int, *, resume: bool, now: datetime, actor: str = OPERATOR
+    store: Store,
+    item_id: int,
+    *,
+    resume: bool,
+    now: datetime,
+    actor: str = OPERATOR,
+    budget: Limit = NO_LIMIT,
 ) -> Item:
     """needs-attention or retry-scheduled -> work again, with a new crash-retry budget.
 
     ``resume``: the item becomes a retry that is due now, so the next worker of the
     installation that holds the session resumes it (the usual pre-launch checks apply).
     Otherwise it goes back to ``queued`` and its next run starts a new session (in the same
-    workspace: wrighty never deletes one).
+    workspace: wrighty never deletes one). ``budget``: the item's own bounds from now on (each
+    one given replaces the item's; one not given is kept).
     """
     # Here, not at the top: `wrighty list` loads this module and needs no resume rule.
     from wrighty.domain.resume import session_id_recorded
@@ -190,8 +198,20 @@ def requeue_item(
                 reason_code="operator-requeue",
                 reason="an operator asked to start over in a new session",
             )
-        fresh_budget = dataclasses.replace(change.after, crash_retries=0, usage_retries=0)
-        return dataclasses.replace(change, after=fresh_budget)
+        after = dataclasses.replace(
+            change.after,
+            crash_retries=0,
+            usage_retries=0,
+            max_cost_usd=budget.max_cost_usd or item.max_cost_usd,
+            max_tokens=budget.max_tokens or item.max_tokens,
+        )
+        event = change.event
+        if not budget.unbounded:
+            now_own = Limit(after.max_cost_usd, after.max_tokens).describe()
+            event = dataclasses.replace(
+                event, reason=f"{event.reason}; its own budget is now {now_own}"
+            )
+        return dataclasses.replace(change, after=after, event=event)
 
     return _apply(store, item_id, plan)
 
