@@ -54,20 +54,28 @@ class AgentPlan:
     def permission_flags(self) -> tuple[str, ...]:
         return self.vendor.flags(self.permission) if self.vendor else ()
 
-    def start_argv(self, session_id: str | None) -> tuple[str, ...]:
-        """A fresh run (VendorError for a session id that could pass as a flag)."""
+    def start_argv(
+        self, session_id: str | None, *, max_cost_usd: float | None = None
+    ) -> tuple[str, ...]:
+        """A fresh run (VendorError for a session id that could pass as a flag);
+        ``max_cost_usd``: what is left of the item's budget, for a CLI that can stop itself."""
         if self.vendor is None:
             return (*self.command, *self.args)
-        extra = (*self.permission_flags(), *self.args)
         fixed = session_id if self.vendor.preassigns_session else None
-        return tuple(self.vendor.start_argv(self.executable, fixed, extra))
+        return tuple(self.vendor.start_argv(self.executable, fixed, self._extra(max_cost_usd)))
 
-    def resume_argv(self, session_id: str) -> tuple[str, ...]:
+    def resume_argv(self, session_id: str, *, max_cost_usd: float | None = None) -> tuple[str, ...]:
         if self.vendor is None:
             assert self.resume_command is not None
             return (*self.resume_command, *self.args)
-        extra = (*self.permission_flags(), *self.args)
+        extra = self._extra(max_cost_usd)
         return tuple(self.vendor.resume_argv(self.executable, session_id, extra))
+
+    def _extra(self, max_cost_usd: float | None) -> tuple[str, ...]:
+        """wrighty's flags, then the user's own arguments (which come last, so they win)."""
+        assert self.vendor is not None
+        budget = self.vendor.budget_flags(max_cost_usd) if max_cost_usd is not None else ()
+        return (*self.permission_flags(), *budget, *self.args)
 
     def transcript_problem(
         self, session_id: str, workspace: Path, env: Mapping[str, str]

@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "agents": ("wrighty.cli.setup", "agents"),
     "finish": ("wrighty.cli.worker", "finish"),
     "fail": ("wrighty.cli.worker", "fail"),
+    "report-usage": ("wrighty.cli.worker", "report_usage"),
     "config": ("wrighty.cli.setup", "config_app"),
     "worker": ("wrighty.cli.worker", "worker_app"),
 }

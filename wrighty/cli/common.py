@@ -110,13 +110,31 @@ def limit_options(max_cost_usd: str | None, max_tokens: str | None) -> Limit:
     return Limit(cost, tokens)
 
 
-def _positive(name: str, text: str, at_most: float, what: str) -> float:
+def count_option(name: str, text: str | None) -> int:
+    """A number of tokens that may be 0 (``report-usage``); 0 when not given."""
+    if text is None:
+        return 0
+    if not text.strip().isdecimal() or int(text) > MAX_TOKENS:
+        raise WrightyError(f"{name} {text}: give a whole number from 0 to {MAX_TOKENS:g}")
+    return int(text)
+
+
+def amount_option(name: str, text: str | None) -> float | None:
+    """A cost in US dollars that may be 0 (``report-usage``); None when not given."""
+    if text is None:
+        return None
+    return _positive(name, text, MAX_COST_USD, "a number of dollars", zero=True)
+
+
+def _positive(name: str, text: str, at_most: float, what: str, *, zero: bool = False) -> float:
     try:
         value = float(text)
     except ValueError:
         raise WrightyError(f"{name} {text}: give {what}, such as 5 or 2.5") from None
-    if not 0 < value <= at_most:  # `not` also refuses NaN
-        raise WrightyError(f"{name} {text}: must be more than 0 and at most {at_most:g}")
+    low_ok = value >= 0 if zero else value > 0
+    if not (low_ok and value <= at_most):  # `not` also refuses NaN
+        least = "at least 0" if zero else "more than 0"
+        raise WrightyError(f"{name} {text}: must be {least} and at most {at_most:g}")
     return value
 
 

@@ -121,10 +121,75 @@ def fail(
     _report_from_run(ctx, AgentReport.FAILED, reason)
 
 
-def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None) -> None:
-    from wrighty.domain.redact import redact
-    from wrighty.services.items import record_agent_report
+_InputTokens = Annotated[str | None, typer.Option("--input-tokens", help="Input tokens so far.")]
+_OutputTokens = Annotated[str | None, typer.Option("--output-tokens", help="Output tokens so far.")]
+_CacheReadTokens = Annotated[
+    str | None, typer.Option("--cache-read-tokens", help="Cached input read so far.")
+]
+_CacheWriteTokens = Annotated[
+    str | None, typer.Option("--cache-write-tokens", help="Cache writes so far.")
+]
+_CostUsd = Annotated[
+    str | None,
+    typer.Option(
+        "--cost-usd", help="What the run cost so far, in US dollars (else estimated from pricing)."
+    ),
+]
 
+
+def report_usage(
+    ctx: typer.Context,
+    input_tokens: _InputTokens = None,
+    output_tokens: _OutputTokens = None,
+    cache_read_tokens: _CacheReadTokens = None,
+    cache_write_tokens: _CacheWriteTokens = None,
+    cost_usd: _CostUsd = None,
+    model: Annotated[
+        list[str] | None, typer.Option("--model", help="A model the run used (repeatable).")
+    ] = None,
+    final: Annotated[
+        bool, typer.Option("--final", help="These are the run's final figures.")
+    ] = False,
+) -> None:
+    """From inside a run: report what the run has used so far (totals, not increments: each
+    report replaces the last, so sending one twice is harmless)."""
+    from wrighty.cli.common import amount_option, count_option
+    from wrighty.config import pricing_of
+    from wrighty.domain.usage import Usage, priced, reported
+    from wrighty.services.items import report_run_usage
+
+    run_id, token = _run_identity()
+    models = tuple(dict.fromkeys(_model_name(name) for name in model or ()))
+    usage = Usage(
+        input_tokens=count_option("--input-tokens", input_tokens),
+        output_tokens=count_option("--output-tokens", output_tokens),
+        cache_read_tokens=count_option("--cache-read-tokens", cache_read_tokens),
+        cache_write_tokens=count_option("--cache-write-tokens", cache_write_tokens),
+        cost_usd=amount_option("--cost-usd", cost_usd),
+        models=models,
+        final=final,
+    )
+    app_ctx = app_context(ctx)
+    usage = priced(reported(usage), pricing_of(app_ctx.config().config))
+    with app_ctx.store() as store:
+        landed = report_run_usage(store, run_id, claim_token=token, usage=usage)
+    if not landed:
+        raise WrightyError(_no_claim(run_id))
+    cost = "" if usage.cost_usd is None else f", ${usage.cost_usd:.4f} {usage.cost_source}"
+    typer.echo(f"recorded: {usage.tokens:,} tokens{cost}")
+
+
+MAX_MODEL_NAME = 200
+
+
+def _model_name(name: str) -> str:
+    cleaned = printable_line(name).strip()
+    if not cleaned or len(cleaned) > MAX_MODEL_NAME:
+        raise WrightyError(f"--model: give a model name of 1 to {MAX_MODEL_NAME} characters")
+    return cleaned
+
+
+def _run_identity() -> tuple[str, str]:
     run_id = os.environ.get("WRIGHTY_RUN_ID")
     token = os.environ.get("WRIGHTY_CLAIM_TOKEN")
     if not run_id or not token:
@@ -132,6 +197,21 @@ def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None
             "this command runs inside an agent's run: WRIGHTY_RUN_ID and WRIGHTY_CLAIM_TOKEN "
             "are not set"
         )
+    return run_id, token
+
+
+def _no_claim(run_id: str) -> str:
+    return (
+        f"run {run_id} no longer holds its claim (it ended, or the item moved on); "
+        "nothing was recorded"
+    )
+
+
+def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None) -> None:
+    from wrighty.domain.redact import redact
+    from wrighty.services.items import record_agent_report
+
+    run_id, token = _run_identity()
     if reason is not None:
         # One line, bounded, and no secrets: it ends up in the run's diagnostic.
         reason = redact(" ".join(reason.split()))[:MAX_AGENT_REASON]
@@ -140,10 +220,7 @@ def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None
             store, run_id, claim_token=token, report=report.value, reason=reason
         )
     if not landed:
-        raise WrightyError(
-            f"run {run_id} no longer holds its claim (it ended, or the item moved on); "
-            "nothing was recorded"
-        )
+        raise WrightyError(_no_claim(run_id))
     typer.echo(printable_line(f"recorded: {report.value}" + (f" ({reason})" if reason else "")))
 
 

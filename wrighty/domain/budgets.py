@@ -9,11 +9,12 @@ queued, held, with the reason shown.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-from wrighty.domain.claims import Settlement
+from wrighty.domain.claims import Settlement, requeue_command
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
@@ -105,15 +106,23 @@ def raise_command(item_id: int, limit: Limit, spent: Usage, *, resumable: bool =
     flags = []
     cost = spent.cost_usd
     if limit.max_cost_usd is not None and cost is not None and cost >= limit.max_cost_usd:
-        flags.append(f"--max-cost-usd {_more(limit.max_cost_usd, cost):g}")
+        flags.append(f"--max-cost-usd {_dollars(_more(limit.max_cost_usd, cost))}")
     if limit.max_tokens is not None and spent.tokens >= limit.max_tokens:
-        flags.append(f"--max-tokens {int(_more(limit.max_tokens, spent.tokens))}")
+        flags.append(f"--max-tokens {max(limit.max_tokens, spent.tokens) * 2}")
     how = "--resume" if resumable else "--fresh"
     return " ".join([f"wrighty requeue {item_id} {how}", *flags])
 
 
 def _more(limit: float, spent: float) -> float:
-    return round(max(limit * 2, spent * 2), 2)
+    return max(limit, spent) * 2
+
+
+def _dollars(amount: float) -> str:
+    """``amount`` rounded up to the cent, as `requeue --max-cost-usd` takes it: never below
+    the amount (a budget of a fraction of a cent would otherwise become 0, which requeue
+    refuses), and never in exponent notation."""
+    cents = math.ceil(round(amount * 100, 6))
+    return f"{cents / 100:.2f}".rstrip("0").rstrip(".")
 
 
 def item_budget_spent(
@@ -133,3 +142,27 @@ def item_budget_spent(
         ),
         next_action=raise_command(item.id, limit, spent, resumable=resumable),
     )
+
+
+def after_budget_stop(
+    item: Item,
+    run_end: RunEnd,
+    *,
+    limit: Limit,
+    spent: Usage,
+    hold: AgentHold | None,
+    resumable: bool,
+) -> Settlement:
+    """A run stopped for a budget (wrighty's watch, or the vendor's own stop): the item's, or
+    (``hold``) its agent's for the day. Never retried: a person raises the budget or waits
+    for the next day, then resumes."""
+    if hold is not None and not spent.over(limit):
+        return Settlement(
+            ItemState.NEEDS_ATTENTION,
+            process_started=True,
+            run_end=run_end,
+            reason_code=BUDGET_EXCEEDED,
+            reason=f"{hold.reason()}; its run was stopped; the workspace and session are kept",
+            next_action=requeue_command(item.id, resumable=resumable),
+        )
+    return item_budget_spent(item, limit, spent, run_end=run_end, resumable=resumable)

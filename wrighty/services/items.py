@@ -17,7 +17,7 @@ from wrighty.domain.model import Change, Event, Item, NewItem, Run, RunEnd, Sess
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition, validate_new_item
-from wrighty.domain.usage import NO_LIMIT, Limit
+from wrighty.domain.usage import NO_LIMIT, Limit, Usage
 from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError
 from wrighty.store.port import Store
 
@@ -109,6 +109,12 @@ def record_agent_report(
     """`wrighty finish` / `wrighty fail` from inside a run; False unless the run's claim is
     still held and the token is that run's."""
     return store.record_agent_report(run_id, claim_token=claim_token, report=report, reason=reason)
+
+
+def report_run_usage(store: Store, run_id: str, *, claim_token: str, usage: Usage) -> bool:
+    """`wrighty report-usage` from inside a run: the run's usage so far; False unless the
+    run's claim is still held and the token is that run's."""
+    return store.report_usage(run_id, claim_token=claim_token, usage=usage)
 
 
 def queue_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERATOR) -> Item:

@@ -410,6 +410,11 @@ class Vendor(ABC):
     @abstractmethod
     def reader(self) -> Reader: ...
 
+    def budget_flags(self, max_cost_usd: float) -> tuple[str, ...]:
+        """Flags that make the CLI stop itself at ``max_cost_usd`` (none: it has no such
+        stop, and wrighty's own watch is the only one)."""
+        return ()
+
     def flags(self, permission: Permission) -> tuple[str, ...]:
         return (
             self.permission_flags.full if permission == "full" else self.permission_flags.workspace

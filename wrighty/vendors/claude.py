@@ -328,3 +328,9 @@ class Claude(Vendor):
 
     def reader(self) -> Reader:
         return ClaudeReader()
+
+    def budget_flags(self, max_cost_usd: float) -> tuple[str, ...]:
+        # Claude Code stops itself, with an error_max_budget_usd result, once a turn's cost
+        # passes it (`--max-budget-usd`, print mode only: wrighty's is).
+        amount = f"{max(max_cost_usd, 0.000001):.6f}".rstrip("0").rstrip(".")
+        return (f"--max-budget-usd={amount}",)

@@ -22,14 +22,16 @@ import psutil
 
 from wrighty import __version__
 from wrighty.agents import AgentPlan, plan_agent
-from wrighty.config import STATE_DIRNAME, LoadedConfig, WorkerSettings
+from wrighty.config import STATE_DIRNAME, LoadedConfig, WorkerSettings, budgets_of, pricing_of
 from wrighty.domain import decisions
+from wrighty.domain.budgets import AgentHold, agent_hold
 from wrighty.domain.circuits import circuit_name
 from wrighty.domain.claims import (
     CLAIMABLE_STATES,
     Claim,
     ClaimRequest,
     LeaseTerms,
+    PeriodBudget,
     claim,
     claim_to_set_aside,
     not_claimable_reason,
@@ -126,6 +128,8 @@ class Worker:
     ) -> None:
         self._store = store
         self._config = loaded.config
+        self._budgets = budgets_of(loaded.config)
+        self._held: AgentHold | None = None  # the agent's day budget, while it is spent
         self._project_root = loaded.root
         self._state_dir = loaded.root / STATE_DIRNAME
         self._mode = loaded.config.worker.workspace_mode
@@ -275,6 +279,9 @@ class Worker:
             crash_policy=crash_policy(self._config.worker),
             usage_policy=usage_policy(self._config.worker),
             circuit=gate,
+            budgets=self._budgets,
+            pricing=pricing_of(self._config),
+            default_agent=self._config.worker.default_agent,
             heartbeat_seconds=self._config.worker.heartbeat_seconds,
             stop_grace_seconds=options.stop_grace_seconds,
             workspace_mode=self._mode,
@@ -310,13 +317,35 @@ class Worker:
     def _claim_next(
         self, plan: AgentPlan, options: WorkerOptions, gate: CircuitGate | None
     ) -> Claim | None:
-        """Claim, if the agent's provider circuit lets it; see _claim."""
+        """Claim, if the agent's day budget and its provider circuit let it; see _claim."""
+        if self._budget_held(plan.name):
+            return None
         if gate is not None and not gate.admit():
             return None
         taken = self._claim(plan, options)
         if gate is not None:
             gate.claimed(taken)
         return taken
+
+    def _budget_held(self, agent: str) -> bool:
+        """Whether the agent's budget for the day is spent (said once, when it becomes so, and
+        when a new day lifts it). The claim checks it again in its own transaction."""
+        limit = self._budgets.agent_limit(agent)
+        if limit.unbounded:
+            return False
+        now = self._now()
+        try:
+            spent = self._store.agent_spend(agent, since=self._budgets.period(now).start)
+        except StoreError as error:
+            self._store_unreachable("agent_spend", error)
+            return True
+        hold = agent_hold(self._budgets, agent, spent, now=now)
+        if hold is not None and self._held is None:
+            self._emit("budget-held", agent=agent, until=rfc3339(hold.until), reason=hold.reason())
+        elif hold is None and self._held is not None:
+            self._emit("budget-released", agent=agent)
+        self._held = hold
+        return hold is not None
 
     def _claim(self, plan: AgentPlan, options: WorkerOptions) -> Claim | None:
         """Reap, then claim; None also when the store cannot be reached (the running agents
@@ -463,6 +492,8 @@ class Worker:
                 self._report_internal_error(claimed, run.run_id, again, settled=False)
 
     def _request(self, agent_name: str, options: WorkerOptions) -> ClaimRequest:
+        limit = self._budgets.agent_limit(agent_name)
+        since = self._budgets.period(self._now()).start
         return ClaimRequest(
             worker_id=self.worker_id,
             installation_id=self._installation_id,
@@ -470,6 +501,7 @@ class Worker:
             default_agent=self._config.worker.default_agent,
             item_id=options.item_id,
             agent=agent_name,
+            budget=None if limit.unbounded else PeriodBudget(since, limit),
         )
 
     def _give_up(self, claimed: Item, gone: LeaseGone) -> None:

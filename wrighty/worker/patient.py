@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from wrighty.domain.claims import LeaseTerms, RenewResult
 from wrighty.domain.model import Change, Item, NewRun, Run, Session
+from wrighty.domain.usage import LedgerEntry, Usage
 from wrighty.errors import StoreError
 from wrighty.store.port import Store
 
@@ -80,6 +81,20 @@ class PatientStore:
             "record_session",
             lambda: self._store.record_session(claimed, session, at=at, run_id=run_id),
         )
+
+    def record_usage(self, claimed: Item, run_id: str, usage: Usage) -> bool:
+        return self._patiently(
+            "record_usage", lambda: self._store.record_usage(claimed, run_id, usage)
+        )
+
+    def list_ledger(self, *, default_agent: str, item_id: int) -> list[LedgerEntry]:
+        return self._patiently(
+            "list_ledger",
+            lambda: self._store.list_ledger(default_agent=default_agent, item_id=item_id),
+        )
+
+    def agent_spend(self, agent: str, *, since: datetime) -> Usage:
+        return self._patiently("agent_spend", lambda: self._store.agent_spend(agent, since=since))
 
     def renew(self, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
         """Renew the claim; from then on, patience lasts as long as the lease it got."""

@@ -15,14 +15,14 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from wrighty.agents import AgentPlan
-from wrighty.domain import decisions
+from wrighty.domain import budgets, decisions
 from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, settle
 from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
 from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session, Stream
@@ -30,6 +30,7 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.retry import CrashPolicy, ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
+from wrighty.domain.usage import Price, Usage, total
 from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
 from wrighty.supervisor.process import (
     AgentProcess,
@@ -42,6 +43,7 @@ from wrighty.vendors.base import Reader, VendorError
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.runlogs import logs_of
+from wrighty.worker.spending import Spending
 from wrighty.worker.workspaces import WorkspaceError, choose_workspace
 
 Emit = Callable[..., None]
@@ -58,6 +60,9 @@ class Setting:
     crash_policy: CrashPolicy
     usage_policy: UsagePolicy
     circuit: CircuitGate | None  # the agent's provider circuit, under a usage retry policy
+    budgets: budgets.Budgets
+    pricing: Mapping[str, Price]
+    default_agent: str  # worker.defaultAgent: whose an item without an agent is
     heartbeat_seconds: float
     stop_grace_seconds: float
     workspace_mode: str
@@ -83,8 +88,11 @@ class _Output:
     """One run's vendor output reader, and the session id it learned (read by the run's
     thread; fed by the output pump's)."""
 
-    def __init__(self, reader: Reader | None, wake: threading.Event, session: Session) -> None:
+    def __init__(
+        self, reader: Reader | None, wake: threading.Event, session: Session, spending: Spending
+    ) -> None:
         self.reader = reader
+        self.spending = spending
         self._wake = wake
         self._started = session  # as recorded when the run started (maybe without an id)
         self.recorded: Session | None = None  # completed with the id the vendor told
@@ -96,6 +104,7 @@ class _Output:
         self.reader.feed(stream, line)
         if known is None and self.reader.session_id is not None:
             self._wake.set()  # the run's thread records it at once
+        self.spending.seen(self.reader.usage())
 
     def unrecorded_session(self) -> Session | None:
         learned = self.reader.session_id if self.reader else None
@@ -131,6 +140,7 @@ class ClaimRun:
         self.started_at = setting.now()  # when its run began (or was about to)
         self.run_id: str | None = None  # set once the run is recorded
         self.agent: AgentProcess | None = None  # set once the agent is started
+        self._hold: budgets.AgentHold | None = None  # the agent's day budget, if it stopped the run
 
     # -- the way through --------------------------------------------------------------------
 
@@ -138,7 +148,10 @@ class ClaimRun:
         claimed = self._claimed
         run_id = f"run-{uuid.uuid4().hex[:12]}"
         self._emit("claimed", item_id=claimed.id, generation=claimed.generation, run_id=run_id)
-        start = self._prepare(run_id)
+        spending = self._spending()
+        if spending is None:
+            return
+        start = self._prepare(run_id, spending)
         if start is None:
             return
         claim_token = secrets.token_urlsafe(24)
@@ -152,6 +165,7 @@ class ClaimRun:
             self.started_at,
             start.session_id,
             claim_token,
+            agent=self._plan.name,
         )
         session = Session(
             claimed.id,
@@ -169,7 +183,7 @@ class ClaimRun:
             self._stop_earlier_runs(run_id)
             self._emit("resumed", item_id=claimed.id, run_id=run_id, session_id=start.session_id)
             task = decisions.CONTINUATION_PROMPT + claimed.body
-        output = _Output(self._plan.reader(), self._wake, session)
+        output = _Output(self._plan.reader(), self._wake, session, spending)
         try:
             spec = self._launch_spec(run_id, start, claim_token, task)
             agent = launch(dataclasses.replace(spec, wake=self._wake, on_line=output.on_line))
@@ -184,7 +198,31 @@ class ClaimRun:
             self._stop(agent)
             raise
 
-    def _prepare(self, run_id: str) -> _Start | None:
+    def _spending(self) -> Spending | None:
+        """The item's budget and what its earlier runs spent; None when that is already spent
+        (the item has been settled then: no run is started)."""
+        claimed, setting = self._claimed, self._setting
+        limit = setting.budgets.item_limit(claimed)
+        prior = Usage(final=True)
+        if not limit.unbounded:
+            ledger = self._store.list_ledger(
+                default_agent=setting.default_agent, item_id=claimed.id
+            )
+            prior = total(entry.usage for entry in ledger)
+            if prior.over(limit):
+                session = self._claim.session
+                settlement = budgets.item_budget_spent(
+                    claimed,
+                    limit,
+                    prior,
+                    run_end=None,
+                    resumable=session is not None and session.session_id is not None,
+                )
+                self._write_settlement(settle(claimed, settlement, at=self._now()), None)
+                return None
+        return Spending(prior=prior, limit=limit, pricing=setting.pricing, wake=self._wake)
+
+    def _prepare(self, run_id: str, spending: Spending) -> _Start | None:
         """Fresh run or resume, the workspace and the argv; None when the run cannot start
         (the item has been settled then)."""
         claimed, recorded, plan = self._claimed, self._claim.session, self._plan
@@ -218,7 +256,12 @@ class ClaimRun:
                 session=recorded,
                 resume=resume,
             )
-            argv = plan.resume_argv(resumed_id) if resumed_id else plan.start_argv(session_id)
+            left = spending.limit.left_after(spending.prior).max_cost_usd
+            argv = (
+                plan.resume_argv(resumed_id, max_cost_usd=left)
+                if resumed_id
+                else plan.start_argv(session_id, max_cost_usd=left)
+            )
         except (WorkspaceError, VendorError) as error:
             self._settle_start_failed(run_id, str(error), resumable=resume)
             return None
@@ -267,7 +310,7 @@ class ClaimRun:
         ):
             self._lost(agent)
             return
-        stopped_by = self._watch(agent, lambda: self._note(output, run_id))
+        stopped_by = self._watch(agent, output, run_id)
         if stopped_by is StopReason.FENCED or stopped_by is StopReason.CANCELLED:
             return
         self._stop(agent)  # descendants it left behind
@@ -276,7 +319,7 @@ class ClaimRun:
             return
         self._settle_exit(agent, run_id, output, stopped_by)
 
-    def _watch(self, agent: AgentProcess, note_session: Callable[[], bool]) -> StopReason | None:
+    def _watch(self, agent: AgentProcess, output: _Output, run_id: str) -> StopReason | None:
         """Renew the lease until the agent exits; why wrighty stopped it, if it did."""
         claimed, terms, grace = self._claimed, self._setting.terms, self._setting.stop_grace_seconds
         deadline = time.monotonic() + terms.time_limit(claimed.timeout_seconds)
@@ -286,21 +329,32 @@ class ClaimRun:
             self._wake.clear()
             if agent.status is not None:
                 return None
-            if not note_session():
+            if not self._note(output, run_id) or not self._note_usage(output, run_id):
                 return self._lost(agent)
-            if self._setting.stop_requested.is_set():
+            why = self._why_stop(output, deadline)
+            if why is None:
+                agent.refresh_descendants()
+                result = self._store.renew(claimed, now=self._now(), terms=terms)
+                if result.outcome is RenewOutcome.LOST:
+                    return self._lost(agent)
+                if result.outcome is RenewOutcome.BUDGET_EXHAUSTED:
+                    why = StopReason.TIMEOUT
+            if why is not None:
                 agent.stop(grace_seconds=grace)
-                return StopReason.SHUTDOWN
-            if time.monotonic() >= deadline:
-                agent.stop(grace_seconds=grace)
-                return StopReason.TIMEOUT
-            agent.refresh_descendants()
-            result = self._store.renew(claimed, now=self._now(), terms=terms)
-            if result.outcome is RenewOutcome.LOST:
-                return self._lost(agent)
-            if result.outcome is RenewOutcome.BUDGET_EXHAUSTED:
-                agent.stop(grace_seconds=grace)
-                return StopReason.TIMEOUT
+                return why
+
+    def _why_stop(self, output: _Output, deadline: float) -> StopReason | None:
+        """Why wrighty stops the agent now, if it does: a spent budget, a worker asked to
+        stop, the run's time limit."""
+        if output.spending.over:
+            return StopReason.BUDGET
+        if self._setting.stop_requested.is_set():
+            return StopReason.SHUTDOWN
+        if time.monotonic() >= deadline:
+            return StopReason.TIMEOUT
+        if self._agent_spent():
+            return StopReason.BUDGET
+        return None
 
     def _note(self, output: _Output, run_id: str) -> bool:
         """Record the session id as soon as the vendor tells it; False if the claim is lost."""
@@ -314,6 +368,36 @@ class ClaimRun:
             "session", item_id=self._claimed.id, run_id=run_id, session_id=learned.session_id
         )
         return True
+
+    def _note_usage(self, output: _Output, run_id: str) -> bool:
+        """Record what the run spent so far, so that a run that dies keeps it (partial);
+        False if the claim is lost. The command adapter's come from `wrighty report-usage`,
+        into the store: read back for the item's budget."""
+        spending = output.spending
+        if output.reader is None:
+            recorded = self._store.get_run(run_id)
+            spending.seen(recorded.usage if recorded is not None else None)
+            return True
+        usage = spending.unrecorded()
+        if usage is None:
+            return True
+        if not self._store.record_usage(self._claimed, run_id, usage):
+            return False
+        spending.recorded(usage)
+        return True
+
+    def _agent_spent(self) -> bool:
+        """Whether the agent's budget for the day is spent, with this run's usage as just
+        recorded (a fleet's other runs count with theirs)."""
+        setting = self._setting
+        limit = setting.budgets.agent_limit(self._plan.name)
+        if limit.unbounded:
+            return False
+        now = self._now()
+        since = setting.budgets.period(now).start
+        spent = self._store.agent_spend(self._plan.name, since=since)
+        self._hold = budgets.agent_hold(setting.budgets, self._plan.name, spent, now=now)
+        return self._hold is not None
 
     def _lost(self, agent: AgentProcess) -> StopReason:
         """The claim is gone: stop the tree at once and write nothing more about the item."""
@@ -372,6 +456,7 @@ class ClaimRun:
             diagnostic="\n".join(
                 part for part in (result.summary, said, agent.diagnostic_tail()) if part
             ),
+            usage=output.spending.run_usage if output.reader is not None else None,
         )
         missing = resume_gaps_here(
             output.session,
@@ -381,6 +466,16 @@ class ClaimRun:
         )
         if stopped_by is StopReason.SHUTDOWN:
             settlement = decisions.after_shutdown(claimed, run_end, resumable=not missing)
+        elif result.outcome_class is OutcomeClass.BUDGET_EXCEEDED:
+            spending = output.spending
+            settlement = budgets.after_budget_stop(
+                claimed,
+                run_end,
+                limit=spending.limit,
+                spent=spending.item_total,
+                hold=self._hold,
+                resumable=not missing,
+            )
         else:
             settlement = decisions.after_run(
                 claimed,

@@ -1,0 +1,173 @@
+"""Budgets against real agent processes (the command adapter reporting its usage with
+`wrighty report-usage`) and a real SQLite store: a run past its item's budget is stopped, an
+item whose budget is spent is not launched again, an agent whose day budget is spent gets no
+new run, and a stopped run keeps the usage it reported."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.helpers import process_ended
+from tests.integration.test_worker import AGENT, Project, services_now
+from wrighty.config import LoadedConfig, check_config_text
+from wrighty.domain.model import Item, NewItem
+from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.states import ItemState
+from wrighty.services import items as item_service
+from wrighty.store.sqlite import SqliteStore
+from wrighty.worker.loop import WorkerOptions
+
+# The task of an agent that reports `tokens` and then works until it is stopped, writing its
+# pid first so that the test can check the process is gone.
+SPENDER = """
+import subprocess, time
+open("pid-" + os.environ["WRIGHTY_RUN_ID"], "w").write(str(os.getpid()))
+done = subprocess.run([sys.executable, "-m", "wrighty", "report-usage",
+                       "--input-tokens", "{input}", "--output-tokens", "{output}",
+                       "--model", "house-model"], capture_output=True, text=True)
+print(done.returncode, done.stdout, done.stderr, flush=True)
+if {linger}:
+    time.sleep(60)
+"""
+
+
+def _project(root: Path, budgets: dict[str, Any], pricing: dict[str, Any] | None = None) -> Project:
+    root.mkdir()
+    (root / "agent.py").write_text(AGENT)
+    document: dict[str, Any] = {
+        "worker": {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
+                   "defaultAgent": "fake"},
+        "agents": {"fake": {"adapter": "command", "command": [sys.executable, str(root / "agent.py")]}},
+        "budgets": budgets,
+    }  # fmt: skip
+    if pricing is not None:
+        document["pricing"] = pricing
+    config, problems = check_config_text(json.dumps(document))
+    assert problems == [] and config is not None
+    (root / "wrighty.json").write_text(json.dumps(document))
+    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
+    return Project(root, store, LoadedConfig(root / "wrighty.json", config))
+
+
+@pytest.fixture
+def make_project(tmp_path: Path) -> Iterator[Any]:
+    made: list[Project] = []
+
+    def make(budgets: dict[str, Any], pricing: dict[str, Any] | None = None) -> Project:
+        project = _project(tmp_path / f"project{len(made)}", budgets, pricing)
+        made.append(project)
+        return project
+
+    yield make
+    for project in made:
+        project.store.close()
+
+
+def _spender(project: Project, *, input: int, output: int, linger: bool, **own: Any) -> Item:
+    code = textwrap.dedent(SPENDER.format(input=input, output=output, linger=linger))
+    return project.store.create_item(
+        NewItem("t", code, None, None, str(project.root), ItemState.QUEUED, **own),
+        at=services_now(),
+        actor="op",
+    )
+
+
+def _pids(project: Project) -> list[int]:
+    return [int(path.read_text()) for path in project.root.glob("pid-*")]
+
+
+def test_a_run_past_its_items_token_budget_is_stopped_and_keeps_its_usage(make_project) -> None:
+    project = make_project({"perItem": {"maxTokens": 1000}})
+    item = _spender(project, input=900, output=300, linger=True)
+    project.worker().run(WorkerOptions(once=True, stop_grace_seconds=1))
+    item = project.store.get_item(item.id)
+    assert item is not None
+    assert (item.state, item.reason_code) == (ItemState.NEEDS_ATTENTION, "budget-exceeded")
+    assert "1,000 tokens" in (item.reason or "") and "1,200 tokens" in (item.reason or "")
+    # The command adapter here has no resumeCommand: the next run starts a new session.
+    assert item.next_action == f"wrighty requeue {item.id} --fresh --max-tokens 2400"
+    [run] = project.store.list_runs(item.id)
+    assert (run.outcome_class, run.confidence) == (
+        OutcomeClass.BUDGET_EXCEEDED, Confidence.AUTHORITATIVE)  # fmt: skip
+    assert run.usage is not None
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (900, 300)
+    assert run.usage.models == ("house-model",)
+    # It was stopped long before its 60 s sleep ended, and its process is gone.
+    [pid] = _pids(project)
+    assert process_ended(pid)
+
+
+def test_a_raised_budget_lets_the_item_run_on(make_project) -> None:
+    project = make_project({"perItem": {"maxTokens": 1000}})
+    item = _spender(project, input=900, output=300, linger=True)
+    project.worker().run(WorkerOptions(once=True, stop_grace_seconds=1))
+    # Without a higher budget the requeued item is settled before anything launches...
+    item_service.requeue_item(project.store, item.id, resume=False, now=services_now())
+    held = project.run_once()
+    assert (held.reason_code, len(project.store.list_runs(item.id))) == ("budget-exceeded", 1)
+    assert "no new run was started" in (held.reason or "")
+    assert len(_pids(project)) == 1
+    # ...with one, it runs again (and is stopped again once it passes the new bound).
+    from wrighty.domain.usage import Limit
+
+    item_service.requeue_item(
+        project.store, item.id, resume=False, now=services_now(), budget=Limit(max_tokens=2000)
+    )
+    ran = project.run_once()
+    runs = project.store.list_runs(item.id)
+    assert len(runs) == 2 and len(_pids(project)) == 2
+    assert ran.max_tokens == 2000
+    # The item's total counts both runs: 1,200 + 1,200 passes the new 2,000.
+    assert (ran.state, ran.reason_code) == (ItemState.NEEDS_ATTENTION, "budget-exceeded")
+    assert "(2,000 tokens)" in (ran.reason or "") and "2,400 tokens" in (ran.reason or "")
+
+
+def test_an_agents_day_budget_stops_its_runs_and_holds_its_items_queued(make_project) -> None:
+    project = make_project({"perDay": {"fake": {"maxTokens": 1000}}})
+    done = [_spender(project, input=400, output=0, linger=False) for _ in range(2)]
+    stopped = _spender(project, input=400, output=0, linger=True)
+    held = _spender(project, input=400, output=0, linger=False)
+    project.worker().run(WorkerOptions(max_items=4, idle_timeout_seconds=1, stop_grace_seconds=1))
+    states = [project.store.get_item(i.id).state for i in (*done, stopped, held)]  # type: ignore[union-attr]
+    # 400, then 800: both run to their end. The third starts (800 < 1,000) and is stopped once
+    # it takes the day past 1,000; the fourth is never started, and waits in the queue.
+    assert states == [ItemState.DONE, ItemState.DONE, ItemState.NEEDS_ATTENTION, ItemState.QUEUED]
+    third = project.store.get_item(stopped.id)
+    assert third is not None and third.reason_code == "budget-exceeded"
+    assert "fake's budget for the day (1,000 tokens)" in (third.reason or "")
+    assert project.store.list_runs(held.id) == []
+    event = next(e for e in project.events if e["event"] == "budget-held")
+    assert event["agent"] == "fake" and "1,200 tokens" in event["reason"]
+
+
+def test_an_estimated_cost_stops_a_run_at_its_dollar_budget(make_project) -> None:
+    project = make_project(
+        {"perItem": {"maxCostUsd": 0.01}},
+        pricing={"house-model": {"inputPerMtok": 10, "outputPerMtok": 30}},
+    )
+    item = _spender(project, input=1000, output=1000, linger=True)  # $0.01 + $0.03
+    project.worker().run(WorkerOptions(once=True, stop_grace_seconds=1))
+    item = project.store.get_item(item.id)
+    assert item is not None and item.reason_code == "budget-exceeded"
+    [run] = project.store.list_runs(item.id)
+    assert run.usage is not None and run.usage.cost_source == "estimated"
+    assert run.usage.cost_usd == pytest.approx(0.04)
+    assert "--max-cost-usd 0.08" in (item.next_action or "")
+    assert all(process_ended(pid) for pid in _pids(project))
+
+
+def test_no_process_outlives_a_budget_stop(make_project) -> None:
+    project = make_project({"perItem": {"maxTokens": 10}})
+    _spender(project, input=50, output=0, linger=True)
+    project.worker().run(WorkerOptions(once=True, stop_grace_seconds=1))
+    for pid in _pids(project):
+        assert process_ended(pid)
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
