@@ -6,9 +6,13 @@ new run, and a stopped run keeps the usage it reported."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,7 @@ from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.services import items as item_service
+from wrighty.services import reaper
 from wrighty.store.sqlite import SqliteStore
 from wrighty.worker.loop import WorkerOptions
 
@@ -45,13 +50,15 @@ def _project(root: Path, budgets: dict[str, Any], pricing: dict[str, Any] | None
     document: dict[str, Any] = {
         "worker": {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
                    "defaultAgent": "fake"},
-        "agents": {"fake": {"adapter": "command", "command": [sys.executable, str(root / "agent.py")]}},
+        "agents": {"fake": {"adapter": "command",
+                            "command": [sys.executable, str(root / "agent.py")]}},
         "budgets": budgets,
     }  # fmt: skip
     if pricing is not None:
         document["pricing"] = pricing
     config, problems = check_config_text(json.dumps(document))
-    assert problems == [] and config is not None
+    assert problems == []
+    assert config is not None
     (root / "wrighty.json").write_text(json.dumps(document))
     store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
     return Project(root, store, LoadedConfig(root / "wrighty.json", config))
@@ -91,7 +98,8 @@ def test_a_run_past_its_items_token_budget_is_stopped_and_keeps_its_usage(make_p
     item = project.store.get_item(item.id)
     assert item is not None
     assert (item.state, item.reason_code) == (ItemState.NEEDS_ATTENTION, "budget-exceeded")
-    assert "1,000 tokens" in (item.reason or "") and "1,200 tokens" in (item.reason or "")
+    assert "1,000 tokens" in (item.reason or "")
+    assert "1,200 tokens" in (item.reason or "")
     # The command adapter here has no resumeCommand: the next run starts a new session.
     assert item.next_action == f"wrighty requeue {item.id} --fresh --max-tokens 2400"
     [run] = project.store.list_runs(item.id)
@@ -123,11 +131,13 @@ def test_a_raised_budget_lets_the_item_run_on(make_project) -> None:
     )
     ran = project.run_once()
     runs = project.store.list_runs(item.id)
-    assert len(runs) == 2 and len(_pids(project)) == 2
+    assert len(runs) == 2
+    assert len(_pids(project)) == 2
     assert ran.max_tokens == 2000
     # The item's total counts both runs: 1,200 + 1,200 passes the new 2,000.
     assert (ran.state, ran.reason_code) == (ItemState.NEEDS_ATTENTION, "budget-exceeded")
-    assert "(2,000 tokens)" in (ran.reason or "") and "2,400 tokens" in (ran.reason or "")
+    assert "(2,000 tokens)" in (ran.reason or "")
+    assert "2,400 tokens" in (ran.reason or "")
 
 
 def test_an_agents_day_budget_stops_its_runs_and_holds_its_items_queued(make_project) -> None:
@@ -141,11 +151,13 @@ def test_an_agents_day_budget_stops_its_runs_and_holds_its_items_queued(make_pro
     # it takes the day past 1,000; the fourth is never started, and waits in the queue.
     assert states == [ItemState.DONE, ItemState.DONE, ItemState.NEEDS_ATTENTION, ItemState.QUEUED]
     third = project.store.get_item(stopped.id)
-    assert third is not None and third.reason_code == "budget-exceeded"
+    assert third is not None
+    assert third.reason_code == "budget-exceeded"
     assert "fake's budget for the day (1,000 tokens)" in (third.reason or "")
     assert project.store.list_runs(held.id) == []
     event = next(e for e in project.events if e["event"] == "budget-held")
-    assert event["agent"] == "fake" and "1,200 tokens" in event["reason"]
+    assert event["agent"] == "fake"
+    assert "1,200 tokens" in event["reason"]
 
 
 def test_an_estimated_cost_stops_a_run_at_its_dollar_budget(make_project) -> None:
@@ -156,9 +168,11 @@ def test_an_estimated_cost_stops_a_run_at_its_dollar_budget(make_project) -> Non
     item = _spender(project, input=1000, output=1000, linger=True)  # $0.01 + $0.03
     project.worker().run(WorkerOptions(once=True, stop_grace_seconds=1))
     item = project.store.get_item(item.id)
-    assert item is not None and item.reason_code == "budget-exceeded"
+    assert item is not None
+    assert item.reason_code == "budget-exceeded"
     [run] = project.store.list_runs(item.id)
-    assert run.usage is not None and run.usage.cost_source == "estimated"
+    assert run.usage is not None
+    assert run.usage.cost_source == "estimated"
     assert run.usage.cost_usd == pytest.approx(0.04)
     assert "--max-cost-usd 0.08" in (item.next_action or "")
     assert all(process_ended(pid) for pid in _pids(project))
@@ -171,3 +185,72 @@ def test_no_process_outlives_a_budget_stop(make_project) -> None:
     for pid in _pids(project):
         assert process_ended(pid)
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+
+
+# A stand-in for Claude Code's print mode: its stream-json init and one assistant message with
+# the usage a provider reported at the message's start, then it works until it is killed.
+FAKE_CLAUDE = """
+import json, os, sys, time
+sys.stdin.read()
+session = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--session-id="))
+def say(record):
+    print(json.dumps({**record, "session_id": session}), flush=True)
+say({"type": "system", "subtype": "init"})
+say({"type": "assistant", "message": {"id": "msg_1", "model": "claude-test-model", "usage": {
+    "input_tokens": 1500, "output_tokens": 7, "cache_read_input_tokens": 40,
+    "cache_creation_input_tokens": 2}}})
+open(os.path.join(os.getcwd(), "agent-pid"), "w").write(str(os.getpid()))
+time.sleep(120)
+"""
+
+
+def test_a_sigkilled_workers_run_keeps_the_usage_seen_before_its_death(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "claude.py").write_text(FAKE_CLAUDE)
+    executable = root / "claude"
+    executable.write_text(f'#!/bin/sh\nexec {sys.executable} {root / "claude.py"} "$@"\n')
+    executable.chmod(0o700)
+    document = {
+        "worker": {"leaseSeconds": 1, "heartbeatSeconds": 0.1, "pollSeconds": 0.05},
+        "agents": {"claude": {"executable": str(executable)}},
+    }
+    (root / "wrighty.json").write_text(json.dumps(document))
+    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
+    item = store.create_item(
+        NewItem("t", "work", None, None, str(root), ItemState.QUEUED), at=services_now(), actor="op"
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "wrighty", "--config", str(root / "wrighty.json"),
+         "worker", "start", "--once", "--json"],
+        cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        recorded = None
+        while recorded is None and time.monotonic() < deadline:
+            runs = store.list_runs(item.id)
+            recorded = runs[0].usage if runs else None
+            time.sleep(0.05)
+        assert recorded is not None, "the worker never recorded the run's usage"
+        agent_pid = int((root / "agent-pid").read_text())
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+        assert process_ended(agent_pid)
+    finally:
+        worker.kill()
+        worker.wait()
+    later = services_now() + timedelta(seconds=3)
+    reaper.reap_expired(store, now=later, max_requeues=3)
+    [run] = store.list_runs(item.id)
+    assert run.outcome_class is OutcomeClass.WORKER_LOST
+    assert run.agent == "claude"
+    usage = run.usage
+    assert usage is not None
+    assert usage.final is False
+    assert (usage.input_tokens, usage.output_tokens) == (1500, 7)
+    assert (usage.cache_read_tokens, usage.cache_write_tokens) == (40, 2)
+    assert usage.models == ("claude-test-model",)
+    [entry] = store.list_ledger(default_agent="claude", item_id=item.id)
+    assert entry.usage.tokens == 1549
+    store.close()
