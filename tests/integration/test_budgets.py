@@ -6,6 +6,7 @@ new run, and a stopped run keeps the usage it reported."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -254,3 +255,48 @@ def test_a_sigkilled_workers_run_keeps_the_usage_seen_before_its_death(tmp_path:
     [entry] = store.list_ledger(default_agent="claude", item_id=item.id)
     assert entry.usage.tokens == 1549
     store.close()
+
+
+REPORTER = """
+import json, subprocess
+def report(*flags):
+    return subprocess.run([sys.executable, "-m", "wrighty", "report-usage", *flags],
+                          capture_output=True, text=True)
+print(report("--input-tokens", "10", "--cost-usd", "1").stdout, flush=True)
+# A later report replaces the earlier one: totals, not increments.
+done = report("--input-tokens", "1200", "--output-tokens", "300", "--cache-read-tokens", "5",
+              "--cost-usd", "0.0081", "--model", "m-1", "--model", "m-2", "--final")
+bad = report("--input-tokens", "12.5")
+json.dump({"out": done.stdout, "bad": [bad.returncode, bad.stderr],
+           "env": {k: v for k, v in os.environ.items() if k.startswith("WRIGHTY_")}},
+          open("report.json", "w"))
+"""
+
+
+def test_report_usage_records_the_runs_totals_under_its_claim_only(make_project) -> None:
+    project = make_project({})
+    item = project.store.create_item(
+        NewItem("t", textwrap.dedent(REPORTER), None, None, str(project.root), ItemState.QUEUED),
+        at=services_now(),
+        actor="op",
+    )
+    assert project.run_once().state is ItemState.DONE
+    said = json.loads((project.root / "report.json").read_text())
+    assert said["out"] == "recorded: 1,505 tokens, $0.0081 reported\n"
+    returncode, stderr = said["bad"]
+    assert returncode == 2
+    assert stderr == "wrighty: --input-tokens 12.5: give a whole number from 0 to 1,000,000,000,000\n"
+    [run] = project.store.list_runs(item.id)
+    assert run.usage is not None
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.cache_read_tokens) == (
+        1200, 300, 5)  # fmt: skip
+    assert (run.usage.cost_usd, run.usage.cost_source) == (0.0081, "reported")
+    assert (run.usage.models, run.usage.final) == (("m-1", "m-2"), True)
+    # The same token once the run has ended: refused, and nothing changes.
+    late = subprocess.run(
+        [sys.executable, "-m", "wrighty", "report-usage", "--input-tokens", "999999"],
+        env={**os.environ, **said["env"]}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert late.returncode == 2
+    assert "no longer holds its claim" in late.stderr
+    assert project.store.list_runs(item.id)[0].usage == run.usage

@@ -115,7 +115,7 @@ def count_option(name: str, text: str | None) -> int:
     if text is None:
         return 0
     if not text.strip().isdecimal() or int(text) > MAX_TOKENS:
-        raise WrightyError(f"{name} {text}: give a whole number from 0 to {MAX_TOKENS:g}")
+        raise WrightyError(f"{name} {text}: give a whole number from 0 to {MAX_TOKENS:,}")
     return int(text)
 
 
