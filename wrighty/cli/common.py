@@ -134,7 +134,7 @@ def _positive(name: str, text: str, at_most: float, what: str, *, zero: bool = F
     low_ok = value >= 0 if zero else value > 0
     if not (low_ok and value <= at_most):  # `not` also refuses NaN
         least = "at least 0" if zero else "more than 0"
-        raise WrightyError(f"{name} {text}: must be {least} and at most {at_most:g}")
+        raise WrightyError(f"{name} {text}: must be {least} and at most {at_most:,.0f}")
     return value
 
 
