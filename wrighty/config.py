@@ -212,6 +212,7 @@ class StatusSettings(_Section):
 MAX_BUDGET_USD = 1_000_000  # a bound for typos, not a spending policy
 MAX_BUDGET_TOKENS = 10**12
 MAX_PRICE_PER_MTOK = 10_000
+MAX_MODEL_NAME = 200  # characters of a `pricing` key
 
 
 class BudgetLimit(_Section):
@@ -321,7 +322,7 @@ class WrightyConfig(_Section):
         description='Estimated prices by model name ("*" for any other), for runs whose '
         "vendor reports no cost; such costs are labelled estimated. wrighty ships no price "
         "list: prices change.",
-        json_schema_extra={"propertyNames": {"minLength": 1, "maxLength": 200}},
+        json_schema_extra={"propertyNames": {"minLength": 1, "maxLength": MAX_MODEL_NAME}},
     )
 
     def agent_names(self) -> list[str]:
@@ -738,10 +739,24 @@ def _budget_problems(config: WrightyConfig) -> list[Problem]:
         for name in config.budgets.per_day
         if name not in known
     )
+    zone = config.budgets.time_zone
     try:
-        zone_named(config.budgets.time_zone)
-    except ValueError as error:
-        problems.append(Problem("budgets.timeZone", str(error)))
+        zone_named(zone)
+    except ValueError:
+        # The name as the other problems echo a value: short ones only, JSON-escaped.
+        problems.append(
+            Problem(
+                "budgets.timeZone",
+                f"unknown time zone{_got(zone, ('budgets', 'timeZone'))}; "
+                "use an IANA name such as Europe/Berlin",
+            )
+        )
+    # The JSON Schema's propertyNames for `pricing`, which the model alone does not check.
+    problems.extend(
+        Problem(json_path("pricing", model), "a model name has 1 to 200 characters")
+        for model in config.pricing
+        if not 1 <= len(model) <= MAX_MODEL_NAME
+    )
     return problems
 
 

@@ -64,6 +64,18 @@ def usage_failure(policy: object) -> Setup:
     return config_json({"worker": {"usageFailure": policy}})
 
 
+def budgets(section: object) -> Setup:
+    return config_json({"budgets": section})
+
+
+def pricing(section: object) -> Setup:
+    return config_json({"pricing": section})
+
+
+def create_with(*options: str) -> tuple[str, ...]:
+    return ("create", "--title", "t", "--body", "b", *options)
+
+
 def file(name: str, content: bytes) -> Setup:
     return lambda project: (project / name).write_bytes(content)
 
@@ -252,6 +264,141 @@ CASES: list[Case] = [
         "workspace-missing",
         ("create", "--title", "t", "--body", "b", "--workspace", "nowhere"),
         "no such directory",
+    ),
+    # an item's own budget (create, requeue)
+    Case(
+        "max-cost-not-a-number",
+        create_with("--max-cost-usd", "five"),
+        "--max-cost-usd five: give a number of dollars, such as 5 or 2.5",
+    ),
+    Case(
+        "max-cost-empty",
+        create_with("--max-cost-usd", ""),
+        "--max-cost-usd : give a number of dollars",
+    ),
+    Case(
+        "max-cost-with-a-dollar-sign",
+        create_with("--max-cost-usd", "$5"),
+        "--max-cost-usd $5: give a number of dollars",
+    ),
+    Case(
+        "max-cost-zero",
+        create_with("--max-cost-usd", "0", "--queue"),
+        "--max-cost-usd 0: must be more than 0",
+    ),
+    Case(
+        "max-cost-negative",
+        create_with("--max-cost-usd", "-1"),
+        "--max-cost-usd -1: must be more than 0",
+    ),
+    Case("max-cost-nan", create_with("--max-cost-usd", "nan"), "--max-cost-usd nan: must be"),
+    Case(
+        "max-cost-infinite",
+        create_with("--max-cost-usd", "inf"),
+        "--max-cost-usd inf: must be more than 0 and at most",
+    ),
+    Case(
+        "max-cost-too-large",
+        create_with("--max-cost-usd", "1000001"),
+        "--max-cost-usd 1000001: must be more than 0 and at most",
+    ),
+    Case(
+        "max-cost-400-digits",
+        create_with("--max-cost-usd", "9" * 400),
+        "must be more than 0 and at most",
+    ),
+    Case(
+        "max-cost-with-escape",
+        create_with("--max-cost-usd", "\x1b]52;c;ZWNobyBwd25lZA==\x07"),
+        "give a number of dollars",
+    ),
+    Case(
+        "max-tokens-fraction",
+        create_with("--max-tokens", "1.5"),
+        "--max-tokens 1.5: give a whole number of tokens",
+    ),
+    Case(
+        "max-tokens-exponent",
+        create_with("--max-tokens", "1e6"),
+        "--max-tokens 1e6: give a whole number of tokens",
+    ),
+    Case(
+        "max-tokens-not-a-number",
+        create_with("--max-tokens", "lots"),
+        "--max-tokens lots: give a whole number of tokens",
+    ),
+    Case(
+        "max-tokens-zero",
+        create_with("--max-tokens", "0"),
+        "--max-tokens 0: must be more than 0",
+    ),
+    Case(
+        "max-tokens-negative",
+        create_with("--max-tokens", "-5"),
+        "--max-tokens -5: give a whole number of tokens",
+    ),
+    Case(
+        "max-tokens-too-large",
+        create_with("--max-tokens", "1000000000001"),
+        "--max-tokens 1000000000001: must be more than 0 and at most",
+    ),
+    Case(
+        "max-tokens-5000-digits",
+        create_with("--max-tokens", "9" * 5000),
+        "must be more than 0 and at most",
+    ),
+    Case(
+        "requeue-max-cost-not-a-number",
+        ("requeue", "1", "--resume", "--max-cost-usd", "ten"),
+        "--max-cost-usd ten: give a number of dollars",
+        setup=item("--max-cost-usd", "5"),
+    ),
+    Case(
+        "requeue-max-cost-zero",
+        ("requeue", "1", "--fresh", "--max-cost-usd", "0"),
+        "--max-cost-usd 0: must be more than 0",
+        setup=item("--max-cost-usd", "5"),
+    ),
+    Case(
+        "requeue-max-cost-negative",
+        ("requeue", "1", "--resume", "--max-cost-usd", "-2"),
+        "--max-cost-usd -2: must be more than 0",
+        setup=item(),
+    ),
+    Case(
+        "requeue-max-cost-nan",
+        ("requeue", "1", "--resume", "--max-cost-usd", "NaN"),
+        "--max-cost-usd NaN: must be",
+        setup=item(),
+    ),
+    Case(
+        "requeue-max-cost-too-large",
+        ("requeue", "1", "--resume", "--max-cost-usd", "1e7"),
+        "--max-cost-usd 1e7: must be more than 0 and at most",
+        setup=item(),
+    ),
+    Case(
+        "requeue-max-tokens-fraction",
+        ("requeue", "1", "--resume", "--max-tokens", "2.5"),
+        "--max-tokens 2.5: give a whole number of tokens",
+        setup=item("--max-tokens", "1000"),
+    ),
+    Case(
+        "requeue-max-tokens-zero",
+        ("requeue", "1", "--fresh", "--max-tokens", "0"),
+        "--max-tokens 0: must be more than 0",
+        setup=item(),
+    ),
+    Case(
+        "requeue-max-cost-of-an-unknown-item",
+        ("requeue", "99", "--resume", "--max-cost-usd", "5"),
+        "no item 99",
+    ),
+    Case(
+        "requeue-a-todo-item-with-a-budget",
+        ("requeue", "1", "--fresh", "--max-cost-usd", "5"),
+        "requeue takes items",
+        setup=item(),
     ),
     # operator moves
     Case("queue-a-queued-item", ("queue", "1"), "moves todo items only", setup=item("--queue")),
@@ -634,6 +781,132 @@ CASES: list[Case] = [
         ("list",),
         'worker.usageFailure: must be an object (got the string "retry")',
         setup=usage_failure("retry"),
+    ),
+    Case(
+        "config-budget-unknown-agent",
+        ("list",),
+        "budgets.perDay.robot: unknown agent 'robot'",
+        setup=budgets({"perDay": {"robot": {"maxCostUsd": 5}}}),
+    ),
+    Case(
+        "config-budget-unknown-time-zone",
+        ("list",),
+        'budgets.timeZone: unknown time zone (got the string "Europe/Atlantis")',
+        setup=budgets({"timeZone": "Europe/Atlantis"}),
+    ),
+    Case(
+        "config-budget-time-zone-a-path",
+        ("list",),
+        "budgets.timeZone: unknown time zone",
+        setup=budgets({"timeZone": "../../../etc/passwd"}),
+    ),
+    Case(
+        "config-budget-time-zone-secret",
+        ("list",),
+        "budgets.timeZone: unknown time zone (got a string)",
+        setup=budgets({"timeZone": f"{SECRET}-{API_KEY}"}),
+    ),
+    Case(
+        "config-budget-day-start-past-midnight",
+        ("list",),
+        "budgets.dayStartsAt: String should match pattern",
+        setup=budgets({"dayStartsAt": "24:00"}),
+    ),
+    Case(
+        "config-budget-day-start-not-a-string",
+        ("list",),
+        "budgets.dayStartsAt: must be a valid string (got 6)",
+        setup=budgets({"dayStartsAt": 6}),
+    ),
+    Case(
+        "config-budget-negative-cost",
+        ("list",),
+        "budgets.perItem.maxCostUsd: must be > 0 (got -1)",
+        setup=budgets({"perItem": {"maxCostUsd": -1}}),
+    ),
+    Case(
+        "config-budget-cost-past-bound",
+        ("list",),
+        "budgets.perDay.codex.maxCostUsd: must be <=",
+        setup=budgets({"perDay": {"codex": {"maxCostUsd": 1e308}}}),
+    ),
+    Case(
+        "config-budget-tokens-zero",
+        ("list",),
+        "budgets.perItem.maxTokens: must be > 0 (got 0)",
+        setup=budgets({"perItem": {"maxTokens": 0}}),
+    ),
+    Case(
+        "config-budget-tokens-fraction",
+        ("list",),
+        'budgets.perDay["*"].maxTokens: must be a valid integer (got 2.5)',
+        setup=budgets({"perDay": {"*": {"maxTokens": 2.5}}}),
+    ),
+    Case(
+        "config-budget-unknown-key",
+        ("list",),
+        "budgets.perWeek: unknown key (allowed here: perItem, perDay, dayStartsAt, timeZone)",
+        setup=budgets({"perWeek": {"*": {"maxTokens": 5}}}),
+    ),
+    Case(
+        "config-budget-limit-unknown-key",
+        ("list",),
+        "budgets.perItem.maxCost: unknown key (allowed here: maxCostUsd, maxTokens)",
+        setup=budgets({"perItem": {"maxCost": 5}}),
+    ),
+    Case(
+        "config-budgets-not-an-object",
+        ("list",),
+        "budgets: must be an object (got a list)",
+        setup=budgets([5]),
+    ),
+    Case(
+        "config-pricing-without-output-price",
+        ("list",),
+        "pricing.gpt-5.outputPerMtok: is required",
+        setup=pricing({"gpt-5": {"inputPerMtok": 1.25}}),
+    ),
+    Case(
+        "config-pricing-negative-price",
+        ("list",),
+        "pricing.gpt-5.inputPerMtok: must be >= 0 (got -1)",
+        setup=pricing({"gpt-5": {"inputPerMtok": -1, "outputPerMtok": 10}}),
+    ),
+    Case(
+        "config-pricing-price-as-string",
+        ("list",),
+        'pricing["*"].outputPerMtok: must be a valid number (got the string "15")',
+        setup=pricing({"*": {"inputPerMtok": 3, "outputPerMtok": "15"}}),
+    ),
+    Case(
+        "config-pricing-empty-model-name",
+        ("list",),
+        'pricing[""]: a model name has 1 to 200 characters',
+        setup=pricing({"": {"inputPerMtok": 1, "outputPerMtok": 2}}),
+    ),
+    Case(
+        "config-pricing-unknown-key",
+        ("list",),
+        "pricing.gpt-5.cachedPerMtok: unknown key",
+        setup=pricing({"gpt-5": {"inputPerMtok": 1, "outputPerMtok": 2, "cachedPerMtok": 1}}),
+    ),
+    Case(
+        "validate-budget-problems",
+        ("config", "validate"),
+        "3 problems",
+        stdout_allowed=True,
+        setup=config_json(
+            {
+                "budgets": {"timeZone": "Nowhere/Zone", "perDay": {"robot": {"maxTokens": 5}}},
+                "pricing": {"": {"inputPerMtok": 1, "outputPerMtok": 2}},
+            }
+        ),
+    ),
+    Case(
+        "worker-refuses-a-bad-budget-config",
+        ("worker", "start", "--once"),
+        "budgets.timeZone: unknown time zone",
+        setup=budgets({"timeZone": "Nowhere/Zone"}),
     ),
     Case(
         "config-duplicate-key",

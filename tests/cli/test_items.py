@@ -11,7 +11,8 @@ SHOW_KEYS = {
     "id", "title", "state", "agent", "generation", "reason_code", "queued_at", "not_before",
     "created_at", "updated_at", "body", "timeout_seconds", "workspace", "claimed_by",
     "lease_expires_at", "reason", "next_action", "crash_retries", "crash_retry", "requeues",
-    "usage_retries", "usage_retry", "session", "runs", "events", "circuit",
+    "usage_retries", "usage_retry", "session", "runs", "events", "circuit", "usage", "budget",
+    "hold",
 }  # fmt: skip
 
 

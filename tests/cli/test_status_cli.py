@@ -7,7 +7,7 @@ import re
 import sqlite3
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import jsonschema
@@ -422,3 +422,114 @@ def test_the_open_circuit_threshold_can_live_in_wrighty_json(
     assert code == 1
     assert shown["thresholds"]["max_open_circuits"] == 0
     assert status("--max-open-circuits", "1")[0] == 0  # the option overrides the file
+
+
+# -- the usage ledger: each agent's spend (docs/usage.md#where-to-look) -----------------------
+
+
+def test_status_gives_each_agents_spend_for_the_budget_day_and_the_last_24_hours(
+    initialised: Path, clock: FakeClock
+) -> None:
+    from tests.cli.usage_helpers import configure, run
+    from wrighty.cli.render import local_time
+    from wrighty.domain.usage import Usage
+
+    configure(initialised, perDay={"claude": {"maxTokens": 1000}, "gemini": {"maxCostUsd": 5}})
+    today = Usage(600, 100, 200, 100, 0.03, ("claude-opus",), final=True, cost_source="reported")
+    yesterday = Usage(50, 50, cost_usd=0.01, final=True, cost_source="reported")
+    estimated = Usage(2000, 400, cost_usd=0.002, final=True, cost_source="estimated")
+    old = Usage(7, 3, cost_usd=1.0, final=True, cost_source="reported")
+    claude = create("--queue", "--agent", "claude")
+    codex = create("--queue", "--agent", "codex")
+    # START is 09:00 UTC: the budget day (UTC, from 00:00) began 9 hours ago.
+    run(initialised, claude, at=clock() - timedelta(days=3), agent="claude", usage=old)
+    run(initialised, claude, at=clock() - timedelta(hours=13), agent="claude", usage=yesterday)
+    run(initialised, claude, at=clock() - timedelta(hours=1), agent="claude", usage=today)
+    run(initialised, codex, at=clock() - timedelta(hours=2), agent="codex", usage=estimated)
+    code, document = status()
+    assert code == 0
+    spend = document["spend"]
+    assert (spend["period_start"], spend["period_end"]) == (
+        "2026-11-30T00:00:00.000Z",
+        "2026-12-01T00:00:00.000Z",
+    )
+    agents = {row["agent"]: row for row in spend["agents"]}
+    assert list(agents) == ["claude", "codex", "gemini"]  # gemini: a budget of its own
+    assert agents["claude"]["period"]["runs"] == 1
+    assert agents["claude"]["period"]["tokens"] == today.tokens == 1000
+    assert agents["claude"]["period"]["cost_usd"] == 0.03
+    assert agents["claude"]["last_24h"]["runs"] == 2
+    assert agents["claude"]["last_24h"]["tokens"] == today.tokens + yesterday.tokens
+    assert agents["claude"]["last_24h"]["cost_usd"] == 0.04
+    assert agents["claude"]["limit"] == {"max_cost_usd": None, "max_tokens": 1000}
+    assert agents["claude"]["held"] is True
+    assert agents["claude"]["hold_reason"].startswith(
+        "claude's budget for the day (1,000 tokens) is spent ($0.0300, 1,000 tokens)"
+    )
+    assert agents["codex"]["period"]["cost_source"] == "estimated"
+    assert (agents["codex"]["limit"], agents["codex"]["held"]) == (None, False)
+    assert agents["gemini"]["period"]["runs"] == 0
+    assert agents["gemini"]["limit"] == {"max_cost_usd": 5, "max_tokens": None}
+    assert spend["held_agents"] == 1
+    text = wrighty("status").stdout
+    start, end = (datetime.fromisoformat(spend[key]) for key in ("period_start", "period_end"))
+    assert f"  budget day {local_time(start)} to {local_time(end)}" in text  # local times
+    assert (
+        "  spend claude: budget day 1 run, $0.0300, 1,000 tokens of 1,000 tokens; "
+        "last 24 h 2 runs, $0.0400, 1,100 tokens"
+    ) in text
+    assert "  spend codex: budget day 1 run, $0.0020 estimated, 2,400 tokens;" in text
+    assert "  held claude's budget for the day (1,000 tokens) is spent" in text
+
+    prometheus = wrighty("status", "--format", "prometheus").stdout
+    lines = set(prometheus.splitlines())
+    # The counters add up every run, the one of three days ago too.
+    everything = old + yesterday + today
+    assert f'wrighty_tokens_total{{agent="claude",kind="input"}} {everything.input_tokens}' in lines
+    assert 'wrighty_tokens_total{agent="claude",kind="cache_write"} 100' in lines
+    assert 'wrighty_tokens_total{agent="codex",kind="output"} 400' in lines
+    assert 'wrighty_cost_usd_total{agent="claude",source="reported"} 1.04' in lines
+    assert 'wrighty_cost_usd_total{agent="claude",source="estimated"} 0.0' in lines
+    assert 'wrighty_cost_usd_total{agent="codex",source="estimated"} 0.002' in lines
+    assert "# TYPE wrighty_tokens_total counter" in lines
+    assert "# TYPE wrighty_cost_usd_total counter" in lines
+    # The gauges are the budget day's.
+    assert 'wrighty_budget_period_tokens{agent="claude"} 1000' in lines
+    assert 'wrighty_budget_period_cost_usd{agent="claude"} 0.03' in lines
+    assert 'wrighty_budget_period_cost_usd{agent="gemini"} 0' in lines
+    assert 'wrighty_budget_period_limit_tokens{agent="claude"} 1000' in lines
+    assert 'wrighty_budget_period_limit_cost_usd{agent="gemini"} 5.0' in lines
+    assert not any(line.startswith('wrighty_budget_period_limit_tokens{agent="codex"')
+                   for line in lines)  # fmt: skip
+    assert 'wrighty_budget_agent_held{agent="claude"} 1' in lines
+    assert 'wrighty_budget_agent_held{agent="codex"} 0' in lines
+    assert "wrighty_budget_period_end_timestamp_seconds 1796083200.0" in lines
+    samples = [line for line in prometheus.splitlines() if not line.startswith("#")]
+    assert all(re.fullmatch(r'wrighty_[a-z_]+(\{[a-z]+="[a-z_-]+"(,[a-z]+="[a-z_-]+")?\})? '
+                            r"(\d+(\.\d+)?|NaN)", s) for s in samples)  # fmt: skip
+
+
+def test_status_reads_the_ledger_once_whatever_the_number_of_items(
+    initialised: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.cli.usage_helpers import run
+    from wrighty.domain.usage import Usage
+
+    for _ in range(3):
+        run(initialised, create("--queue"), at=clock(), agent="claude", usage=Usage(1, 1))
+    calls: list[str] = []
+    for name in ("list_ledger", "agent_spend", "list_runs", "get_item", "list_items"):
+        original = getattr(SqliteStore, name)
+
+        def counted(self: SqliteStore, *args: object, _f=original, _n=name, **kw: object) -> object:
+            calls.append(_n)
+            return _f(self, *args, **kw)
+
+        monkeypatch.setattr(SqliteStore, name, counted)
+    code, document = status()
+    assert code == 0
+    assert calls == ["list_ledger"]
+    assert document["spend"]["agents"][0]["period"]["runs"] == 3
+    calls.clear()
+    assert wrighty("status", "--format", "prometheus").exit_code == 0
+    assert calls == ["list_ledger"]

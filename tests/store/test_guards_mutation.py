@@ -49,6 +49,11 @@ CIRCUITS = "tests/store/test_circuits.py::"
 CIRCUIT_STALE = CIRCUITS + "test_a_write_on_a_version_not_stored_changes_nothing[{backend}-%s]"
 CIRCUIT_SECOND = CIRCUITS + "test_of_two_writers_from_the_same_read_the_second_loses[{backend}]"
 PROBE_OTHER = CIRCUITS + "test_the_probe_does_not_run_under_another_workers_claim[{backend}]"
+LEDGER = "tests/store/test_ledger.py::"
+USAGE_MOVED_ON = LEDGER + "test_a_moved_on_claim_takes_no_usage_from_its_old_holder[{backend}-%s]"
+USAGE_ENDED = LEDGER + "test_a_run_that_ended_takes_no_usage_while_its_claim_is_held[{backend}]"
+USAGE_OWN_RUN = LEDGER + "test_a_record_names_its_own_run[{backend}]"
+USAGE_TOKEN = LEDGER + "test_a_report_lands_only_with_the_runs_token_under_its_claim[{backend}]"
 
 BOTH = ("sqlite", "postgresql")  # the dialects, which are also the store fixture's ids
 
@@ -140,6 +145,31 @@ GUARDS: list[Guard] = [
              "AND items.generation = runs.generation", "AND 1 = 1", MOVED_ON % "generation"),
     *_guards("agent report: owner", BOTH, "record_agent_report_guarded",
              "AND items.claimed_by = runs.worker_id", "AND 1 = 1", MOVED_ON % "claimed_by"),
+    # The usage ledger: the worker's record of a run's usage, under the claim, into its own
+    # open run; and `wrighty report-usage`, with the run's token while its claim is held.
+    *_guards("usage record: state", BOTH, "record_usage_guarded",
+             "AND state = 'running'", "AND 1 = 1", USAGE_MOVED_ON % "state"),
+    *_guards("usage record: generation", BOTH, "record_usage_guarded",
+             "AND generation = :generation AND claimed_by", "AND 1 = 1 AND claimed_by",
+             USAGE_MOVED_ON % "generation"),
+    *_guards("usage record: owner", BOTH, "record_usage_guarded",
+             "AND claimed_by = :claimed_by", "AND 1 = 1", USAGE_MOVED_ON % "claimed_by"),
+    *_guards("usage record: open run", BOTH, "record_usage_guarded",
+             "AND ended_at IS NULL", "AND 1 = 1", USAGE_ENDED),
+    *_guards("usage record: the claim's own run", BOTH, "record_usage_guarded",
+             "AND item_id = :item_id", "AND 1 = 1", USAGE_OWN_RUN),
+    *_guards("usage report: claim token", BOTH, "report_usage_guarded",
+             "AND claim_token = :claim_token", "AND 1 = 1", USAGE_TOKEN),
+    *_guards("usage report: open run", BOTH, "report_usage_guarded",
+             "AND ended_at IS NULL", "AND 1 = 1", USAGE_ENDED),
+    *_guards("usage report: state", BOTH, "report_usage_guarded",
+             "AND items.state = 'running'", "AND 1 = 1", USAGE_MOVED_ON % "state"),
+    *_guards("usage report: generation", BOTH, "report_usage_guarded",
+             "AND items.generation = runs.generation", "AND 1 = 1",
+             USAGE_MOVED_ON % "generation"),
+    *_guards("usage report: owner", BOTH, "report_usage_guarded",
+             "AND items.claimed_by = runs.worker_id", "AND 1 = 1",
+             USAGE_MOVED_ON % "claimed_by"),
     # The provider circuit's compare-and-set on its version, and the probe's running fact (its
     # `items.state = 'running'` has no row: outside running an item has no claimed_by, so the
     # holder's condition alone already decides).

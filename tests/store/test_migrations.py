@@ -137,7 +137,7 @@ def test_two_processes_opening_a_new_postgresql_store_together_migrate_it_once()
 
 
 def test_an_older_postgresql_store_is_migrated_forward_and_keeps_its_items() -> None:
-    """A store one migration behind (before the circuits table) opens migrated, keeps its
+    """A store one migration behind (before the usage ledger) opens migrated, keeps its
     items, and takes a circuit write."""
     import psycopg
 

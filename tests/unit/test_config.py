@@ -274,6 +274,166 @@ def test_each_problem_names_its_json_path_and_the_rule(document: object, expecte
     assert expected in problems_of(document)
 
 
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        (
+            {"budgets": {"perDay": {"robot": {"maxTokens": 5}}}},
+            "budgets.perDay.robot: unknown agent 'robot' "
+            '(known: claude, codex, command, gemini, or "*")',
+        ),
+        (
+            {"budgets": {"timeZone": "Mars/Olympus_Mons"}},
+            'budgets.timeZone: unknown time zone (got the string "Mars/Olympus_Mons"); '
+            "use an IANA name such as Europe/Berlin",
+        ),
+        (
+            {"budgets": {"timeZone": "../../etc/passwd"}},
+            'budgets.timeZone: unknown time zone (got the string "../../etc/passwd"); '
+            "use an IANA name such as Europe/Berlin",
+        ),
+        (
+            {"budgets": {"timeZone": "Europe"}},  # a folder of zones, not a zone
+            'budgets.timeZone: unknown time zone (got the string "Europe"); '
+            "use an IANA name such as Europe/Berlin",
+        ),
+        ({"budgets": {"timeZone": 1}}, "budgets.timeZone: must be a valid string (got 1)"),
+        (
+            {"budgets": {"dayStartsAt": "24:00"}},
+            "budgets.dayStartsAt: String should match pattern "
+            "'^([01][0-9]|2[0-3]):[0-5][0-9]$' (got the string \"24:00\")",
+        ),
+        (
+            {"budgets": {"dayStartsAt": "6:00"}},
+            "budgets.dayStartsAt: String should match pattern "
+            "'^([01][0-9]|2[0-3]):[0-5][0-9]$' (got the string \"6:00\")",
+        ),
+        (
+            {"budgets": {"perItem": {"maxCostUsd": -1}}},
+            "budgets.perItem.maxCostUsd: must be > 0 (got -1)",
+        ),
+        (
+            {"budgets": {"perItem": {"maxCostUsd": 0}}},
+            "budgets.perItem.maxCostUsd: must be > 0 (got 0)",
+        ),
+        (
+            {"budgets": {"perDay": {"codex": {"maxCostUsd": "5"}}}},
+            'budgets.perDay.codex.maxCostUsd: must be a valid number (got the string "5")',
+        ),
+        (
+            {"budgets": {"perItem": {"maxTokens": 0}}},
+            "budgets.perItem.maxTokens: must be > 0 (got 0)",
+        ),
+        (
+            {"budgets": {"perDay": {"*": {"maxTokens": 2.5}}}},
+            'budgets.perDay["*"].maxTokens: must be a valid integer (got 2.5)',
+        ),
+        (
+            {"budgets": {"perItem": {"maxTokens": 10**12 + 1}}},
+            "budgets.perItem.maxTokens: must be <= 1e+12 (got 1000000000001)",
+        ),
+        (
+            {"pricing": {"gpt-5": {"inputPerMtok": 1.25}}},
+            "pricing.gpt-5.outputPerMtok: is required",
+        ),
+        (
+            {"pricing": {"gpt-5": {"inputPerMtok": -1, "outputPerMtok": 10}}},
+            "pricing.gpt-5.inputPerMtok: must be >= 0 (got -1)",
+        ),
+        (
+            {"pricing": {"gpt-5": {"inputPerMtok": 1, "outputPerMtok": 10, "cachedPerMtok": 1}}},
+            "pricing.gpt-5.cachedPerMtok: unknown key (allowed here: inputPerMtok, "
+            "outputPerMtok, cacheReadPerMtok, cacheWritePerMtok)",
+        ),
+        (
+            {"pricing": {"": {"inputPerMtok": 1, "outputPerMtok": 10}}},
+            'pricing[""]: a model name has 1 to 200 characters',
+        ),
+        (
+            {"budgets": {"perWeek": {"*": {"maxTokens": 5}}}},
+            "budgets.perWeek: unknown key (allowed here: perItem, perDay, dayStartsAt, timeZone)",
+        ),
+        (
+            {"budgets": {"perDay": {"codex": {"maxCost": 5}}}},
+            "budgets.perDay.codex.maxCost: unknown key (allowed here: maxCostUsd, maxTokens)",
+        ),
+    ],
+)
+def test_each_budget_or_pricing_problem_is_one_line_with_its_json_path(
+    document: object, expected: str
+) -> None:
+    assert problems_of(document) == [expected]
+
+
+def test_budgets_and_pricing_are_read_as_the_domain_reads_them() -> None:
+    from datetime import time
+    from zoneinfo import ZoneInfo
+
+    from wrighty.config import budgets_of, pricing_of
+    from wrighty.domain.usage import Limit, Price
+
+    config, problems = check_config_text(
+        json.dumps(
+            {
+                "agents": {"helper": {"adapter": "command", "command": ["h"]}},
+                "budgets": {
+                    "perItem": {"maxCostUsd": 2.5},
+                    "perDay": {"*": {"maxTokens": 10**6}, "helper": {"maxCostUsd": 20}},
+                    "dayStartsAt": "06:30",
+                    "timeZone": "Europe/Berlin",
+                },
+                "pricing": {
+                    "gpt-5": {"inputPerMtok": 1.25, "outputPerMtok": 10},
+                    "*": {"inputPerMtok": 3, "outputPerMtok": 15, "cacheReadPerMtok": 0.3,
+                          "cacheWritePerMtok": 3.75},
+                },
+            }
+        )
+    )  # fmt: skip
+    assert problems == []
+    assert config is not None
+    budgets = budgets_of(config)
+    assert budgets.per_item == Limit(2.5, None)
+    assert dict(budgets.per_day) == {"*": Limit(None, 10**6), "helper": Limit(20, None)}
+    assert (budgets.day_starts_at, budgets.time_zone) == (time(6, 30), ZoneInfo("Europe/Berlin"))
+    assert pricing_of(config) == {
+        "gpt-5": Price(1.25, 10.0, 0.0, 0.0),
+        "*": Price(3.0, 15.0, 0.3, 3.75),
+    }
+
+
+def test_without_budgets_nothing_is_bounded_and_the_day_is_utc() -> None:
+    from datetime import UTC, time
+
+    from wrighty.config import budgets_of, pricing_of
+
+    config, _ = check_config_text("{}")
+    assert config is not None
+    budgets = budgets_of(config)
+    assert budgets.per_item.unbounded
+    assert dict(budgets.per_day) == {}
+    assert (budgets.day_starts_at, budgets.time_zone) == (time(0, 0), UTC)
+    assert pricing_of(config) == {}
+
+
+def test_a_pricing_model_name_is_checked_as_the_schema_checks_it() -> None:
+    price = {"inputPerMtok": 1, "outputPerMtok": 2}
+    assert problems_of({"pricing": {"m" * 200: price, "*": price}}) == []
+    assert problems_of({"pricing": {"m" * 201: price}}) == [
+        f"pricing.{'m' * 201}: a model name has 1 to 200 characters"
+    ]
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(config_json_schema())
+    for name in ("", "m" * 201):
+        assert list(validator.iter_errors({"pricing": {name: price}}))
+
+
+def test_a_long_time_zone_is_not_echoed() -> None:
+    assert problems_of({"budgets": {"timeZone": "x" * 300}}) == [
+        "budgets.timeZone: unknown time zone (got a string); use an IANA name such as Europe/Berlin"
+    ]
+
+
 def test_agent_arguments_are_a_list_of_strings() -> None:
     config, problems = check_config_text(
         json.dumps({"agents": {"claude": {"args": ["--model", "opus"], "env": {"A": "b"}}}})

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reap": ("wrighty.cli.items", "reap"),
     "workers": ("wrighty.cli.observability", "workers"),
     "status": ("wrighty.cli.observability", "status"),
+    "usage": ("wrighty.cli.usage", "usage"),
     "providers": ("wrighty.cli.providers", "providers_app"),
     "agents": ("wrighty.cli.setup", "agents"),
     "finish": ("wrighty.cli.worker", "finish"),

@@ -104,7 +104,7 @@ def limit_options(max_cost_usd: str | None, max_tokens: str | None) -> Limit:
         cost = _positive("--max-cost-usd", max_cost_usd, MAX_COST_USD, "a number of dollars")
     tokens = None
     if max_tokens is not None:
-        if not max_tokens.strip().isdecimal():
+        if not (max_tokens.strip().isascii() and max_tokens.strip().isdecimal()):
             raise WrightyError(f"--max-tokens {max_tokens}: give a whole number of tokens")
         tokens = int(_positive("--max-tokens", max_tokens, MAX_TOKENS, "a number of tokens"))
     return Limit(cost, tokens)
@@ -114,7 +114,8 @@ def count_option(name: str, text: str | None) -> int:
     """A number of tokens that may be 0 (``report-usage``); 0 when not given."""
     if text is None:
         return 0
-    if not text.strip().isdecimal() or int(text) > MAX_TOKENS:
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdecimal()) or int(digits) > MAX_TOKENS:
         raise WrightyError(f"{name} {text}: give a whole number from 0 to {MAX_TOKENS:,}")
     return int(text)
 

@@ -16,6 +16,7 @@ import typer
 
 from wrighty.domain.decisions import USAGE_CLASSES, USAGE_RETRY_FRESH
 from wrighty.domain.health import oldest_wait_seconds
+from wrighty.domain.ledger import reported
 from wrighty.domain.model import Change, Event, Item, Run, Session
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
@@ -24,10 +25,14 @@ from wrighty.domain.times import rfc3339
 
 if TYPE_CHECKING:
     from wrighty.agents import AgentInfo
+    from wrighty.domain.budgets import AgentHold
     from wrighty.domain.classify import Classification
+    from wrighty.domain.ledger import AgentSpending, Spend, Spending
+    from wrighty.domain.usage import CostSource, Limit, Usage
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
     from wrighty.services.status import StatusReport, WorkerView
+    from wrighty.services.usage import UsageReport
 
 
 def print_json(document: object) -> None:
@@ -74,6 +79,109 @@ def run_json(run: Run) -> dict[str, Any]:
         "signal": run.signal,
         "session_id": run.session_id,
         "diagnostic": run.diagnostic,
+        "usage": usage_json(run.usage) if reported(run.usage) else None,
+    }
+
+
+# -- usage (docs/usage.md#where-to-look) ------------------------------------------------------
+
+# Costs are sums of floats: six decimals (a millionth of a dollar) keep them readable.
+COST_DECIMALS = 6
+
+
+def cost_json(cost: float | None) -> float | None:
+    return None if cost is None else round(cost, COST_DECIMALS)
+
+
+def _tokens_json(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "tokens": usage.tokens,
+        "cost_usd": cost_json(usage.cost_usd),
+        "cost_source": usage.cost_source if usage.cost_usd is not None else None,
+    }
+
+
+def usage_json(usage: Usage) -> dict[str, Any]:
+    """What a run spent, or an item over its runs."""
+    return {
+        **_tokens_json(usage),
+        "models": list(usage.models),
+        "turns": usage.turns,
+        "api_ms": usage.api_ms,
+        "final": usage.final,
+    }
+
+
+def limit_json(limit: Limit) -> dict[str, Any]:
+    return {"max_cost_usd": limit.max_cost_usd, "max_tokens": limit.max_tokens}
+
+
+def budget_json(limit: Limit, spent: Usage) -> dict[str, Any]:
+    """A budget, what is left of it after ``spent``, and whether it is spent."""
+    left = limit.left_after(spent)
+    return {
+        **limit_json(limit),
+        "left_cost_usd": cost_json(left.max_cost_usd),
+        "left_tokens": left.max_tokens,
+        "exceeded": not limit.unbounded and spent.over(limit),
+    }
+
+
+def hold_json(hold: AgentHold | None) -> dict[str, Any] | None:
+    """Why a waiting item's agent gets no new run: its period budget is spent."""
+    if hold is None:
+        return None
+    return {"agent": hold.agent, "until": rfc3339(hold.until), "reason": hold.reason()}
+
+
+def spend_json(spend: Spend) -> dict[str, Any]:
+    """A group of runs: how many, and what they spent together."""
+    return {
+        "runs": spend.runs,
+        **_tokens_json(spend.usage),
+        "runs_without_cost": spend.runs_without_cost,
+    }
+
+
+_GROUP_KEYS = {"agent": "agent", "day": "day", "item": "item_id"}
+
+
+def usage_report_json(report: UsageReport, *, time_zone: str, day_starts_at: str) -> dict[str, Any]:
+    """`wrighty usage --json`."""
+    key = _GROUP_KEYS[report.by]
+    return {
+        "since": rfc3339(report.since),
+        "until": rfc3339(report.until),
+        "by": report.by,
+        "time_zone": time_zone,
+        "day_starts_at": day_starts_at,
+        "groups": [{key: group, **spend_json(spend)} for group, spend in report.groups],
+        "total": spend_json(report.total),
+    }
+
+
+def agent_spending_json(row: AgentSpending) -> dict[str, Any]:
+    return {
+        "agent": row.agent,
+        "period": spend_json(row.period),
+        "last_24h": spend_json(row.last_day),
+        "limit": None if row.limit.unbounded else limit_json(row.limit),
+        "held": row.hold is not None,
+        "hold_reason": row.hold.reason() if row.hold is not None else None,
+    }
+
+
+def spending_json(spending: Spending) -> dict[str, Any]:
+    """Each agent's spend in the current budget period and the last 24 hours."""
+    return {
+        "period_start": rfc3339(spending.period.start),
+        "period_end": rfc3339(spending.period.end),
+        "held_agents": len(spending.held),
+        "agents": [agent_spending_json(row) for row in spending.agents],
     }
 
 
@@ -187,6 +295,7 @@ def item_detail_json(
     max_attempts: int | None = None,
     usage_max_attempts: int | None = None,
 ) -> dict[str, Any]:
+    """The item in full (`show --json`); the usage keys are `item_usage_json`'s."""
     item = detail.item
     return {
         **item_summary_json(item),
@@ -208,12 +317,29 @@ def item_detail_json(
     }
 
 
-def waiting_item_json(entry: WaitingItem) -> dict[str, Any]:
-    """An item summary with since when it has needed attention and how many runs it had."""
+def item_usage_json(total: Usage, limit: Limit, hold: AgentHold | None) -> dict[str, Any]:
+    """The keys `show --json` ends with: the item's total over its runs, its budget and what
+    is left, and the hold on its agent."""
+    return {
+        "usage": usage_json(total),
+        "budget": budget_json(limit, total),
+        "hold": hold_json(hold),
+    }
+
+
+def listed_item_json(item: Item, total: Usage, hold: AgentHold | None) -> dict[str, Any]:
+    """An item summary as `list --json` prints it: with its total and its agent's hold."""
+    return {**item_summary_json(item), "usage": usage_json(total), "hold": hold_json(hold)}
+
+
+def waiting_item_json(entry: WaitingItem, total: Usage) -> dict[str, Any]:
+    """An item summary with since when it has needed attention, how many runs it had and what
+    they spent."""
     return {
         **item_summary_json(entry.item),
         "since": rfc3339(entry.since),
         "attempts": entry.attempts,
+        "usage": usage_json(total),
     }
 
 
@@ -321,6 +447,7 @@ def status_json(report: StatusReport) -> dict[str, Any]:
             for p in report.problems
         ],
         "warnings": [{"check": c.check, "message": c.message} for c in report.concerns],
+        "spend": spending_json(report.spending) if report.spending is not None else None,
     }
 
 
@@ -344,6 +471,80 @@ def _label_value(text: str) -> str:
 def _metric(lines: list[str], name: str, kind: str, help_text: str) -> None:
     lines.append(f"# HELP wrighty_{name} {help_text}")
     lines.append(f"# TYPE wrighty_{name} {kind}")
+
+
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
+COST_SOURCES: tuple[CostSource, ...] = ("reported", "estimated")
+
+
+def _spend_metrics(lines: list[str], report: StatusReport) -> None:
+    """The usage ledger: counters over every run, gauges for the current budget period."""
+    if report.lifetime is not None:
+        usage, costs = report.lifetime.usage, report.lifetime.costs
+        _metric(lines, "tokens_total", "counter", "Tokens the runs reported, by agent and kind.")
+        for agent, spent in usage.items():
+            counts = (spent.input_tokens, spent.output_tokens, spent.cache_read_tokens,
+                      spent.cache_write_tokens)  # fmt: skip
+            for kind, count in zip(TOKEN_KINDS, counts, strict=True):
+                lines.append(
+                    f'wrighty_tokens_total{{agent="{_label_value(agent)}",kind="{kind}"}} {count}'
+                )
+        _metric(
+            lines,
+            "cost_usd_total",
+            "counter",
+            "US dollars the runs cost, by agent and source: the vendor's figure (reported) or "
+            "wrighty's from `pricing` (estimated).",
+        )
+        for agent in usage:
+            for source in COST_SOURCES:
+                cost = round(costs.get((agent, source), 0.0), COST_DECIMALS)
+                lines.append(
+                    f'wrighty_cost_usd_total{{agent="{_label_value(agent)}",source="{source}"}} '
+                    f"{cost}"
+                )
+    spending = report.spending
+    if spending is None:
+        return
+    _metric(
+        lines,
+        "budget_period_end_timestamp_seconds",
+        "gauge",
+        "Unix time when the current budget period (budgets.dayStartsAt) ends.",
+    )
+    lines.append(f"wrighty_budget_period_end_timestamp_seconds {spending.period.end.timestamp()}")
+    gauges = (
+        ("budget_period_tokens", "Tokens each agent's runs spent in the current budget period."),
+        ("budget_period_cost_usd", "US dollars each agent's runs cost in the current budget "
+         "period (NaN when its runs reported no cost)."),
+        ("budget_period_limit_tokens", "Each agent's budget for the period in tokens "
+         "(budgets.perDay)."),
+        ("budget_period_limit_cost_usd", "Each agent's budget for the period in US dollars."),
+        ("budget_agent_held", "1 while an agent's budget for the period is spent (its items "
+         "wait), else 0."),
+    )  # fmt: skip
+    for name, help_text in gauges:
+        _metric(lines, name, "gauge", help_text)
+        for row in spending.agents:
+            value = _spend_gauge(name, row)
+            if value is not None:
+                lines.append(f'wrighty_{name}{{agent="{_label_value(row.agent)}"}} {value}')
+
+
+def _spend_gauge(name: str, row: AgentSpending) -> str | None:
+    """One agent's value of a period gauge; None to leave out a limit it does not have."""
+    spent = row.period.usage
+    if name == "budget_period_tokens":
+        return str(spent.tokens)
+    if name == "budget_period_cost_usd":
+        if spent.cost_usd is None:
+            return "NaN" if row.period.runs else "0"
+        return str(round(spent.cost_usd, COST_DECIMALS))
+    if name == "budget_period_limit_tokens":
+        return None if row.limit.max_tokens is None else str(row.limit.max_tokens)
+    if name == "budget_period_limit_cost_usd":
+        return None if row.limit.max_cost_usd is None else str(row.limit.max_cost_usd)
+    return str(int(row.hold is not None))
 
 
 def status_prometheus(report: StatusReport) -> str:
@@ -393,6 +594,7 @@ def status_prometheus(report: StatusReport) -> str:
         lines.append(
             f'wrighty_provider_circuit_open{{name="{_label_value(view.name)}"}} {int(view.shut)}'
         )
+    _spend_metrics(lines, report)
     _metric(lines, "problems", "gauge", "Health checks that failed, by check.")
     failed = {p.check for p in report.problems}
     for check in PROBLEM_CHECKS:

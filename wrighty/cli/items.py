@@ -27,6 +27,8 @@ from wrighty.cli.context import AppContext
 from wrighty.cli.documents import (
     item_detail_json,
     item_summary_json,
+    item_usage_json,
+    listed_item_json,
     print_json,
     reaped_json,
     status_circuit_json,
@@ -44,6 +46,7 @@ from wrighty.inputs import InputError, read_text_file, read_text_stream
 
 if TYPE_CHECKING:
     from wrighty.agents import AgentPlan
+    from wrighty.domain.budgets import AgentHold, Budgets
     from wrighty.domain.model import Stream
     from wrighty.services.circuits import CircuitView
     from wrighty.store.port import Store
@@ -162,27 +165,76 @@ def list_items(
     if set(states) == {ItemState.NEEDS_ATTENTION}:
         _list_needing_attention(app_context(ctx), as_json)
         return
+    from wrighty.domain.usage import total
     from wrighty.services import items as item_service
+    from wrighty.services import usage as usage_service
 
-    with app_context(ctx).store() as store:
+    app_ctx = app_context(ctx)
+    with app_ctx.store() as store:
         items = item_service.list_items(store, states)
+        holds = _held(app_ctx, store, items)
+        # One read of the ledger for every item's total.
+        totals = (
+            usage_service.item_totals(store, default_agent=_ledger_settings(app_ctx)[1])
+            if as_json
+            else {}
+        )
     if as_json:
-        print_json([item_summary_json(item) for item in items])
+        nothing = total(())
+        print_json(
+            [
+                listed_item_json(item, totals.get(item.id, nothing), holds.get(item.id))
+                for item in items
+            ]
+        )
     elif not items:
         typer.echo("no items" + (f" in state {', '.join(states)}" if states else ""))
     else:
-        from wrighty.cli.render import items_table
+        from wrighty.cli.render import held_lines, items_table
 
         console().print(items_table(items))
+        for line in held_lines(items, holds):
+            console().print(line)
+
+
+def _ledger_settings(app_ctx: AppContext) -> tuple[Budgets, str]:
+    """The budgets and the default agent (wrighty.json's; its defaults when it cannot be
+    read)."""
+    from wrighty.config import WrightyConfig, budgets_of
+
+    try:
+        config = app_ctx.config().config
+    except WrightyError:
+        config = WrightyConfig()
+    return budgets_of(config), config.worker.default_agent
+
+
+def _held(app_ctx: AppContext, store: Store, items: list[Item]) -> dict[int, AgentHold]:
+    """The waiting items among ``items`` whose agent's budget for the day is spent (one read
+    per agent with a budget, as the worker checks before a claim)."""
+    from wrighty.services.usage import held_items
+
+    budgets, default_agent = _ledger_settings(app_ctx)
+    return held_items(store, items, budgets=budgets, default_agent=default_agent, now=app_ctx.now())
 
 
 def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:
+    from wrighty.domain.usage import total
     from wrighty.services import items as item_service
+    from wrighty.services import usage as usage_service
 
     with app_ctx.store() as store:
         waiting = item_service.items_needing_attention(store)
+        totals = (
+            usage_service.item_totals(store, default_agent=_ledger_settings(app_ctx)[1])
+            if as_json
+            else {}
+        )
     if as_json:
-        print_json([waiting_item_json(entry) for entry in waiting])
+        nothing = total(())
+        print_json(
+            [waiting_item_json(entry, totals.get(entry.item.id, nothing)) for entry in waiting]
+        )
     elif not waiting:
         typer.echo(f"no items in state {ItemState.NEEDS_ATTENTION}")
     else:
@@ -193,6 +245,7 @@ def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:
 
 def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Show an item: its fields, session, runs and history."""
+    from wrighty.domain.ledger import runs_total
     from wrighty.installation import installation_id
     from wrighty.services import items as item_service
     from wrighty.services.resume import resumable_here
@@ -201,6 +254,9 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
     with app_ctx.store() as store:
         detail = item_service.item_detail(store, item_id)
         circuit = _holding_back(app_ctx, store, detail.item)
+        hold = _held(app_ctx, store, [detail.item]).get(item_id)
+    budget = _ledger_settings(app_ctx)[0].item_limit(detail.item)
+    spent = runs_total(run.usage for run in detail.runs)
     # The agent is planned (vendors loaded) only when there is a session it could resume.
     could_resume = detail.session is not None and detail.item.state not in TERMINAL_STATES
     plan = _item_agent(app_ctx, detail.item.agent) if could_resume else None
@@ -212,7 +268,13 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
         document = item_detail_json(
             detail, resumable=resumable, max_attempts=crash_limit, usage_max_attempts=usage_limit
         )
-        print_json({**document, "circuit": status_circuit_json(circuit) if circuit else None})
+        print_json(
+            {
+                **document,
+                "circuit": status_circuit_json(circuit) if circuit else None,
+                **item_usage_json(spent, budget, hold),
+            }
+        )
         return
     standing = Standing(
         resumable=resumable,
@@ -229,6 +291,9 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
         max_attempts=crash_limit,
         usage_max_attempts=usage_limit,
         circuit=circuit,
+        total=spent,
+        limit=budget,
+        hold=hold,
     )
 
 

@@ -87,7 +87,9 @@ def status(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Is the queue healthy? Counts, waits, leases, workers, provider circuits; exit 1 if not."""
+    """Is the queue healthy? Counts, waits, leases, workers, provider circuits, each agent's
+    spend; exit 1 if not."""
+    from wrighty.config import budgets_of
     from wrighty.installation import installation_id
     from wrighty.services import status as status_service
 
@@ -99,7 +101,13 @@ def status(
     wait_limit = seconds_option("--max-queue-wait", max_queue_wait, MAX_QUEUE_WAIT_SECONDS)
     max_age = seconds_option("--worker-max-age", worker_max_age, MAX_WORKER_AGE_SECONDS)
     app_ctx = app_context(ctx)
-    settings = app_ctx.config().config.status
+    config = app_ctx.config().config
+    settings = config.status
+    # Prometheus's counters add up every run; the other views read the budget period and the
+    # last 24 hours only.
+    ledger = status_service.LedgerScope(
+        budgets_of(config), config.worker.default_agent, lifetime=fmt == "prometheus"
+    )
     thresholds = Thresholds(
         max_queue_wait_seconds=wait_limit or settings.max_queue_wait_seconds,
         min_workers=settings.min_workers if min_workers is None else min_workers,
@@ -122,6 +130,7 @@ def status(
                 thresholds=thresholds,
                 worker_max_age_seconds=max_age or settings.worker_max_age_seconds,
                 installation_id=installation_id(),
+                ledger=ledger,
             )
 
         if watch:

@@ -12,18 +12,24 @@ from rich.text import Text
 
 from wrighty.cli.documents import crash_retry_json, usage_retry_json
 from wrighty.cli.suggestions import Standing, next_commands
+from wrighty.domain.budgets import spend
 from wrighty.domain.circuits import CircuitState
 from wrighty.domain.classify import signal_name
 from wrighty.domain.durations import format_duration
+from wrighty.domain.ledger import reported
 from wrighty.domain.model import Event, Item, Run
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.text import printable, printable_line
+from wrighty.domain.usage import NO_LIMIT, Limit, Usage
 
 if TYPE_CHECKING:
     from wrighty.agents import AgentInfo
+    from wrighty.domain.budgets import AgentHold
     from wrighty.domain.classify import Classification
+    from wrighty.domain.ledger import Spend
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
+    from wrighty.services.usage import UsageReport
 
 
 # Wide enough for any row; rich pads no line to the width, so nothing grows with it.
@@ -93,6 +99,23 @@ def items_table(items: list[Item]) -> Table:
     return table
 
 
+def held_lines(items: list[Item], holds: dict[int, AgentHold]) -> list[Text]:
+    """Below `wrighty list`: the listed items whose agent's budget for the day is spent, one
+    line per agent, with why."""
+    by_agent: dict[str, tuple[AgentHold, list[int]]] = {}
+    for item in items:
+        hold = holds.get(item.id)
+        if hold is not None:
+            by_agent.setdefault(hold.agent, (hold, []))[1].append(item.id)
+    lines = []
+    for hold, ids in by_agent.values():
+        which = ", ".join(str(item_id) for item_id in ids)
+        line = Text(f"held: item{'s' if len(ids) > 1 else ''} {which}: ", style="yellow")
+        line.append_text(outside(hold.reason()))
+        lines.append(line)
+    return lines
+
+
 def attention_table(entries: list[WaitingItem]) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("ID", "TITLE", "REASON", "SINCE", "ATTEMPTS"):
@@ -146,6 +169,102 @@ def _retry_fields(
     return fields
 
 
+# -- usage (docs/usage.md#where-to-look) ------------------------------------------------------
+
+UNKNOWN_COST = "—"
+
+
+def cost_text(usage: Usage) -> str:
+    """``$0.0123``, ``$0.0123 est.`` for wrighty's estimate, ``—`` when no cost is known."""
+    if usage.cost_usd is None:
+        return UNKNOWN_COST
+    estimated = " est." if usage.cost_source == "estimated" else ""
+    return f"${usage.cost_usd:.4f}{estimated}"
+
+
+def spend_text(group: Spend) -> str:
+    """``2 runs, $0.0123, 1,500 tokens`` (and how many runs have no cost, when some do)."""
+    runs = f"{group.runs} run{'' if group.runs == 1 else 's'}"
+    without = (
+        f" ({group.runs_without_cost} without a cost)"
+        if group.usage.cost_usd is not None and not group.cost_complete
+        else ""
+    )
+    return f"{runs}, {spend(group.usage)}{without}"
+
+
+def _usage_fields(
+    runs: list[Run], total: Usage, limit: Limit, hold: AgentHold | None
+) -> list[tuple[str, str]]:
+    """The item's total over its runs, its models, its budget and what is left, and the hold
+    on its agent."""
+    fields = []
+    counted = [run for run in runs if reported(run.usage)]
+    if counted:
+        partial = "" if total.final else " (partial: a run's final figures are not in)"
+        over = f"{len(counted)} run{'' if len(counted) == 1 else 's'}"
+        fields.append(("usage", f"{spend(total)} over {over}{partial}"))
+    if total.models:
+        fields.append(("models", ", ".join(total.models)))
+    if not limit.unbounded:
+        if total.over(limit):
+            fields.append(("budget", f"{limit.describe()}, spent"))
+        else:
+            fields.append(
+                ("budget", f"{limit.describe()}, left {limit.left_after(total).describe()}")
+            )
+    if hold is not None:
+        fields.append(("held", hold.reason()))
+    return fields
+
+
+def _run_usage_cells(run: Run) -> tuple[str, str]:
+    usage = run.usage
+    if not reported(usage):
+        return "-", "-"
+    partial = "" if usage.final else " (partial)"
+    return f"{usage.tokens:,}{partial}", cost_text(usage)
+
+
+def usage_table(report: UsageReport) -> Table:
+    """`wrighty usage`: one row per group, and the total."""
+    table = Table(box=None, pad_edge=False, header_style="bold", show_footer=True)
+    heading = {"agent": "AGENT", "day": "DAY", "item": "ITEM"}[report.by]
+    total = report.total
+    columns = (
+        (heading, "total"),
+        ("RUNS", str(total.runs)),
+        *zip(
+            ("INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOKENS"),
+            _token_cells(total.usage),
+            strict=True,
+        ),
+        ("COST", cost_text(total.usage)),
+    )
+    for index, (name, footer) in enumerate(columns):
+        table.add_column(
+            name, footer=footer, justify="left" if index == 0 else "right", no_wrap=True
+        )
+    for key, group in report.groups:
+        table.add_row(
+            outside(str(key)), str(group.runs), *_token_cells(group.usage), cost_text(group.usage)
+        )
+    return table
+
+
+def _token_cells(usage: Usage) -> tuple[str, ...]:
+    return tuple(
+        f"{count:,}"
+        for count in (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.tokens,
+        )
+    )
+
+
 def print_item_detail(
     console: Console,
     detail: ItemDetail,
@@ -154,6 +273,9 @@ def print_item_detail(
     max_attempts: int | None = None,
     usage_max_attempts: int | None = None,
     circuit: CircuitView | None = None,
+    total: Usage | None = None,
+    limit: Limit = NO_LIMIT,
+    hold: AgentHold | None = None,
 ) -> None:
     item = detail.item
     heading = Text(f"Item {item.id}  ", style="bold")
@@ -180,6 +302,7 @@ def print_item_detail(
     if item.next_action:
         fields.append(("next", item.next_action))
     fields += _retry_fields(detail, max_attempts, usage_max_attempts)
+    fields += _usage_fields(detail.runs, total or Usage(final=True), limit, hold)
     if circuit is not None:
         fields.append(("waits for", _circuit_wait(circuit)))
     if detail.session:
@@ -264,12 +387,17 @@ def _print_runs(console: Console, runs: list[Run]) -> None:
     table.add_column("CLASS", overflow="fold")
     table.add_column("EXIT/SIGNAL", no_wrap=True)
     table.add_column("CONFIDENCE", overflow="fold")
+    # What each run spent, when any run reported it.
+    with_usage = any(reported(run.usage) for run in runs)
+    if with_usage:
+        table.add_column("TOKENS", no_wrap=True, justify="right")
+        table.add_column("COST", no_wrap=True, justify="right")
     for run in runs:
         if run.signal is not None:
             exit_text = signal_name(run.signal)
         else:
             exit_text = "-" if run.exit_code is None else str(run.exit_code)
-        table.add_row(
+        cells = [
             str(run.attempt),
             run.kind.value,
             _local(run.started_at),
@@ -277,7 +405,10 @@ def _print_runs(console: Console, runs: list[Run]) -> None:
             run.outcome_class.value if run.outcome_class else "(running)",
             exit_text,
             run.confidence.value if run.confidence else "-",
-        )
+        ]
+        if with_usage:
+            cells += _run_usage_cells(run)
+        table.add_row(*cells)
     console.print(table)
 
 

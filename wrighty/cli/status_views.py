@@ -14,11 +14,12 @@ from rich.table import Table
 from rich.text import Text
 
 from wrighty.cli.documents import status_json
-from wrighty.cli.render import local_time, outside, styled_state
+from wrighty.cli.render import local_time, outside, spend_text, styled_state
 from wrighty.domain.circuits import CircuitState
 from wrighty.domain.text import printable_line
 
 if TYPE_CHECKING:
+    from wrighty.domain.ledger import AgentSpending, Spending
     from wrighty.services.circuits import CircuitView
     from wrighty.services.status import StatusReport, WorkerView
 
@@ -101,6 +102,33 @@ def _circuit_line(view: CircuitView) -> Text:
     return line
 
 
+def _spending_lines(spending: Spending) -> list[Text]:
+    """Each agent's spend, its budget for the period, and the hold when that is spent."""
+    if not spending.agents:
+        return []
+    period = spending.period
+    lines = [
+        Text(f"  budget day {local_time(period.start)} to {local_time(period.end)}", style="dim")
+    ]
+    for row in spending.agents:
+        lines.append(_agent_spend_line(row))
+        if row.hold is not None:
+            line = Text("  held ", style="bold red")
+            line.append_text(outside(row.hold.reason()))
+            lines.append(line)
+    return lines
+
+
+def _agent_spend_line(row: AgentSpending) -> Text:
+    line = Text("  spend ")
+    line.append_text(outside(row.agent))
+    line.append(f": budget day {spend_text(row.period)}")
+    if not row.limit.unbounded:
+        line.append(f" of {row.limit.describe()}")
+    line.append(f"; last 24 h {spend_text(row.last_day)}")
+    return line
+
+
 def status_view(report: StatusReport) -> Group:
     """The terminal view of `wrighty status` (and of each `--watch` refresh)."""
     document = status_json(report)
@@ -124,6 +152,8 @@ def status_view(report: StatusReport) -> Group:
         Text(f"  live workers {document['live_workers']} of {len(report.workers)} registered"),
     ]
     lines += [_circuit_line(view) for view in report.circuits if view.shut]
+    if report.spending is not None:
+        lines += _spending_lines(report.spending)
     problems = [outside(f"  problem: {p['message']}", style="red") for p in document["problems"]]
     warnings = [outside(f"  warning: {c['message']}", style="yellow") for c in document["warnings"]]
     parts: list[Text | Table] = [*lines, *problems, *warnings]

@@ -108,9 +108,14 @@ def raise_command(item_id: int, limit: Limit, spent: Usage, *, resumable: bool =
     if limit.max_cost_usd is not None and cost is not None and cost >= limit.max_cost_usd:
         flags.append(f"--max-cost-usd {_dollars(_more(limit.max_cost_usd, cost))}")
     if limit.max_tokens is not None and spent.tokens >= limit.max_tokens:
-        flags.append(f"--max-tokens {max(limit.max_tokens, spent.tokens) * 2}")
+        doubled = min(max(limit.max_tokens, spent.tokens) * 2, MAX_SUGGESTED_TOKENS)
+        flags.append(f"--max-tokens {doubled}")
     how = "--resume" if resumable else "--fresh"
     return " ".join([f"wrighty requeue {item_id} {how}", *flags])
+
+
+# The most `--max-tokens` takes (wrighty/cli/common.py MAX_TOKENS).
+MAX_SUGGESTED_TOKENS = 10**12
 
 
 def _more(limit: float, spent: float) -> float:

@@ -97,7 +97,7 @@ class Limit:
     def describe(self) -> str:
         parts = []
         if self.max_cost_usd is not None:
-            parts.append(f"${self.max_cost_usd:g}")
+            parts.append(f"${self.max_cost_usd:,.6f}".rstrip("0").rstrip("."))
         if self.max_tokens is not None:
             parts.append(f"{self.max_tokens:,} tokens")
         return " / ".join(parts) or "no limit"

@@ -1,12 +1,13 @@
 """The health report of `wrighty status` and `wrighty workers`: the queue's figures, every
-registered worker with its liveness, the provider circuits, and the problems and concerns they
-show."""
+registered worker with its liveness, the provider circuits, each agent's spend (the usage
+ledger), and the problems and concerns they show."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from wrighty.domain.budgets import Budgets
 from wrighty.domain.health import (
     Concern,
     Liveness,
@@ -19,7 +20,16 @@ from wrighty.domain.health import (
 from wrighty.domain.health import Problem as HealthProblem
 from wrighty.domain.health import concerns as health_concerns
 from wrighty.domain.health import problems as health_problems
+from wrighty.domain.ledger import (
+    Spending,
+    cost_by_source,
+    spending,
+    spending_since,
+    totals_by_agent,
+)
+from wrighty.domain.usage import CostSource, Usage
 from wrighty.services.circuits import CircuitView, circuit_views
+from wrighty.services.usage import budgeted_agents
 from wrighty.store.port import Store
 
 
@@ -40,6 +50,11 @@ class StatusReport:
     problems: list[HealthProblem]
     concerns: list[Concern]
     circuits: list[CircuitView]
+    # Each agent's spend in the budget period and the last 24 hours (None: not read).
+    spending: Spending | None = None
+    # Over every run (for the Prometheus counters; None: not read): tokens by agent, and the
+    # known costs by agent and source.
+    lifetime: Lifetime | None = None
 
     @property
     def healthy(self) -> bool:
@@ -53,6 +68,25 @@ class StatusReport:
     def open_circuits(self) -> int:
         """The provider circuits that are open or half-open."""
         return _shut(self.circuits)
+
+
+@dataclass(frozen=True)
+class Lifetime:
+    """What every run in the ledger spent, by agent."""
+
+    usage: dict[str, Usage] = field(default_factory=dict)
+    costs: dict[tuple[str, CostSource], float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LedgerScope:
+    """How `status` reads the ledger: the budgets (their period and limits), the agent of
+    items that name none, and whether to add up every run (Prometheus's counters) or only
+    the budget period and the last 24 hours."""
+
+    budgets: Budgets
+    default_agent: str
+    lifetime: bool = False
 
 
 def _shut(circuits: list[CircuitView]) -> int:
@@ -95,7 +129,9 @@ def status_report(
     thresholds: Thresholds,
     worker_max_age_seconds: float,
     installation_id: str,
+    ledger: LedgerScope | None = None,
 ) -> StatusReport:
+    """The report; with ``ledger``, each agent's spend too, in one read of the ledger."""
     figures = store.queue_figures(now=now)
     workers = worker_views(
         store, now=now, max_age_seconds=worker_max_age_seconds, installation_id=installation_id
@@ -112,6 +148,25 @@ def status_report(
         **{state.value: sum(view.liveness is state for view in workers) for state in Liveness}
     )
     seen = health_concerns(figures, workers=counts, thresholds=thresholds)
+    spent, lifetime = _ledger(store, ledger, now) if ledger is not None else (None, None)
     return StatusReport(
-        now, figures, workers, thresholds, worker_max_age_seconds, found, seen, circuits
+        now,
+        figures,
+        workers,
+        thresholds,
+        worker_max_age_seconds,
+        found,
+        seen,
+        circuits,
+        spending=spent,
+        lifetime=lifetime,
     )
+
+
+def _ledger(store: Store, scope: LedgerScope, now: datetime) -> tuple[Spending, Lifetime | None]:
+    since = None if scope.lifetime else spending_since(scope.budgets, now)
+    entries = store.list_ledger(default_agent=scope.default_agent, since=since)
+    spent = spending(entries, scope.budgets, now=now, agents=budgeted_agents(scope.budgets))
+    if not scope.lifetime:
+        return spent, None
+    return spent, Lifetime(totals_by_agent(entries), cost_by_source(entries))

@@ -34,12 +34,16 @@ class Spending:
         self._read: Usage | None = None  # as the vendor reported it
 
     def seen(self, usage: Usage | None) -> None:
-        """The run's usage as the vendor now reports it."""
+        """The run's usage as the vendor now reports it. Final figures (the vendor's
+        end-of-run record) stop nothing: the run has ended its spending, and is exiting on its
+        own; stopping it then would make its outcome a race between its exit and the stop."""
         if usage is None or usage == self._read:
             return
         self._read = usage
         self.run_usage = priced(reported(usage), self._pricing)
-        if not self.over and not self.limit.unbounded and self.item_total.over(self.limit):
+        if usage.final or self.over or self.limit.unbounded:
+            return
+        if self.item_total.over(self.limit):
             self.over = True
             self._wake.set()
 

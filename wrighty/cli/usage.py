@@ -1,0 +1,79 @@
+"""`wrighty usage`: what the runs spent, from the usage ledger, by agent, budget day or item
+(docs/usage.md#where-to-look)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from wrighty.cli.common import JsonFlag, app_context, console, seconds_option
+from wrighty.cli.documents import print_json, usage_report_json
+from wrighty.domain.ledger import MAX_USAGE_SINCE_SECONDS
+
+
+class Grouping(StrEnum):
+    AGENT = "agent"
+    DAY = "day"
+    ITEM = "item"
+
+
+def usage(
+    ctx: typer.Context,
+    since: Annotated[
+        str,
+        typer.Option("--since", help="Runs started this long ago or later, e.g. 24h or 30d."),
+    ] = "7d",
+    by: Annotated[
+        Grouping, typer.Option("--by", help="Group by agent, day (the budget day) or item.")
+    ] = Grouping.AGENT,
+    as_json: JsonFlag = False,
+) -> None:
+    """What the runs spent: tokens and cost by agent, budget day or item."""
+    from wrighty.config import budgets_of
+    from wrighty.services.usage import usage_report
+
+    seconds = seconds_option("--since", since, MAX_USAGE_SINCE_SECONDS)
+    assert seconds is not None  # the option has a default
+    app_ctx = app_context(ctx)
+    config = app_ctx.config().config
+    budgets = budgets_of(config)
+    now = app_ctx.now()
+    with app_ctx.store() as store:
+        report = usage_report(
+            store,
+            since=now - timedelta(seconds=seconds),
+            now=now,
+            by=by.value,
+            budgets=budgets,
+            default_agent=config.worker.default_agent,
+        )
+    if as_json:
+        print_json(
+            usage_report_json(
+                report,
+                time_zone=config.budgets.time_zone,
+                day_starts_at=config.budgets.day_starts_at,
+            )
+        )
+        return
+    from wrighty.cli.render import local_time, usage_table
+
+    heading = f"runs started since {local_time(report.since)}"
+    if by is Grouping.DAY:
+        heading += (
+            f", by budget day ({config.budgets.time_zone}, from {config.budgets.day_starts_at})"
+        )
+    typer.echo(heading)
+    if not report.groups:
+        typer.echo("no runs")
+        return
+    console().print(usage_table(report))
+    missing = report.total.runs_without_cost
+    if missing and report.total.usage.cost_usd is not None:
+        typer.echo(
+            f"{missing} of {report.total.runs} runs have no cost (their vendor reported none "
+            "and `pricing` has no price for them): COST counts the others"
+        )
