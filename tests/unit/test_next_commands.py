@@ -66,3 +66,20 @@ def test_every_suggestion_is_a_whole_line_to_paste(state: ItemState) -> None:
     for command in commands(state):
         assert "#" not in command
         assert "\n" not in command
+
+
+def test_an_item_whose_budget_is_spent_is_offered_requeues_that_raise_it() -> None:
+    # A requeue without a higher budget would be settled budget-exceeded again at once.
+    from wrighty.domain.budgets import raise_flags
+    from wrighty.domain.usage import Limit, Usage
+
+    flags = raise_flags(Limit(max_cost_usd=1, max_tokens=1000), Usage(1500, cost_usd=0.5))
+    assert flags == ("--max-tokens 3000",)
+    standing = Standing(resumable=True, has_logs=False, lease_expired=False, raise_budget=flags)
+    offered = next_commands(12, ItemState.NEEDS_ATTENTION, standing)
+    assert [s.command for s in offered][:2] == [
+        "wrighty requeue 12 --resume --max-tokens 3000",
+        "wrighty requeue 12 --fresh --max-tokens 3000",
+    ]
+    assert offered[0].purpose.endswith("with a higher budget")
+    assert raise_flags(Limit(max_tokens=1000), Usage(10)) == ()

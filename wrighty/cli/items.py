@@ -245,6 +245,7 @@ def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:
 
 def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Show an item: its fields, session, runs and history."""
+    from wrighty.domain.budgets import raise_flags
     from wrighty.domain.ledger import runs_total
     from wrighty.installation import installation_id
     from wrighty.services import items as item_service
@@ -281,6 +282,7 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
         has_logs=_has_logs(app_ctx, detail.runs),
         lease_expired=detail.item.state is ItemState.RUNNING
         and lease_expired(detail.item.lease_expires_at, app_ctx.now()),
+        raise_budget=raise_flags(budget, spent),
     )
     from wrighty.cli.render import print_item_detail
 

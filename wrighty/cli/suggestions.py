@@ -21,6 +21,9 @@ class Standing:
     resumable: bool  # this installation can resume the item's session
     has_logs: bool  # `wrighty logs N` prints the last run's output here
     lease_expired: bool  # running, but its worker stopped renewing the claim
+    # The requeue options that lift the item's spent budget (without them it is settled
+    # budget-exceeded again before it launches); empty while its budget is not spent.
+    raise_budget: tuple[str, ...] = ()
 
 
 def next_commands(item_id: int, state: ItemState, standing: Standing) -> list[Suggestion]:
@@ -31,17 +34,24 @@ def next_commands(item_id: int, state: ItemState, standing: Standing) -> list[Su
     if not standing.has_logs:
         logs = []
     cancel = Suggestion(f"wrighty cancel {item_id}", "give up on the item (final)")
+    raised = "".join(f" {flag}" for flag in standing.raise_budget)
+    budget = ", with a higher budget" if raised else ""
     if state is ItemState.NEEDS_ATTENTION:
         resume = Suggestion(
-            f"wrighty requeue {item_id} --resume", "resume the session where it stopped"
+            f"wrighty requeue {item_id} --resume{raised}",
+            f"resume the session where it stopped{budget}",
         )
         fresh = Suggestion(
-            f"wrighty requeue {item_id} --fresh", "start over in a new session, same workspace"
+            f"wrighty requeue {item_id} --fresh{raised}",
+            f"start over in a new session, same workspace{budget}",
         )
         return [*([resume] if standing.resumable else []), fresh, *logs, cancel]
     if state is ItemState.RETRY_SCHEDULED:
         return [
-            Suggestion(f"wrighty requeue {item_id} --resume", "run the retry now, not when due"),
+            Suggestion(
+                f"wrighty requeue {item_id} --resume{raised}",
+                f"run the retry now, not when due{budget}",
+            ),
             cancel,
             *logs,
         ]

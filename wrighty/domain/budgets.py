@@ -103,6 +103,13 @@ def spend(usage: Usage) -> str:
 def raise_command(item_id: int, limit: Limit, spent: Usage, *, resumable: bool = True) -> str:
     """The command that continues an item stopped by its budget, with the bound it hit
     doubled (or, past that, twice what it spent)."""
+    how = "--resume" if resumable else "--fresh"
+    return " ".join([f"wrighty requeue {item_id} {how}", *raise_flags(limit, spent)])
+
+
+def raise_flags(limit: Limit, spent: Usage) -> tuple[str, ...]:
+    """The `requeue` options that lift each bound of ``limit`` that ``spent`` reached (none
+    when the budget is not spent)."""
     flags = []
     cost = spent.cost_usd
     if limit.max_cost_usd is not None and cost is not None and cost >= limit.max_cost_usd:
@@ -110,8 +117,7 @@ def raise_command(item_id: int, limit: Limit, spent: Usage, *, resumable: bool =
     if limit.max_tokens is not None and spent.tokens >= limit.max_tokens:
         doubled = min(max(limit.max_tokens, spent.tokens) * 2, MAX_SUGGESTED_TOKENS)
         flags.append(f"--max-tokens {doubled}")
-    how = "--resume" if resumable else "--fresh"
-    return " ".join([f"wrighty requeue {item_id} {how}", *flags])
+    return tuple(flags)
 
 
 # The most `--max-tokens` takes (wrighty/cli/common.py MAX_TOKENS).

@@ -13,7 +13,9 @@
   date and is not read. `api_retry` delays are the CLI's own waits between its retries.
 - Usage: the `result` record's `usage` (`input_tokens`, `output_tokens`,
   `cache_read_input_tokens`, `cache_creation_input_tokens`), `total_cost_usd`, the names in
-  `modelUsage`, `num_turns` and `duration_api_ms` are the run's totals (final). Before it, each
+  `modelUsage`, `num_turns` and `duration_api_ms` are the run's totals (final); where the counts
+  `modelUsage` holds (summed over its models) are larger, those are taken (the result of its
+  `--max-budget-usd` stop, `error_max_budget_usd`, has zeros in `usage`). Before it, each
   assistant record carries its message's `message.usage` as `message_start` reported it: every
   content block of one message repeats it (same `message.id`), and its `output_tokens` is the
   start's count (usually 1), not the final one. So the partial usage counts each message id
@@ -36,6 +38,8 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.retry import ResetHint
 from wrighty.domain.usage import Usage
 from wrighty.vendors.base import (
+    MAX_COUNT,
+    MAX_MODELS,
     PermissionFlags,
     Reader,
     Vendor,
@@ -113,6 +117,38 @@ def _counts(usage: Any) -> _Counts | None:
         return None
     found = [count_of(usage.get(name)) for name in _USAGE_FIELDS]
     return (found[0] or 0, found[1] or 0, found[2] or 0, found[3] or 0)
+
+
+# `modelUsage`'s names of the four counts, in _USAGE_FIELDS' order.
+_MODEL_USAGE_FIELDS = (
+    "inputTokens",
+    "outputTokens",
+    "cacheReadInputTokens",
+    "cacheCreationInputTokens",
+)
+
+
+def _model_counts(model_usage: Any) -> _Counts | None:
+    """The four counts summed over a result's `modelUsage` (None when no model has any)."""
+    if not isinstance(model_usage, dict):
+        return None
+    total: _Counts | None = None
+    for entry in list(model_usage.values())[:MAX_MODELS]:
+        if not isinstance(entry, dict):
+            continue
+        found = [count_of(entry.get(name)) for name in _MODEL_USAGE_FIELDS]
+        if all(count is None for count in found):
+            continue
+        counts = (found[0] or 0, found[1] or 0, found[2] or 0, found[3] or 0)
+        total = counts if total is None else _add(total, counts)
+    if total is None:
+        return None
+    return (
+        min(total[0], MAX_COUNT),
+        min(total[1], MAX_COUNT),
+        min(total[2], MAX_COUNT),
+        min(total[3], MAX_COUNT),
+    )
 
 
 def _add(first: _Counts, second: _Counts) -> _Counts:
@@ -229,8 +265,20 @@ class ClaudeReader(Reader):
             self.closed_counts = _add(self.closed_counts, self.open_messages.pop(oldest))
 
     def _result_usage(self, record: dict[str, Any]) -> None:
-        """The result's totals, which replace the partial usage."""
+        """The result's totals, which replace the partial usage: its `usage`, or, where
+        `modelUsage` counts more, the sum of that (an `error_max_budget_usd` result reports
+        zeros in `usage`, the counts in `modelUsage` only)."""
         counts = _counts(record.get("usage"))
+        by_model = _model_counts(record.get("modelUsage"))
+        if counts is None:
+            counts = by_model
+        elif by_model is not None:
+            counts = (
+                max(counts[0], by_model[0]),
+                max(counts[1], by_model[1]),
+                max(counts[2], by_model[2]),
+                max(counts[3], by_model[3]),
+            )
         if counts is None:
             return
         model_usage = record.get("modelUsage")
