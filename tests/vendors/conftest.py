@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 
 from tests.vendors.provider import Provider
+from wrighty.domain.model import Run
+from wrighty.store.sqlite import SqliteStore
 
 CLI_FOLDER = Path(
     os.environ.get("WRIGHTY_VENDOR_CLIS") or Path.home() / ".cache" / "wrighty" / "vendor-clis"
@@ -82,6 +84,24 @@ class VendorProject:
         document["agents"] = agents
         document["worker"] = {**document.get("worker", {}), **worker}
         config.write_text(json.dumps(document, indent=2))
+
+    def configure_sections(self, **sections: Any) -> None:
+        """Set whole top-level sections of wrighty.json (``budgets``, ``pricing``...)."""
+        config = self.root / "wrighty.json"
+        document = json.loads(config.read_text())
+        config.write_text(json.dumps({**document, **sections}, indent=2))
+
+    def runs(self, item_id: int) -> list[Run]:
+        """The item's runs as the store holds them (with each one's recorded usage)."""
+        store = SqliteStore.open(self.root / ".wrighty" / "wrighty.db", create=False)
+        try:
+            return store.list_runs(item_id)
+        finally:
+            store.close()
+
+    def run_log(self, item_id: int, run_id: str, name: str = "stdout.log") -> Path:
+        """Where the worker kept a run's output."""
+        return self.root / ".wrighty" / "runs" / str(item_id) / run_id / name
 
     def create(self, body: str, *extra: str) -> int:
         created = self.wrighty("create", "--title", "vendor run", "--queue", "--json", *extra,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -42,7 +44,9 @@ ERRORS: dict[str, tuple[int, str, str]] = {
 # "usage" answers a turn with a text block and a call of TOOL_CALL (a read-only tool the
 # headless CLI runs without asking), and the turn that carries the tool's result with text,
 # each reporting the token counts of USAGE_TURNS (first, second).
-MODES = frozenset({"ok", "hang", "slow", "usage", *ERRORS})
+# "script" answers the n-th streamed request with the provider's ``script[n]`` (a Turn), and
+# with a 500 once the script is used up.
+MODES = frozenset({"ok", "hang", "slow", "usage", "script", *ERRORS})
 TOOL_CALL = {"type": "tool_use", "id": "toolu_1", "name": "Glob", "input": {"pattern": "*.md"}}
 # The usage of each answer of the "usage" mode, as the Messages API reports it: the input
 # counts in `message_start`, the final output count in `message_delta`.
@@ -136,6 +140,68 @@ def usage_stream_body(model: str, *, second: bool) -> bytes:
         {"type": "message_stop"},
     ]
     return "".join(_sse(event) for event in events).encode()
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One answer of the "script" mode: a text block, then a call of TOOL_CALL (``tool``) or,
+    with ``slow``, a second text block that grows a word at a time and never ends.
+
+    ``usage`` holds the four counts of USAGE_TURNS' entries: the input ones go in
+    `message_start` (with an output count of 1, as the API does), ``output_tokens`` in the
+    closing `message_delta` (which a slow answer never reaches).
+    """
+
+    usage: Mapping[str, int]
+    text: str = "done."
+    tool: bool = False
+    slow: bool = False
+
+    def tokens(self) -> int:
+        return sum(self.usage.values())
+
+
+def script_stream(turn: Turn, message_id: str, model: str) -> tuple[bytes, bytes]:
+    """A scripted answer's server-sent events: the whole answer and no delta, or (``slow``)
+    its opening and the delta to repeat after it."""
+    counts = dict(turn.usage)
+    message = _message(message_id, model, {**counts, "output_tokens": 1})
+    text = {"type": "text_delta", "text": turn.text}
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": message},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": text},
+        {"type": "content_block_stop", "index": 0},
+    ]
+    if turn.slow:
+        events.append(
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "text", "text": ""},
+            }
+        )
+        more = {"type": "content_block_delta", "index": 1,
+                "delta": {"type": "text_delta", "text": "and more "}}  # fmt: skip
+        return "".join(_sse(event) for event in events).encode(), _sse(more).encode()
+    if turn.tool:
+        call = {**TOOL_CALL, "id": f"toolu_{message_id}"}
+        arguments = {"type": "input_json_delta", "partial_json": json.dumps(call["input"])}
+        events += [
+            {"type": "content_block_start", "index": 1, "content_block": {**call, "input": {}}},
+            {"type": "content_block_delta", "index": 1, "delta": arguments},
+            {"type": "content_block_stop", "index": 1},
+        ]
+    stop = {"stop_reason": "tool_use" if turn.tool else "end_turn", "stop_sequence": None}
+    events += [
+        {
+            "type": "message_delta",
+            "delta": stop,
+            "usage": {"output_tokens": counts["output_tokens"]},
+        },
+        {"type": "message_stop"},
+    ]
+    return "".join(_sse(event) for event in events).encode(), b""
 
 
 def carries_tool_result(body: dict[str, Any]) -> bool:
@@ -233,6 +299,8 @@ class _Handler(FakeHandler):
             limited = mode == "usage-limit"
             headers = usage_limit_headers(self.provider.reset_at) if limited else None
             self._send_json(status, error_body(kind, message), headers)
+        elif mode == "script" and body.get("stream"):
+            self._answer_script(model)
         elif mode == "usage" and body.get("stream"):
             second = carries_tool_result(body)
             self._send(200, "text/event-stream", usage_stream_body(model, second=second))
@@ -240,6 +308,17 @@ class _Handler(FakeHandler):
             self._send(200, "text/event-stream", stream_body(self.provider.reply, model))
         else:
             self._send_json(200, message_body(self.provider.reply, model))
+
+    def _answer_script(self, model: str) -> None:
+        turn, number = self.provider._next_turn()
+        if turn is None:
+            self._send_json(500, error_body("api_error", "the provider's script is used up"))
+            return
+        data, delta = script_stream(turn, f"msg_script_{number}", model)
+        if turn.slow:
+            self._stream_slowly(data, delta)
+        else:
+            self._send(200, "text/event-stream", data)
 
 
 class Provider(FakeProvider):
@@ -249,7 +328,8 @@ class Provider(FakeProvider):
 
     ``requests`` holds the parsed JSON body of every ``POST /v1/messages`` received, in order;
     ``seen`` holds ``(method, path)`` of every request, side requests included. Its ``url`` is
-    the base URL to put in ``ANTHROPIC_BASE_URL``.
+    the base URL to put in ``ANTHROPIC_BASE_URL``. In "script" mode, ``script`` holds the
+    answers still to give, in order, and ``scripted`` counts those given.
     """
 
     modes = MODES
@@ -260,3 +340,13 @@ class Provider(FakeProvider):
     def __init__(self, mode: str = "ok", reply: str = "done.") -> None:
         super().__init__(mode, reply)
         self.reset_at = int(time.time()) + 3 * 3600
+        self.script: list[Turn] = []
+        self.scripted = 0
+
+    def _next_turn(self) -> tuple[Turn | None, int]:
+        """The next scripted answer (None once the script is used up), and its number."""
+        with self._lock:
+            if not self.script:
+                return None, self.scripted
+            self.scripted += 1
+            return self.script.pop(0), self.scripted

@@ -67,6 +67,7 @@ SAMPLE_HINTS = [
     (CLAUDE, "oauth-429-seven-day", RATE, ResetHint("rate_limit_event", at(1796390494)), False),
     (CLAUDE, "oauth-ok-warning", SUCCEEDED, None, True),  # allowed_warning is no refusal
     (CLAUDE, "usage-two-turns", SUCCEEDED, None, True),
+    (CLAUDE, "budget-stop", OutcomeClass.BUDGET_EXCEEDED, None, True),  # its own budget stop
     (CLAUDE, "apikey-429-unified-headers", RATE, None, False),
     (CLAUDE, "apikey-429-retry-after", RATE, None, False),  # api_retry: the CLI's own wait
     (CLAUDE, "apikey-529-retry-after", UNAVAILABLE, None, False),

@@ -62,6 +62,19 @@ def test_claude_reads_the_results_totals_over_two_turns() -> None:
     )
 
 
+def test_claude_its_own_budget_stop_counts_the_tokens_of_model_usage() -> None:
+    # The result of `--max-budget-usd` reports zeros in `usage`; `modelUsage` has the counts.
+    path = SAMPLES / "claude-code-2.1.197" / "budget-stop.stream.jsonl"
+    reader = read("claude", path.read_bytes())
+    usage = reader.usage()
+    assert usage is not None
+    assert (usage.input_tokens, usage.output_tokens) == (1200, 300)
+    assert (usage.cache_read_tokens, usage.cache_write_tokens) == (4000, 500)
+    assert usage.cost_usd == pytest.approx(0.011175)
+    assert usage.final
+    assert reader.classify(1).outcome_class.value == "budget-exceeded"
+
+
 @pytest.mark.parametrize(
     "path",
     [

@@ -352,7 +352,10 @@ class ClaimRun:
             return StopReason.SHUTDOWN
         if time.monotonic() >= deadline:
             return StopReason.TIMEOUT
-        if self._agent_spent():
+        # A run whose final figures are in has ended its spending and is exiting on its own:
+        # stopping it now would make its outcome a race between its exit and the stop.
+        usage = output.spending.run_usage
+        if not (usage is not None and usage.final) and self._agent_spent():
             return StopReason.BUDGET
         return None
 
