@@ -265,6 +265,72 @@ class ModelPrice(_Section):
     cache_write_per_mtok: float = Field(0, ge=0, le=MAX_PRICE_PER_MTOK)
 
 
+NotifyEvent = Literal[
+    "needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open", "worker-lost",
+    "retry-scheduled", "done", "worker-quiet",
+]  # fmt: skip
+_DEFAULT_NOTIFY_EVENTS: tuple[NotifyEvent, ...] = (
+    "needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open", "worker-lost",
+)  # fmt: skip
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+
+
+class _SinkFilter(_Section):
+    events: list[NotifyEvent] | None = Field(
+        None, description="The events this sink gets (default: notify.events)."
+    )
+    reason_codes: list[str] | None = Field(
+        None,
+        description="Only items with one of these reason codes (events without an item, such "
+        "as circuit-open, always pass).",
+    )
+
+
+class UrlSink(_SinkFilter):
+    url: str | None = Field(
+        None, description="An Apprise URL (slack://, ntfy://, mailto://, json://, ...)."
+    )
+    env: str | None = Field(
+        None,
+        pattern=ENV_NAME_PATTERN,
+        description="The environment variable that holds the URL (keeps tokens out of the file).",
+    )
+
+
+class CommandSink(_SinkFilter):
+    argv: list[str] = Field(
+        ..., min_length=1, description="The program and its arguments; the event as JSON on stdin."
+    )
+    timeout_seconds: float = Field(
+        30, gt=0, le=600, description="How long one delivery may take before it counts as failed."
+    )
+
+
+class NotifySettings(_Section):
+    urls: list[str | UrlSink] = Field(
+        default_factory=list,
+        description="Apprise URLs, as strings or objects with url (or env) and a filter.",
+    )
+    command: list[str] | CommandSink | None = Field(
+        None, description="A program (argv, no shell) that gets each event as JSON on stdin."
+    )
+    events: list[NotifyEvent] = Field(
+        default_factory=lambda: list(_DEFAULT_NOTIFY_EVENTS),
+        description="The events a sink gets unless it names its own.",
+    )
+    max_attempts: int = Field(
+        8, ge=1, le=50, description="Delivery attempts of one event before it is given up."
+    )
+    retention_hours: float = Field(
+        168, gt=0, le=24 * 365, description="How long delivered events are kept."
+    )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any sink is configured (otherwise nothing is written to the outbox)."""
+        return bool(self.urls) or self.command is not None
+
+
 class AgentSettings(_Section):
     adapter: Literal["claude", "codex", "gemini", "command"] | None = Field(
         None, description="Which adapter runs this agent; defaults to the agent's name."
@@ -317,6 +383,7 @@ class WrightyConfig(_Section):
         json_schema_extra={"propertyNames": {"pattern": AGENT_NAME_PATTERN}},
     )
     budgets: BudgetSettings = Field(default_factory=BudgetSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
     pricing: dict[str, ModelPrice] = Field(
         default_factory=dict,
         description='Estimated prices by model name ("*" for any other), for runs whose '

@@ -230,7 +230,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"color": "blue"},
             "color: unknown key (allowed here: $schema, schemaVersion, store, worker, status, "
-            "agents, budgets, pricing)",
+            "agents, budgets, notify, pricing)",
         ),
         (
             {"agents": {"helper": {}}},

@@ -15,7 +15,7 @@ import typer
 try:  # typer 0.2x ships its own copy of click
     from typer._click.exceptions import UsageError
 except ImportError:  # pragma: no cover - older typer, on click itself
-    from click.exceptions import UsageError  # type: ignore[no-redef,import-not-found,unused-ignore]
+    from click.exceptions import UsageError  # type: ignore[no-redef,import-not-found,assignment,unused-ignore]
 
 from wrighty.cli.context import AppContext
 from wrighty.domain.durations import parse_duration

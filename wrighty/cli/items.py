@@ -518,12 +518,18 @@ def reap(
     as_json: JsonFlag = False,
 ) -> None:
     """Settle running items whose worker stopped renewing its lease (run once)."""
+    from wrighty.domain.notices import Source
+    from wrighty.installation import installation_id
     from wrighty.services.reaper import reap_expired
 
     app_ctx = app_context(ctx)
-    max_requeues = app_ctx.config().config.worker.max_requeues
+    config = app_ctx.config().config
+    max_requeues = config.worker.max_requeues
+    notify = Source(installation_id()) if config.notify.enabled else None
     with app_ctx.store() as store:
-        changes = reap_expired(store, now=app_ctx.now(), max_requeues=max_requeues, limit=limit)
+        changes = reap_expired(
+            store, now=app_ctx.now(), max_requeues=max_requeues, limit=limit, notify=notify
+        )
     if as_json:
         print_json([reaped_json(change) for change in changes])
     elif not changes:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import Usage
+
+if TYPE_CHECKING:
+    from wrighty.domain.notices import Notice
 
 MAX_TITLE_LENGTH = 200
 MAX_BODY_BYTES = 1024 * 1024  # a task longer than 1 MiB belongs in a file in the workspace
@@ -151,3 +154,4 @@ class Change:
     after: Item
     event: Event
     run_end: RunEnd | None = None
+    notices: tuple[Notice, ...] = ()  # written to the outbox in the same transaction

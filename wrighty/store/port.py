@@ -16,6 +16,7 @@ from wrighty.domain.circuits import Circuit
 from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
 from wrighty.domain.health import QueueFigures, WorkerRow
 from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, Session
+from wrighty.domain.notices import Delivered, Notice, OutboxFigures, Source, StoredNotice
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import LedgerEntry, Usage
 
@@ -48,7 +49,8 @@ class Store(Protocol):
     def get_session(self, item_id: int) -> Session | None: ...
 
     def write_transition(self, change: Change) -> bool:
-        """Write ``change`` (item, event, and the end of the claim's open run) atomically.
+        """Write ``change`` (item, event, the end of the claim's open run, and its notices in
+        the outbox) atomically.
 
         The guard is ``change.before``'s state, generation and claim owner. Returns False,
         having changed nothing, when the item moved meanwhile.
@@ -145,8 +147,11 @@ class Store(Protocol):
         """Running items whose lease ended strictly before ``now``, oldest expiry first."""
         ...
 
-    def reap(self, item_id: int, *, now: datetime, max_requeues: int) -> Change | None:
-        """Settle one expired claim as worker-lost, re-checking the expiry in the same write.
+    def reap(
+        self, item_id: int, *, now: datetime, max_requeues: int, notify: Source | None = None
+    ) -> Change | None:
+        """Settle one expired claim as worker-lost, re-checking the expiry in the same write
+        (with ``notify``, its notice goes to the outbox in that write).
 
         None when the item was renewed, settled or never expired: a live worker always wins.
         """
@@ -166,9 +171,37 @@ class Store(Protocol):
         """Every stored circuit, by name (as ``get_circuit`` reads each)."""
         ...
 
-    def write_circuit(self, before: Circuit, after: Circuit, *, at: datetime) -> bool:
+    def write_circuit(
+        self, before: Circuit, after: Circuit, *, at: datetime, notice: Notice | None = None
+    ) -> bool:
         """Store ``after`` if the circuit is still at ``before.version`` (version 0: if it has
         no row yet); the stored version becomes ``before.version + 1``, whatever
-        ``after.version`` says. False, having changed nothing, when another write landed
-        first. ``after`` must name the same circuit (ValueError otherwise)."""
+        ``after.version`` says, and ``notice`` goes to the outbox in the same write. False,
+        having changed nothing, when another write landed first. ``after`` must name the same
+        circuit (ValueError otherwise)."""
         ...
+
+    # -- the notification outbox --------------------------------------------------------------
+
+    def claim_notice(
+        self, deliverer: str, *, now: datetime, lease_seconds: float
+    ) -> StoredNotice | None:
+        """Take the oldest due pending notice that no live delivery claim holds, for
+        ``deliverer`` until ``now + lease_seconds``; exactly one of racing deliverers gets it
+        (PostgreSQL: SKIP LOCKED)."""
+        ...
+
+    def finish_notice(self, claimed: StoredNotice, outcome: Delivered) -> bool:
+        """Write an attempt's outcome under the claim ``claimed`` came with; False, having
+        changed nothing, when that claim expired and was taken again."""
+        ...
+
+    def list_notices(self, states: Collection[str], *, limit: int = 1000) -> list[StoredNotice]:
+        """Notices in any of ``states``, oldest first."""
+        ...
+
+    def prune_notices(self, *, before: datetime) -> int:
+        """Forget delivered notices finished before ``before``; how many."""
+        ...
+
+    def outbox_figures(self) -> OutboxFigures: ...

@@ -8,11 +8,12 @@ comparing strings compares times and the same parameters serve both dialects.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from wrighty.domain.circuits import Circuit
@@ -29,6 +30,14 @@ from wrighty.domain.claims import (
 )
 from wrighty.domain.health import QueueFigures, WorkerRow, WorkerState
 from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, RunEnd, Session
+from wrighty.domain.notices import (
+    Delivered,
+    Notice,
+    OutboxFigures,
+    Source,
+    StoredNotice,
+    notices_for,
+)
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import creation_event
@@ -198,6 +207,8 @@ class SqlStore(ABC):
                 _run_end_params(change.run_end, before.id, before.generation),
             )
         tx.run("insert_event", _event_params(event))
+        for notice in change.notices:
+            tx.run("insert_notice", _notice_params(notice))
 
     # -- claims -----------------------------------------------------------------------------
 
@@ -422,7 +433,9 @@ class SqlStore(ABC):
         rows = self._rows("select_expired_claims", {"now": to_db_time(now), "limit": limit})
         return [_item_from_row(row) for row in rows]
 
-    def reap(self, item_id: int, *, now: datetime, max_requeues: int) -> Change | None:
+    def reap(
+        self, item_id: int, *, now: datetime, max_requeues: int, notify: Source | None = None
+    ) -> Change | None:
         try:
             with self._write() as tx:
                 row = tx.run("select_item", {"id": item_id}).fetchone()
@@ -447,6 +460,8 @@ class SqlStore(ABC):
                     at=now,
                     max_requeues=max_requeues,
                 )
+                if notify is not None:
+                    change = dataclasses.replace(change, notices=notices_for(change, notify))
                 self._apply(tx, change, expired_before=now)
         except _Refused:
             return None
@@ -461,7 +476,9 @@ class SqlStore(ABC):
     def list_circuits(self) -> list[Circuit]:
         return [_circuit_from_row(row) for row in self._rows("select_circuits", {})]
 
-    def write_circuit(self, before: Circuit, after: Circuit, *, at: datetime) -> bool:
+    def write_circuit(
+        self, before: Circuit, after: Circuit, *, at: datetime, notice: Notice | None = None
+    ) -> bool:
         if after.name != before.name:
             raise ValueError("a circuit write must describe one circuit")
         params = {
@@ -471,9 +488,63 @@ class SqlStore(ABC):
             "updated_at": to_db_time(at),
         }
         query = "insert_circuit" if before.version == 0 else "update_circuit_guarded"
+        try:
+            with self._write() as tx:
+                cursor = tx.run(query, params)
+                if cursor.rowcount != 1:
+                    raise _Refused
+                if notice is not None:
+                    tx.run("insert_notice", _notice_params(notice))
+        except _Refused:
+            return False
+        return True
+
+    # -- the notification outbox --------------------------------------------------------------
+
+    def claim_notice(
+        self, deliverer: str, *, now: datetime, lease_seconds: float
+    ) -> StoredNotice | None:
+        until = now + timedelta(seconds=lease_seconds)
         with self._write() as tx:
-            cursor = tx.run(query, params)
+            rows = tx.run(
+                "claim_notice",
+                {"deliverer": deliverer, "now": to_db_time(now), "until": to_db_time(until)},
+            ).fetchall()
+        return _stored_notice_from_row(rows[0]) if rows else None
+
+    def finish_notice(self, claimed: StoredNotice, outcome: Delivered) -> bool:
+        with self._write() as tx:
+            cursor = tx.run(
+                "finish_notice_guarded",
+                {
+                    "id": claimed.notice.id,
+                    "deliverer": claimed.claimed_by,
+                    "claimed_until": to_db_time(claimed.claim_expires_at),
+                    "state": outcome.state,
+                    "attempts": outcome.attempts,
+                    "next_attempt_at": to_db_time(outcome.next_attempt_at),
+                    "delivered_to": json.dumps(list(outcome.delivered_to)),
+                    "last_error": outcome.last_error,
+                    "finished_at": to_db_time(outcome.finished_at),
+                },
+            )
         return cursor.rowcount == 1
+
+    def list_notices(self, states: Collection[str], *, limit: int = 1000) -> list[StoredNotice]:
+        rows = self._rows("select_notices", {"states": json.dumps(sorted(states)), "limit": limit})
+        return [_stored_notice_from_row(row) for row in rows]
+
+    def prune_notices(self, *, before: datetime) -> int:
+        with self._write() as tx:
+            return tx.run("prune_notices", {"before": to_db_time(before)}).rowcount
+
+    def outbox_figures(self) -> OutboxFigures:
+        [row] = self._rows("select_outbox_figures", {})
+        return OutboxFigures(
+            pending=row["pending"],
+            oldest_pending_at=from_db_time(row["oldest_pending_at"]),
+            given_up=row["given_up"],
+        )
 
 
 class _Refused(Exception):
@@ -500,6 +571,41 @@ def _run_end_params(end: RunEnd, item_id: int, generation: int) -> dict[str, Any
         "diagnostic": end.diagnostic,
         **_usage_params(end.usage),
     }
+
+
+def _notice_params(notice: Notice) -> dict[str, Any]:
+    return {
+        "id": notice.id,
+        "created_at": to_db_time(notice.at),
+        "event": notice.event,
+        "events": json.dumps(list(notice.events)),
+        "item_id": notice.item_id,
+        "reason_code": notice.reason_code,
+        "payload": json.dumps(notice.payload, sort_keys=False),
+    }
+
+
+def _stored_notice_from_row(row: Any) -> StoredNotice:
+    notice = Notice(
+        id=row["id"],
+        event=row["event"],
+        events=tuple(json.loads(row["events"])),
+        at=_required_time(row["created_at"]),
+        item_id=row["item_id"],
+        reason_code=row["reason_code"],
+        payload=json.loads(row["payload"]),
+    )
+    return StoredNotice(
+        notice=notice,
+        state=row["state"],
+        attempts=row["attempts"],
+        next_attempt_at=_required_time(row["next_attempt_at"]),
+        delivered_to=tuple(json.loads(row["delivered_to"])),
+        last_error=row["last_error"],
+        claimed_by=row["claimed_by"],
+        claim_expires_at=from_db_time(row["claim_expires_at"]),
+        finished_at=from_db_time(row["finished_at"]),
+    )
 
 
 def _usage_params(usage: Usage | None) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from wrighty.domain.circuits import (
 from wrighty.domain.claims import Claim
 from wrighty.domain.decisions import USAGE_CLASSES
 from wrighty.domain.model import Change
+from wrighty.domain.notices import Source, circuit_notice
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.retry import ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
@@ -54,8 +55,10 @@ class CircuitGate:
         policy: UsagePolicy,
         now: Callable[[], datetime],
         emit: Callable[..., None],
+        notify: Source | None = None,
     ) -> None:
         self.name = name
+        self._notify = notify  # whether an opening is told (the outbox), and by whom
         self._store = store
         self._worker_id = worker_id
         self._policy = policy
@@ -179,8 +182,16 @@ class CircuitGate:
 
     def _write(self, before: Circuit, after: Circuit, *, report: bool = False) -> bool | None:
         """Whether the move landed; None when the store could not be reached."""
+        now = self._now()
+        notice = None
+        opens = before.state(now) is not CircuitState.OPEN and after.state(now) is CircuitState.OPEN
+        if report and opens and self._notify is not None and after.until is not None:
+            notice = circuit_notice(
+                self.name, until=after.until, reason=after.reason, failures=after.failures,
+                at=now, source=self._notify,
+            )  # fmt: skip
         try:
-            landed = self._store.write_circuit(before, after, at=self._now())
+            landed = self._store.write_circuit(before, after, at=now, notice=notice)
         except StoreError as error:
             self._unreachable("write_circuit", error)
             return None

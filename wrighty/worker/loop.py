@@ -39,6 +39,7 @@ from wrighty.domain.claims import (
 )
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import Item
+from wrighty.domain.notices import Source
 from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.times import rfc3339, system_now
 from wrighty.errors import StoreError, WrightyError
@@ -130,6 +131,7 @@ class Worker:
         self._config = loaded.config
         self._budgets = budgets_of(loaded.config)
         self._held: AgentHold | None = None  # the agent's day budget, while it is spent
+        self._notify: Source | None = None  # who tells through the outbox (None: no sink)
         self._project_root = loaded.root
         self._state_dir = loaded.root / STATE_DIRNAME
         self._mode = loaded.config.worker.workspace_mode
@@ -145,6 +147,8 @@ class Worker:
             {"WRIGHTY_CONFIG": str(loaded.path)} if loaded.path is not None else {}
         )
         self.worker_id = "w-" + secrets.token_hex(6)
+        if loaded.config.notify.enabled:
+            self._notify = Source(installation_id, self.worker_id)
         self._stop_requested = threading.Event()
         self._wake = threading.Event()  # the claim loop's: a slot freed up, or stop
         self._slot_wakes: set[threading.Event] = set()
@@ -265,7 +269,7 @@ class Worker:
         )
         return CircuitGate(
             self._store, name, worker_id=self.worker_id, policy=policy, now=self._now,
-            emit=self._emit,
+            emit=self._emit, notify=self._notify,
         )  # fmt: skip
 
     def _setting(
@@ -282,6 +286,7 @@ class Worker:
             budgets=self._budgets,
             pricing=pricing_of(self._config),
             default_agent=self._config.worker.default_agent,
+            notify=self._notify,
             heartbeat_seconds=self._config.worker.heartbeat_seconds,
             stop_grace_seconds=options.stop_grace_seconds,
             workspace_mode=self._mode,
@@ -355,7 +360,10 @@ class Worker:
         for _ in range(MAX_SET_ASIDE_PER_PASS):
             try:
                 reap_expired(
-                    self._store, now=self._now(), max_requeues=self._config.worker.max_requeues
+                    self._store,
+                    now=self._now(),
+                    max_requeues=self._config.worker.max_requeues,
+                    notify=self._notify,
                 )
                 return self._store.acquire(request, now=self._now())
             except StoreError as error:
@@ -420,9 +428,8 @@ class Worker:
                 process_started=False,
                 resumable=resumable,
             )
-            write_settlement(
-                self._store, settle(claimed, settlement, at=self._now()), None, self._emit
-            )
+            change = settle(claimed, settlement, at=self._now())
+            write_settlement(self._store, change, None, self._emit, notify=self._notify)
         except StoreError:
             raise
         except Exception as again:  # reported; the loop goes on

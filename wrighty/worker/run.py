@@ -26,6 +26,7 @@ from wrighty.domain import budgets, decisions
 from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, settle
 from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
 from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session, Stream
+from wrighty.domain.notices import Source, with_notices
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.retry import CrashPolicy, ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
@@ -63,6 +64,7 @@ class Setting:
     budgets: budgets.Budgets
     pricing: Mapping[str, Price]
     default_agent: str  # worker.defaultAgent: whose an item without an agent is
+    notify: Source | None  # who tells of settlements through the outbox (None: nobody listens)
     heartbeat_seconds: float
     stop_grace_seconds: float
     workspace_mode: str
@@ -545,7 +547,7 @@ class ClaimRun:
         self._write_settlement(change, self.run_id)
 
     def _write_settlement(self, change: Change, run_id: str | None) -> None:
-        write_settlement(self._store, change, run_id, self._emit)
+        write_settlement(self._store, change, run_id, self._emit, notify=self._setting.notify)
 
     def _claim_lost(self, claimed: Item, **fields: Any) -> None:
         claim_lost(self._emit, claimed, **fields)
@@ -564,11 +566,17 @@ class TransitionWriter(Protocol):
 
 
 def write_settlement(
-    store: TransitionWriter, change: Change, run_id: str | None, emit: Emit
+    store: TransitionWriter,
+    change: Change,
+    run_id: str | None,
+    emit: Emit,
+    *,
+    notify: Source | None = None,
 ) -> None:
-    """Write a claim's settlement and say so; if the claim had moved on, say that instead."""
+    """Write a claim's settlement and say so; if the claim had moved on, say that instead.
+    With ``notify``, the settlement's notice goes to the outbox in the same transaction."""
     claimed, after = change.before, change.after
-    if not store.write_transition(change):
+    if not store.write_transition(with_notices(change, notify)):
         claim_lost(emit, claimed, reason="fenced")
         return
     emit(

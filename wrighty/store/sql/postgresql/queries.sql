@@ -361,3 +361,42 @@ SELECT coalesce(sum(input_tokens + output_tokens + cache_read_tokens + cache_wri
        count(CASE WHEN cost_source = 'estimated' THEN 1 END) AS estimated
 FROM runs
 WHERE agent = :agent AND started_at >= :since;
+-- name: insert_notice
+-- A notice, in the transaction of the change it reports.
+INSERT INTO notices (id, created_at, event, events, item_id, reason_code, payload,
+                     next_attempt_at)
+VALUES (:id, :created_at, :event, :events, :item_id, :reason_code, :payload, :created_at);
+-- name: claim_notice
+-- The oldest pending notice that is due and not held by a live delivery claim, taken for
+-- one deliverer until :until.
+UPDATE notices
+SET claimed_by = :deliverer, claim_expires_at = :until
+WHERE id = (
+    SELECT id FROM notices
+    WHERE state = 'pending' AND next_attempt_at <= :now
+      AND (claim_expires_at IS NULL OR claim_expires_at < :now)
+    ORDER BY created_at, id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING *;
+-- name: finish_notice_guarded
+-- The attempt's outcome, written only under the claim that made it (the same deliverer and
+-- the same claim expiry: a claim that expired and was taken again writes nothing).
+UPDATE notices
+SET state = :state, attempts = :attempts, next_attempt_at = :next_attempt_at,
+    delivered_to = :delivered_to, last_error = :last_error, finished_at = :finished_at,
+    claimed_by = NULL, claim_expires_at = NULL
+WHERE id = :id AND claimed_by = :deliverer AND claim_expires_at = :claimed_until;
+-- name: select_notices
+SELECT * FROM notices
+WHERE state IN (SELECT value FROM json_array_elements_text(CAST(:states AS json)))
+ORDER BY created_at, id
+LIMIT :limit;
+-- name: prune_notices
+DELETE FROM notices WHERE state = 'delivered' AND finished_at < :before;
+-- name: select_outbox_figures
+SELECT count(CASE WHEN state = 'pending' THEN 1 END) AS pending,
+       min(CASE WHEN state = 'pending' THEN created_at END) AS oldest_pending_at,
+       count(CASE WHEN state = 'given-up' THEN 1 END) AS given_up
+FROM notices;

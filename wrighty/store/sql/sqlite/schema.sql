@@ -141,3 +141,25 @@ CREATE TABLE circuits (
     probe_expires_at TEXT,
     updated_at       TEXT    NOT NULL
 ) STRICT;
+
+-- The notification outbox (docs/notifications.md).
+CREATE TABLE notices (
+    id               TEXT    PRIMARY KEY,
+    created_at       TEXT    NOT NULL,
+    event            TEXT    NOT NULL,
+    events           TEXT    NOT NULL,
+    item_id          INTEGER,
+    reason_code      TEXT,
+    payload          TEXT    NOT NULL,
+    state            TEXT    NOT NULL DEFAULT 'pending'
+                             CHECK (state IN ('pending', 'delivered', 'given-up')),
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at  TEXT    NOT NULL,
+    claimed_by       TEXT,
+    claim_expires_at TEXT,
+    delivered_to     TEXT    NOT NULL DEFAULT '[]',
+    last_error       TEXT,
+    finished_at      TEXT
+) STRICT;
+
+CREATE INDEX notices_due ON notices (state, next_attempt_at);

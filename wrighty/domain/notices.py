@@ -1,0 +1,233 @@
+"""Notifications (issue 17; docs/notifications.md): what a state change tells a person. Pure.
+
+A notice is made from a change as it is written, and stored in the same transaction (the
+outbox); delivering it is another matter, done after the commit. Its id is the dedupe key a
+sink sees with every delivery of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from wrighty.domain.model import Change
+from wrighty.domain.redact import redact
+from wrighty.domain.states import ItemState
+from wrighty.domain.text import printable_line
+from wrighty.domain.times import rfc3339
+
+# Every event a notice can carry, in the order docs/notifications.md lists them.
+EVENTS = (
+    "needs-attention",
+    "retries-exhausted",
+    "budget-exceeded",
+    "circuit-open",
+    "worker-lost",
+    "retry-scheduled",
+    "done",
+    "worker-quiet",
+)
+# What a sink gets when it names no events of its own.
+DEFAULT_EVENTS = ("needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open",
+                  "worker-lost")  # fmt: skip
+
+MAX_TITLE_CHARS = 120
+MAX_REASON_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Source:
+    """Who writes the change: the installation and worker (None: an operator or the reaper
+    outside a worker)."""
+
+    installation_id: str
+    worker_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Notice:
+    id: str  # the dedupe key, stable across redeliveries
+    event: str  # the most specific of its events
+    events: tuple[str, ...]  # every event it counts as (a sink's filter matches any)
+    at: datetime
+    item_id: int | None
+    reason_code: str | None
+    payload: dict[str, Any]  # the full JSON a sink gets; already redacted and bounded
+
+    def matches(self, events: tuple[str, ...], reason_codes: tuple[str, ...]) -> bool:
+        if not set(self.events) & set(events):
+            return False
+        return not reason_codes or self.reason_code in reason_codes
+
+    def text(self) -> tuple[str, str]:
+        """A title and a short body for chat sinks."""
+        payload = self.payload
+        item = payload.get("item") or {}
+        head = f"wrighty: {self.event}"
+        if item:
+            head += f": item {item.get('id')} {item.get('title', '')}".rstrip()
+        lines = [
+            part
+            for part in (
+                payload.get("reason"),
+                f"next: {payload['next_action']}" if payload.get("next_action") else None,
+                f"on {payload['installation_id']}"
+                + (f" by {payload['worker_id']}" if payload.get("worker_id") else "")
+                + f" at {payload['at']}",
+            )
+            if part
+        ]
+        return head, "\n".join(lines)
+
+
+def _bounded(text: str | None, limit: int) -> str | None:
+    if text is None:
+        return None
+    clean = printable_line(redact(text))
+    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+
+
+def _events_of(change: Change) -> tuple[str, ...]:
+    """The events a change counts as, the most specific first (none: nothing to tell)."""
+    after, before = change.after, change.before
+    lost = change.run_end is not None and change.run_end.outcome_class.value == "worker-lost"
+    found: list[str] = []
+    if after.state is ItemState.NEEDS_ATTENTION:
+        if after.reason_code in ("retries-exhausted", "budget-exceeded"):
+            found.append(after.reason_code)
+        if lost:
+            found.append("worker-lost")
+        found.append("needs-attention")
+    elif after.state is ItemState.RETRY_SCHEDULED and before.state is ItemState.RUNNING:
+        if lost:
+            found.append("worker-lost")
+        found.append("retry-scheduled")
+    elif after.state is ItemState.DONE:
+        found.append("done")
+    return tuple(found)
+
+
+def notices_for(change: Change, source: Source, *, new_id: str | None = None) -> tuple[Notice, ...]:
+    """The notice of one item's change (none when it tells nobody anything)."""
+    events = _events_of(change)
+    if not events:
+        return ()
+    after = change.after
+    notice_id = new_id or f"ntc-{uuid.uuid4().hex}"
+    at = change.event.at
+    payload: dict[str, Any] = {
+        "id": notice_id,
+        "event": events[0],
+        "events": list(events),
+        "at": rfc3339(at),
+        "item": {"id": after.id, "title": _bounded(after.title, MAX_TITLE_CHARS)},
+        "state": after.state.value,
+        "reason_code": after.reason_code,
+        "reason": _bounded(after.reason, MAX_REASON_CHARS),
+        "next_action": after.next_action,
+        "not_before": rfc3339(after.not_before) if after.not_before else None,
+        "installation_id": source.installation_id,
+        "worker_id": source.worker_id,
+    }
+    notice = Notice(notice_id, events[0], events, at, after.id, after.reason_code, payload)
+    return (notice,)
+
+
+def with_notices(change: Change, source: Source | None) -> Change:
+    """``change`` carrying its notice, when notifications are on (``source`` given)."""
+    if source is None:
+        return change
+    return dataclasses.replace(change, notices=notices_for(change, source))
+
+
+def circuit_notice(
+    circuit: str, *, until: datetime, reason: str | None, failures: int, at: datetime,
+    source: Source,
+) -> Notice:  # fmt: skip
+    """A provider circuit opened (or stayed open longer): the agent's items wait."""
+    notice_id = f"ntc-{uuid.uuid4().hex}"
+    payload: dict[str, Any] = {
+        "id": notice_id,
+        "event": "circuit-open",
+        "events": ["circuit-open"],
+        "at": rfc3339(at),
+        "item": None,
+        "circuit": circuit,
+        "until": rfc3339(until),
+        "reason": _bounded(reason, MAX_REASON_CHARS),
+        "failures": failures,
+        "next_action": f"wrighty providers reset {circuit}",
+        "installation_id": source.installation_id,
+        "worker_id": source.worker_id,
+    }
+    return Notice(notice_id, "circuit-open", ("circuit-open",), at, None, None, payload)
+
+
+# -- delivery -------------------------------------------------------------------------------
+
+DELIVERY_LEASE_SECONDS = 120  # how long one deliverer holds a notice before another may
+RETRY_FIRST_SECONDS = 30
+RETRY_MAX_SECONDS = 3600
+MAX_ERROR_CHARS = 300
+
+
+@dataclass(frozen=True)
+class StoredNotice:
+    """A notice as the outbox holds it, with its delivery so far."""
+
+    notice: Notice
+    state: str  # pending, delivered, given-up
+    attempts: int
+    next_attempt_at: datetime
+    delivered_to: tuple[str, ...]  # the sinks that have it (their ids)
+    last_error: str | None
+    claimed_by: str | None
+    claim_expires_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class OutboxFigures:
+    pending: int
+    oldest_pending_at: datetime | None
+    given_up: int
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """How one delivery attempt of a claimed notice ended, to be written under its claim."""
+
+    state: str
+    attempts: int
+    next_attempt_at: datetime
+    delivered_to: tuple[str, ...]
+    last_error: str | None
+    finished_at: datetime | None
+
+
+def after_attempt(
+    stored: StoredNotice,
+    failures: dict[str, str],
+    reached: tuple[str, ...],
+    *,
+    now: datetime,
+    max_attempts: int,
+) -> Delivered:
+    """The notice after one attempt: ``reached`` are the sinks it reached this time,
+    ``failures`` the sinks that failed (sink id -> why). Delivered once no sink is left to
+    reach; otherwise retried with backoff, then given up after ``max_attempts``."""
+
+    delivered_to = tuple(dict.fromkeys((*stored.delivered_to, *reached)))
+    attempts = stored.attempts + 1
+    if not failures:
+        return Delivered("delivered", attempts, now, delivered_to, None, now)
+    error = _bounded(
+        "; ".join(f"{sink}: {why}" for sink, why in sorted(failures.items())), MAX_ERROR_CHARS
+    )
+    if attempts >= max_attempts:
+        return Delivered("given-up", attempts, now, delivered_to, error, now)
+    wait = min(RETRY_FIRST_SECONDS * 2 ** (attempts - 1), RETRY_MAX_SECONDS)
+    return Delivered("pending", attempts, now + timedelta(seconds=wait), delivered_to, error, None)
