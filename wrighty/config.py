@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, time, tzinfo
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 from pydantic.alias_generators import to_camel
 
 from wrighty.domain.budgets import Budgets
@@ -207,6 +207,12 @@ class StatusSettings(_Section):
         le=10000,
         description="Unhealthy with more provider circuits open or half-open than this.",
     )
+    max_notify_age_seconds: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_QUEUE_WAIT_SECONDS,
+        description="Unhealthy when an undelivered notification (notify) is older than this.",
+    )
 
 
 MAX_BUDGET_USD = 1_000_000  # a bound for typos, not a spending policy
@@ -273,6 +279,8 @@ _DEFAULT_NOTIFY_EVENTS: tuple[NotifyEvent, ...] = (
     "needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open", "worker-lost",
 )  # fmt: skip
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+DEFAULT_COMMAND_TIMEOUT_SECONDS = 30
+MAX_COMMAND_TIMEOUT_SECONDS = 600
 
 
 class _SinkFilter(_Section):
@@ -302,16 +310,52 @@ class CommandSink(_SinkFilter):
         ..., min_length=1, description="The program and its arguments; the event as JSON on stdin."
     )
     timeout_seconds: float = Field(
-        30, gt=0, le=600, description="How long one delivery may take before it counts as failed."
+        DEFAULT_COMMAND_TIMEOUT_SECONDS,
+        gt=0,
+        le=MAX_COMMAND_TIMEOUT_SECONDS,
+        description="How long one delivery may take before it counts as failed.",
     )
+
+
+def _entry_kind(value: Any) -> str | None:
+    """Which form a sink entry takes (None: neither, refused as such)."""
+    if isinstance(value, dict | BaseModel):
+        return "object"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    return None
+
+
+# A sink is written as a string (an argv: a list) or as an object with a filter; the form is
+# chosen by the JSON type, so that a mistake is reported against the form that was written.
+UrlEntry = Annotated[
+    Annotated[str, Tag("string")] | Annotated[UrlSink, Tag("object")],
+    Discriminator(
+        _entry_kind,
+        custom_error_type="sink_form",
+        custom_error_message="must be an Apprise URL (a string) or an object with url or env",
+    ),
+]
+CommandEntry = Annotated[
+    Annotated[list[str], Tag("list")] | Annotated[CommandSink, Tag("object")],
+    Discriminator(
+        _entry_kind,
+        custom_error_type="sink_form",
+        custom_error_message="must be an argv (a list of strings) or an object with argv",
+    ),
+]
+# Where the form's tag sits in a problem's location (it is left out of the JSON path).
+_SINK_TAG_AT = {("notify", "urls"): 3, ("notify", "command"): 2}
 
 
 class NotifySettings(_Section):
-    urls: list[str | UrlSink] = Field(
+    urls: list[UrlEntry] = Field(
         default_factory=list,
         description="Apprise URLs, as strings or objects with url (or env) and a filter.",
     )
-    command: list[str] | CommandSink | None = Field(
+    command: CommandEntry | None = Field(
         None, description="A program (argv, no shell) that gets each event as JSON on stdin."
     )
     events: list[NotifyEvent] = Field(
@@ -439,8 +483,12 @@ def find_config(start: Path, explicit: Path | None = None) -> Path | None:
     return None
 
 
-def check_config_text(text: str) -> tuple[WrightyConfig | None, list[Problem]]:
-    """Validate wrighty.json contents; every problem found, with its JSON path."""
+def check_config_text(
+    text: str, *, deep: bool = False
+) -> tuple[WrightyConfig | None, list[Problem]]:
+    """Validate wrighty.json contents; every problem found, with its JSON path. ``deep`` also
+    asks Apprise whether it can use each notification URL (`config validate`, a worker's
+    start): that loads Apprise, which no other command needs."""
     try:
         data = json.loads(
             text,
@@ -466,6 +514,8 @@ def check_config_text(text: str) -> tuple[WrightyConfig | None, list[Problem]]:
     except ValidationError as error:
         return None, [_problem_from(detail) for detail in error.errors()]
     problems = _store_url_problems(config.store.url) + _cross_checks(config)
+    if deep:
+        problems.extend(notify_url_problems(config.notify))
     return (None if problems else config), problems
 
 
@@ -605,8 +655,16 @@ def json_path(*parts: str | int) -> str:
     return path
 
 
+def _without_sink_tag(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A location inside a sink entry, without the tag of the form it was written in."""
+    at = _SINK_TAG_AT.get(loc[:2])
+    if at is not None and len(loc) > at and loc[at] in ("string", "list", "object"):
+        return loc[:at] + loc[at + 1 :]
+    return loc
+
+
 def _problem_from(detail: Mapping[str, Any]) -> Problem:
-    loc = tuple(detail["loc"])
+    loc = _without_sink_tag(tuple(detail["loc"]))
     path = json_path(*loc)
     kind = detail["type"]
     context = detail.get("ctx") or {}
@@ -649,12 +707,17 @@ def _got(value: object, loc: tuple[Any, ...]) -> str:
     if isinstance(value, float):
         return f" (got {value!r})"
     if isinstance(value, str):
-        if loc[:1] != ("agents",) and len(value) <= MAX_ECHOED_STRING:
+        if not _may_hold_secrets(loc) and len(value) <= MAX_ECHOED_STRING:
             return f" (got the string {json.dumps(value)})"
         return " (got a string)"
     kinds = {type(None): "null", list: "a list", dict: "an object"}
     kind = kinds.get(type(value))
     return f" (got {kind})" if kind else ""
+
+
+def _may_hold_secrets(loc: tuple[Any, ...]) -> bool:
+    """`agents` (env values, arguments, commands) and the notify sinks (URLs carry tokens)."""
+    return loc[:1] == ("agents",) or loc[:2] in (("notify", "urls"), ("notify", "command"))
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
@@ -672,12 +735,26 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
             target = field.annotation
         elif typing.get_origin(target) is dict:
             target = typing.get_args(target)[1]
+        elif typing.get_origin(target) is list and isinstance(part, int):
+            target = typing.get_args(target)[0]
         else:
             return []
-    target = _unwrap_optional(target)
+    target = _model_in(_unwrap_optional(target))
     if isinstance(target, type) and issubclass(target, BaseModel):
         return [_alias(target, name) for name in target.model_fields]
     return []
+
+
+def _model_in(annotation: Any) -> Any:
+    """The model of a sink entry (a string or a model, told apart by a discriminator)."""
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for option in typing.get_args(annotation):
+            inner = typing.get_args(option)[0] if typing.get_origin(option) is Annotated else option
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                return inner
+    return annotation
 
 
 def _alias(model: type[BaseModel], name: str) -> str:
@@ -784,6 +861,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
                 if value is not None
             )
     problems.extend(_budget_problems(config))
+    problems.extend(_notify_shape_problems(config.notify))
     if worker.default_agent not in config.agent_names():
         problems.append(
             Problem(
@@ -825,6 +903,85 @@ def _budget_problems(config: WrightyConfig) -> list[Problem]:
         if not 1 <= len(model) <= MAX_MODEL_NAME
     )
     return problems
+
+
+def _notify_shape_problems(notify: NotifySettings) -> list[Problem]:
+    """A URL sink names its URL or its variable, one of the two; an argv can be passed."""
+    problems: list[Problem] = [
+        Problem(json_path("notify", "urls", index), "give url or env, one of the two")
+        for index, entry in enumerate(notify.urls)
+        if isinstance(entry, UrlSink) and (entry.url is None) == (entry.env is None)
+    ]
+    command = notify.command
+    argv = command.argv if isinstance(command, CommandSink) else command
+    for index, arg in enumerate(argv or []):
+        where = json_path("notify", "command", *(("argv",) if isinstance(command, CommandSink)
+                                                 else ()), index)  # fmt: skip
+        if "\x00" in arg:
+            problems.append(Problem(where, "holds a NUL byte"))
+        elif index == 0 and not arg:
+            problems.append(Problem(where, "is empty: name the program to run"))
+    return problems
+
+
+def notify_url_problems(notify: NotifySettings) -> list[Problem]:
+    """Whether Apprise can use each URL written in the file (a URL from the environment is
+    read, and checked, when it is used). Apprise is imported only when there are such URLs."""
+    problems: list[Problem] = []
+    for index, entry in enumerate(notify.urls):
+        url = entry if isinstance(entry, str) else entry.url
+        if url is not None:
+            problem = apprise_url_problem(url)
+            if problem is not None:
+                problems.append(Problem(json_path("notify", "urls", index), problem))
+    return problems
+
+
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{0,31})://")
+MAX_APPRISE_REASON = 200
+
+
+def url_scheme(url: str) -> str | None:
+    """The scheme of a sink's URL, lowercase (None: it has none). The one part of a URL that
+    messages show: the rest may be a token."""
+    found = _URL_SCHEME.match(url)
+    return found.group(1).lower() if found else None
+
+
+def apprise_url_problem(url: str) -> str | None:
+    """Why Apprise cannot use ``url`` (None: it can), without quoting any of it but its
+    scheme. A service that Apprise knows but cannot run on this machine (a desktop without
+    its libraries) is no problem here: the machine that delivers may have them."""
+    scheme = url_scheme(url)
+    if scheme is None:
+        return "is not an Apprise URL: it needs a scheme such as slack://, ntfy:// or json://"
+    import logging  # loaded with Apprise, only when the file has URLs to check
+
+    import apprise
+    from apprise.utils.parse import parse_urls
+
+    logging.getLogger("apprise").propagate = False  # it may quote the URL
+    if len(parse_urls(url)) != 1:  # type: ignore[no-untyped-call]
+        return "holds more than one URL: give each its own entry"
+    parsed = apprise.plugins.url_to_dict(url)  # type: ignore[no-untyped-call]
+    manager = apprise.manager_plugins.NotificationManager()  # type: ignore[no-untyped-call]
+    if parsed is None or parsed.get("schema") not in manager:
+        return f"Apprise cannot read this {scheme}:// URL (an unknown service, or no host)"
+    plugin = manager[parsed["schema"]]
+    if not plugin.enabled:
+        return None
+    try:
+        apprise.Apprise.instantiate(url, suppress_exceptions=False)
+    except Exception as error:
+        from wrighty.domain.notices import scrubbed
+        from wrighty.domain.text import printable_line
+
+        why = printable_line(scrubbed(str(error), url))[:MAX_APPRISE_REASON]
+        guide = getattr(plugin, "setup_url", None)
+        return f"Apprise cannot use this {scheme}:// URL: {why}" + (
+            f" (see {guide})" if isinstance(guide, str) and guide.startswith("https://") else ""
+        )
+    return None
 
 
 def zone_named(name: str) -> tzinfo:

@@ -72,6 +72,10 @@ def pricing(section: object) -> Setup:
     return config_json({"pricing": section})
 
 
+def notify(section: object) -> Setup:
+    return config_json({"notify": section})
+
+
 def create_with(*options: str) -> tuple[str, ...]:
     return ("create", "--title", "t", "--body", "b", *options)
 
@@ -451,6 +455,55 @@ CASES: list[Case] = [
         "status-open-circuits-past-any-range",
         ("status", "--max-open-circuits", "9" * 40),
         "less than or equal to 10000",
+    ),
+    Case(
+        "status-notify-age-without-unit",
+        ("status", "--max-notify-age", "5"),
+        "--max-notify-age: cannot read duration",
+    ),
+    Case(
+        "status-notify-age-past-bound",
+        ("status", "--max-notify-age", "400d"),
+        "--max-notify-age: duration '400d' is too long: the limit is 365d",
+    ),
+    Case(
+        "status-notify-age-zero",
+        ("status", "--max-notify-age", "0s"),
+        "--max-notify-age: duration '0s' must be greater than zero",
+    ),
+    # notifications
+    Case(
+        "notify-test-url-apprise-cannot-use",
+        ("notify", "test", "--url", f"slack://{SECRET}/{API_KEY}"),
+        "--url Apprise cannot use this slack:// URL",
+    ),
+    Case(
+        "notify-test-url-unknown-service",
+        ("notify", "test", "--url", f"bogus://{SECRET}"),
+        "--url Apprise cannot read this bogus:// URL",
+    ),
+    Case(
+        "notify-test-url-without-scheme",
+        ("notify", "test", "--url", SECRET),
+        "--url is not an Apprise URL",
+    ),
+    Case(
+        "notify-test-two-urls-in-one",
+        ("notify", "test", "--url", f"json://a/{SECRET} json://b/{SECRET}"),
+        "--url holds more than one URL",
+    ),
+    Case("notify-test-url-without-value", ("notify", "test", "--url"), "requires an argument"),
+    Case("notify-test-without-sinks", ("notify", "test"), "no notification sinks are configured"),
+    Case("notify-flush-without-sinks", ("notify", "flush"), "nothing was delivered"),
+    Case("notify-pending-unknown-option", ("notify", "pending", "--all"), "No such option"),
+    Case("notify-json-before-the-subcommand", ("notify", "--json", "pending"), "No such option"),
+    Case("notify-unknown-subcommand", ("notify", "retry"), "No such command 'retry'"),
+    Case("notify-without-a-subcommand", ("notify",), "Missing command"),
+    Case(
+        "notify-flush-refuses-a-bad-notify-config",
+        ("notify", "flush"),
+        "notify.urls.0: Apprise cannot use this slack:// URL",
+        setup=notify({"urls": [f"slack://{SECRET}"]}),
     ),
     # provider circuits
     Case(
@@ -907,6 +960,170 @@ CASES: list[Case] = [
         ("worker", "start", "--once"),
         "budgets.timeZone: unknown time zone",
         setup=budgets({"timeZone": "Nowhere/Zone"}),
+    ),
+    Case(
+        "config-notify-url-apprise-cannot-use",
+        ("worker", "start", "--once"),
+        "notify.urls.1: Apprise cannot use this slack:// URL",
+        setup=notify({"urls": ["json://127.0.0.1:9/hook", f"slack://T1JJ3T3L2/{SECRET}"]}),
+    ),
+    Case(
+        "config-notify-url-unknown-service",
+        ("worker", "start", "--once"),
+        "notify.urls.0: Apprise cannot read this bogus:// URL",
+        setup=notify({"urls": [f"bogus://{SECRET}"]}),
+    ),
+    Case(
+        "config-notify-url-without-scheme",
+        ("worker", "start", "--once"),
+        "notify.urls.0: is not an Apprise URL",
+        setup=notify({"urls": [SECRET]}),
+    ),
+    Case(
+        "config-notify-url-and-env",
+        ("list",),
+        "notify.urls.0: give url or env, one of the two",
+        setup=notify({"urls": [{"url": f"json://h/{SECRET}", "env": "WRIGHTY_URL"}]}),
+    ),
+    Case(
+        "config-notify-neither-url-nor-env",
+        ("list",),
+        "notify.urls.0: give url or env, one of the two",
+        setup=notify({"urls": [{"events": ["done"]}]}),
+    ),
+    Case(
+        "config-notify-url-not-a-string",
+        ("list",),
+        "notify.urls.0: must be an Apprise URL (a string) or an object with url or env (got 5)",
+        setup=notify({"urls": [5]}),
+    ),
+    Case(
+        "config-notify-urls-not-a-list",
+        ("list",),
+        "notify.urls: must be a valid list (got a string)",
+        setup=notify({"urls": f"slack://{SECRET}"}),
+    ),
+    Case(
+        "config-notify-env-not-a-name",
+        ("list",),
+        "notify.urls.0.env: String should match pattern",
+        setup=notify({"urls": [{"env": f"{SECRET}-URL"}]}),
+    ),
+    Case(
+        "config-notify-url-sink-unknown-key",
+        ("list",),
+        "notify.urls.0.token: unknown key (allowed here: events, reasonCodes, url, env)",
+        setup=notify({"urls": [{"env": "WRIGHTY_URL", "token": SECRET}]}),
+    ),
+    Case(
+        "config-notify-unknown-event",
+        ("list",),
+        "notify.events.0: must be 'needs-attention'",
+        setup=notify({"events": ["stuck"], "command": ["true"]}),
+    ),
+    Case(
+        "config-notify-sink-unknown-event",
+        ("list",),
+        "notify.urls.0.events.0: must be",
+        setup=notify({"urls": [{"env": "WRIGHTY_URL", "events": ["finished"]}]}),
+    ),
+    Case(
+        "config-notify-reason-codes-not-a-list",
+        ("list",),
+        "notify.command.reasonCodes: must be a valid list",
+        setup=notify({"command": {"argv": ["true"], "reasonCodes": "billing"}}),
+    ),
+    Case(
+        "config-notify-command-a-shell-string",
+        ("list",),
+        "notify.command: must be an argv (a list of strings) or an object with argv (got a string)",
+        setup=notify({"command": f"notify-send {SECRET}"}),
+    ),
+    Case(
+        "config-notify-command-empty-argv",
+        ("list",),
+        "notify.command.argv: List should have at least 1 item",
+        setup=notify({"command": {"argv": []}}),
+    ),
+    Case(
+        "config-notify-command-empty-program",
+        ("list",),
+        "notify.command.0: is empty",
+        setup=notify({"command": ["", SECRET]}),
+    ),
+    Case(
+        "config-notify-command-nul",
+        ("list",),
+        "notify.command.argv.1: holds a NUL byte",
+        setup=notify({"command": {"argv": ["notify", f"{SECRET}\x00"]}}),
+    ),
+    Case(
+        "config-notify-command-timeout-past-bound",
+        ("list",),
+        "notify.command.timeoutSeconds: must be <= 600 (got 601)",
+        setup=notify({"command": {"argv": ["true"], "timeoutSeconds": 601}}),
+    ),
+    Case(
+        "config-notify-command-unknown-key",
+        ("list",),
+        "notify.command.shell: unknown key (allowed here: events, reasonCodes, argv, "
+        "timeoutSeconds)",
+        setup=notify({"command": {"argv": ["true"], "shell": True}}),
+    ),
+    Case(
+        "config-notify-max-attempts-zero",
+        ("list",),
+        "notify.maxAttempts: must be >= 1 (got 0)",
+        setup=notify({"maxAttempts": 0}),
+    ),
+    Case(
+        "config-notify-retention-past-bound",
+        ("list",),
+        "notify.retentionHours: must be <=",
+        setup=notify({"retentionHours": 1e9}),
+    ),
+    Case(
+        "config-notify-unknown-key",
+        ("list",),
+        "notify.sinks: unknown key (allowed here: urls, command, events, maxAttempts, "
+        "retentionHours)",
+        setup=notify({"sinks": []}),
+    ),
+    Case(
+        "config-notify-not-an-object",
+        ("list",),
+        "notify: must be an object (got a list)",
+        setup=config_json({"notify": [f"slack://{SECRET}"]}),
+    ),
+    Case(
+        "config-notify-age-threshold-zero",
+        ("status",),
+        "status.maxNotifyAgeSeconds: must be > 0 (got 0)",
+        setup=config_json({"status": {"maxNotifyAgeSeconds": 0}}),
+    ),
+    Case(
+        "config-notify-age-threshold-not-a-number",
+        ("status",),
+        "status.maxNotifyAgeSeconds: must be a valid number",
+        setup=config_json({"status": {"maxNotifyAgeSeconds": "1h"}}),
+    ),
+    Case(
+        "validate-notify-problems",
+        ("config", "validate"),
+        "3 problems",
+        stdout_allowed=True,
+        setup=notify(
+            {
+                "urls": [f"slack://{SECRET}", {"url": f"json://h/{API_KEY}", "env": "X"}],
+                "command": ["", SECRET],
+            }
+        ),
+    ),
+    Case(
+        "worker-refuses-a-bad-notify-config",
+        ("worker", "start", "--once"),
+        "notify.urls.0: Apprise cannot read this bogus:// URL",
+        setup=notify({"urls": [f"bogus://{SECRET}"]}),
     ),
     Case(
         "config-duplicate-key",

@@ -25,7 +25,8 @@ KEYS = [
     "workerMaxAgeSeconds", "maxExpiredLeases", "maxNeedsAttention", "maxOpenCircuits", "claude",
     "codex", "gemini",
     "command", "adapter", "executable", "args", "env", "resumeCommand", "permission", "resume",
-    "account",
+    "account", "notify", "urls", "events", "reasonCodes", "argv", "timeoutSeconds",
+    "retentionHours", "maxNotifyAgeSeconds",
 ]  # fmt: skip
 
 scalars = (
@@ -34,7 +35,18 @@ scalars = (
     | st.integers(min_value=-(10**25), max_value=10**25)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text()
-    | st.sampled_from(["retry", "needs-attention", "command", "workspace", "sqlite:///x.db"])
+    | st.sampled_from(
+        [
+            "retry",
+            "needs-attention",
+            "command",
+            "workspace",
+            "sqlite:///x.db",
+            "json://127.0.0.1:9/hook",
+            "slack://T1/A1/b",
+            "done",
+        ]
+    )
 )
 keys = st.sampled_from(KEYS) | st.text()
 documents = st.recursive(
@@ -68,7 +80,7 @@ def test_any_json_document_is_answered_without_raising(
 def test_any_section_under_a_known_key_is_answered_without_raising(
     initialised: Path, document: dict[str, object]
 ) -> None:
-    for section in ("worker", "status", "store", "agents"):
+    for section in ("worker", "status", "store", "agents", "notify"):
         (initialised / "wrighty.json").write_text(json.dumps({section: document}))
         result = wrighty("config", "validate")
         assert result.exit_code in (0, 2), result.output

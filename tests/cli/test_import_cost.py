@@ -36,6 +36,9 @@ NOT_FOR_READING = (
     "wrighty.worker.workspaces",
     "filelock",
     "wrighty.project",
+    # Notifications are delivered by workers and `wrighty notify`; Apprise only by its sinks.
+    "wrighty.notify",
+    "apprise",
 )
 # Nothing an agent run needs, and no service beyond items: `list` reads the store alone.
 NOT_FOR_LISTING = (
@@ -63,6 +66,8 @@ NOT_LOADED: dict[tuple[str, ...], tuple[str, ...]] = {
     ),
     # The provider circuits are a read of the store alone, as `list`.
     ("providers", "--json"): (*NOT_FOR_READING, *NOT_FOR_LISTING, "rich"),
+    # So is the outbox: listing it loads no sink.
+    ("notify", "pending", "--json"): (*NOT_FOR_READING, *NOT_FOR_LISTING, "rich"),
     # The agent's vendor is asked only for an item with a session it could resume.
     ("show", "1"): (*NOT_FOR_READING, "wrighty.agents", "wrighty.vendors", "wrighty.supervisor"),
     ("--version",): (
@@ -103,3 +108,22 @@ def test_a_read_command_loads_only_what_it_needs(initialised: Path, args: tuple[
     assert "wrighty.cli.app" in loaded  # the command did run in that interpreter
     unwanted = sorted(m for m in loaded if any(is_in(m, p) for p in NOT_LOADED[args]))
     assert unwanted == []
+
+
+@pytest.mark.slow
+def test_notification_sinks_cost_a_read_command_nothing(initialised: Path) -> None:
+    """Sinks are checked by the commands that deliver (`worker start`, `notify flush`,
+    `notify test`) and by `config validate`: `status` and `list` load neither Apprise nor the
+    delivery, whatever the sinks (docs/notifications.md#secrets)."""
+    config = initialised / "wrighty.json"
+    document = json.loads(config.read_text())
+    document["notify"] = {"urls": [{"env": "WRIGHTY_TEST_SLACK_URL"}], "command": ["true"]}
+    for urls in ([], ["json://127.0.0.1:9/hook"]):
+        document["notify"]["urls"].extend(urls)
+        config.write_text(json.dumps(document))
+        for args in (("status", "--json"), ("list", "--json"), ("notify", "pending", "--json")):
+            loaded = loaded_modules(initialised, *args)
+            assert "wrighty.cli.app" in loaded
+            unwanted = [m for m in loaded if is_in(m, "apprise") or is_in(m, "wrighty.notify")]
+            assert unwanted == []
+    assert "apprise" in loaded_modules(initialised, "config", "validate")

@@ -533,3 +533,77 @@ def test_status_reads_the_ledger_once_whatever_the_number_of_items(
     calls.clear()
     assert wrighty("status", "--format", "prometheus").exit_code == 0
     assert calls == ["list_ledger"]
+
+
+# -- the notification outbox (docs/notifications.md) ------------------------------------------
+
+
+def add_notice(project: Path, clock: FakeClock, number: int) -> None:
+    from wrighty.domain.notices import Notice
+
+    payload = {"id": f"ntc-{number}", "event": "needs-attention", "item": {"id": number}}
+    notice = Notice(f"ntc-{number}", "needs-attention", ("needs-attention",), clock(), number,
+                    "agent-failure", payload)  # fmt: skip
+    store = SqliteStore.open(project / ".wrighty" / "wrighty.db")
+    assert store.add_notice_once(notice)
+    store.close()
+
+
+def test_status_shows_the_notifications_not_delivered_yet(
+    initialised: Path, clock: FakeClock
+) -> None:
+    code, document = status()
+    assert document["notify"] == {"pending": 0, "oldest_pending_at": None,
+                                  "oldest_pending_age_seconds": None, "given_up": 0}  # fmt: skip
+    assert document["thresholds"]["max_notify_age_seconds"] is None
+    assert "notifications" not in wrighty("status").stdout  # nothing to say
+    add_notice(initialised, clock, 1)
+    clock.advance(90)
+    add_notice(initialised, clock, 2)
+    clock.advance(30)
+    code, document = status()
+    assert code == 0  # no threshold set: figures only
+    assert document["notify"] == {"pending": 2, "oldest_pending_at": "2026-11-30T09:00:00.000Z",
+                                  "oldest_pending_age_seconds": 120.0, "given_up": 0}  # fmt: skip
+    text = wrighty("status").stdout
+    assert "notifications 2 not delivered yet, oldest 120 s, given up 0" in text
+    prometheus = wrighty("status", "--format", "prometheus").stdout
+    assert "wrighty_notify_pending 2\n" in prometheus
+    assert "wrighty_notify_oldest_pending_age_seconds 120.0\n" in prometheus
+    assert "wrighty_notify_given_up 0\n" in prometheus
+    assert 'wrighty_problems{check="max_notify_age"} 0' in prometheus
+
+
+def test_max_notify_age_turns_a_stuck_outbox_into_an_exit_code(
+    initialised: Path, clock: FakeClock
+) -> None:
+    assert status("--max-notify-age", "1m")[0] == 0  # nothing waits
+    add_notice(initialised, clock, 1)
+    clock.advance(60)
+    assert status("--max-notify-age", "1m")[0] == 0  # exactly the threshold passes
+    clock.advance(1)
+    code, document = status("--max-notify-age", "1m")
+    assert code == 1
+    assert document["problems"] == [{
+        "check": "max_notify_age", "value": 61.0, "limit": 60.0,
+        "message": "a notification has waited 61 s to be delivered, more than 60 s",
+    }]  # fmt: skip
+    assert document["thresholds"]["max_notify_age_seconds"] == 60
+    assert "problem: a notification has waited 61 s" in wrighty("status", "--max-notify-age",
+                                                                "1m").stdout  # fmt: skip
+
+
+def test_the_notify_age_threshold_can_live_in_wrighty_json(
+    initialised: Path, clock: FakeClock
+) -> None:
+    config = initialised / "wrighty.json"
+    document = json.loads(config.read_text())
+    document["status"] = {**document.get("status", {}), "maxNotifyAgeSeconds": 30}
+    config.write_text(json.dumps(document))
+    add_notice(initialised, clock, 1)
+    clock.advance(31)
+    code, shown = status()
+    assert code == 1
+    assert shown["thresholds"]["max_notify_age_seconds"] == 30
+    assert "notifications 1 not delivered yet" in wrighty("status").stdout
+    assert status("--max-notify-age", "1h")[0] == 0  # the option overrides the file

@@ -54,6 +54,15 @@ USAGE_MOVED_ON = LEDGER + "test_a_moved_on_claim_takes_no_usage_from_its_old_hol
 USAGE_ENDED = LEDGER + "test_a_run_that_ended_takes_no_usage_while_its_claim_is_held[{backend}]"
 USAGE_OWN_RUN = LEDGER + "test_a_record_names_its_own_run[{backend}]"
 USAGE_TOKEN = LEDGER + "test_a_report_lands_only_with_the_runs_token_under_its_claim[{backend}]"
+OUTBOX = "tests/store/test_outbox.py::"
+NOTICE_SETTLED = OUTBOX + "test_delivered_and_given_up_notices_are_never_claimed_again[{backend}]"
+NOTICE_NOT_DUE = OUTBOX + "test_a_notice_is_not_claimed_before_it_is_due[{backend}]"
+NOTICE_HELD = OUTBOX + "test_a_notice_held_by_a_live_claim_is_not_claimed_again[{backend}]"
+NOTICE_LOCKED = OUTBOX + "test_a_claim_skips_a_notice_row_another_transaction_holds"
+NOTICE_OTHER = OUTBOX + "test_a_finish_by_another_deliverer_changes_nothing[{backend}]"
+NOTICE_EARLIER = (
+    OUTBOX + "test_a_finish_under_the_deliverers_own_earlier_claim_changes_nothing[{backend}]"
+)
 
 BOTH = ("sqlite", "postgresql")  # the dialects, which are also the store fixture's ids
 
@@ -184,6 +193,22 @@ GUARDS: list[Guard] = [
              "AND items.claimed_by = circuits.probe_by", "AND 1 = 1", PROBE_OTHER),
     *_guards("probe running: holder, listed", BOTH, "select_circuits",
              "AND items.claimed_by = circuits.probe_by", "AND 1 = 1", PROBE_OTHER),
+    # The notification outbox: a deliverer claims only a pending notice that is due and that no
+    # live claim holds (PostgreSQL: skipping a row another racer has locked, never waiting on
+    # it), and finishes it only under that claim, its deliverer and its expiry.
+    *_guards("notice claim: pending only", BOTH, "claim_notice",
+             "state = 'pending'", "1 = 1", NOTICE_SETTLED),
+    *_guards("notice claim: due", BOTH, "claim_notice",
+             "AND next_attempt_at <= :now", "AND 1 = 1", NOTICE_NOT_DUE),
+    *_guards("notice claim: no live claim", BOTH, "claim_notice",
+             "AND (claim_expires_at IS NULL OR claim_expires_at < :now)", "AND 1 = 1",
+             NOTICE_HELD),
+    *_guards("notice claim: skip locked rows", ("postgresql",), "claim_notice",
+             "FOR UPDATE SKIP LOCKED", "FOR UPDATE", NOTICE_LOCKED),
+    *_guards("notice finish: deliverer", BOTH, "finish_notice_guarded",
+             "AND claimed_by = :deliverer", "AND 1 = 1", NOTICE_OTHER),
+    *_guards("notice finish: claim expiry", BOTH, "finish_notice_guarded",
+             "AND claim_expires_at = :claimed_until", "AND 1 = 1", NOTICE_EARLIER),
     # Below every query: the schema's trigger keeps final states final.
     *_guards("terminal trigger", ("sqlite",), "schema.sql",
              "WHEN OLD.state IN ('done', 'cancelled')", "WHEN 0",

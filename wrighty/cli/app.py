@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("wrighty.cli.observability", "status"),
     "usage": ("wrighty.cli.usage", "usage"),
     "providers": ("wrighty.cli.providers", "providers_app"),
+    "notify": ("wrighty.cli.notify", "notify_app"),
     "agents": ("wrighty.cli.setup", "agents"),
     "finish": ("wrighty.cli.worker", "finish"),
     "fail": ("wrighty.cli.worker", "fail"),

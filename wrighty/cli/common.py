@@ -26,6 +26,7 @@ from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
     from wrighty.cli.render import OutputConsole
+    from wrighty.config import LoadedConfig
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -137,6 +138,17 @@ def _positive(name: str, text: str, at_most: float, what: str, *, zero: bool = F
         least = "at least 0" if zero else "more than 0"
         raise WrightyError(f"{name} {text}: must be {least} and at most {at_most:,.0f}")
     return value
+
+
+def refuse_unusable_notify_urls(loaded: LoadedConfig) -> None:
+    """A command that delivers notifications (a worker, `notify flush`, `notify test`) refuses
+    a notification URL Apprise cannot use before it does anything: loading the file alone does
+    not ask Apprise (no other command needs it)."""
+    from wrighty.config import CONFIG_FILENAME, notify_url_problems
+
+    problems = notify_url_problems(loaded.config.notify)
+    if problems:
+        raise WrightyError(f"{loaded.path or CONFIG_FILENAME}: {problems[0]}")
 
 
 @functools.cache

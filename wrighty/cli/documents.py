@@ -10,12 +10,13 @@ provider circuits (their names and the one-line reason a worker wrote).
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from wrighty.domain.decisions import USAGE_CLASSES, USAGE_RETRY_FRESH
-from wrighty.domain.health import oldest_wait_seconds
+from wrighty.domain.health import oldest_notice_age_seconds, oldest_wait_seconds
 from wrighty.domain.ledger import reported
 from wrighty.domain.model import Change, Event, Item, Run, Session
 from wrighty.domain.outcomes import OutcomeClass
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from wrighty.domain.budgets import AgentHold
     from wrighty.domain.classify import Classification
     from wrighty.domain.ledger import AgentSpending, Spend, Spending
+    from wrighty.domain.notices import OutboxFigures, StoredNotice
     from wrighty.domain.usage import CostSource, Limit, Usage
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
@@ -418,6 +420,17 @@ def status_circuit_json(view: CircuitView) -> dict[str, Any]:
     }
 
 
+def outbox_json(outbox: OutboxFigures | None, now: datetime) -> dict[str, Any]:
+    """The notifications not delivered yet, in `wrighty status --json`."""
+    age = oldest_notice_age_seconds(outbox, now)
+    return {
+        "pending": outbox.pending if outbox else 0,
+        "oldest_pending_at": rfc3339(outbox.oldest_pending_at) if outbox else None,
+        "oldest_pending_age_seconds": None if age is None else round(age, 3),
+        "given_up": outbox.given_up if outbox else 0,
+    }
+
+
 def status_json(report: StatusReport) -> dict[str, Any]:
     figures, thresholds = report.figures, report.thresholds
     wait = oldest_wait_seconds(figures, report.checked_at)
@@ -441,6 +454,7 @@ def status_json(report: StatusReport) -> dict[str, Any]:
             "max_expired_leases": thresholds.max_expired_leases,
             "max_needs_attention": thresholds.max_needs_attention,
             "max_open_circuits": thresholds.max_open_circuits,
+            "max_notify_age_seconds": thresholds.max_notify_age_seconds,
         },
         "problems": [
             {"check": p.check, "value": p.value, "limit": p.limit, "message": p.message}
@@ -448,6 +462,7 @@ def status_json(report: StatusReport) -> dict[str, Any]:
         ],
         "warnings": [{"check": c.check, "message": c.message} for c in report.concerns],
         "spend": spending_json(report.spending) if report.spending is not None else None,
+        "notify": outbox_json(report.outbox, report.checked_at),
     }
 
 
@@ -457,6 +472,7 @@ PROBLEM_CHECKS = (
     "max_expired_leases",
     "max_needs_attention",
     "max_open_circuits",
+    "max_notify_age",
 )
 WARNING_CHECKS = ("expired_leases", "no_live_worker", "dead_workers", "stale_workers")
 
@@ -547,6 +563,20 @@ def _spend_gauge(name: str, row: AgentSpending) -> str | None:
     return str(int(row.hold is not None))
 
 
+def _outbox_metrics(lines: list[str], outbox: dict[str, Any]) -> None:
+    gauges = (
+        ("notify_pending", "Notifications not delivered yet (docs/notifications.md).", "pending"),
+        ("notify_oldest_pending_age_seconds", "How long the oldest undelivered notification has "
+         "waited (NaN when none waits).", "oldest_pending_age_seconds"),
+        ("notify_given_up", "Notifications given up after their last delivery attempt.",
+         "given_up"),
+    )  # fmt: skip
+    for name, help_text, key in gauges:
+        _metric(lines, name, "gauge", help_text)
+        value = outbox[key]
+        lines.append(f"wrighty_{name} {'NaN' if value is None else value}")
+
+
 def status_prometheus(report: StatusReport) -> str:
     """The same figures in the Prometheus text exposition format (version 0.0.4)."""
     document = status_json(report)
@@ -595,6 +625,7 @@ def status_prometheus(report: StatusReport) -> str:
             f'wrighty_provider_circuit_open{{name="{_label_value(view.name)}"}} {int(view.shut)}'
         )
     _spend_metrics(lines, report)
+    _outbox_metrics(lines, document["notify"])
     _metric(lines, "problems", "gauge", "Health checks that failed, by check.")
     failed = {p.check for p in report.problems}
     for check in PROBLEM_CHECKS:
@@ -604,3 +635,30 @@ def status_prometheus(report: StatusReport) -> str:
     for check in WARNING_CHECKS:
         lines.append(f'wrighty_warnings{{check="{check}"}} {int(check in raised)}')
     return "\n".join(lines) + "\n"
+
+
+# -- notifications (docs/notifications.md) ----------------------------------------------------
+
+
+def notice_json(stored: StoredNotice) -> dict[str, Any]:
+    """One notification of the outbox, as `wrighty notify pending --json` lists it. The payload
+    is what the sinks get (redacted and bounded when it was written); the last error names
+    sinks by their labels, never by their URLs."""
+    notice = stored.notice
+    return {
+        "id": notice.id,
+        "event": notice.event,
+        "events": list(notice.events),
+        "created_at": rfc3339(notice.at),
+        "item_id": notice.item_id,
+        "reason_code": notice.reason_code,
+        "state": stored.state,
+        "attempts": stored.attempts,
+        "next_attempt_at": rfc3339(stored.next_attempt_at) if stored.state == "pending" else None,
+        "delivered_to": list(stored.delivered_to),
+        "last_error": stored.last_error,
+        "claimed_by": stored.claimed_by,
+        "claim_expires_at": rfc3339(stored.claim_expires_at),
+        "finished_at": rfc3339(stored.finished_at),
+        "payload": notice.payload,
+    }

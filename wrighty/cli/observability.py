@@ -79,6 +79,13 @@ def status(
             help="Unhealthy with more provider circuits open or half-open.",
         ),
     ] = None,
+    max_notify_age: Annotated[
+        str | None,
+        typer.Option(
+            "--max-notify-age",
+            help="Unhealthy if a notification has waited longer than this to be delivered.",
+        ),
+    ] = None,
     output_format: Annotated[
         str, typer.Option("--format", help="text, json or prometheus.")
     ] = "text",
@@ -88,7 +95,7 @@ def status(
     as_json: JsonFlag = False,
 ) -> None:
     """Is the queue healthy? Counts, waits, leases, workers, provider circuits, each agent's
-    spend; exit 1 if not."""
+    spend, the notifications not delivered yet; exit 1 if not."""
     from wrighty.config import budgets_of
     from wrighty.installation import installation_id
     from wrighty.services import status as status_service
@@ -99,6 +106,7 @@ def status(
     if watch and fmt != "text":
         raise WrightyError("--watch shows the terminal view; leave out --json and --format")
     wait_limit = seconds_option("--max-queue-wait", max_queue_wait, MAX_QUEUE_WAIT_SECONDS)
+    notify_limit = seconds_option("--max-notify-age", max_notify_age, MAX_QUEUE_WAIT_SECONDS)
     max_age = seconds_option("--worker-max-age", worker_max_age, MAX_WORKER_AGE_SECONDS)
     app_ctx = app_context(ctx)
     config = app_ctx.config().config
@@ -120,6 +128,7 @@ def status(
         max_open_circuits=settings.max_open_circuits
         if max_open_circuits is None
         else max_open_circuits,
+        max_notify_age_seconds=notify_limit or settings.max_notify_age_seconds,
     )
     with app_ctx.store() as store:
 

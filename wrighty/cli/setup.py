@@ -136,7 +136,7 @@ def config_validate(
     target = path or find_config(app_ctx.cwd, app_ctx.config_option)
     if target is None:
         raise ConfigError(f"no {CONFIG_FILENAME} here or above; run `wrighty init`")
-    _, problems = check_config_text(read_config_text(target))
+    _, problems = check_config_text(read_config_text(target), deep=True)
     if as_json:
         print_json(
             {

@@ -1,6 +1,7 @@
-"""The terminal views of `wrighty status`, `wrighty workers` and `wrighty providers`, with rich
-(their JSON and Prometheus documents: documents.py). Only counts, times, worker identities and
-the provider circuits are shown; a circuit's name and reason are outside text."""
+"""The terminal views of `wrighty status`, `wrighty workers`, `wrighty providers` and
+`wrighty notify pending`, with rich (their JSON and Prometheus documents: documents.py). Only
+counts, times, worker identities, the provider circuits and the notifications' outbox are
+shown; a circuit's name and reason, and a notification's error, are outside text."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from wrighty.domain.text import printable_line
 
 if TYPE_CHECKING:
     from wrighty.domain.ledger import AgentSpending, Spending
+    from wrighty.domain.notices import StoredNotice
     from wrighty.services.circuits import CircuitView
     from wrighty.services.status import StatusReport, WorkerView
 
@@ -41,6 +43,29 @@ def workers_table(views: list[WorkerView]) -> Table:
             ",".join(str(item) for item in row.items) or "-",
             f"{view.heartbeat_age_seconds:.0f} s ago",
             Text(view.liveness.value, style=styles[view.liveness.value]),
+        )
+    return table
+
+
+_NOTICE_STYLES = {"pending": "yellow", "given-up": "bold red", "delivered": "green"}
+
+
+def notices_table(notices: list[StoredNotice]) -> Table:
+    """The outbox's notifications (`wrighty notify pending`): the last error is outside text,
+    and names sinks by their labels."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("ID", "EVENT", "ITEM", "STATE", "ATTEMPTS", "NEXT ATTEMPT", "LAST ERROR"):
+        table.add_column(column, no_wrap=column != "LAST ERROR", overflow="fold")
+    for stored in notices:
+        notice = stored.notice
+        table.add_row(
+            outside(notice.id),
+            outside(notice.event),
+            "-" if notice.item_id is None else str(notice.item_id),
+            Text(stored.state, style=_NOTICE_STYLES.get(stored.state, "")),
+            str(stored.attempts),
+            local_time(stored.next_attempt_at) if stored.state == "pending" else "-",
+            outside(stored.last_error or "-"),
         )
     return table
 
@@ -152,6 +177,16 @@ def status_view(report: StatusReport) -> Group:
         Text(f"  live workers {document['live_workers']} of {len(report.workers)} registered"),
     ]
     lines += [_circuit_line(view) for view in report.circuits if view.shut]
+    outbox = document["notify"]
+    if outbox["pending"] or outbox["given_up"] or report.thresholds.max_notify_age_seconds:
+        age = outbox["oldest_pending_age_seconds"]
+        lines.append(
+            Text(
+                f"  notifications {outbox['pending']} not delivered yet, oldest "
+                f"{'-' if age is None else f'{age:.0f} s'}, given up {outbox['given_up']} "
+                "(`wrighty notify pending`)"
+            )
+        )
     if report.spending is not None:
         lines += _spending_lines(report.spending)
     problems = [outside(f"  problem: {p['message']}", style="red") for p in document["problems"]]

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from wrighty.cli.common import EXIT_INTERRUPTED, WrightyGroup, app_context, seconds_option
+from wrighty.cli.common import (
+    EXIT_INTERRUPTED,
+    WrightyGroup,
+    app_context,
+    refuse_unusable_notify_urls,
+    seconds_option,
+)
 from wrighty.domain.durations import MAX_IDLE_TIMEOUT_SECONDS
 from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.text import printable_line
@@ -60,6 +66,7 @@ def worker_start(
     idle_seconds = seconds_option("--idle-timeout", idle_timeout, MAX_IDLE_TIMEOUT_SECONDS)
     app_ctx = app_context(ctx)
     loaded = app_ctx.config()
+    refuse_unusable_notify_urls(loaded)
     options = WorkerOptions(
         once=once,
         concurrency=concurrency or loaded.config.worker.concurrency,

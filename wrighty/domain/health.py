@@ -15,8 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from wrighty.domain.states import ItemState
+
+if TYPE_CHECKING:
+    from wrighty.domain.notices import OutboxFigures
 
 
 class WorkerState(StrEnum):
@@ -81,6 +85,7 @@ class Thresholds:
     max_expired_leases: int | None = None
     max_needs_attention: int | None = None
     max_open_circuits: int | None = None  # provider circuits open or half-open
+    max_notify_age_seconds: float | None = None  # the oldest undelivered notification
 
     @property
     def any_set(self) -> bool:
@@ -92,6 +97,7 @@ class Thresholds:
                 self.max_expired_leases,
                 self.max_needs_attention,
                 self.max_open_circuits,
+                self.max_notify_age_seconds,
             )
         )
 
@@ -127,6 +133,13 @@ def oldest_wait_seconds(figures: QueueFigures, now: datetime) -> float | None:
     return max(0.0, (now - figures.oldest_queued_at).total_seconds())
 
 
+def oldest_notice_age_seconds(outbox: OutboxFigures | None, now: datetime) -> float | None:
+    """How long the oldest undelivered notification has waited (None: none waits)."""
+    if outbox is None or outbox.oldest_pending_at is None:
+        return None
+    return max(0.0, (now - outbox.oldest_pending_at).total_seconds())
+
+
 def problems(
     figures: QueueFigures,
     *,
@@ -134,9 +147,11 @@ def problems(
     live_workers: int,
     thresholds: Thresholds,
     open_circuits: int = 0,
+    outbox: OutboxFigures | None = None,
 ) -> list[Problem]:
     """The failed checks; an exact-threshold value passes. ``open_circuits``: the provider
-    circuits that are open or half-open (wrighty/domain/circuits.py)."""
+    circuits that are open or half-open (wrighty/domain/circuits.py); ``outbox``: the
+    notifications not delivered yet (wrighty/domain/notices.py)."""
     found: list[Problem] = []
     wait = oldest_wait_seconds(figures, now)
     limit = thresholds.max_queue_wait_seconds
@@ -187,6 +202,18 @@ def problems(
                 open_circuits,
                 limit_open,
                 f"{open_circuits} provider circuits are open or half-open, more than {limit_open}",
+            )
+        )
+    notice_age = oldest_notice_age_seconds(outbox, now)
+    limit_age = thresholds.max_notify_age_seconds
+    if limit_age is not None and notice_age is not None and notice_age > limit_age:
+        found.append(
+            Problem(
+                "max_notify_age",
+                round(notice_age, 3),
+                limit_age,
+                f"a notification has waited {notice_age:.0f} s to be delivered, more than "
+                f"{limit_age:g} s",
             )
         )
     return found

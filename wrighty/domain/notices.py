@@ -8,16 +8,20 @@ sink sees with every delivery of it.
 from __future__ import annotations
 
 import dataclasses
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wrighty.domain.model import Change
 from wrighty.domain.redact import redact
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import printable_line
 from wrighty.domain.times import rfc3339
+
+if TYPE_CHECKING:
+    from wrighty.domain.health import WorkerRow
 
 # Every event a notice can carry, in the order docs/notifications.md lists them.
 EVENTS = (
@@ -58,9 +62,12 @@ class Notice:
     payload: dict[str, Any]  # the full JSON a sink gets; already redacted and bounded
 
     def matches(self, events: tuple[str, ...], reason_codes: tuple[str, ...]) -> bool:
+        """Whether a sink with these ``events`` and ``reasonCodes`` gets it: any of its events,
+        and (for an item's notice) one of the reason codes; a notice without an item (a
+        circuit opening) always passes the reason-code filter."""
         if not set(self.events) & set(events):
             return False
-        return not reason_codes or self.reason_code in reason_codes
+        return not reason_codes or self.item_id is None or self.reason_code in reason_codes
 
     def text(self) -> tuple[str, str]:
         """A title and a short body for chat sinks."""
@@ -231,3 +238,86 @@ def after_attempt(
         return Delivered("given-up", attempts, now, delivered_to, error, now)
     wait = min(RETRY_FIRST_SECONDS * 2 ** (attempts - 1), RETRY_MAX_SECONDS)
     return Delivered("pending", attempts, now + timedelta(seconds=wait), delivered_to, error, None)
+
+
+# -- notices that no item's change makes ------------------------------------------------------
+
+TEST_EVENT = "test"  # `wrighty notify test`: never stored, sent to every sink whatever its filter
+
+
+def trial_notice(source: Source, *, at: datetime) -> Notice:
+    """The message `wrighty notify test` sends through each sink."""
+    notice_id = f"ntc-test-{uuid.uuid4().hex}"
+    payload: dict[str, Any] = {
+        "id": notice_id,
+        "event": TEST_EVENT,
+        "events": [TEST_EVENT],
+        "at": rfc3339(at),
+        "item": None,
+        "reason": "a test message from `wrighty notify test`: this sink works",
+        "next_action": None,
+        "installation_id": source.installation_id,
+        "worker_id": source.worker_id,
+    }
+    return Notice(notice_id, TEST_EVENT, (TEST_EVENT,), at, None, None, payload)
+
+
+def quiet_notice_id(worker_id: str) -> str:
+    """One notice per quiet worker, however many deliverers see it (inserted once)."""
+    return f"ntc-quiet-{worker_id}"
+
+
+def quiet_worker_notice(
+    row: WorkerRow, *, now: datetime, max_age_seconds: float, source: Source
+) -> Notice | None:
+    """The notice of a registered worker whose last heartbeat is older than
+    ``max_age_seconds`` (status.workerMaxAgeSeconds); None while it is not."""
+    age = (now - row.last_heartbeat_at).total_seconds()
+    if age <= max_age_seconds:
+        return None
+    notice_id = quiet_notice_id(row.worker_id)
+    name = row.worker_id + (f" ({row.label})" if row.label else "")
+    items = ", ".join(str(item) for item in row.items)
+    payload: dict[str, Any] = {
+        "id": notice_id,
+        "event": "worker-quiet",
+        "events": ["worker-quiet"],
+        "at": rfc3339(now),
+        "item": None,
+        "quiet_worker": {
+            "worker_id": row.worker_id,
+            "label": row.label,
+            "installation_id": row.installation_id,
+            "state": row.state.value,
+            "items": list(row.items),
+            "last_heartbeat_at": rfc3339(row.last_heartbeat_at),
+        },
+        "reason": _bounded(
+            f"worker {name} sent no heartbeat for {age:.0f} s (more than {max_age_seconds:g} s)"
+            + (f"; it was running items {items}" if items else ""),
+            MAX_REASON_CHARS,
+        ),
+        "next_action": "wrighty workers",
+        "installation_id": source.installation_id,
+        "worker_id": source.worker_id,
+    }
+    return Notice(notice_id, "worker-quiet", ("worker-quiet",), now, None, None, payload)
+
+
+# -- what a sink's error may say --------------------------------------------------------------
+
+SCRUBBED = "…"
+_WORDS = re.compile(r"[A-Za-z0-9_~%+-]+(?:\.[A-Za-z0-9_~%+-]+)*")
+_SHORTEST_SCRUBBED = 4
+
+
+def scrubbed(text: str, secret: str) -> str:
+    """``text`` without any word of four or more characters that also occurs in ``secret``
+    (a sink's URL: its host, user, password, path and query may each be a token), then
+    redacted. A library's message about a URL may quote any part of it."""
+
+    def hide(match: re.Match[str]) -> str:
+        word = match.group(0)
+        return SCRUBBED if len(word) >= _SHORTEST_SCRUBBED and word in secret else word
+
+    return redact(_WORDS.sub(hide, text))

@@ -1,6 +1,6 @@
 """The health report of `wrighty status` and `wrighty workers`: the queue's figures, every
 registered worker with its liveness, the provider circuits, each agent's spend (the usage
-ledger), and the problems and concerns they show."""
+ledger), the notification outbox's backlog, and the problems and concerns they show."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from wrighty.domain.ledger import (
     spending_since,
     totals_by_agent,
 )
+from wrighty.domain.notices import OutboxFigures
 from wrighty.domain.usage import CostSource, Usage
 from wrighty.services.circuits import CircuitView, circuit_views
 from wrighty.services.usage import budgeted_agents
@@ -55,6 +56,8 @@ class StatusReport:
     # Over every run (for the Prometheus counters; None: not read): tokens by agent, and the
     # known costs by agent and source.
     lifetime: Lifetime | None = None
+    # The notifications not delivered yet (docs/notifications.md); None: not read.
+    outbox: OutboxFigures | None = None
 
     @property
     def healthy(self) -> bool:
@@ -137,12 +140,14 @@ def status_report(
         store, now=now, max_age_seconds=worker_max_age_seconds, installation_id=installation_id
     )
     circuits = circuit_views(store, now)
+    outbox = store.outbox_figures()
     found = health_problems(
         figures,
         now=now,
         live_workers=_live(workers),
         thresholds=thresholds,
         open_circuits=_shut(circuits),
+        outbox=outbox,
     )
     counts = WorkerCounts(
         **{state.value: sum(view.liveness is state for view in workers) for state in Liveness}
@@ -160,6 +165,7 @@ def status_report(
         circuits,
         spending=spent,
         lifetime=lifetime,
+        outbox=outbox,
     )
 
 

@@ -204,4 +204,10 @@ class Store(Protocol):
         """Forget delivered notices finished before ``before``; how many."""
         ...
 
+    def add_notice_once(self, notice: Notice) -> bool:
+        """Add a notice that no item's change makes (a worker gone quiet) unless one with its
+        id is stored already, delivered or not; whether it was added. Its id says what it
+        tells, so racing deliverers that see the same thing add it once."""
+        ...
+
     def outbox_figures(self) -> OutboxFigures: ...

@@ -538,6 +538,11 @@ class SqlStore(ABC):
         with self._write() as tx:
             return tx.run("prune_notices", {"before": to_db_time(before)}).rowcount
 
+    def add_notice_once(self, notice: Notice) -> bool:
+        with self._write() as tx:
+            cursor = tx.run("insert_notice_once", _notice_params(notice))
+        return cursor.rowcount == 1
+
     def outbox_figures(self) -> OutboxFigures:
         [row] = self._rows("select_outbox_figures", {})
         return OutboxFigures(

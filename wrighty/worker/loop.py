@@ -43,6 +43,7 @@ from wrighty.domain.notices import Source
 from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.times import rfc3339, system_now
 from wrighty.errors import StoreError, WrightyError
+from wrighty.notify.delivery import DeliveryThread, delivery_paused
 from wrighty.services.items import require_item
 from wrighty.services.reaper import reap_expired
 from wrighty.services.resume import resumable_here
@@ -132,6 +133,7 @@ class Worker:
         self._budgets = budgets_of(loaded.config)
         self._held: AgentHold | None = None  # the agent's day budget, while it is spent
         self._notify: Source | None = None  # who tells through the outbox (None: no sink)
+        self._delivery: DeliveryThread | None = None  # delivers the outbox, while it runs
         self._project_root = loaded.root
         self._state_dir = loaded.root / STATE_DIRNAME
         self._mode = loaded.config.worker.workspace_mode
@@ -217,6 +219,7 @@ class Worker:
         gate = self._gate(plan)
         setting = self._setting(plan, options, gate)
         self._emit("started", agent=agent_name, installation_id=self._installation_id)
+        self._start_delivery()
         self._beat(force=True)
         claimed_count = 0
         slots: list[threading.Thread] = []
@@ -254,6 +257,24 @@ class Worker:
             more = len(self._gave_up) - 1
             raise GaveUpError(self._gave_up[0] + (f" (and {more} more)" if more else ""))
         return claimed_count
+
+    def _start_delivery(self) -> None:
+        """Deliver the outbox from a thread of its own, unless the test hook pauses it."""
+        if self._notify is None:
+            return
+        if delivery_paused(os.environ):
+            self._emit("notify-paused")
+            return
+        self._delivery = DeliveryThread(
+            self._store, self._config.notify, source=self._notify,
+            worker_max_age_seconds=self._config.status.worker_max_age_seconds, now=self._now,
+            emit=self._emit,
+        )  # fmt: skip
+        self._delivery.start()
+
+    def _wake_delivery(self) -> None:
+        if self._delivery is not None:
+            self._delivery.wake()
 
     def _gate(self, plan: AgentPlan) -> CircuitGate | None:
         """The agent's provider circuit, under a usage policy that retries (without one, a
@@ -296,6 +317,7 @@ class Worker:
             stop_requested=self._stop_requested,
             now=self._now,
             emit=self._emit,
+            notify_wake=self._wake_delivery,
         )
 
     def _refuse_unclaimable(self, item_id: int, agent_name: str) -> None:
@@ -315,6 +337,8 @@ class Worker:
             while slot.is_alive():
                 slot.join(self._config.worker.poll_seconds)
                 self._beat()
+        if self._delivery is not None:  # what the last settlements told goes out first
+            self._delivery.stop()
         self._presence.stop()
         if self._current_lock is not None:
             self._current_lock.release()
@@ -359,12 +383,13 @@ class Worker:
         request = self._request(plan.name, options)
         for _ in range(MAX_SET_ASIDE_PER_PASS):
             try:
-                reap_expired(
+                if reap_expired(
                     self._store,
                     now=self._now(),
                     max_requeues=self._config.worker.max_requeues,
                     notify=self._notify,
-                )
+                ):
+                    self._wake_delivery()
                 return self._store.acquire(request, now=self._now())
             except StoreError as error:
                 self._store_unreachable("acquire", error)
@@ -429,7 +454,10 @@ class Worker:
                 resumable=resumable,
             )
             change = settle(claimed, settlement, at=self._now())
-            write_settlement(self._store, change, None, self._emit, notify=self._notify)
+            write_settlement(
+                self._store, change, None, self._emit, notify=self._notify,
+                wake=self._wake_delivery,
+            )  # fmt: skip
         except StoreError:
             raise
         except Exception as again:  # reported; the loop goes on

@@ -74,6 +74,7 @@ class Setting:
     stop_requested: threading.Event
     now: Callable[[], datetime]
     emit: Emit  # emit("event-name", **fields)
+    notify_wake: Callable[[], None] | None = None  # the deliverer's: a notice just committed
 
 
 @dataclass(frozen=True)
@@ -547,7 +548,10 @@ class ClaimRun:
         self._write_settlement(change, self.run_id)
 
     def _write_settlement(self, change: Change, run_id: str | None) -> None:
-        write_settlement(self._store, change, run_id, self._emit, notify=self._setting.notify)
+        write_settlement(
+            self._store, change, run_id, self._emit,
+            notify=self._setting.notify, wake=self._setting.notify_wake,
+        )  # fmt: skip
 
     def _claim_lost(self, claimed: Item, **fields: Any) -> None:
         claim_lost(self._emit, claimed, **fields)
@@ -572,13 +576,18 @@ def write_settlement(
     emit: Emit,
     *,
     notify: Source | None = None,
+    wake: Callable[[], None] | None = None,
 ) -> None:
     """Write a claim's settlement and say so; if the claim had moved on, say that instead.
-    With ``notify``, the settlement's notice goes to the outbox in the same transaction."""
+    With ``notify``, the settlement's notice goes to the outbox in the same transaction, and
+    ``wake`` tells the deliverer once it is committed."""
     claimed, after = change.before, change.after
-    if not store.write_transition(with_notices(change, notify)):
+    told = with_notices(change, notify)
+    if not store.write_transition(told):
         claim_lost(emit, claimed, reason="fenced")
         return
+    if told.notices and wake is not None:
+        wake()
     emit(
         "settled",
         item_id=claimed.id,

@@ -353,6 +353,13 @@ WHERE agent = :agent AND started_at >= :since;
 INSERT INTO notices (id, created_at, event, events, item_id, reason_code, payload,
                      next_attempt_at)
 VALUES (:id, :created_at, :event, :events, :item_id, :reason_code, :payload, :created_at);
+-- name: insert_notice_once
+-- A notice that no item's change makes (a worker gone quiet), under an id that says what it
+-- tells: added once, however many deliverers see the same thing.
+INSERT INTO notices (id, created_at, event, events, item_id, reason_code, payload,
+                     next_attempt_at)
+VALUES (:id, :created_at, :event, :events, :item_id, :reason_code, :payload, :created_at)
+ON CONFLICT (id) DO NOTHING;
 -- name: claim_notice
 -- The oldest pending notice that is due and not held by a live delivery claim, taken for
 -- one deliverer until :until.

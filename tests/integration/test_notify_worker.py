@@ -1,0 +1,233 @@
+"""A worker's notifications end to end (docs/notifications.md): real agent processes, a real
+SQLite store, an Apprise json:// sink on a local HTTP server and a command sink writing to a
+file. A failing item's notice arrives once, right after the settle commits; a slow sink never
+delays a settle; the pause hook leaves the notice to the next worker; no secret gets out."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.test_notify_sinks import SECRET, Receiver, receiver  # noqa: F401
+from wrighty.config import LoadedConfig, check_config_text
+from wrighty.domain.model import Item, NewItem
+from wrighty.domain.states import ItemState
+from wrighty.store.sqlite import SqliteStore
+from wrighty.worker.loop import Worker, WorkerOptions
+
+API_KEY = "sk-ant-api03-" + "Zq9Wx8Ev7Rt6" * 4
+AGENT = """
+import sys
+code = sys.stdin.read()
+exec(compile(code, "<task>", "exec"))
+"""
+
+
+@dataclass
+class Project:
+    root: Path
+    store: SqliteStore
+    loaded: LoadedConfig
+    sink_file: Path
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def item(self, code: str, title: str = "Fix the flaky test") -> Item:
+        return self.store.create_item(
+            NewItem(title, textwrap.dedent(code), None, None, str(self.root), ItemState.QUEUED),
+            at=datetime.now(UTC),
+            actor="op",
+        )
+
+    def worker(self) -> Worker:
+        return Worker(self.store, self.loaded, installation_id="inst-test", emit=self.events.append)
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event["event"] == name]
+
+    def commanded(self) -> list[dict[str, Any]]:
+        if not self.sink_file.exists():
+            return []
+        return [json.loads(line) for line in self.sink_file.read_text().splitlines()]
+
+
+def make_project(tmp_path: Path, hook: Receiver, *, sink_delay: float = 0.0) -> Project:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "agent.py").write_text(AGENT)
+    sink_file = tmp_path / "commanded.jsonl"
+    (root / "sink.py").write_text(
+        f"import sys, time\ndata = sys.stdin.read()\ntime.sleep({sink_delay})\n"
+        f"open({str(sink_file)!r}, 'a').write(data)\n"
+    )
+    document = {
+        "worker": {"leaseSeconds": 5, "heartbeatSeconds": 0.5, "pollSeconds": 0.05,
+                   "defaultAgent": "fake"},
+        "agents": {"fake": {"adapter": "command",
+                            "command": [sys.executable, str(root / "agent.py")]}},
+        "notify": {
+            "urls": [hook.url()],
+            "command": {"argv": [sys.executable, str(root / "sink.py")], "timeoutSeconds": 30},
+        },
+    }  # fmt: skip
+    config, problems = check_config_text(json.dumps(document))
+    assert problems == []
+    assert config is not None
+    (root / "wrighty.json").write_text(json.dumps(document))
+    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
+    return Project(root, store, LoadedConfig(root / "wrighty.json", config), sink_file)
+
+
+@pytest.fixture
+def project(tmp_path: Path, receiver: Receiver) -> Iterator[Project]:  # noqa: F811
+    made = make_project(tmp_path, receiver)
+    yield made
+    made.store.close()
+
+
+def wait_for(condition: Callable[[], bool], within: float = 15) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+class Running:
+    """A worker running in a thread until stopped."""
+
+    def __init__(self, project: Project) -> None:
+        self.worker = project.worker()
+        self.thread = threading.Thread(target=self.worker.run, args=(WorkerOptions(),))
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.worker.request_stop()
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+
+
+FAILING = "sys.exit(3)\n"
+
+
+def at(event: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(event["at"].replace("Z", "+00:00"))
+
+
+def test_a_failing_item_is_told_once_right_after_it_settles(
+    project: Project,
+    receiver: Receiver,  # noqa: F811
+) -> None:
+    item = project.item(FAILING)
+    running = Running(project)
+    try:
+        wait_for(lambda: project.named("notify-delivered") != [])
+        # Woken by the settlement: well before the thread's own 5-second look.
+        settled = at(project.named("settled")[0])
+        delivered = at(project.named("notify-delivered")[0])
+        assert (delivered - settled).total_seconds() < 3
+    finally:
+        running.stop()
+    [posted] = receiver.bodies()
+    payload = json.loads(posted["message"])
+    assert payload == project.commanded()[0]  # the same event, the same id, to every sink
+    assert payload["event"] == "needs-attention"
+    assert payload["item"] == {"id": item.id, "title": "Fix the flaky test"}
+    assert payload["reason_code"] == "agent-failure"
+    assert payload["reason"] == "the agent failed (exit code 3); the workspace is kept"
+    assert payload["next_action"] == f"wrighty requeue {item.id} --fresh"
+    assert payload["worker_id"] == project.named("started")[0]["worker_id"]
+    assert posted["title"] == f"wrighty: needs-attention: item {item.id} Fix the flaky test"
+    [stored] = project.store.list_notices(["delivered"])
+    assert stored.notice.id == payload["id"]
+    assert len(stored.delivered_to) == 2
+    assert len(receiver.posts) == 1  # once
+    assert project.store.list_notices(["pending", "given-up"]) == []
+
+
+def test_a_slow_sink_never_delays_a_settle(
+    tmp_path: Path,
+    receiver: Receiver,  # noqa: F811
+) -> None:
+    project = make_project(tmp_path, receiver, sink_delay=3)
+    try:
+        project.item(FAILING)
+        project.item(FAILING)
+        running = Running(project)
+        try:
+            wait_for(lambda: len(project.named("settled")) == 2)
+            # Both items ran and settled while the command sink still had the first notice.
+            assert project.commanded() == []
+            exited = project.named("exited")
+            for done, ended in zip(project.named("settled"), exited, strict=True):
+                assert (at(done) - at(ended)).total_seconds() < 1
+            wait_for(lambda: len(project.commanded()) == 2)
+        finally:
+            running.stop()
+        assert len(receiver.posts) == 2
+        delivered = project.named("notify-delivered")
+        assert (at(delivered[0]) - at(project.named("settled")[0])).total_seconds() >= 2.5
+    finally:
+        project.store.close()
+
+
+def test_paused_the_worker_writes_and_the_next_worker_delivers(
+    project: Project,
+    receiver: Receiver,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    project.item(FAILING)
+    monkeypatch.setenv("WRIGHTY_NOTIFY_PAUSE", "1")
+    project.worker().run(WorkerOptions(once=True, stop_grace_seconds=1))
+    assert project.named("notify-paused") != []
+    assert receiver.posts == []
+    [pending] = project.store.list_notices(["pending"])
+    assert pending.attempts == 0
+    monkeypatch.delenv("WRIGHTY_NOTIFY_PAUSE")
+    project.events.clear()
+    project.worker().run(WorkerOptions(once=True, stop_grace_seconds=1))  # nothing to claim
+    assert len(receiver.posts) == 1
+    assert json.loads(receiver.bodies()[0]["message"])["id"] == pending.notice.id
+    assert project.store.list_notices(["pending"]) == []
+
+
+def test_a_failing_sink_does_not_fail_the_worker_and_is_retried_later(
+    project: Project,
+    receiver: Receiver,  # noqa: F811
+) -> None:
+    receiver.status = 500
+    project.item(FAILING)
+    project.worker().run(WorkerOptions(once=True, stop_grace_seconds=1))
+    [failed] = project.named("notify-failed")
+    assert failed["state"] == "pending"
+    assert failed["error"].startswith(f"json://127.0.0.1:{receiver.port} (notify.urls.0): ")
+    assert len(project.commanded()) == 1  # the command sink has it; a retry goes to the URL only
+    [stored] = project.store.list_notices(["pending"])
+    assert stored.attempts == 1
+    [item] = project.store.list_items()
+    assert item.state is ItemState.NEEDS_ATTENTION
+
+
+def test_no_secret_of_the_item_or_the_url_gets_out(
+    project: Project,
+    receiver: Receiver,  # noqa: F811
+) -> None:
+    receiver.status = 403
+    project.item(f"print({API_KEY!r})\nsys.exit(3)\n", title=f"Rotate the key {API_KEY}")
+    project.worker().run(WorkerOptions(once=True, stop_grace_seconds=1))
+    shown = json.dumps(project.events) + json.dumps(project.commanded())
+    shown += "".join(body.decode() for _, _, body in receiver.posts)
+    for stored in project.store.list_notices(["pending", "delivered", "given-up"]):
+        shown += json.dumps(stored.notice.payload) + (stored.last_error or "")
+        shown += "".join(stored.delivered_to)
+    assert API_KEY not in shown
+    assert SECRET not in shown
+    assert "[REDACTED]" in json.dumps(project.commanded())

@@ -1,0 +1,309 @@
+"""Where notices go (docs/notifications.md#sinks): Apprise URLs and a command.
+
+A sink has a stable id, recorded in a notice's ``delivered_to`` once it has the notice, so that a
+retry goes only to the sinks that do not have it yet; and a label, which is all that people
+see of it (in `wrighty notify test`, `notify pending`, the worker's events): the scheme, and the
+host only where the host cannot be a token. Neither ever holds a URL, a token or an argument.
+
+A sink's delivery never raises: it answers None when the notice went out, or why it did not,
+in words that quote no part of the URL but its scheme (Apprise's own messages are scrubbed of
+every word the URL holds, then redacted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import json
+import logging
+import os
+import signal
+import subprocess
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Protocol
+
+from wrighty.config import (
+    DEFAULT_COMMAND_TIMEOUT_SECONDS,
+    CommandSink,
+    NotifySettings,
+    UrlSink,
+    apprise_url_problem,
+    url_scheme,
+)
+from wrighty.domain.classify import signal_name
+from wrighty.domain.notices import MAX_ERROR_CHARS, Notice, scrubbed
+from wrighty.domain.redact import redact
+from wrighty.domain.text import printable_line
+
+# How long one Apprise delivery may take in all (Apprise stops the call after it).
+APPRISE_TIMEOUT_SECONDS = 60
+# Schemes whose host is a host name (a webhook's or a mail server's), never a token: their
+# label shows it. Every other service may keep a token there (slack://, tgram://, ntfy://).
+HOST_SHOWN = frozenset({"json", "jsons", "xml", "xmls", "form", "forms", "mailto", "mailtos"})
+# Apprise sends these as JSON: their body is the notice's whole payload.
+JSON_SCHEMES = frozenset({"json", "jsons"})
+MAX_PROGRAM_CHARS = 40
+
+
+class Sink(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    def label(self) -> str: ...
+
+    @property
+    def time_bound_seconds(self) -> float:
+        """The longest one delivery may take."""
+        ...
+
+    def wants(self, notice: Notice) -> bool: ...
+
+    def deliver(self, notice: Notice) -> str | None:
+        """Send ``notice``; None when it went out, else why not (no secret in it)."""
+        ...
+
+
+@lru_cache(maxsize=64)
+def sink_id(prefix: str, destination: str) -> str:
+    """``prefix:`` and 8 hex digits of a slow hash of where the sink sends: a sink whose
+    destination changed gets another id (it does not have what the old one had), while the
+    id tells nothing of a URL or a password that a guess could be checked against quickly."""
+    digest = hashlib.pbkdf2_hmac("sha256", destination.encode(), b"wrighty notify sink", 100_000)
+    return f"{prefix}:{digest.hex()[:8]}"
+
+
+def describe_url(url: str) -> str:
+    """A URL as labels show it: its scheme, and its host where that is a host name."""
+    scheme = url_scheme(url)
+    if scheme is None:
+        return "a URL without a scheme"
+    if scheme not in HOST_SHOWN:
+        return f"{scheme}://"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return f"{scheme}://"
+    if not host or not all(c.isalnum() or c in ".-:" for c in host):
+        return f"{scheme}://"
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}" + (f":{port}" if port else "")
+
+
+@dataclass(frozen=True)
+class _Filter:
+    events: tuple[str, ...]
+    reason_codes: tuple[str, ...]
+
+    def wants(self, notice: Notice) -> bool:
+        """Its events, and its reason codes for a notice about an item (one about no item,
+        such as circuit-open, passes any reason-code filter)."""
+        codes = self.reason_codes if notice.item_id is not None else ()
+        return notice.matches(self.events, codes)
+
+
+_quieted = False
+
+
+def quiet_apprise() -> None:
+    """Apprise (and urllib3 under it) may put a URL in a log line: their records go to no
+    handler of this process. Apprise still hands each call's warnings back in its result."""
+    global _quieted
+    if not _quieted:
+        for name in ("apprise", "urllib3"):
+            logging.getLogger(name).propagate = False
+        _quieted = True
+
+
+@dataclass(frozen=True)
+class AppriseSink:
+    """An Apprise URL, written in wrighty.json or read from the environment at delivery."""
+
+    where: str  # notify.urls.N, or --url
+    url: str | None
+    env: str | None
+    filter: _Filter
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+
+    @property
+    def id(self) -> str:
+        prefix = self.where.removeprefix("notify.")
+        destination = json.dumps({"env": self.env} if self.env else {"url": self.url})
+        return sink_id(prefix, destination)
+
+    @property
+    def time_bound_seconds(self) -> float:
+        return APPRISE_TIMEOUT_SECONDS
+
+    def label(self) -> str:
+        if self.env is None:
+            return f"{describe_url(self.url or '')} ({self.where})"
+        value = self.environ.get(self.env)
+        if not value:
+            return f"${self.env} ({self.where}, not set)"
+        return f"{describe_url(value)} ({self.where}, ${self.env})"
+
+    def wants(self, notice: Notice) -> bool:
+        return self.filter.wants(notice)
+
+    def _resolved(self) -> tuple[str | None, str | None]:
+        """The URL, or why there is none to use."""
+        if self.env is None:
+            return self.url, None
+        value = self.environ.get(self.env)
+        if value is None:
+            return None, f"the environment variable {self.env} is not set"
+        if not value.strip():
+            return None, f"the environment variable {self.env} is empty"
+        return value.strip(), None
+
+    def deliver(self, notice: Notice) -> str | None:
+        url, missing = self._resolved()
+        if url is None:
+            return missing
+        try:
+            return self._send(url, notice)
+        except Exception as error:  # a sink's failure is that sink's, never the deliverer's
+            return _bounded(f"Apprise failed ({type(error).__name__}: {scrubbed(str(error), url)})")
+
+    def _send(self, url: str, notice: Notice) -> str | None:
+        if self.env is not None:  # read now: check it as the file's URLs were checked
+            problem = apprise_url_problem(url)
+            if problem is not None:
+                return f"${self.env} {problem}"
+        quiet_apprise()
+        import apprise
+
+        scheme = url_scheme(url) or ""
+        sender = apprise.Apprise(asset=apprise.AppriseAsset(storage_mode="memory"))
+        if not sender.add(url):
+            return f"Apprise cannot use this {scheme}:// URL on this machine"
+        title, body = notice.text()
+        if scheme in JSON_SCHEMES:
+            body = json.dumps(notice.payload, ensure_ascii=False)
+        result = sender.notify(body=body, title=title, **_call_timeout(sender))
+        if result:
+            return None
+        said = [entry.message for entry in _logs(result)]
+        why = f": {scrubbed(said[-1], url)}" if said else ""
+        return _bounded(f"Apprise did not send it{why}")
+
+
+def _call_timeout(sender: Any) -> dict[str, Any]:
+    """Apprise 2 bounds a whole call; older ones have only their services' own timeouts."""
+    accepts = "timeout" in inspect.signature(sender.notify).parameters
+    return {"timeout": APPRISE_TIMEOUT_SECONDS} if accepts else {}
+
+
+def _logs(result: Any) -> list[Any]:
+    logs = getattr(result, "logs", None)
+    return list(logs()) if callable(logs) else []
+
+
+def _bounded(text: str) -> str:
+    clean = printable_line(redact(text))
+    return clean if len(clean) <= MAX_ERROR_CHARS else clean[: MAX_ERROR_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class CommandSinkRunner:
+    """A program (argv, never a shell) that gets the notice's JSON on standard input. It
+    worked if it exits 0 within its timeout; on the timeout its whole process group is
+    killed. Its output is not read (it goes nowhere)."""
+
+    argv: tuple[str, ...]
+    timeout_seconds: float
+    filter: _Filter
+    where: str = "notify.command"
+
+    @property
+    def id(self) -> str:
+        return sink_id("command", json.dumps(list(self.argv)))
+
+    @property
+    def time_bound_seconds(self) -> float:
+        return self.timeout_seconds + 5
+
+    def label(self) -> str:
+        program = printable_line(os.path.basename(self.argv[0]))[:MAX_PROGRAM_CHARS]
+        return f"command {program} ({self.where})"
+
+    def wants(self, notice: Notice) -> bool:
+        return self.filter.wants(notice)
+
+    def deliver(self, notice: Notice) -> str | None:
+        data = (json.dumps(notice.payload, ensure_ascii=False) + "\n").encode()
+        try:
+            process = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group, killed whole on the timeout
+                close_fds=True,
+            )
+        except OSError as error:
+            why = (error.strerror or type(error).__name__).lower()
+            return f"cannot start the program ({why})"
+        try:
+            process.communicate(data, timeout=self.timeout_seconds)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            return f"did not finish within {self.timeout_seconds:g} s and was killed"
+        except BaseException:
+            _kill_group(process)
+            raise
+        code = process.returncode
+        if code == 0:
+            return None
+        if code < 0:
+            return f"was killed by {signal_name(-code)}"
+        return f"exited with status {code}"
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(OSError):  # gone already
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def sinks_of(settings: NotifySettings, *, environ: Mapping[str, str] | None = None) -> list[Sink]:
+    """The configured sinks, in the order of wrighty.json: notify.urls, then notify.command."""
+    env = os.environ if environ is None else environ
+    default = tuple(settings.events)
+    sinks: list[Sink] = []
+    for index, entry in enumerate(settings.urls):
+        where = f"notify.urls.{index}"
+        if isinstance(entry, str):
+            sinks.append(AppriseSink(where, entry, None, _Filter(default, ()), env))
+        else:
+            sinks.append(AppriseSink(where, entry.url, entry.env, _filter_of(entry, default), env))
+    command = settings.command
+    if isinstance(command, CommandSink):
+        runner = CommandSinkRunner(
+            tuple(command.argv), command.timeout_seconds, _filter_of(command, default)
+        )
+        sinks.append(runner)
+    elif command is not None:
+        runner = CommandSinkRunner(
+            tuple(command), DEFAULT_COMMAND_TIMEOUT_SECONDS, _Filter(default, ())
+        )
+        sinks.append(runner)
+    return sinks
+
+
+def _filter_of(entry: UrlSink | CommandSink, default: tuple[str, ...]) -> _Filter:
+    events = tuple(entry.events) if entry.events is not None else default
+    return _Filter(events, tuple(entry.reason_codes or ()))
+
+
+def url_sink(url: str, *, environ: Mapping[str, str] | None = None) -> AppriseSink:
+    """One URL given on the command line (`wrighty notify test --url`), with every event."""
+    from wrighty.domain.notices import EVENTS, TEST_EVENT
+
+    env = os.environ if environ is None else environ
+    return AppriseSink("--url", url, None, _Filter((*EVENTS, TEST_EVENT), ()), env)
