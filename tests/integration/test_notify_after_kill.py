@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import postgres_schema
-from tests.unit.test_notify_sinks import Receiver, receiver  # noqa: F401
+from tests.unit.test_notify_sinks import Receiver
 from wrighty.store.port import Store
 
 WORKERS_RACING = 3

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_notify_sinks import SECRET, Receiver, receiver  # noqa: F401
+from tests.unit.test_notify_sinks import SECRET, Receiver
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.states import ItemState
@@ -88,7 +88,7 @@ def make_project(tmp_path: Path, hook: Receiver, *, sink_delay: float = 0.0) -> 
 
 
 @pytest.fixture
-def project(tmp_path: Path, receiver: Receiver) -> Iterator[Project]:  # noqa: F811
+def project(tmp_path: Path, receiver: Receiver) -> Iterator[Project]:
     made = make_project(tmp_path, receiver)
     yield made
     made.store.close()
@@ -124,7 +124,7 @@ def at(event: dict[str, Any]) -> datetime:
 
 def test_a_failing_item_is_told_once_right_after_it_settles(
     project: Project,
-    receiver: Receiver,  # noqa: F811
+    receiver: Receiver,
 ) -> None:
     item = project.item(FAILING)
     running = Running(project)
@@ -155,7 +155,7 @@ def test_a_failing_item_is_told_once_right_after_it_settles(
 
 def test_a_slow_sink_never_delays_a_settle(
     tmp_path: Path,
-    receiver: Receiver,  # noqa: F811
+    receiver: Receiver,
 ) -> None:
     project = make_project(tmp_path, receiver, sink_delay=3)
     try:
@@ -181,7 +181,7 @@ def test_a_slow_sink_never_delays_a_settle(
 
 def test_paused_the_worker_writes_and_the_next_worker_delivers(
     project: Project,
-    receiver: Receiver,  # noqa: F811
+    receiver: Receiver,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     project.item(FAILING)
@@ -201,7 +201,7 @@ def test_paused_the_worker_writes_and_the_next_worker_delivers(
 
 def test_a_failing_sink_does_not_fail_the_worker_and_is_retried_later(
     project: Project,
-    receiver: Receiver,  # noqa: F811
+    receiver: Receiver,
 ) -> None:
     receiver.status = 500
     project.item(FAILING)
@@ -218,7 +218,7 @@ def test_a_failing_sink_does_not_fail_the_worker_and_is_retried_later(
 
 def test_no_secret_of_the_item_or_the_url_gets_out(
     project: Project,
-    receiver: Receiver,  # noqa: F811
+    receiver: Receiver,
 ) -> None:
     receiver.status = 403
     project.item(f"print({API_KEY!r})\nsys.exit(3)\n", title=f"Rotate the key {API_KEY}")
