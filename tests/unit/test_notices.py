@@ -582,7 +582,7 @@ def test_the_text_of_a_circuit_notice() -> None:
         source=Source("inst-a", "w-9"),
     )
     head, body = notice.text()
-    assert head == "wrighty: circuit-open"
+    assert head == "wrighty: circuit-open: agent:claude@inst-a until 2026-11-30T12:05:00.250Z"
     assert body.splitlines() == [
         "rate limited (429)",
         "next: wrighty providers reset agent:claude@inst-a",

@@ -76,6 +76,8 @@ class Notice:
         head = f"wrighty: {self.event}"
         if item:
             head += f": item {item.get('id')} {item.get('title', '')}".rstrip()
+        elif payload.get("circuit"):
+            head += f": {payload['circuit']} until {payload.get('until')}"
         lines = [
             part
             for part in (
