@@ -5,15 +5,14 @@ acquire checks, and items' own budgets — on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import START, FakeClock, postgres_schema
+from tests.conftest import START, FakeClock
+from tests.store.older_store import store_before
 from tests.store.test_claims import LEASE, acquire, queued, request, settlement
 from tests.store.test_contract import new_item
 from wrighty.domain.claims import PeriodBudget, settle
@@ -25,7 +24,7 @@ from wrighty.domain.usage import LedgerEntry, Limit, Usage
 from wrighty.services import items as item_service
 from wrighty.services import reaper
 from wrighty.store import Store
-from wrighty.store.sqlfiles import migrations, queries
+from wrighty.store.sqlfiles import migrations
 
 # Models in an order no sort would keep: the ledger keeps the order they were first seen in.
 PARTIAL = Usage(1200, 300, 50, 10, cost_usd=0.0081, models=("zeta-large", "alpha-small"),
@@ -508,60 +507,13 @@ OLD_ITEM = (
 )
 
 
-@contextmanager
-def store_before_the_ledger(backend: str, tmp_path: Path, agent: str) -> Iterator[Store]:
+def store_before_the_ledger(
+    backend: str, tmp_path: Path, agent: str
+) -> AbstractContextManager[Store]:
     """A store at the schema just before the ledger's migration, with one item and its run,
     then opened by this wrighty (which migrates it)."""
-    known = migrations(backend)
-    ledger = next(m for m in known if m.name.endswith("ledger"))
-    older = [m for m in known if m.version < ledger.version]
     item_sql = OLD_ITEM.format(agent=f"'{agent}'" if agent else "NULL")
-    if backend == "sqlite":
-        from wrighty.store.sqlite import SqliteStore, _run_script
-
-        path = tmp_path / "old.db"
-        connection = sqlite3.connect(path, isolation_level=None)
-        connection.execute("BEGIN")
-        for migration in older:
-            _run_script(connection, migration.sql)
-        _run_script(connection, queries("sqlite")["create_migrations_table"])
-        for migration in older:
-            connection.execute(
-                "INSERT INTO wrighty_migrations (version, name, applied_at) VALUES (?, ?, 'then')",
-                (migration.version, migration.name),
-            )
-        connection.execute(item_sql)
-        connection.execute(OLD_RUN)
-        connection.execute("COMMIT")
-        connection.close()
-        opened = SqliteStore.open(path)
-        try:
-            yield opened
-        finally:
-            opened.close()
-        return
-    import psycopg
-
-    from wrighty.store.postgres import PostgresStore
-
-    with postgres_schema() as url:
-        with psycopg.connect(url, autocommit=True) as connection:
-            for migration in older:
-                connection.execute(migration.sql.encode())
-            connection.execute(queries("postgresql")["create_migrations_table"])
-            for migration in older:
-                connection.execute(
-                    "INSERT INTO wrighty_migrations (version, name, applied_at) "
-                    "VALUES (%s, %s, 'then')",
-                    (migration.version, migration.name),
-                )
-            connection.execute(item_sql.encode())
-            connection.execute(OLD_RUN.encode())
-        opened = PostgresStore.open(url)
-        try:
-            yield opened
-        finally:
-            opened.close()
+    return store_before(backend, tmp_path, "ledger", [item_sql, OLD_RUN])
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import FakeClock, open_postgres, open_sqlite, postgres_schema
+from tests.store.older_store import store_before
 from tests.store.test_claims import LEASE, acquire, queued, settlement, start
 from tests.store.txhooks import InjectedFault, fail_after, statements_hooked
 from wrighty.domain.circuits import opened
@@ -38,7 +38,7 @@ from wrighty.domain.notices import (
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.store import Store
-from wrighty.store.sqlfiles import migrations, queries
+from wrighty.store.sqlfiles import migrations
 
 SOURCE = Source("inst-a", "w1")
 STATES = ("pending", "delivered", "given-up")
@@ -643,59 +643,11 @@ OLD_ITEM = (
 )
 
 
-@contextmanager
-def store_before_the_outbox(backend: str, tmp_path: Path) -> Iterator[Store]:
+def store_before_the_outbox(backend: str, tmp_path: Path) -> AbstractContextManager[Store]:
     """A store at the schema just before the outbox's migration (SQLite 0001-0007, PostgreSQL
     0001-0004) holding an item that needs attention, then opened by this wrighty (which
     migrates it)."""
-    known = migrations(backend)
-    outbox_migration = next(m for m in known if m.name.endswith("notices"))
-    older = [m for m in known if m.version < outbox_migration.version]
-    assert [m.version for m in older] == list(range(1, {"sqlite": 8, "postgresql": 5}[backend]))
-    if backend == "sqlite":
-        from wrighty.store.sqlite import SqliteStore, _run_script
-
-        path = tmp_path / "old.db"
-        connection = sqlite3.connect(path, isolation_level=None)
-        connection.execute("BEGIN")
-        for migration in older:
-            _run_script(connection, migration.sql)
-        _run_script(connection, queries("sqlite")["create_migrations_table"])
-        for migration in older:
-            connection.execute(
-                "INSERT INTO wrighty_migrations (version, name, applied_at) VALUES (?, ?, 'then')",
-                (migration.version, migration.name),
-            )
-        connection.execute(OLD_ITEM)
-        connection.execute("COMMIT")
-        connection.close()
-        opened_store = SqliteStore.open(path)
-        try:
-            yield opened_store
-        finally:
-            opened_store.close()
-        return
-    import psycopg
-
-    from wrighty.store.postgres import PostgresStore
-
-    with postgres_schema() as url:
-        with psycopg.connect(url, autocommit=True) as server:
-            for migration in older:
-                server.execute(migration.sql.encode())
-            server.execute(queries("postgresql")["create_migrations_table"])
-            for migration in older:
-                server.execute(
-                    "INSERT INTO wrighty_migrations (version, name, applied_at) "
-                    "VALUES (%s, %s, 'then')",
-                    (migration.version, migration.name),
-                )
-            server.execute(OLD_ITEM.encode())
-        migrated = PostgresStore.open(url)
-        try:
-            yield migrated
-        finally:
-            migrated.close()
+    return store_before(backend, tmp_path, "notices", [OLD_ITEM])
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
