@@ -571,9 +571,16 @@ def _outbox_metrics(lines: list[str], outbox: dict[str, Any]) -> None:
         ("notify_given_up", "Notifications given up after their last delivery attempt.",
          "given_up"),
     )  # fmt: skip
+    _gauges(lines, gauges, outbox)
+
+
+def _gauges(
+    lines: list[str], gauges: tuple[tuple[str, str, str], ...], values: dict[str, Any]
+) -> None:
+    """One gauge per (name, help, key of ``values``); NaN for a value that is not known."""
     for name, help_text, key in gauges:
         _metric(lines, name, "gauge", help_text)
-        value = outbox[key]
+        value = values[key]
         lines.append(f"wrighty_{name} {'NaN' if value is None else value}")
 
 
@@ -600,10 +607,7 @@ def status_prometheus(report: StatusReport) -> str:
         ("open_provider_circuits", "Provider circuits that are open or half-open.",
          "open_circuits"),
     )  # fmt: skip
-    for name, help_text, key in gauges:
-        _metric(lines, name, "gauge", help_text)
-        value = document[key]
-        lines.append(f"wrighty_{name} {'NaN' if value is None else value}")
+    _gauges(lines, gauges, document)
     _metric(
         lines,
         "retry_scheduled_next_due_timestamp_seconds",
