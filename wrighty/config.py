@@ -26,6 +26,7 @@ from wrighty.domain.durations import (
     MAX_QUEUE_WAIT_SECONDS,
     MAX_WORKER_AGE_SECONDS,
 )
+from wrighty.domain.scheduling import LABEL_PATTERN, ConcurrencyLimits
 from wrighty.domain.usage import Limit, Price
 from wrighty.errors import ConfigError, StoreError
 from wrighty.inputs import MIB, InputError, read_text_file
@@ -42,6 +43,7 @@ AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
 MAX_CONFIG_BYTES = MIB
 MAX_CONFIG_DEPTH = 32  # the deepest real wrighty.json is 4 levels
 MAX_NUMBER_DIGITS = 30
+MAX_CONCURRENT = 10_000  # a bound for typos (agents.<name>.maxConcurrent, limits.labels)
 
 
 class _Section(BaseModel):
@@ -142,6 +144,12 @@ class WorkerSettings(_Section):
     )
     poll_seconds: float = Field(
         5, gt=0, le=3600, description="How often an idle worker looks for work."
+    )
+    wake_ups: bool = Field(
+        True,
+        description="Whether an idle worker starts new work at once, told by the store "
+        "(PostgreSQL LISTEN/NOTIFY, SQLite a local socket), and a retry when it is due, rather "
+        "than at its next poll. false: it only polls.",
     )
     concurrency: int = Field(1, ge=1, le=64, description="Items one worker runs at once.")
     default_agent: str = Field("claude", description="Agent used for items that do not name one.")
@@ -411,8 +419,36 @@ class AgentSettings(_Section):
         "of each installation has its own. A label only: never a key or a secret.",
     )
 
+    max_concurrent: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CONCURRENT,
+        description="At most this many of this agent's items run at once, across every worker "
+        "and installation on the store (checked inside the claim). Without it: no limit but "
+        "the workers' slots.",
+    )
+
     def adapter_for(self, name: str) -> str:
         return self.adapter or name
+
+
+class LabelLimit(_Section):
+    max_concurrent: int = Field(
+        ...,
+        ge=1,
+        le=MAX_CONCURRENT,
+        description="At most this many items with the label run at once, across every worker "
+        "and installation on the store (checked inside the claim).",
+    )
+
+
+class LimitSettings(_Section):
+    labels: dict[str, LabelLimit] = Field(
+        default_factory=dict,
+        description="Concurrency limits by item label (`create --label`), keyed by label; an "
+        "item with several labels waits while any of its limits is reached.",
+        json_schema_extra={"propertyNames": {"pattern": LABEL_PATTERN}},
+    )
 
 
 class WrightyConfig(_Section):
@@ -427,6 +463,10 @@ class WrightyConfig(_Section):
         json_schema_extra={"propertyNames": {"pattern": AGENT_NAME_PATTERN}},
     )
     budgets: BudgetSettings = Field(default_factory=BudgetSettings)
+    limits: LimitSettings = Field(
+        default_factory=LimitSettings,
+        description="Concurrency limits beyond each agent's own (agents.<name>.maxConcurrent).",
+    )
     notify: NotifySettings = Field(default_factory=NotifySettings)
     pricing: dict[str, ModelPrice] = Field(
         default_factory=dict,
@@ -861,6 +901,15 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
                 if value is not None
             )
     problems.extend(_budget_problems(config))
+    problems.extend(
+        Problem(
+            json_path("limits", "labels", label),
+            "labels use lowercase letters, digits, '-' and '_', starting with a letter "
+            "(at most 40 characters)",
+        )
+        for label in config.limits.labels
+        if not re.fullmatch(LABEL_PATTERN, label)
+    )
     problems.extend(_notify_shape_problems(config.notify))
     if worker.default_agent not in config.agent_names():
         problems.append(
@@ -1010,6 +1059,20 @@ def budgets_of(config: WrightyConfig) -> Budgets:
 
 def _limit(settings: BudgetLimit) -> Limit:
     return Limit(settings.max_cost_usd, settings.max_tokens)
+
+
+def limits_of(config: WrightyConfig) -> ConcurrencyLimits:
+    """The concurrency limits wrighty.json sets (after validation), as a claim carries them."""
+    return ConcurrencyLimits(
+        agents={
+            name: agent.max_concurrent
+            for name, agent in sorted(config.agents.items())
+            if agent.max_concurrent is not None
+        },
+        labels={
+            label: limit.max_concurrent for label, limit in sorted(config.limits.labels.items())
+        },
+    )
 
 
 def pricing_of(config: WrightyConfig) -> dict[str, Price]:

@@ -91,7 +91,9 @@ def test_other_listings_keep_id_order_and_their_fields(initialised: Path, clock:
     assert [i["id"] for i in listed] == [1, 2]
     assert not {"since", "attempts"} & set(listed[0])
     mixed = wrighty("list", "--state", "needs-attention", "--state", "queued").stdout
-    assert mixed.splitlines()[0].split() == ["ID", "STATE", "AGENT", "TITLE", "UPDATED", "REASON"]
+    assert mixed.splitlines()[0].split() == [
+        "ID", "STATE", "PRI", "AGENT", "TITLE", "UPDATED", "REASON",
+    ]  # fmt: skip
 
 
 def test_list_attention_with_nothing_waiting(initialised: Path) -> None:

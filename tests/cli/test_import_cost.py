@@ -34,6 +34,7 @@ NOT_FOR_READING = (
     "wrighty.worker.patient",
     "wrighty.worker.registry",
     "wrighty.worker.workspaces",
+    "wrighty.worker.wakeup",
     "filelock",
     "wrighty.project",
     # Notifications are delivered by workers and `wrighty notify`; Apprise only by its sinks.

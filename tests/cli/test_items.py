@@ -12,7 +12,7 @@ SHOW_KEYS = {
     "created_at", "updated_at", "body", "timeout_seconds", "workspace", "claimed_by",
     "lease_expires_at", "reason", "next_action", "crash_retries", "crash_retry", "requeues",
     "usage_retries", "usage_retry", "session", "runs", "events", "circuit", "usage", "budget",
-    "hold",
+    "hold", "priority", "labels", "after", "before", "waits",
 }  # fmt: skip
 
 

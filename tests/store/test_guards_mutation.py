@@ -63,6 +63,27 @@ NOTICE_OTHER = OUTBOX + "test_a_finish_by_another_deliverer_changes_nothing[{bac
 NOTICE_EARLIER = (
     OUTBOX + "test_a_finish_under_the_deliverers_own_earlier_claim_changes_nothing[{backend}]"
 )
+SCHEDULING = "tests/store/test_scheduling.py::"
+DEPS_PASSED_OVER = (
+    SCHEDULING + "test_an_item_that_waits_is_passed_over_for_the_next_eligible_one[{backend}]"
+)
+DEPS_WAIT = SCHEDULING + "test_an_item_waits_until_every_item_it_comes_after_is_done[{backend}]"
+DEPS_GUARDED = (
+    SCHEDULING + "test_the_store_refuses_to_move_an_item_to_running_before_its_dependencies_are_"
+    "done[{backend}]"
+)
+AGENT_LIMIT = (
+    SCHEDULING + "test_an_agents_limit_holds_its_items_across_workers_and_installations[{backend}]"
+)
+DEFAULT_AGENT_LIMIT = (
+    SCHEDULING + "test_an_item_without_an_agent_counts_for_the_default_agent[{backend}]"
+)
+LABEL_LIMIT = (
+    SCHEDULING + "test_a_label_limit_holds_items_with_that_label_whatever_their_agent[{backend}]"
+)
+LIMITS_LOCKED = SCHEDULING + "test_two_racing_claims_under_a_limit_take_turns"
+NO_CYCLE = SCHEDULING + "test_the_store_refuses_a_dependency_that_closes_a_cycle[{backend}]"
+CYCLE_LOCKED = SCHEDULING + "test_two_racing_edits_never_land_both_halves_of_a_cycle"
 
 BOTH = ("sqlite", "postgresql")  # the dialects, which are also the store fixture's ids
 
@@ -209,6 +230,35 @@ GUARDS: list[Guard] = [
              "AND claimed_by = :deliverer", "AND 1 = 1", NOTICE_OTHER),
     *_guards("notice finish: claim expiry", BOTH, "finish_notice_guarded",
              "AND claim_expires_at = :claimed_until", "AND 1 = 1", NOTICE_EARLIER),
+    # Scheduling (docs/scheduling.md): the claim's choice skips an item whose dependencies are
+    # not all done, and one whose agent's or label's limit the running items reach; the
+    # guarded write re-checks the dependencies; on PostgreSQL a claim under a limit takes the
+    # limits lock before it counts (the race test holds one claim open and proves the second
+    # waits and then counts it). A dependency lands only if it closes no cycle, and on
+    # PostgreSQL under the dependencies lock (the same kind of race test).
+    *_guards("claim: dependencies done", BOTH, "select_next_claimable",
+             "AND dep.state <> 'done'", "AND 1 = 0", DEPS_PASSED_OVER, DEPS_WAIT),
+    *_guards("guarded update: dependencies done", BOTH, "update_item_guarded",
+             "AND dep.state <> 'done'", "AND 1 = 0", DEPS_GUARDED),
+    *_guards("claim: agent limit", ("sqlite",), "select_next_claimable",
+             "WHERE lim.key = coalesce(items.agent, :default_agent)", "WHERE 1 = 0",
+             AGENT_LIMIT, DEFAULT_AGENT_LIMIT),
+    *_guards("claim: agent limit", ("postgresql",), "select_next_claimable",
+             "OR CAST(:agent_limits AS jsonb) ->> coalesce(items.agent, CAST(:default_agent AS "
+             "text)) IS NULL", "OR TRUE", AGENT_LIMIT, DEFAULT_AGENT_LIMIT),
+    *_guards("claim: label limit", ("sqlite",), "select_next_claimable",
+             "ON lim.key = l.label", "ON 1 = 0", LABEL_LIMIT),
+    *_guards("claim: label limit", ("postgresql",), "select_next_claimable",
+             "AND CAST(:label_limits AS jsonb) ->> l.label IS NOT NULL", "AND 1 = 0",
+             LABEL_LIMIT),
+    *_guards("claim: the limits lock", ("postgresql",), "lock_claim_limits",
+             "pg_advisory_xact_lock(hashtext('wrighty: claim limits in ' || current_schema()))",
+             "1", LIMITS_LOCKED),
+    *_guards("dependency: no cycle", BOTH, "insert_dependency_guarded",
+             "SELECT 1 FROM upstream WHERE id = :item_id", "SELECT 1 WHERE 1 = 0", NO_CYCLE),
+    *_guards("dependency: the dependencies lock", ("postgresql",), "lock_dependencies",
+             "pg_advisory_xact_lock(hashtext('wrighty: dependencies in ' || current_schema()))",
+             "1", CYCLE_LOCKED),
     # Below every query: the schema's trigger keeps final states final.
     *_guards("terminal trigger", ("sqlite",), "schema.sql",
              "WHEN OLD.state IN ('done', 'cancelled')", "WHEN 0",

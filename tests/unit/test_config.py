@@ -219,7 +219,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"worker": {"leaseSecs": 30}},
             "worker.leaseSecs: unknown key (allowed here: leaseSeconds, heartbeatSeconds, "
-            "itemTimeoutMinutes, pollSeconds, concurrency, defaultAgent, maxRequeues, "
+            "itemTimeoutMinutes, pollSeconds, wakeUps, concurrency, defaultAgent, maxRequeues, "
             "workspaceMode, processCrash, usageFailure, label, registryRetentionHours)",
         ),
         (
@@ -230,7 +230,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"color": "blue"},
             "color: unknown key (allowed here: $schema, schemaVersion, store, worker, status, "
-            "agents, budgets, notify, pricing)",
+            "agents, budgets, limits, notify, pricing)",
         ),
         (
             {"agents": {"helper": {}}},
@@ -240,7 +240,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"agents": {"claude": {"flavour": 1}}},
             "agents.claude.flavour: unknown key (allowed here: adapter, executable, args, env, "
-            "command, resumeCommand, permission, resume, account)",
+            "command, resumeCommand, permission, resume, account, maxConcurrent)",
         ),
         (
             {"agents": {"claude": {"command": ["claude"]}}},

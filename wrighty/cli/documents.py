@@ -10,6 +10,7 @@ provider circuits (their names and the one-line reason a worker wrote).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ import typer
 from wrighty.domain.decisions import USAGE_CLASSES, USAGE_RETRY_FRESH
 from wrighty.domain.health import oldest_notice_age_seconds, oldest_wait_seconds
 from wrighty.domain.ledger import reported
-from wrighty.domain.model import Change, Event, Item, Run, Session
+from wrighty.domain.model import Change, Dependency, Event, Item, Run, Session
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import json_printable, printable_line
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from wrighty.domain.classify import Classification
     from wrighty.domain.ledger import AgentSpending, Spend, Spending
     from wrighty.domain.notices import OutboxFigures, StoredNotice
+    from wrighty.domain.scheduling import Wait
     from wrighty.domain.usage import CostSource, Limit, Usage
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
@@ -48,6 +50,7 @@ def item_summary_json(item: Item) -> dict[str, Any]:
         "title": item.title,
         "state": item.state.value,
         "agent": item.agent,
+        "priority": item.priority,
         "generation": item.generation,
         "reason_code": item.reason_code,
         "queued_at": rfc3339(item.queued_at),
@@ -313,6 +316,8 @@ def item_detail_json(
         "usage_retries": item.usage_retries,
         "usage_retry": usage_retry_json(detail, usage_max_attempts),
         "requeues": item.requeues,
+        **scheduling_json(detail.labels, detail.after, detail.wait),
+        "before": list(detail.before),
         "session": session_json(detail.session, resumable=resumable) if detail.session else None,
         "runs": [run_json(run) for run in detail.runs],
         "events": [event_json(event) for event in detail.events],
@@ -329,9 +334,41 @@ def item_usage_json(total: Usage, limit: Limit, hold: AgentHold | None) -> dict[
     }
 
 
-def listed_item_json(item: Item, total: Usage, hold: AgentHold | None) -> dict[str, Any]:
-    """An item summary as `list --json` prints it: with its total and its agent's hold."""
-    return {**item_summary_json(item), "usage": usage_json(total), "hold": hold_json(hold)}
+def listed_item_json(
+    item: Item, total: Usage, hold: AgentHold | None, scheduling: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """An item summary as `list --json` prints it: with its total, its agent's hold and its
+    scheduling (`scheduling_json`)."""
+    return {
+        **item_summary_json(item),
+        **(scheduling or scheduling_json((), (), None)),
+        "usage": usage_json(total),
+        "hold": hold_json(hold),
+    }
+
+
+def wait_json(wait: Wait | None) -> dict[str, Any] | None:
+    """Why a waiting item is not claimed (docs/scheduling.md)."""
+    if wait is None:
+        return None
+    return {
+        "kind": wait.kind,
+        "reason": wait.reason,
+        "items": list(wait.items),
+        "setting": wait.setting,
+    }
+
+
+def scheduling_json(
+    labels: Iterable[str], after: Iterable[Dependency], wait: Wait | None
+) -> dict[str, Any]:
+    """An item's labels, the items it comes after (with their states), and what it waits
+    for."""
+    return {
+        "labels": list(labels),
+        "after": [{"id": edge.depends_on, "state": edge.state.value} for edge in after],
+        "waits": wait_json(wait),
+    }
 
 
 def waiting_item_json(entry: WaitingItem, total: Usage) -> dict[str, Any]:
@@ -442,6 +479,8 @@ def status_json(report: StatusReport) -> dict[str, Any]:
         "oldest_queue_wait_seconds": None if wait is None else round(wait, 3),
         "unknown_queue_wait": figures.unknown_queue_wait,
         "expired_leases": figures.expired_leases,
+        "waiting_on_dependencies": figures.waiting_on_dependencies,
+        "blocked": figures.blocked,
         "live_workers": report.live_workers,
         "workers": [worker_json(view) for view in report.workers],
         "retry_scheduled_next_due": rfc3339(figures.retry_next_due),
@@ -474,7 +513,13 @@ PROBLEM_CHECKS = (
     "max_open_circuits",
     "max_notify_age",
 )
-WARNING_CHECKS = ("expired_leases", "no_live_worker", "dead_workers", "stale_workers")
+WARNING_CHECKS = (
+    "expired_leases",
+    "no_live_worker",
+    "dead_workers",
+    "stale_workers",
+    "blocked_items",
+)
 
 
 def _label_value(text: str) -> str:
@@ -603,6 +648,10 @@ def status_prometheus(report: StatusReport) -> str:
         ("unknown_queue_wait_items", "Waiting items whose queue entry time is unknown.",
          "unknown_queue_wait"),
         ("expired_leases", "Running items whose lease has expired.", "expired_leases"),
+        ("dependency_waiting_items", "Queued or retry-scheduled items that wait for an item "
+         "they come after.", "waiting_on_dependencies"),
+        ("blocked_items", "Of those, the items an item they come after (or one further up) "
+         "keeps from ever starting: it was cancelled or needs attention.", "blocked"),
         ("live_workers", "Workers with a recent heartbeat.", "live_workers"),
         ("open_provider_circuits", "Provider circuits that are open or half-open.",
          "open_circuits"),

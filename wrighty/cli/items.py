@@ -31,13 +31,14 @@ from wrighty.cli.documents import (
     listed_item_json,
     print_json,
     reaped_json,
+    scheduling_json,
     status_circuit_json,
     waiting_item_json,
 )
 from wrighty.cli.suggestions import Standing
 from wrighty.domain.claims import lease_expired
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
-from wrighty.domain.model import MAX_BODY_BYTES, Item, NewItem, Run
+from wrighty.domain.model import DEFAULT_PRIORITY, MAX_BODY_BYTES, MAX_ITEM_ID, Item, NewItem, Run
 from wrighty.domain.states import TERMINAL_STATES, ItemState, parse_state
 from wrighty.domain.text import printable_line
 from wrighty.domain.transitions import validate_new_item
@@ -47,11 +48,25 @@ from wrighty.inputs import InputError, read_text_file, read_text_stream
 if TYPE_CHECKING:
     from wrighty.agents import AgentPlan
     from wrighty.domain.budgets import AgentHold, Budgets
-    from wrighty.domain.model import Stream
+    from wrighty.domain.model import Dependency, Stream
+    from wrighty.domain.scheduling import ConcurrencyLimits
     from wrighty.services.circuits import CircuitView
     from wrighty.store.port import Store
 
 MAX_REAP_LIMIT = 100_000
+PriorityOption = Annotated[
+    str | None,
+    typer.Option("--priority", help="0 (P0, the highest) to 3 (P3); the default is P2."),
+]
+AfterOption = Annotated[
+    list[int] | None,
+    typer.Option(
+        "--after",
+        min=1,
+        max=MAX_ITEM_ID,
+        help="Start only once this item is done (repeatable).",
+    ),
+]
 
 
 def _read_body(body: str | None, body_file: Path | None) -> str:
@@ -104,9 +119,19 @@ def create(
     ] = False,
     max_cost_usd: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
+    priority: PriorityOption = None,
+    after: AfterOption = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            help="A label, for limits.labels.<label>.maxConcurrent (repeatable).",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Add an item. The task comes from --body, --body-file, or standard input."""
+    from wrighty.domain.scheduling import check_label, parse_priority
     from wrighty.services import items as item_service
 
     app_ctx = app_context(ctx)
@@ -116,6 +141,9 @@ def create(
         raise WrightyError(f"--agent {agent}: unknown agent (known: {known}); see docs/config.md")
     timeout_seconds = seconds_option("--timeout", timeout, MAX_ITEM_TIMEOUT_SECONDS)
     budget = limit_options(max_cost_usd, max_tokens)
+    chosen_priority = DEFAULT_PRIORITY if priority is None else parse_priority(priority)
+    for name in label or []:
+        check_label(name)
     workspace_path = workspace.absolute() if workspace else None
     if workspace_path is not None and not workspace_path.is_dir():
         raise WrightyError(f"--workspace {workspace}: no such directory")
@@ -128,14 +156,77 @@ def create(
         initial_state=ItemState.QUEUED if queue else ItemState.TODO,
         max_cost_usd=budget.max_cost_usd,
         max_tokens=budget.max_tokens,
+        priority=chosen_priority,
+        after=tuple(after or ()),
+        labels=tuple(label or ()),
     )
+    new = item_service.normalized(new)
     validate_new_item(new)
     with app_ctx.store() as store:
         item = item_service.create_item(store, new, now=app_ctx.now())
     if as_json:
         print_json(item_summary_json(item))
     else:
-        typer.echo(f"created item {item.id} ({item.state}): {printable_line(item.title)}")
+        how = ", ".join([item.state.value, *_scheduling_words(new)])
+        typer.echo(f"created item {item.id} ({how}): {printable_line(item.title)}")
+
+
+def _scheduling_words(new: NewItem) -> list[str]:
+    """What `create` says about an item's scheduling, when it is not the default."""
+    from wrighty.domain.scheduling import priority_name
+
+    words = []
+    if new.priority != DEFAULT_PRIORITY:
+        words.append(priority_name(new.priority))
+    if new.after:
+        words.append(f"after {', '.join(str(d) for d in new.after)}")
+    if new.labels:
+        words.append(f"labels {', '.join(new.labels)}")
+    return words
+
+
+def edit(
+    ctx: typer.Context,
+    item_id: ItemId,
+    priority: PriorityOption = None,
+    after: AfterOption = None,
+    not_after: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--not-after",
+            min=1,
+            max=MAX_ITEM_ID,
+            help="No longer wait for this item (repeatable).",
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Change the priority or dependencies of an item that is not running or finished."""
+    from wrighty.domain.scheduling import parse_priority
+    from wrighty.services import items as item_service
+
+    if priority is None and not after and not not_after:
+        raise WrightyError(
+            f"say what to change: `wrighty edit {item_id} --priority P0`, `--after ID` or "
+            "`--not-after ID`"
+        )
+    chosen = None if priority is None else parse_priority(priority)
+    app_ctx = app_context(ctx)
+    with app_ctx.store() as store:
+        change = item_service.edit_item(
+            store,
+            item_id,
+            now=app_ctx.now(),
+            priority=chosen,
+            after=list(dict.fromkeys(after or ())),
+            not_after=list(dict.fromkeys(not_after or ())),
+        )
+    item = change.after
+    if as_json:
+        print_json(item_summary_json(item))
+    else:
+        what = printable_line(change.event.reason or "")
+        typer.echo(f"item {item.id} ({item.state}): {what}")
 
 
 def list_items(
@@ -173,6 +264,12 @@ def list_items(
     with app_ctx.store() as store:
         items = item_service.list_items(store, states)
         holds = _held(app_ctx, store, items)
+        edges = store.list_dependencies()
+        labels = store.list_labels()
+        limits, default_agent = _scheduling_settings(app_ctx)
+        waits = item_service.scheduling_waits(
+            store, items, limits=limits, default_agent=default_agent, edges=edges, labels=labels
+        )
         # One read of the ledger for every item's total.
         totals = (
             usage_service.item_totals(store, default_agent=_ledger_settings(app_ctx)[1])
@@ -181,19 +278,29 @@ def list_items(
         )
     if as_json:
         nothing = total(())
+        after: dict[int, list[Dependency]] = {}
+        for edge in edges:
+            after.setdefault(edge.item_id, []).append(edge)
         print_json(
             [
-                listed_item_json(item, totals.get(item.id, nothing), holds.get(item.id))
+                listed_item_json(
+                    item,
+                    totals.get(item.id, nothing),
+                    holds.get(item.id),
+                    scheduling_json(
+                        labels.get(item.id, ()), after.get(item.id, ()), waits.get(item.id)
+                    ),
+                )
                 for item in items
             ]
         )
     elif not items:
         typer.echo("no items" + (f" in state {', '.join(states)}" if states else ""))
     else:
-        from wrighty.cli.render import held_lines, items_table
+        from wrighty.cli.render import held_lines, items_table, wait_lines
 
         console().print(items_table(items))
-        for line in held_lines(items, holds):
+        for line in held_lines(items, holds) + wait_lines(items, waits):
             console().print(line)
 
 
@@ -207,6 +314,18 @@ def _ledger_settings(app_ctx: AppContext) -> tuple[Budgets, str]:
     except WrightyError:
         config = WrightyConfig()
     return budgets_of(config), config.worker.default_agent
+
+
+def _scheduling_settings(app_ctx: AppContext) -> tuple[ConcurrencyLimits, str]:
+    """The concurrency limits and the default agent (wrighty.json's; none and its default
+    when it cannot be read)."""
+    from wrighty.config import WrightyConfig, limits_of
+
+    try:
+        config = app_ctx.config().config
+    except WrightyError:
+        config = WrightyConfig()
+    return limits_of(config), config.worker.default_agent
 
 
 def _held(app_ctx: AppContext, store: Store, items: list[Item]) -> dict[int, AgentHold]:
@@ -252,8 +371,11 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
     from wrighty.services.resume import resumable_here
 
     app_ctx = app_context(ctx)
+    limits, default_agent = _scheduling_settings(app_ctx)
     with app_ctx.store() as store:
-        detail = item_service.item_detail(store, item_id)
+        detail = item_service.item_detail(
+            store, item_id, limits=limits, default_agent=default_agent
+        )
         circuit = _holding_back(app_ctx, store, detail.item)
         hold = _held(app_ctx, store, [detail.item]).get(item_id)
     budget = _ledger_settings(app_ctx)[0].item_limit(detail.item)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -18,8 +19,10 @@ from wrighty.domain.classify import signal_name
 from wrighty.domain.durations import format_duration
 from wrighty.domain.ledger import reported
 from wrighty.domain.model import Event, Item, Run
+from wrighty.domain.scheduling import priority_name
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.text import printable, printable_line
+from wrighty.domain.transitions import is_edit
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage
 
 if TYPE_CHECKING:
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     from wrighty.domain.budgets import AgentHold
     from wrighty.domain.classify import Classification
     from wrighty.domain.ledger import Spend
+    from wrighty.domain.scheduling import Wait
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
     from wrighty.services.usage import UsageReport
@@ -85,12 +89,13 @@ def local_time(moment: datetime | None) -> str:
 
 def items_table(items: list[Item]) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("ID", "STATE", "AGENT", "TITLE", "UPDATED", "REASON"):
+    for column in ("ID", "STATE", "PRI", "AGENT", "TITLE", "UPDATED", "REASON"):
         table.add_column(column, no_wrap=column != "TITLE", overflow="fold")
     for item in items:
         table.add_row(
             str(item.id),
             styled_state(item.state.value),
+            priority_name(item.priority),
             outside(item.agent or "-"),
             outside(item.title),
             _local(item.updated_at),
@@ -114,6 +119,43 @@ def held_lines(items: list[Item], holds: dict[int, AgentHold]) -> list[Text]:
         line.append_text(outside(hold.reason()))
         lines.append(line)
     return lines
+
+
+_WAIT_STYLES = {"after": "cyan", "blocked": "bold red", "held": "yellow"}
+
+
+def wait_lines(items: list[Item], waits: Mapping[int, Wait]) -> list[Text]:
+    """Below `wrighty list`: each listed item that waits although it could be claimed, with
+    what for (the items it comes after, a blocked one, a concurrency limit)."""
+    lines = []
+    for item in items:
+        wait = waits.get(item.id)
+        if wait is not None:
+            line = Text(f"item {item.id} ", style=_WAIT_STYLES[wait.kind])
+            line.append_text(outside(wait.reason))
+            lines.append(line)
+    return lines
+
+
+def _scheduling_fields(detail: ItemDetail) -> list[tuple[str, str]]:
+    item = detail.item
+    fields = [("priority", priority_name(item.priority))]
+    if detail.labels:
+        fields.append(("labels", ", ".join(detail.labels)))
+    if detail.after:
+        fields.append(
+            ("after", ", ".join(f"{edge.depends_on} ({edge.state})" for edge in detail.after))
+        )
+    if detail.before:
+        fields.append(("before", ", ".join(str(later) for later in detail.before)))
+    wait = detail.wait
+    if wait is not None:
+        label = {"after": "waits", "blocked": "blocked", "held": "held"}[wait.kind]
+        reason = wait.reason
+        for prefix in ("waits ", "blocked: ", "held: "):
+            reason = reason.removeprefix(prefix)
+        fields.append((label, reason))
+    return fields
 
 
 def attention_table(entries: list[WaitingItem]) -> Table:
@@ -292,6 +334,7 @@ def print_item_detail(
         ),
         ("timeout", format_duration(item.timeout_seconds) if item.timeout_seconds else "(default)"),
         ("queued at", _local(item.queued_at)),
+        *_scheduling_fields(detail),
     ]
     if item.not_before:
         fields.append(("not before", _local(item.not_before)))
@@ -348,7 +391,8 @@ def _print_next_steps(console: Console, detail: ItemDetail, standing: Standing) 
     for suggestion in suggestions:
         # The command alone on its line, so that the line pastes into any shell as it is.
         parts += [Text(f"  {suggestion.command}"), Text(f"      {suggestion.purpose}", style="dim")]
-    since = f" since {_local(detail.events[-1].at)}" if detail.events else ""
+    moves = [event for event in detail.events if not is_edit(event)]  # an edit is no move
+    since = f" since {_local(moves[-1].at)}" if moves else ""
     title = Text(f"{item.state}{since}", style=_STATE_STYLES.get(item.state.value, ""))
     console.print(Panel(Group(*parts), title=title, title_align="left", expand=False))
 
@@ -435,7 +479,10 @@ def _print_events(console: Console, events: list[Event]) -> None:
     for column in ("AT", "ACTOR", "GEN", "CHANGE", "REASON"):
         table.add_column(column)
     for event in events:
-        change = Text(f"{event.from_state or 'created'} -> ")
+        if is_edit(event):
+            change = Text("edited, ")
+        else:
+            change = Text(f"{event.from_state or 'created'} -> ")
         change.append_text(styled_state(event.to_state.value))
         table.add_row(
             _local(event.at),

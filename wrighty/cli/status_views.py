@@ -176,6 +176,13 @@ def status_view(report: StatusReport) -> Group:
         ),
         Text(f"  live workers {document['live_workers']} of {len(report.workers)} registered"),
     ]
+    if document["waiting_on_dependencies"]:
+        lines.append(
+            Text(
+                f"  waiting for the items they come after {document['waiting_on_dependencies']},"
+                f" blocked {document['blocked']}"
+            )
+        )
     lines += [_circuit_line(view) for view in report.circuits if view.shut]
     outbox = document["notify"]
     if outbox["pending"] or outbox["given_up"] or report.thresholds.max_notify_age_seconds:

@@ -15,6 +15,7 @@ from enum import StrEnum
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.model import Change, Item, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.scheduling import NO_LIMITS, ConcurrencyLimits
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import transition
@@ -75,6 +76,10 @@ class ClaimRequest:
     # The agent's period budget: nothing is claimed while its runs started since ``since``
     # spent ``limit`` (checked in the claim's transaction).
     budget: PeriodBudget | None = None
+    # How many items may run at once per agent and per label, across every worker on the
+    # store: an item whose limit the running items reach is not claimed (checked in the
+    # claim's transaction; docs/scheduling.md).
+    limits: ConcurrencyLimits = NO_LIMITS
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,11 @@ class QueueFigures:
     unknown_queue_wait: int  # waiting items whose queue entry time is unknown
     expired_leases: int
     retry_next_due: datetime | None
+    # Queued or retry-scheduled items that wait for an item they come after (not counted in
+    # waiting), and those of them that cannot start as things stand: an item they come after
+    # (or one further up) is cancelled or needs attention (docs/scheduling.md).
+    waiting_on_dependencies: int = 0
+    blocked: int = 0
 
 
 @dataclass(frozen=True)
@@ -249,6 +254,14 @@ def concerns(
             Concern(
                 "stale_workers",
                 f"{workers.stale} registered workers sent no recent heartbeat",
+            )
+        )
+    if figures.blocked:
+        found.append(
+            Concern(
+                "blocked_items",
+                f"{figures.blocked} waiting items cannot start: an item they come after was "
+                "cancelled or needs attention (`wrighty list` says which)",
             )
         )
     return found

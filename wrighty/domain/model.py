@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 MAX_TITLE_LENGTH = 200
 MAX_BODY_BYTES = 1024 * 1024  # a task longer than 1 MiB belongs in a file in the workspace
 MAX_ITEM_ID = 2**63 - 1  # ids are 64-bit: SQLite's INTEGER, PostgreSQL's BIGINT
+DEFAULT_PRIORITY = 2  # P2 (docs/scheduling.md)
 
 
 # The output streams of an agent process.
@@ -34,6 +35,12 @@ class NewItem:
     initial_state: ItemState
     max_cost_usd: float | None = None  # the item's own budget (create --max-cost-usd)
     max_tokens: int | None = None  # (create --max-tokens)
+    # Scheduling (wrighty/domain/scheduling.py): 0 (P0) is the highest priority; the items it
+    # comes after (each must be done before it is eligible); its labels (for
+    # limits.labels.<label>.maxConcurrent).
+    priority: int = DEFAULT_PRIORITY
+    after: tuple[int, ...] = ()
+    labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,7 @@ class Item:
     usage_retries: int = 0  # worker.usageFailure's, beside crash_retries and requeues
     max_cost_usd: float | None = None  # the item's own budget, over budgets.perItem's
     max_tokens: int | None = None
+    priority: int = DEFAULT_PRIORITY  # 0 (P0) is claimed first; see domain/scheduling.py
 
 
 @dataclass(frozen=True)
@@ -155,3 +163,16 @@ class Change:
     event: Event
     run_end: RunEnd | None = None
     notices: tuple[Notice, ...] = ()  # written to the outbox in the same transaction
+    # An edit's dependencies (`wrighty edit --after / --not-after`), written with the move:
+    # the items the item now comes after, and those it no longer comes after.
+    after_added: tuple[int, ...] = ()
+    after_removed: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """Item ``item_id`` comes after item ``depends_on``, which is in ``state``."""
+
+    item_id: int
+    depends_on: int
+    state: ItemState

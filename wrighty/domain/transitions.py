@@ -8,6 +8,7 @@ from datetime import datetime
 
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, format_duration
 from wrighty.domain.model import (
+    DEFAULT_PRIORITY,
     MAX_BODY_BYTES,
     MAX_TITLE_LENGTH,
     Change,
@@ -17,6 +18,13 @@ from wrighty.domain.model import (
     RunEnd,
 )
 from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.scheduling import (
+    EDITED,
+    MAX_DEPENDENCIES,
+    check_labels,
+    check_priority,
+    priority_name,
+)
 from wrighty.domain.states import INITIAL_STATES, TERMINAL_STATES, ItemState, can_move
 from wrighty.domain.text import first_unprintable_in_line
 from wrighty.errors import IllegalTransitionError, WrightyError
@@ -50,6 +58,10 @@ def validate_new_item(new: NewItem) -> None:
     if new.timeout_seconds is not None and not 0 < new.timeout_seconds <= MAX_ITEM_TIMEOUT_SECONDS:
         limit = format_duration(MAX_ITEM_TIMEOUT_SECONDS)
         raise WrightyError(f"timeout must be greater than zero and at most {limit}")
+    check_priority(new.priority)
+    check_labels(new.labels)
+    if len(set(new.after)) > MAX_DEPENDENCIES:
+        raise WrightyError(f"an item comes after at most {MAX_DEPENDENCIES} items")
 
 
 def _validate_text(new: NewItem) -> None:
@@ -76,6 +88,8 @@ def _is_unicode_text(text: str) -> bool:
 
 
 def creation_event(new: NewItem, item_id: int, *, at: datetime, actor: str) -> Event:
+    """The first event; its reason records what scheduling the item was created with (a
+    priority other than the default, the items it comes after, its labels), None without."""
     return Event(
         item_id=item_id,
         at=at,
@@ -84,8 +98,93 @@ def creation_event(new: NewItem, item_id: int, *, at: datetime, actor: str) -> E
         from_state=None,
         to_state=new.initial_state,
         reason_code=None,
-        reason=None,
+        reason=_scheduling_words(new),
     )
+
+
+def _scheduling_words(new: NewItem) -> str | None:
+    words = []
+    if new.priority != DEFAULT_PRIORITY:
+        words.append(f"priority {priority_name(new.priority)}")
+    if new.after:
+        words.append(f"after {_ids(new.after)}")
+    if new.labels:
+        words.append(f"labels {', '.join(new.labels)}")
+    return "; ".join(words) or None
+
+
+def _ids(ids: Iterable[int]) -> str:
+    listed = list(ids)
+    return f"item{'s' if len(listed) > 1 else ''} {', '.join(str(i) for i in listed)}"
+
+
+EDITABLE_STATES = frozenset(
+    {ItemState.TODO, ItemState.QUEUED, ItemState.RETRY_SCHEDULED, ItemState.NEEDS_ATTENTION}
+)
+
+
+def edit(
+    item: Item,
+    *,
+    at: datetime,
+    actor: str,
+    priority: int | None = None,
+    after_added: Iterable[int] = (),
+    after_removed: Iterable[int] = (),
+    after_now: Iterable[int] = (),
+) -> Change:
+    """The guarded change of an item's scheduling (`wrighty edit`): a new priority, items it
+    now comes after and items it no longer comes after (``after_now``: those it comes after
+    as read, so that adding one twice or removing one it lacks changes nothing). The state
+    stays; the event (reason code ``edited``) says what changed. Refused for a running item
+    (its worker holds it as claimed) and a final one."""
+    if item.state not in EDITABLE_STATES:
+        why = (
+            "its worker holds it; edit it once it has settled"
+            if item.state is ItemState.RUNNING
+            else "it is final"
+        )
+        raise IllegalTransitionError(f"item {item.id} is {item.state}: {why}")
+    if priority is not None:
+        check_priority(priority)
+    current = set(after_now)
+    for depends_on in after_removed:
+        if depends_on not in current:
+            raise WrightyError(
+                f"--not-after {depends_on}: item {item.id} does not come after item {depends_on}"
+            )
+    added = tuple(d for d in dict.fromkeys(after_added) if d not in current)
+    removed = tuple(d for d in dict.fromkeys(after_removed) if d not in added)
+    if len(current) + len(added) - len(removed) > MAX_DEPENDENCIES:
+        raise WrightyError(f"an item comes after at most {MAX_DEPENDENCIES} items")
+    words = []
+    if priority is not None and priority != item.priority:
+        words.append(f"priority {priority_name(item.priority)} -> {priority_name(priority)}")
+    if added:
+        words.append(f"now after {_ids(added)}")
+    if removed:
+        words.append(f"no longer after {_ids(removed)}")
+    if not words:
+        raise WrightyError(f"item {item.id} already is as asked; nothing to change")
+    after = dataclasses.replace(
+        item, priority=item.priority if priority is None else priority, updated_at=at
+    )
+    event = Event(
+        item_id=item.id,
+        at=at,
+        actor=actor,
+        generation=item.generation,
+        from_state=item.state,
+        to_state=item.state,
+        reason_code=EDITED,
+        reason="; ".join(words),
+    )
+    return Change(before=item, after=after, event=event, after_added=added, after_removed=removed)
+
+
+def is_edit(event: Event) -> bool:
+    """Whether ``event`` records an edit (no move) rather than a move between states."""
+    return event.reason_code == EDITED and event.from_state == event.to_state
 
 
 def transition(
@@ -176,6 +275,9 @@ def replay(events: Iterable[Event]) -> ItemState:
         if state is None:
             if event.to_state not in INITIAL_STATES:
                 raise ReplayError(f"event {number} creates the item in {event.to_state}")
+        elif is_edit(event):
+            if state not in EDITABLE_STATES:
+                raise ReplayError(f"event {number} edits a {state} item, which is not editable")
         elif not can_move(state, event.to_state):
             raise ReplayError(f"event {number} moves {state} to {event.to_state}, not allowed")
         state = event.to_state

@@ -8,17 +8,28 @@ store's compare-and-set; if another writer moved the item in between, it decides
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from wrighty.domain.claims import release
-from wrighty.domain.model import Change, Event, Item, NewItem, Run, RunEnd, Session
+from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.scheduling import (
+    NO_LIMITS,
+    ConcurrencyLimits,
+    RunningCounts,
+    Wait,
+    check_dependencies,
+    dependency_wait,
+    limit_hold,
+    running_counts,
+    upstream_of,
+)
 from wrighty.domain.states import ItemState
-from wrighty.domain.transitions import transition, validate_new_item
+from wrighty.domain.transitions import edit, is_edit, transition, validate_new_item
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage
-from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError
+from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError, WrightyError
 from wrighty.store.port import Store
 
 OPERATOR = "operator"
@@ -35,11 +46,117 @@ class ItemDetail:
     session: Session | None
     runs: list[Run]
     events: list[Event]
+    labels: tuple[str, ...] = ()
+    after: tuple[Dependency, ...] = ()  # the items it comes after, with their states
+    before: tuple[int, ...] = ()  # the items that come after it
+    wait: Wait | None = None  # why it is not claimed although it waits (`scheduling_waits`)
+
+
+def normalized(new: NewItem) -> NewItem:
+    """``new`` with its dependencies and labels each named once, labels in name order."""
+    return dataclasses.replace(
+        new, after=tuple(dict.fromkeys(new.after)), labels=tuple(sorted(set(new.labels)))
+    )
 
 
 def create_item(store: Store, new: NewItem, *, now: datetime, actor: str = OPERATOR) -> Item:
+    """Validate and write a new item (every entry point's way: the command line, an
+    importer). The items it comes after must exist (NotFoundError's one line otherwise)."""
+    new = normalized(new)
     validate_new_item(new)
+    known = {}
+    for depends_on in new.after:
+        found = store.get_item(depends_on)
+        if found is not None:
+            known[depends_on] = found.state
+    check_dependencies(None, new.after, known=known)
     return store.create_item(new, at=now, actor=actor)
+
+
+def edit_item(
+    store: Store,
+    item_id: int,
+    *,
+    now: datetime,
+    priority: int | None = None,
+    after: Collection[int] = (),
+    not_after: Collection[int] = (),
+    actor: str = OPERATOR,
+) -> Change:
+    """Change a waiting item's scheduling (`wrighty edit`): its priority, the items it comes
+    after (``after``: add; ``not_after``: remove). Refused for a running or final item, an
+    unknown item to come after, and a dependency that would close a cycle; compare-and-set
+    like every operator action, the dependencies written in the same transaction."""
+    if set(after) & set(not_after):
+        both = min(set(after) & set(not_after))
+        raise WrightyError(f"item {both} is given to both --after and --not-after; choose one")
+
+    def plan(item: Item) -> Change:
+        edges = store.list_dependencies() if after else store.list_dependencies(item.id)
+        now_after = [edge.depends_on for edge in edges if edge.item_id == item.id]
+        known = {edge.depends_on: edge.state for edge in edges}
+        for depends_on in after:
+            if depends_on not in known:
+                found = store.get_item(depends_on)
+                if found is not None:
+                    known[depends_on] = found.state
+        change = edit(
+            item,
+            at=now,
+            actor=actor,
+            priority=priority,
+            after_added=after,
+            after_removed=not_after,
+            after_now=now_after,
+        )
+        pairs = [(edge.item_id, edge.depends_on) for edge in edges]
+        check_dependencies(item.id, change.after_added, known=known, edges=pairs)
+        return change
+
+    return _apply_change(store, item_id, plan)
+
+
+def scheduling_waits(
+    store: Store,
+    items: Collection[Item],
+    *,
+    limits: ConcurrencyLimits,
+    default_agent: str,
+    edges: Collection[Dependency] | None = None,
+    labels: Mapping[int, tuple[str, ...]] | None = None,
+) -> dict[int, Wait]:
+    """Why each of ``items`` that waits to be claimed (todo, queued or a retry; for a held
+    limit: queued or a retry) is not: the items it comes after, or a concurrency limit the
+    running items reach (the claim decides the same in its transaction). ``edges`` and
+    ``labels``, when given, are every dependency and every item's labels, as the store lists
+    them."""
+    if edges is None:
+        edges = store.list_dependencies()
+    if labels is None:
+        labels = store.list_labels()
+    upstream = upstream_of((edge.item_id, edge.depends_on) for edge in edges)
+    state_of = {edge.depends_on: edge.state for edge in edges}
+    running: RunningCounts | None = None
+    waits: dict[int, Wait] = {}
+    for item in items:
+        if item.state not in _WAITING_STATES:
+            continue
+        found = dependency_wait(item.id, upstream, state_of)
+        if found is None and item.state is not ItemState.TODO and limits.any:
+            if running is None:
+                running = running_counts(
+                    (r.agent or default_agent, labels.get(r.id, ()))
+                    for r in store.list_items([ItemState.RUNNING])
+                )
+            found = limit_hold(
+                item.agent or default_agent, labels.get(item.id, ()), running, limits
+            )
+        if found is not None:
+            waits[item.id] = found
+    return waits
+
+
+_WAITING_STATES = frozenset({ItemState.TODO, ItemState.QUEUED, ItemState.RETRY_SCHEDULED})
 
 
 def require_item(store: Store, item_id: int) -> Item:
@@ -54,13 +171,34 @@ def list_items(store: Store, states: Collection[ItemState] = ()) -> list[Item]:
     return store.list_items(states)
 
 
-def item_detail(store: Store, item_id: int) -> ItemDetail:
+def item_detail(
+    store: Store,
+    item_id: int,
+    *,
+    limits: ConcurrencyLimits = NO_LIMITS,
+    default_agent: str | None = None,
+) -> ItemDetail:
+    """The item with its session, runs, history and scheduling; with ``default_agent``, also
+    why it waits, if it does (``limits``: the concurrency limits that apply)."""
     item = require_item(store, item_id)
+    edges = store.list_dependencies(item_id)
+    labels = store.list_labels(item_id)
+    wait = None
+    if default_agent is not None and item.state in _WAITING_STATES:
+        # What the items it comes after wait for in turn, to tell a blocked one.
+        every = store.list_dependencies() if any(e.item_id == item_id for e in edges) else []
+        wait = scheduling_waits(
+            store, [item], limits=limits, default_agent=default_agent, edges=every
+        ).get(item_id)
     return ItemDetail(
         item=item,
         session=store.get_session(item_id),
         runs=store.list_runs(item_id),
         events=store.list_events(item_id),
+        labels=labels.get(item_id, ()),
+        after=tuple(edge for edge in edges if edge.item_id == item_id),
+        before=tuple(edge.item_id for edge in edges if edge.depends_on == item_id),
+        wait=wait,
     )
 
 
@@ -77,8 +215,8 @@ def items_needing_attention(store: Store) -> list[WaitingItem]:
     """Every needs-attention item, the one that has waited longest first."""
     waiting = []
     for item in store.list_items([ItemState.NEEDS_ATTENTION]):
-        events = store.list_events(item.id)
-        since = events[-1].at if events else item.updated_at
+        moves = [event for event in store.list_events(item.id) if not is_edit(event)]
+        since = moves[-1].at if moves else item.updated_at
         waiting.append(WaitingItem(item, since, len(store.list_runs(item.id))))
     return sorted(waiting, key=lambda entry: (entry.since, entry.item.id))
 
@@ -233,9 +371,13 @@ def release_item(store: Store, item_id: int, *, now: datetime, actor: str = OPER
 
 
 def _apply(store: Store, item_id: int, plan: Plan) -> Item:
+    return _apply_change(store, item_id, plan).after
+
+
+def _apply_change(store: Store, item_id: int, plan: Plan) -> Change:
     for _ in range(_CAS_ATTEMPTS):
         before = require_item(store, item_id)
         change = plan(before)
         if store.write_transition(change):
-            return change.after
+            return change
     raise ConflictError(f"item {item_id} kept changing while this command ran; try again")

@@ -15,7 +15,7 @@ from typing import Protocol
 from wrighty.domain.circuits import Circuit
 from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
 from wrighty.domain.health import QueueFigures, WorkerRow
-from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, Session
+from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, NewRun, Run, Session
 from wrighty.domain.notices import Delivered, Notice, OutboxFigures, Source, StoredNotice
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import LedgerEntry, Usage
@@ -31,10 +31,21 @@ class Store(Protocol):
     # -- items ------------------------------------------------------------------------------
 
     def create_item(self, new: NewItem, *, at: datetime, actor: str) -> Item:
-        """Insert the item and its creation event in one transaction."""
+        """Insert the item, its dependencies and labels and its creation event in one
+        transaction (NotFoundError, having written nothing, when an item it is to come after
+        does not exist)."""
         ...
 
     def get_item(self, item_id: int) -> Item | None: ...
+
+    def list_dependencies(self, item_id: int | None = None) -> list[Dependency]:
+        """Every dependency stored (or those with ``item_id`` at either end), by item and
+        then the item it comes after, each with the state of the item depended on."""
+        ...
+
+    def list_labels(self, item_id: int | None = None) -> dict[int, tuple[str, ...]]:
+        """Each item's labels (or one item's), by name; an item without labels is left out."""
+        ...
 
     def list_items(self, states: Collection[ItemState] = ()) -> list[Item]:
         """Items in any of ``states`` (every item when empty), oldest id first."""
@@ -49,18 +60,23 @@ class Store(Protocol):
     def get_session(self, item_id: int) -> Session | None: ...
 
     def write_transition(self, change: Change) -> bool:
-        """Write ``change`` (item, event, the end of the claim's open run, and its notices in
-        the outbox) atomically.
+        """Write ``change`` (item, event, the end of the claim's open run, its notices in
+        the outbox, and an edit's dependencies) atomically.
 
-        The guard is ``change.before``'s state, generation and claim owner. Returns False,
-        having changed nothing, when the item moved meanwhile.
+        The guard is ``change.before``'s state, generation and claim owner; a move to running
+        also needs every item it comes after done, and a dependency added must name an item
+        that exists (NotFoundError otherwise) and close no cycle. Returns False, having
+        changed nothing, when the item moved meanwhile or a guard refused.
         """
         ...
 
     # -- claims -----------------------------------------------------------------------------
 
     def acquire(self, request: ClaimRequest, *, now: datetime) -> Claim | None:
-        """Claim the next eligible item (due retries first, then oldest queue entry).
+        """Claim the best eligible item (docs/scheduling.md): by priority; within one, due
+        retries first (resume affinity applies), then the oldest queue entry; only an item
+        whose dependencies are all done and under whose concurrency limits
+        (``request.limits``) the running items leave room, counted in the same transaction.
 
         Exactly one of any number of racing callers gets a given item. The claim comes back
         with the item in state running under its new generation, owner and lease, the state
@@ -211,3 +227,43 @@ class Store(Protocol):
         ...
 
     def outbox_figures(self) -> OutboxFigures: ...
+
+    # -- wake-ups (worker.wakeUps) -------------------------------------------------------------
+
+    def next_retry_due(self, *, after: datetime) -> datetime | None:
+        """The earliest due time of a retry-scheduled item that is strictly later than
+        ``after``: when an idle worker should look again, whatever its poll says."""
+        ...
+
+    def listen_for_work(self, name: str) -> WorkListener:
+        """Start hearing that work became claimable on this store, under ``name`` (the worker's
+        id); StoreError when it cannot. Every write that makes an item claimable (it enters
+        queued or retry-scheduled) tells each listener once it has committed: PostgreSQL with
+        NOTIFY, SQLite with a datagram to each listener's socket. A listener may miss a word
+        (a connection that dropped, a full or removed socket): polling stays the safety net."""
+        ...
+
+
+class WorkListener(Protocol):
+    """An idle worker's open line from ``Store.listen_for_work``, owned by one thread."""
+
+    @property
+    def via(self) -> str:
+        """``listen`` (PostgreSQL LISTEN/NOTIFY) or ``socket`` (SQLite datagrams)."""
+        ...
+
+    def fileno(self) -> int:
+        """What to wait on: readable when something arrived (or the line broke)."""
+        ...
+
+    def drain(self) -> bool:
+        """Read everything that arrived, without blocking; whether any word of work did.
+        StoreError when the line is lost (the listener must be opened again)."""
+        ...
+
+    def intact(self) -> bool:
+        """Whether the line can still hear (SQLite: its socket file is still there), checked
+        when nothing arrived for a while."""
+        ...
+
+    def close(self) -> None: ...

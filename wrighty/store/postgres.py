@@ -11,12 +11,13 @@ without its password.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -25,10 +26,11 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from wrighty.domain.model import Item
 from wrighty.domain.redact import REDACTED, redact
 from wrighty.errors import StoreError
 from wrighty.store.sqlfiles import migrations, queries
-from wrighty.store.sqlstore import SqlStore, Tx
+from wrighty.store.sqlstore import SqlStore, Tx, wake_params
 
 # The pool retries broken connections itself and reports each failure as a warning; wrighty
 # reports what matters once, in its own words.
@@ -122,8 +124,10 @@ class PostgresStore(SqlStore):
         pool: ConnectionPool[psycopg.Connection[dict[str, Any]]],
         name: str,
         secrets: list[str],
+        conninfo: str,
     ) -> None:
         self._pool = pool
+        self._conninfo = conninfo  # the pool's, for a connection of its own (a listener)
         self._name = name
         self._secrets = secrets
         self._sql = {key: _psycopg_sql(text) for key, text in queries(DIALECT).items()}
@@ -147,7 +151,7 @@ class PostgresStore(SqlStore):
             open=False,
             name="wrighty",
         )
-        store = cls(pool, name, secrets_of(url))
+        store = cls(pool, name, secrets_of(url), conninfo)
         try:
             with store._errors():
                 psycopg.connect(conninfo).close()  # the precise reason if it cannot connect
@@ -225,6 +229,73 @@ class PostgresStore(SqlStore):
         with self._snapshot() as tx:
             rows = tx.run("select_applied_migrations").fetchall()
         return int(rows[-1]["version"]) if rows else 0
+
+    # -- wake-ups (worker.wakeUps) -------------------------------------------------------------
+
+    def _work_eligible(self, tx: Tx, item: Item) -> None:
+        tx.run("notify_work", wake_params(item))
+
+    def listen_for_work(self, name: str) -> Listening:
+        """LISTEN on a connection of its own, outside the pool: a LISTEN belongs to its
+        session, so a pooled connection would carry it to whoever borrows it next, and the
+        pool would discard it when it broke; this one lives and breaks alone, and the worker
+        opens it again. TCP keepalives (unless the URL sets them) notice a silent drop."""
+        given = conninfo_to_dict(self._conninfo)
+        keepalives = {key: value for key, value in KEEPALIVES.items() if key not in given}
+        return Listening(make_conninfo(self._conninfo, **keepalives), self._errors)
+
+
+# How a listening connection notices a server that went away without a word (about a minute).
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
+              "keepalives_count": 3}  # fmt: skip
+
+
+class Listening:
+    """A worker's LISTEN on the channel every write that makes work claimable notifies. The
+    channel is the database's; a word about another schema's store (another fleet on the same
+    database) is read and ignored."""
+
+    via = "listen"
+    channel = "wrighty_work"
+
+    def __init__(self, conninfo: str, errors: Callable[[], AbstractContextManager[None]]) -> None:
+        self._errors = errors
+        with self._errors():
+            self._connection = psycopg.connect(conninfo, autocommit=True)
+        try:
+            with self._errors():
+                row = self._connection.execute("SELECT current_schema()").fetchone()
+                self._schema = row[0] if row else None
+                self._connection.execute(f"LISTEN {self.channel}")
+        except BaseException:
+            self._connection.close()
+            raise
+
+    def fileno(self) -> int:
+        return self._connection.fileno()
+
+    def drain(self) -> bool:
+        with self._errors():
+            try:
+                words = [n.payload for n in self._connection.notifies(timeout=0)]
+            except psycopg.OperationalError:
+                raise
+            except psycopg.Error as error:  # closed, or in a state it cannot listen in
+                raise psycopg.OperationalError(_reason(error)) from None
+        return any(self._ours(word) for word in words)
+
+    def _ours(self, payload: str) -> bool:
+        try:
+            schema = json.loads(payload).get("schema")
+        except (ValueError, AttributeError):
+            return True  # not one of ours to read: better a claim for nothing than a miss
+        return schema is None or schema == self._schema
+
+    def intact(self) -> bool:
+        return not self._connection.closed
+
+    def close(self) -> None:
+        self._connection.close()
 
 
 class _PostgresTx:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
+import re
 import secrets
 import sqlite3
 import stat
@@ -20,10 +22,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from wrighty.domain.model import Item
 from wrighty.errors import StoreError
 from wrighty.files import access_problem, link_new, make_private_dirs, remove_made_dirs
 from wrighty.store.sqlfiles import migrations, queries
-from wrighty.store.sqlstore import SqlStore, Tx, from_db_time, to_db_time
+from wrighty.store.sqlstore import SqlStore, Tx, from_db_time, to_db_time, wake_params
 
 __all__ = ["SqliteStore", "from_db_time", "to_db_time"]
 
@@ -43,6 +46,7 @@ class SqliteStore(SqlStore):
         self._path = path
         self._lock = threading.RLock()
         self._sql = queries(DIALECT)
+        self._wakes: list[str] = []  # what the open write transaction made claimable
 
     @classmethod
     def open(cls, path: Path, *, create: bool = True) -> SqliteStore:
@@ -109,12 +113,17 @@ class SqliteStore(SqlStore):
         """One write transaction, taken with BEGIN IMMEDIATE so it never upgrades mid-way."""
         with self._lock, _as_store_error(self._path):
             self._connection.execute("BEGIN IMMEDIATE")
+            self._wakes.clear()
             try:
                 yield _SqliteTx(self._connection, self._sql)
             except BaseException:
+                self._wakes.clear()
                 self._connection.execute("ROLLBACK")
                 raise
             self._connection.execute("COMMIT")
+            wakes, self._wakes = self._wakes, []
+        if wakes:
+            send_wakes(self.wake_directory, wakes[-1])
 
     @contextmanager
     def _snapshot(self) -> Iterator[Tx]:
@@ -152,6 +161,20 @@ class SqliteStore(SqlStore):
         applied = self._applied_versions()
         return applied[-1] if applied else 0
 
+    # -- wake-ups (worker.wakeUps) -------------------------------------------------------------
+
+    @property
+    def wake_directory(self) -> Path:
+        """Where the idle workers of this store have their sockets: beside the database,
+        as SQLite's -wal and -shm are (``.wrighty/wrighty.db-wake/`` by default)."""
+        return _beside(self._path, WAKE_SUFFIX)
+
+    def _work_eligible(self, tx: Tx, item: Item) -> None:
+        self._wakes.append(json.dumps(wake_params(item)))  # sent once it has committed
+
+    def listen_for_work(self, name: str) -> WakeSocket:
+        return WakeSocket(self.wake_directory, name)
+
 
 class _SqliteTx:
     def __init__(self, connection: sqlite3.Connection, sql: Mapping[str, str]) -> None:
@@ -160,6 +183,160 @@ class _SqliteTx:
 
     def run(self, name: str, params: Mapping[str, Any] | None = None, /) -> sqlite3.Cursor:
         return self._connection.execute(self._sql[name], params or {})
+
+
+# -- wake-ups: one datagram socket per listening worker, in a private directory ---------------
+
+WAKE_SUFFIX = "-wake"
+WAKE_SOCKET_SUFFIX = ".sock"
+_SUN_PATH_MAX = 107  # sockaddr_un's sun_path holds 108 bytes with the final NUL
+_WAKE_NAME_MAX = 40 + len(WAKE_SOCKET_SUFFIX)
+
+
+def send_wakes(directory: Path, payload: str) -> None:
+    """Tell every worker listening in ``directory`` that work became claimable: one datagram
+    each, never blocking and never failing (a full socket already has a word waiting; a
+    missing one is a worker gone). A socket that no process holds any more (its worker died
+    before it could remove it) is removed."""
+    import socket
+
+    try:
+        if not _private(os.stat(directory)):
+            return  # not this user's alone: its sockets may not be workers'
+        names = [n for n in os.listdir(directory) if n.endswith(WAKE_SOCKET_SUFFIX)]
+    except OSError:
+        return  # no worker ever listened here, or not ours to read
+    if not names:
+        return
+    data = payload.encode()
+    try:
+        with (
+            _short_paths(directory) as place,
+            socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s,
+        ):
+            s.setblocking(False)
+            for name in names:
+                try:
+                    s.sendto(data, place(name))
+                except ConnectionRefusedError:
+                    with contextlib.suppress(OSError):
+                        (directory / name).unlink()
+                except OSError:
+                    continue  # full (it has a word already), gone, or not ours
+    except OSError:
+        return
+
+
+@contextlib.contextmanager
+def _short_paths(directory: Path) -> Iterator[Any]:
+    """A function from a socket's name in ``directory`` to an address ``bind`` and ``sendto``
+    take. A path longer than sun_path allows goes through /proc/self/fd (Linux) instead."""
+    if len(os.fsencode(directory)) + 1 + _WAKE_NAME_MAX <= _SUN_PATH_MAX:
+        yield lambda name: str(directory / name)
+        return
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield lambda name: f"/proc/self/fd/{fd}/{name}"
+    finally:
+        os.close(fd)
+
+
+class WakeSocket:
+    """A worker's datagram socket in the store's wake directory (0700), itself 0600, removed
+    when the worker closes it. Stale sockets of dead workers are removed when it opens."""
+
+    via = "socket"
+
+    def __init__(self, directory: Path, name: str) -> None:
+        import socket
+
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,40}", name):
+            raise ValueError(f"not a wake socket name: {name!r}")
+        self._path = directory / f"{name}{WAKE_SOCKET_SUFFIX}"
+        _private_wake_directory(directory)
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            _remove_stale_sockets(directory)
+            self._socket.setblocking(False)
+            with _short_paths(directory) as place:
+                self._socket.bind(place(self._path.name))
+            os.chmod(self._path, 0o600)
+            self._inode = os.stat(self._path).st_ino
+        except OSError as error:
+            self._socket.close()
+            raise StoreError(
+                f"{self._path}: cannot listen for wake-ups ({_describe(error, self._path)})"
+            ) from None
+
+    def fileno(self) -> int:
+        return self._socket.fileno()
+
+    def drain(self) -> bool:
+        heard = False
+        while True:
+            try:
+                self._socket.recv(512)
+            except BlockingIOError:
+                return heard
+            except OSError as error:
+                raise StoreError(f"{self._path}: {_describe(error, self._path)}") from None
+            heard = True
+
+    def intact(self) -> bool:
+        try:
+            return os.stat(self._path).st_ino == self._inode
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        self._socket.close()
+        if self.intact():
+            with contextlib.suppress(OSError):
+                self._path.unlink()
+
+
+def _private_wake_directory(directory: Path) -> None:
+    """Make ``directory`` (0700), or check that the one there is this user's alone (wrighty
+    never changes the mode of what exists); StoreError when it cannot be used."""
+    try:
+        make_private_dirs(directory)
+        info = os.stat(directory)
+    except OSError as error:
+        raise StoreError(
+            f"{directory}: cannot listen for wake-ups ({_describe(error, directory)})"
+        ) from None
+    if not _private(info):
+        raise StoreError(
+            f"{directory}: cannot listen for wake-ups: it is not this user's alone (mode "
+            f"{stat.S_IMODE(info.st_mode):04o}); remove it, or chmod 700 it if it is yours"
+        )
+
+
+def _private(info: os.stat_result) -> bool:
+    return (
+        stat.S_ISDIR(info.st_mode)
+        and info.st_uid == os.geteuid()
+        and not stat.S_IMODE(info.st_mode) & 0o077
+    )
+
+
+def _remove_stale_sockets(directory: Path) -> None:
+    """Remove the sockets of workers that died without removing theirs: no process holds
+    them, so connecting is refused."""
+    import socket
+
+    with _short_paths(directory) as place:
+        for name in os.listdir(directory):
+            if not name.endswith(WAKE_SOCKET_SUFFIX):
+                continue
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
+                try:
+                    probe.connect(place(name))
+                except ConnectionRefusedError:
+                    with contextlib.suppress(OSError):
+                        (directory / name).unlink()
+                except OSError:
+                    continue
 
 
 def _refuse_unusable_file(path: Path) -> bool:

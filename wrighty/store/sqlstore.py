@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from wrighty.domain.circuits import Circuit
 from wrighty.domain.claims import (
+    CLAIMABLE_STATES,
     Claim,
     ClaimRequest,
     LeaseTerms,
@@ -29,7 +30,17 @@ from wrighty.domain.claims import (
     reap,
 )
 from wrighty.domain.health import QueueFigures, WorkerRow, WorkerState
-from wrighty.domain.model import Change, Event, Item, NewItem, NewRun, Run, RunEnd, Session
+from wrighty.domain.model import (
+    Change,
+    Dependency,
+    Event,
+    Item,
+    NewItem,
+    NewRun,
+    Run,
+    RunEnd,
+    Session,
+)
 from wrighty.domain.notices import (
     Delivered,
     Notice,
@@ -42,6 +53,8 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import creation_event
 from wrighty.domain.usage import LedgerEntry, Usage
+from wrighty.errors import NotFoundError, WrightyError
+from wrighty.store.port import WorkListener
 from wrighty.store.sqlfiles import migrations, read_sql
 
 
@@ -144,13 +157,50 @@ class SqlStore(ABC):
                     "created_at": to_db_time(at),
                     "max_cost_usd": new.max_cost_usd,
                     "max_tokens": new.max_tokens,
+                    "priority": new.priority,
                 },
             )
             item_id = int(cursor.fetchone()["id"])
+            for depends_on in dict.fromkeys(new.after):
+                try:
+                    self._add_dependency(tx, item_id, depends_on)
+                except _Refused:  # a new item closes no cycle, unless it names its own id
+                    raise WrightyError(
+                        f"--after {depends_on}: an item cannot come after itself"
+                    ) from None
+            for label in dict.fromkeys(new.labels):
+                tx.run("insert_label", {"item_id": item_id, "label": label})
             event = creation_event(new, item_id, at=at, actor=actor)
             tx.run("insert_event", _event_params(event))
             row = tx.run("select_item", {"id": item_id}).fetchone()
-        return _item_from_row(row)
+            item = _item_from_row(row)
+            if item.state in CLAIMABLE_STATES:
+                self._work_eligible(tx, item)
+        return item
+
+    @staticmethod
+    def _add_dependency(tx: Tx, item_id: int, depends_on: int) -> None:
+        """Write one dependency through its guard (the item depended on exists; no cycle), or
+        raise NotFoundError / _Refused (rolled back) when it is refused."""
+        cursor = tx.run("insert_dependency_guarded", {"item_id": item_id, "depends_on": depends_on})
+        if cursor.rowcount == 1:
+            return
+        if tx.run("select_item", {"id": depends_on}).fetchone() is None:
+            raise NotFoundError(f"--after {depends_on}: no item {depends_on}")
+        raise _Refused  # a cycle, or already there: the caller reads again and decides
+
+    def list_dependencies(self, item_id: int | None = None) -> list[Dependency]:
+        rows = self._rows("select_dependencies", {"item_id": item_id})
+        return [
+            Dependency(row["item_id"], row["depends_on"], ItemState(row["depends_on_state"]))
+            for row in rows
+        ]
+
+    def list_labels(self, item_id: int | None = None) -> dict[int, tuple[str, ...]]:
+        found: dict[int, list[str]] = {}
+        for row in self._rows("select_labels", {"item_id": item_id}):
+            found.setdefault(row["item_id"], []).append(row["label"])
+        return {key: tuple(labels) for key, labels in found.items()}
 
     def get_item(self, item_id: int) -> Item | None:
         rows = self._rows("select_item", {"id": item_id})
@@ -206,35 +256,54 @@ class SqlStore(ABC):
                 "end_open_runs",
                 _run_end_params(change.run_end, before.id, before.generation),
             )
+        if change.after_added:
+            tx.run("lock_dependencies")
+            for depends_on in change.after_added:
+                self._add_dependency(tx, before.id, depends_on)
+        for depends_on in change.after_removed:
+            tx.run("delete_dependency", {"item_id": before.id, "depends_on": depends_on})
         tx.run("insert_event", _event_params(event))
         for notice in change.notices:
             tx.run("insert_notice", _notice_params(notice))
+        if after.state in CLAIMABLE_STATES:
+            self._work_eligible(tx, after)
 
     # -- claims -----------------------------------------------------------------------------
 
     def acquire(self, request: ClaimRequest, *, now: datetime) -> Claim | None:
+        limits = request.limits
         params = {
             "now": to_db_time(now),
             "installation_id": request.installation_id,
             "item_id": request.item_id,
             "agent": request.agent,
             "default_agent": request.default_agent,
+            "agent_limits": json.dumps(dict(limits.agents)) if limits.agents else None,
+            "label_limits": json.dumps(dict(limits.labels)) if limits.labels else None,
         }
-        with self._write() as tx:
-            budget = request.budget
-            if budget is not None and request.agent is not None:
-                spent = self._agent_spend(tx, request.agent, budget.since)
-                if spent.over(budget.limit):
-                    return None  # the agent's period budget is spent: nothing launches
-            for query in ("select_next_due_retry", "select_next_queued"):
-                row = tx.run(query, params).fetchone()
-                if row is not None:
+        for _ in range(_CLAIM_ATTEMPTS):
+            try:
+                with self._write() as tx:
+                    budget = request.budget
+                    if budget is not None and request.agent is not None:
+                        spent = self._agent_spend(tx, request.agent, budget.since)
+                        if spent.over(budget.limit):
+                            return None  # the agent's period budget is spent: nothing launches
+                    if limits.any:
+                        tx.run("lock_claim_limits")  # before counting (see queries.sql)
+                    row = tx.run("select_next_claimable", params).fetchone()
+                    if row is None:
+                        return None
                     item = _item_from_row(row)
                     change = claim(item, request, at=now)
                     # The row is this transaction's (SQLite: the write lock; PostgreSQL: the
-                    # row lock): the guard cannot fail here.
+                    # row lock). The guard fails only on PostgreSQL, when an edit made the item
+                    # come after another one after this transaction's choice read the
+                    # dependencies: then choose again.
                     self._apply(tx, change)
                     return Claim(change.after, item.state, _claimed_session(row), item.reason_code)
+            except _Refused:
+                continue
         return None
 
     @staticmethod
@@ -397,6 +466,8 @@ class SqlStore(ABC):
             unknown_queue_wait=row["unknown_queue_wait"],
             expired_leases=row["expired_leases"],
             retry_next_due=from_db_time(row["retry_next_due"]),
+            waiting_on_dependencies=row["waiting_on_dependencies"],
+            blocked=row["blocked"],
         )
 
     def upsert_worker(self, row: WorkerRow) -> None:
@@ -550,6 +621,30 @@ class SqlStore(ABC):
             oldest_pending_at=from_db_time(row["oldest_pending_at"]),
             given_up=row["given_up"],
         )
+
+    # -- wake-ups (worker.wakeUps) -------------------------------------------------------------
+
+    @abstractmethod
+    def _work_eligible(self, tx: Tx, item: Item) -> None:
+        """``item`` became claimable in ``tx`` (it entered queued or retry-scheduled): the
+        dialect tells the idle workers once ``tx`` commits (PostgreSQL: NOTIFY in ``tx``;
+        SQLite: datagrams after the commit). Never told when ``tx`` rolls back."""
+
+    @abstractmethod
+    def listen_for_work(self, name: str) -> WorkListener: ...
+
+    def next_retry_due(self, *, after: datetime) -> datetime | None:
+        [row] = self._rows("select_next_retry_after", {"after": to_db_time(after)})
+        return from_db_time(row["not_before"])
+
+
+def wake_params(item: Item) -> dict[str, Any]:
+    """What a wake-up says about the item (for a person watching; listeners only wake)."""
+    not_before = to_db_time(item.not_before)
+    return {"item_id": item.id, "state": item.state.value, "not_before": not_before}
+
+
+_CLAIM_ATTEMPTS = 3
 
 
 class _Refused(Exception):
@@ -719,6 +814,7 @@ def _item_from_row(row: Any) -> Item:
         requeues=row["requeues"],
         max_cost_usd=row["max_cost_usd"],
         max_tokens=row["max_tokens"],
+        priority=row["priority"],
         created_at=_required_time(row["created_at"]),
         updated_at=_required_time(row["updated_at"]),
         claimed_at=from_db_time(row["claimed_at"]),
@@ -743,6 +839,7 @@ def _item_mutable_params(item: Item) -> dict[str, Any]:
         "requeues": item.requeues,
         "max_cost_usd": item.max_cost_usd,
         "max_tokens": item.max_tokens,
+        "priority": item.priority,
         "updated_at": to_db_time(item.updated_at),
         "claimed_at": to_db_time(item.claimed_at),
         "renew_deadline": to_db_time(item.renew_deadline),

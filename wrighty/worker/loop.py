@@ -53,6 +53,7 @@ from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.registry import Presence
 from wrighty.worker.run import ClaimRun, Setting, claim_lost, write_settlement
+from wrighty.worker.wakeup import WakeUps
 from wrighty.worker.workspaces import CurrentDirectoryLock
 
 Emit = Callable[[dict[str, Any]], None]
@@ -152,7 +153,8 @@ class Worker:
         if loaded.config.notify.enabled:
             self._notify = Source(installation_id, self.worker_id)
         self._stop_requested = threading.Event()
-        self._wake = threading.Event()  # the claim loop's: a slot freed up, or stop
+        self._wake = threading.Event()  # the claim loop's: a slot freed up, work, or stop
+        self._wake_ups: WakeUps | None = None  # worker.wakeUps, from the first idle wait
         self._slot_wakes: set[threading.Event] = set()
         self._running_items: set[int] = set()
         self._gave_up: list[str] = []  # one line per item given up: the store failed too long
@@ -230,7 +232,9 @@ class Worker:
             slots = [slot for slot in slots if slot.is_alive()]
             self._beat()
             taken = None
+            looked_at = None
             if len(slots) < self._slot_limit(options) and self._workspace_free():
+                looked_at = self._now()
                 taken = self._claim_next(plan, options, gate)
                 if taken is None and self._current_lock is not None:
                     self._current_lock.release()
@@ -249,8 +253,7 @@ class Worker:
                 or self._idle_too_long(options, idle_since)
             ):
                 break
-            self._wake.wait(self._config.worker.poll_seconds)
-            self._wake.clear()  # a stop request is read from its own flag, not from here
+            self._idle_wait(looked_at)
         self._wind_down(slots)
         self._emit("stopping", processed=claimed_count)
         if self._gave_up:
@@ -329,9 +332,28 @@ class Worker:
         if why is not None:
             raise WrightyError(why)
 
+    def _idle_wait(self, looked_at: datetime | None) -> None:
+        """Wait for a slot to free up, a stop request, or the poll. With wake-ups
+        (worker.wakeUps, wakeup.py), also for work that became claimable, and after a claim
+        that found nothing (at ``looked_at``) at most until the next retry is due."""
+        poll = self._config.worker.poll_seconds
+        if self._wake_ups is None and self._config.worker.wake_ups and looked_at is not None:
+            self._wake_ups = WakeUps(
+                self._store, name=self.worker_id, wake=self._wake.set, emit=self._emit,
+                now=self._now,
+            )  # fmt: skip
+            self._wake_ups.start()
+            return  # listening from now on: claim once more, so nothing told before is missed
+        if self._wake_ups is not None and looked_at is not None:
+            poll = self._wake_ups.idle_seconds(poll, looked_at=looked_at)
+        self._wake.wait(poll)
+        self._wake.clear()  # a stop request is read from its own flag, not from here
+
     def _wind_down(self, slots: list[threading.Thread]) -> None:
         """Wait for the running items to settle (heartbeats go on), then let go of the project
         directory and of the registry."""
+        if self._wake_ups is not None:  # nothing more is claimed
+            self._wake_ups.stop()
         self._beat(force=self._stop_requested.is_set())
         for slot in slots:
             while slot.is_alive():
@@ -527,6 +549,8 @@ class Worker:
                 self._report_internal_error(claimed, run.run_id, again, settled=False)
 
     def _request(self, agent_name: str, options: WorkerOptions) -> ClaimRequest:
+        from wrighty.config import limits_of  # the concurrency limits (docs/scheduling.md)
+
         limit = self._budgets.agent_limit(agent_name)
         since = self._budgets.period(self._now()).start
         return ClaimRequest(
@@ -537,6 +561,7 @@ class Worker:
             item_id=options.item_id,
             agent=agent_name,
             budget=None if limit.unbounded else PeriodBudget(since, limit),
+            limits=limits_of(self._config),
         )
 
     def _give_up(self, claimed: Item, gone: LeaseGone) -> None:

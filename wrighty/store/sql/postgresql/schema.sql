@@ -26,13 +26,18 @@ CREATE TABLE items (
     renew_deadline   TEXT,
     usage_retries    INTEGER NOT NULL DEFAULT 0,
     max_cost_usd     DOUBLE PRECISION,
-    max_tokens       BIGINT
+    max_tokens       BIGINT,
+    priority         INTEGER NOT NULL DEFAULT 2 CHECK (priority BETWEEN 0 AND 3)
 );
 
 -- NULLS FIRST: an unknown queue entry time counts as oldest, as the claim queries order it.
 CREATE INDEX items_by_state ON items (state, queued_at NULLS FIRST, id);
 CREATE INDEX items_running_by_lease ON items (lease_expires_at) WHERE state = 'running';
 CREATE INDEX items_by_not_before ON items (not_before) WHERE state = 'retry-scheduled';
+-- The claim's order (docs/scheduling.md): priority, due retries before fresh work (false sorts
+-- first), the oldest queue entry, the id.
+CREATE INDEX items_claim_order ON items (priority, (state = 'queued'), queued_at NULLS FIRST, id)
+    WHERE state IN ('queued', 'retry-scheduled');
 
 -- Terminal states are write-once, whatever code path tries otherwise.
 CREATE FUNCTION wrighty_refuse_final_update() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -166,3 +171,19 @@ CREATE TABLE notices (
 );
 
 CREATE INDEX notices_due ON notices (state, next_attempt_at);
+
+-- Scheduling (docs/scheduling.md): dependencies and labels.
+CREATE TABLE item_dependencies (
+    item_id    BIGINT NOT NULL REFERENCES items (id),
+    depends_on BIGINT NOT NULL REFERENCES items (id),
+    PRIMARY KEY (item_id, depends_on),
+    CHECK (item_id <> depends_on)
+);
+
+CREATE INDEX item_dependencies_by_dependency ON item_dependencies (depends_on);
+
+CREATE TABLE item_labels (
+    item_id BIGINT NOT NULL REFERENCES items (id),
+    label   TEXT   NOT NULL,
+    PRIMARY KEY (item_id, label)
+);

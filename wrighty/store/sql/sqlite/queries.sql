@@ -2,9 +2,9 @@
 
 -- name: insert_item
 INSERT INTO items (title, body, agent, timeout_seconds, workspace, state, queued_at,
-                   created_at, updated_at, max_cost_usd, max_tokens)
+                   created_at, updated_at, max_cost_usd, max_tokens, priority)
 VALUES (:title, :body, :agent, :timeout_seconds, :workspace, :state, :queued_at,
-        :created_at, :created_at, :max_cost_usd, :max_tokens)
+        :created_at, :created_at, :max_cost_usd, :max_tokens, :priority)
 RETURNING id;
 
 -- name: insert_event
@@ -54,6 +54,7 @@ SET state = :state,
     requeues = :requeues,
     max_cost_usd = :max_cost_usd,
     max_tokens = :max_tokens,
+    priority = :priority,
     updated_at = :updated_at
 WHERE id = :id
   AND state NOT IN ('done', 'cancelled')
@@ -65,7 +66,12 @@ WHERE id = :id
   -- operator's requeue of a settled item is not a claim going back).
   AND NOT (:expected_state = 'running' AND :state = 'queued' AND EXISTS (
       SELECT 1 FROM runs
-      WHERE item_id = :id AND generation = :expected_generation AND pid IS NOT NULL));
+      WHERE item_id = :id AND generation = :expected_generation AND pid IS NOT NULL))
+  -- An item goes to running only once every item it comes after is done: the claim's choice
+  -- checks it too, and this re-check also reads what committed since that choice was made.
+  AND NOT (:state = 'running' AND EXISTS (
+      SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
+      WHERE d.item_id = :id AND dep.state <> 'done'));
 
 -- name: end_open_runs
 -- The run of a claim ends together with the move that releases the claim.
@@ -89,34 +95,50 @@ SET ended_at = :ended_at,
     api_ms = CASE WHEN :has_usage THEN :api_ms ELSE api_ms END
 WHERE item_id = :item_id AND generation = :generation AND ended_at IS NULL;
 
--- name: select_next_due_retry
--- Due retries first; a retry with a local session only on the installation that holds it.
+-- name: select_next_claimable
+-- The best eligible item (docs/scheduling.md), walked in the order of items_claim_order:
+-- priority first (0 is the highest); within a priority, due retries before fresh work; then
+-- the oldest queue entry (an unknown entry time counts as oldest) and the lowest id. With any
+-- session an earlier run left. Eligible: queued, or a due retry (one with a local session only
+-- on the installation that holds it); every item it comes after done; and no concurrency
+-- limit of :agent_limits / :label_limits (JSON objects of name -> maxConcurrent, or NULL)
+-- reached by the items running now. SQLite's write lock (BEGIN IMMEDIATE) makes the counts
+-- and the claim one step.
 SELECT items.*, sessions.item_id AS session_item_id, sessions.vendor AS session_vendor,
        sessions.session_id AS session_session_id, sessions.workspace AS session_workspace,
        sessions.installation_id AS session_installation_id
-FROM items
+FROM items INDEXED BY items_claim_order  -- its order: without statistics SQLite would sort
 LEFT JOIN sessions ON sessions.item_id = items.id
-WHERE items.state = 'retry-scheduled'
-  AND items.not_before <= :now
-  AND (sessions.session_id IS NULL OR sessions.installation_id = :installation_id)
+WHERE items.state IN ('queued', 'retry-scheduled')
+  AND (items.state = 'queued'
+       OR (items.not_before <= :now
+           AND (sessions.session_id IS NULL OR sessions.installation_id = :installation_id)))
   AND (:item_id IS NULL OR items.id = :item_id)
   AND (:agent IS NULL OR coalesce(items.agent, :default_agent) = :agent)
-ORDER BY items.queued_at, items.id
+  AND NOT EXISTS (
+      SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
+      WHERE d.item_id = items.id AND dep.state <> 'done')
+  AND (:agent_limits IS NULL OR NOT EXISTS (
+      SELECT 1 FROM json_each(:agent_limits) AS lim
+      WHERE lim.key = coalesce(items.agent, :default_agent)
+        AND (SELECT count(*) FROM items AS r
+             WHERE r.state = 'running' AND coalesce(r.agent, :default_agent) = lim.key)
+            >= lim.value))
+  AND (:label_limits IS NULL OR NOT EXISTS (
+      SELECT 1 FROM item_labels AS l JOIN json_each(:label_limits) AS lim ON lim.key = l.label
+      WHERE l.item_id = items.id
+        AND (SELECT count(*) FROM items AS r
+             WHERE r.state = 'running'
+               AND EXISTS (SELECT 1 FROM item_labels AS rl
+                           WHERE rl.item_id = r.id AND rl.label = l.label))
+            >= lim.value))
+ORDER BY items.priority, items.state = 'queued', items.queued_at, items.id
 LIMIT 1;
 
--- name: select_next_queued
--- Oldest queue entry first (an unknown entry time counts as oldest), with any session an
--- earlier run left.
-SELECT items.*, sessions.item_id AS session_item_id, sessions.vendor AS session_vendor,
-       sessions.session_id AS session_session_id, sessions.workspace AS session_workspace,
-       sessions.installation_id AS session_installation_id
-FROM items
-LEFT JOIN sessions ON sessions.item_id = items.id
-WHERE items.state = 'queued'
-  AND (:item_id IS NULL OR items.id = :item_id)
-  AND (:agent IS NULL OR coalesce(items.agent, :default_agent) = :agent)
-ORDER BY items.queued_at, items.id
-LIMIT 1;
+-- name: lock_claim_limits
+-- PostgreSQL serialises the claims that count running items here; SQLite's write lock already
+-- does.
+SELECT 1;
 
 -- name: renew_lease
 -- Extends the lease of a claim that is still held, never past the claim's renewal deadline.
@@ -211,25 +233,37 @@ INSERT INTO wrighty_migrations (version, name, applied_at) VALUES (:version, :na
 SELECT state, count(*) AS n FROM items GROUP BY state;
 
 -- name: select_queue_figures
--- Waiting = queued, or a retry that is due. Read in the same transaction as the counts.
+-- Waiting = queued, or a retry that is due, and waiting for no item it comes after. Blocked =
+-- queued or retry-scheduled, and an item it comes after (itself, or one of those it comes
+-- after, and so on) is cancelled or needs attention. Read in the same transaction as the
+-- counts.
+WITH RECURSIVE
+waiting_now AS (
+    SELECT queued_at FROM items
+    WHERE (state = 'queued' OR (state = 'retry-scheduled' AND not_before <= :now))
+      AND NOT EXISTS (
+          SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
+          WHERE d.item_id = items.id AND dep.state <> 'done')
+),
+stuck (id) AS (
+    SELECT id FROM items WHERE state IN ('cancelled', 'needs-attention')
+    UNION
+    SELECT d.item_id FROM item_dependencies AS d JOIN stuck ON d.depends_on = stuck.id
+)
 SELECT
-    (SELECT count(*) FROM items WHERE state = 'queued')
-      + (SELECT count(*) FROM items WHERE state = 'retry-scheduled' AND not_before <= :now)
-        AS waiting,
-    (SELECT min(queued_at) FROM (
-        SELECT min(queued_at) AS queued_at FROM items
-        WHERE state = 'queued' AND queued_at IS NOT NULL
-        UNION ALL
-        SELECT min(queued_at) FROM items
-        WHERE state = 'retry-scheduled' AND not_before <= :now AND queued_at IS NOT NULL
-    ) AS entries) AS oldest_queued_at,
-    (SELECT count(*) FROM items WHERE state = 'queued' AND queued_at IS NULL)
-      + (SELECT count(*) FROM items
-         WHERE state = 'retry-scheduled' AND not_before <= :now AND queued_at IS NULL)
-        AS unknown_queue_wait,
+    (SELECT count(*) FROM waiting_now) AS waiting,
+    (SELECT min(queued_at) FROM waiting_now) AS oldest_queued_at,
+    (SELECT count(*) FROM waiting_now WHERE queued_at IS NULL) AS unknown_queue_wait,
     (SELECT count(*) FROM items WHERE state = 'running' AND lease_expires_at < :now)
         AS expired_leases,
-    (SELECT min(not_before) FROM items WHERE state = 'retry-scheduled') AS retry_next_due;
+    (SELECT min(not_before) FROM items WHERE state = 'retry-scheduled') AS retry_next_due,
+    (SELECT count(*) FROM items
+     WHERE state IN ('queued', 'retry-scheduled')
+       AND EXISTS (
+           SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
+           WHERE d.item_id = items.id AND dep.state <> 'done')) AS waiting_on_dependencies,
+    (SELECT count(*) FROM items
+     WHERE state IN ('queued', 'retry-scheduled') AND id IN (SELECT id FROM stuck)) AS blocked;
 
 -- name: upsert_worker
 INSERT INTO workers (worker_id, label, installation_id, pid, process_started_at, version, state,
@@ -393,3 +427,43 @@ SELECT count(CASE WHEN state = 'pending' THEN 1 END) AS pending,
        min(CASE WHEN state = 'pending' THEN created_at END) AS oldest_pending_at,
        count(CASE WHEN state = 'given-up' THEN 1 END) AS given_up
 FROM notices;
+
+-- name: select_next_retry_after
+-- When an idle worker should look again for a retry (worker.wakeUps): the earliest due time
+-- still to come (items_by_not_before).
+SELECT min(not_before) AS not_before FROM items
+WHERE state = 'retry-scheduled' AND not_before > :after;
+-- name: lock_dependencies
+-- An edit that adds dependencies, before it checks for a cycle: SQLite's write lock already
+-- serialises such edits.
+SELECT 1;
+-- name: insert_dependency_guarded
+-- :item_id comes after :depends_on: written only if that item exists and does not already
+-- come after :item_id (itself, or through the items it comes after): no cycle ever lands.
+INSERT INTO item_dependencies (item_id, depends_on)
+SELECT :item_id, :depends_on
+WHERE EXISTS (SELECT 1 FROM items WHERE id = :depends_on)
+  AND NOT EXISTS (
+      WITH RECURSIVE upstream (id) AS (
+          SELECT :depends_on
+          UNION
+          SELECT d.depends_on FROM item_dependencies AS d JOIN upstream ON d.item_id = upstream.id
+      )
+      SELECT 1 FROM upstream WHERE id = :item_id)
+ON CONFLICT (item_id, depends_on) DO NOTHING;
+-- name: delete_dependency
+DELETE FROM item_dependencies WHERE item_id = :item_id AND depends_on = :depends_on;
+-- name: insert_label
+INSERT INTO item_labels (item_id, label) VALUES (:item_id, :label)
+ON CONFLICT (item_id, label) DO NOTHING;
+-- name: select_dependencies
+-- Every dependency (or those of one item, either way round), with the state of the item
+-- depended on.
+SELECT d.item_id, d.depends_on, dep.state AS depends_on_state
+FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
+WHERE :item_id IS NULL OR d.item_id = :item_id OR d.depends_on = :item_id
+ORDER BY d.item_id, d.depends_on;
+-- name: select_labels
+SELECT item_id, label FROM item_labels
+WHERE :item_id IS NULL OR item_id = :item_id
+ORDER BY item_id, label;

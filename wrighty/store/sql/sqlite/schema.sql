@@ -26,7 +26,8 @@ CREATE TABLE items (
     renew_deadline   TEXT,
     usage_retries    INTEGER NOT NULL DEFAULT 0,
     max_cost_usd     REAL,
-    max_tokens       INTEGER
+    max_tokens       INTEGER,
+    priority INTEGER NOT NULL DEFAULT 2 CHECK (priority BETWEEN 0 AND 3)
 ) STRICT;
 
 CREATE INDEX items_by_state ON items (state, queued_at, id);
@@ -163,3 +164,22 @@ CREATE TABLE notices (
 ) STRICT;
 
 CREATE INDEX notices_due ON notices (state, next_attempt_at);
+
+-- Scheduling (docs/scheduling.md): the claim's order, dependencies and labels.
+CREATE INDEX items_claim_order ON items (priority, (state = 'queued'), queued_at, id)
+    WHERE state IN ('queued', 'retry-scheduled');
+
+CREATE TABLE item_dependencies (
+    item_id    INTEGER NOT NULL REFERENCES items (id),
+    depends_on INTEGER NOT NULL REFERENCES items (id),
+    PRIMARY KEY (item_id, depends_on),
+    CHECK (item_id <> depends_on)
+) STRICT;
+
+CREATE INDEX item_dependencies_by_dependency ON item_dependencies (depends_on);
+
+CREATE TABLE item_labels (
+    item_id INTEGER NOT NULL REFERENCES items (id),
+    label   TEXT    NOT NULL,
+    PRIMARY KEY (item_id, label)
+) STRICT;

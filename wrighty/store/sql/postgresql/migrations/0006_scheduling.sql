@@ -1,0 +1,27 @@
+-- 0006: priorities, dependencies and labels (issue 18, docs/scheduling.md).
+-- priority: 0 (P0, the highest) to 3; every item before this migration gets the default, 2.
+-- items_claim_order walks the claimable items in the claim's order: priority, due retries
+-- before fresh work (false sorts first), then the oldest queue entry (NULLS FIRST, as the
+-- claim orders it) and the id.
+-- item_dependencies: an item is eligible only once every item it comes after is done.
+-- item_labels: the labels that limits.labels.<label>.maxConcurrent counts.
+
+ALTER TABLE items ADD COLUMN priority INTEGER NOT NULL DEFAULT 2 CHECK (priority BETWEEN 0 AND 3);
+
+CREATE INDEX items_claim_order ON items (priority, (state = 'queued'), queued_at NULLS FIRST, id)
+    WHERE state IN ('queued', 'retry-scheduled');
+
+CREATE TABLE item_dependencies (
+    item_id    BIGINT NOT NULL REFERENCES items (id),
+    depends_on BIGINT NOT NULL REFERENCES items (id),
+    PRIMARY KEY (item_id, depends_on),
+    CHECK (item_id <> depends_on)
+);
+
+CREATE INDEX item_dependencies_by_dependency ON item_dependencies (depends_on);
+
+CREATE TABLE item_labels (
+    item_id BIGINT NOT NULL REFERENCES items (id),
+    label   TEXT   NOT NULL,
+    PRIMARY KEY (item_id, label)
+);
