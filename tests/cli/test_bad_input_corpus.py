@@ -216,6 +216,47 @@ CASES: list[Case] = [
         "--body-file notes: cannot read",
         setup=folder("notes"),
     ),
+    # wrighty import
+    Case("import-missing-file", ("import", "nowhere.md"), "nowhere.md: No such file or directory"),
+    Case("import-a-folder", ("import", "notes"), "notes: Is a directory", setup=folder("notes")),
+    Case(
+        "import-latin1",
+        ("import", "tasks.md"),
+        "tasks.md: is not UTF-8 text (byte 0xe9",
+        setup=file("tasks.md", b"## Caf\xe9\n\ntext\n"),
+    ),
+    Case(
+        "import-no-heading",
+        ("import", "tasks.md"),
+        "tasks.md: line 1: no `## Title` heading",
+        setup=file("tasks.md", b"just text\n"),
+    ),
+    Case(
+        "import-bad-priority",
+        ("import", "tasks.md", "--queue"),
+        "tasks.md: line 3: priority 'P9': use 0 to 3",
+        setup=file("tasks.md", b"## A\n```wrighty\npriority: P9\n```\ntext\n"),
+    ),
+    Case(
+        "import-unknown-agent",
+        ("import", "tasks.md"),
+        "tasks.md: line 1 ('A'): unknown agent 'nosuch'",
+        setup=file("tasks.md", b"## A\n```wrighty\nagent: nosuch\n```\ntext\n"),
+    ),
+    Case(
+        "import-unknown-item",
+        ("import", "tasks.md"),
+        "tasks.md: line 1 ('A'): after #999: no such item",
+        setup=file("tasks.md", b"## A\n```wrighty\nafter: #999\n```\ntext\n"),
+    ),
+    Case(
+        "import-cycle",
+        ("import", "tasks.md"),
+        "wait for each other",
+        setup=file(
+            "tasks.md", b"## A\n```wrighty\nafter: b\n```\nx\n## B\n```wrighty\nafter: a\n```\ny\n"
+        ),
+    ),
     Case(
         "body-on-stdin-too-large",
         ("create", "--title", "t"),

@@ -29,6 +29,7 @@ from wrighty.cli.flags import show_flags_without_a_value
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("wrighty.cli.setup", "init"),
     "create": ("wrighty.cli.items", "create"),
+    "import": ("wrighty.cli.importing", "import_file"),
     "edit": ("wrighty.cli.items", "edit"),
     "list": ("wrighty.cli.items", "list_items"),
     "show": ("wrighty.cli.items", "show"),

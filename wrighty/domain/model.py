@@ -41,6 +41,9 @@ class NewItem:
     priority: int = DEFAULT_PRIORITY
     after: tuple[int, ...] = ()
     labels: tuple[str, ...] = ()
+    # `wrighty import`: the section's key (file name and section key) and what it said.
+    import_key: str | None = None
+    import_fingerprint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class Item:
     max_cost_usd: float | None = None  # the item's own budget, over budgets.perItem's
     max_tokens: int | None = None
     priority: int = DEFAULT_PRIORITY  # 0 (P0) is claimed first; see domain/scheduling.py
+    import_key: str | None = None  # `wrighty import`: its section's key
+    import_fingerprint: str | None = None
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,10 @@ class Store(Protocol):
 
     def get_item(self, item_id: int) -> Item | None: ...
 
+    def find_imported(self, keys: Collection[str]) -> dict[str, Item]:
+        """The items `wrighty import` made for these import keys, by key."""
+        ...
+
     def list_dependencies(self, item_id: int | None = None) -> list[Dependency]:
         """Every dependency stored (or those with ``item_id`` at either end), by item and
         then the item it comes after, each with the state of the item depended on."""

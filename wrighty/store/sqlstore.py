@@ -158,6 +158,8 @@ class SqlStore(ABC):
                     "max_cost_usd": new.max_cost_usd,
                     "max_tokens": new.max_tokens,
                     "priority": new.priority,
+                    "import_key": new.import_key,
+                    "import_fingerprint": new.import_fingerprint,
                 },
             )
             item_id = int(cursor.fetchone()["id"])
@@ -201,6 +203,10 @@ class SqlStore(ABC):
         for row in self._rows("select_labels", {"item_id": item_id}):
             found.setdefault(row["item_id"], []).append(row["label"])
         return {key: tuple(labels) for key, labels in found.items()}
+
+    def find_imported(self, keys: Collection[str]) -> dict[str, Item]:
+        rows = self._rows("select_imported", {"keys": json.dumps(sorted(set(keys)))})
+        return {row["import_key"]: _item_from_row(row) for row in rows}
 
     def get_item(self, item_id: int) -> Item | None:
         rows = self._rows("select_item", {"id": item_id})
@@ -815,6 +821,8 @@ def _item_from_row(row: Any) -> Item:
         max_cost_usd=row["max_cost_usd"],
         max_tokens=row["max_tokens"],
         priority=row["priority"],
+        import_key=row["import_key"],
+        import_fingerprint=row["import_fingerprint"],
         created_at=_required_time(row["created_at"]),
         updated_at=_required_time(row["updated_at"]),
         claimed_at=from_db_time(row["claimed_at"]),

@@ -2,9 +2,11 @@
 
 -- name: insert_item
 INSERT INTO items (title, body, agent, timeout_seconds, workspace, state, queued_at,
-                   created_at, updated_at, max_cost_usd, max_tokens, priority)
+                   created_at, updated_at, max_cost_usd, max_tokens, priority, import_key,
+                   import_fingerprint)
 VALUES (:title, :body, :agent, :timeout_seconds, :workspace, :state, :queued_at,
-        :created_at, :created_at, :max_cost_usd, :max_tokens, :priority)
+        :created_at, :created_at, :max_cost_usd, :max_tokens, :priority, :import_key,
+        :import_fingerprint)
 RETURNING id;
 
 -- name: insert_event
@@ -467,3 +469,6 @@ ORDER BY d.item_id, d.depends_on;
 SELECT item_id, label FROM item_labels
 WHERE :item_id IS NULL OR item_id = :item_id
 ORDER BY item_id, label;
+-- name: select_imported
+-- The items that carry one of the import keys (a JSON array).
+SELECT * FROM items WHERE import_key IN (SELECT value FROM json_each(:keys));

@@ -183,3 +183,8 @@ CREATE TABLE item_labels (
     label   TEXT    NOT NULL,
     PRIMARY KEY (item_id, label)
 ) STRICT;
+
+-- `wrighty import` (docs/scheduling.md#importing-a-markdown-file): an imported item's key.
+ALTER TABLE items ADD COLUMN import_key TEXT;
+ALTER TABLE items ADD COLUMN import_fingerprint TEXT;
+CREATE UNIQUE INDEX items_by_import_key ON items (import_key) WHERE import_key IS NOT NULL;

@@ -1,0 +1,83 @@
+"""`wrighty import FILE.md`: a Markdown file's sections as items (docs/scheduling.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wrighty.cli.common import JsonFlag, app_context
+from wrighty.cli.documents import print_json
+from wrighty.domain.model import MAX_BODY_BYTES
+from wrighty.domain.text import printable_line
+from wrighty.errors import WrightyError
+
+MAX_IMPORT_BYTES = 16 * MAX_BODY_BYTES
+
+
+def import_file(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="The Markdown file: one item per `## Title`.")],
+    queue: Annotated[
+        bool, typer.Option("--queue", help="Queue the new items instead of leaving them todo.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be created; write nothing.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create an item per second-level heading of a Markdown file; importing it again changes
+    nothing (a changed section is reported, not created twice)."""
+    from wrighty.domain.importing import BadImport, parse_markdown
+    from wrighty.inputs import InputError, read_text_file
+    from wrighty.services.importing import import_sections, summary
+
+    try:
+        text = read_text_file(path, limit=MAX_IMPORT_BYTES)
+    except (OSError, InputError) as error:
+        why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise WrightyError(f"{path}: {why}") from None
+    try:
+        sections = parse_markdown(text)
+    except BadImport as error:
+        raise WrightyError(f"{path}: {error}") from None
+    app_ctx = app_context(ctx)
+    agents = app_ctx.config().config.agent_names()
+    with app_ctx.store() as store:
+        try:
+            results = import_sections(
+                store, sections, source=path.name, agents=agents, queue=queue,
+                dry_run=dry_run, now=app_ctx.now(),
+            )  # fmt: skip
+        except WrightyError as error:
+            raise WrightyError(f"{path}: {error}") from None
+    counts = summary(results)
+    if as_json:
+        print_json(
+            {
+                "file": str(path),
+                "dry_run": dry_run,
+                "created": counts["created"],
+                "unchanged": counts["unchanged"],
+                "changed": counts["changed"],
+                "sections": [
+                    {"line": r.section.line, "key": r.section.key, "title": r.section.title,
+                     "outcome": r.outcome, "item_id": r.item_id}
+                    for r in results
+                ],
+            }
+        )  # fmt: skip
+        return
+    verb = "would create" if dry_run else "created"
+    for result in results:
+        where = f"item {result.item_id}" if result.item_id is not None else "new item"
+        said = {
+            "created": f"{verb} {where}",
+            "unchanged": f"unchanged ({where})",
+            "changed": f"changed in the file, not updated ({where}; edit or cancel it by hand)",
+        }[result.outcome]
+        typer.echo(printable_line(f"line {result.section.line}: {result.section.title}: {said}"))
+    typer.echo(
+        f"{counts['created']} {verb}, {counts['unchanged']} unchanged, {counts['changed']} changed"
+    )

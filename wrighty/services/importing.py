@@ -1,0 +1,123 @@
+"""`wrighty import FILE.md`: a Markdown file's sections as items, idempotently.
+
+Every section is checked before anything is written (agents, the items it comes after, the
+item's own rules), so a file that cannot be imported changes nothing. Then each new section is
+created, in an order where a section comes after those it waits for; a section whose key an
+item already has is left alone: unchanged, or (its text or settings differ) reported as
+changed. A failure midway (the store went away) leaves the items created so far, and the next
+import of the file creates the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from wrighty.domain.importing import Section, in_order
+from wrighty.domain.model import DEFAULT_PRIORITY, Item, NewItem
+from wrighty.domain.states import ItemState
+from wrighty.domain.transitions import validate_new_item
+from wrighty.errors import WrightyError
+from wrighty.services.items import OPERATOR, create_item, normalized
+from wrighty.store.port import Store
+
+Outcome = Literal["created", "unchanged", "changed"]
+
+
+@dataclass(frozen=True)
+class Imported:
+    section: Section
+    outcome: Outcome
+    item_id: int | None  # None: a dry run's section to be created
+
+
+def import_key(source: str, section: Section) -> str:
+    """The key an item of this file carries: the file's name and the section's key."""
+    return f"{source}#{section.key}"
+
+
+def import_sections(
+    store: Store,
+    sections: list[Section],
+    *,
+    source: str,
+    agents: Collection[str],
+    queue: bool,
+    dry_run: bool,
+    now: datetime,
+    actor: str = OPERATOR,
+) -> list[Imported]:
+    """Each section's outcome, in the file's order (WrightyError naming the section's line,
+    having written nothing, when one cannot be imported)."""
+    existing = store.find_imported([import_key(source, s) for s in sections])
+    ordered = in_order(sections)
+    for section in ordered:
+        _check(store, section, agents=agents, queue=queue)
+    made: dict[str, int | None] = {
+        key: item.id for key, item in existing.items()
+    }  # import key -> item id
+    outcomes: dict[str, Imported] = {}
+    for section in ordered:
+        key = import_key(source, section)
+        found = existing.get(key)
+        if found is not None:
+            same = found.import_fingerprint == section.fingerprint
+            outcomes[key] = Imported(section, "unchanged" if same else "changed", found.id)
+            continue
+        if dry_run:
+            made[key] = None
+            outcomes[key] = Imported(section, "created", None)
+            continue
+        after = [made[import_key(source, s)] for s in sections if s.key in section.after_keys]
+        new = _new_item(section, key, queue=queue, after=[i for i in after if i is not None])
+        item = create_item(store, new, now=now, actor=actor)
+        made[key] = item.id
+        outcomes[key] = Imported(section, "created", item.id)
+    return [outcomes[import_key(source, s)] for s in sections]
+
+
+def _new_item(section: Section, key: str, *, queue: bool, after: list[int]) -> NewItem:
+    return normalized(
+        NewItem(
+            title=section.title,
+            body=section.body,
+            agent=section.agent,
+            timeout_seconds=section.timeout_seconds,
+            workspace=None,
+            initial_state=ItemState.QUEUED if queue else ItemState.TODO,
+            priority=section.priority if section.priority is not None else DEFAULT_PRIORITY,
+            after=(*section.after_ids, *after),
+            labels=section.labels,
+            import_key=key,
+            import_fingerprint=section.fingerprint,
+        )
+    )
+
+
+def _check(store: Store, section: Section, *, agents: Collection[str], queue: bool) -> None:
+    where = f"line {section.line} ({section.title!r})"
+    if section.agent is not None and section.agent not in agents:
+        known = ", ".join(sorted(agents))
+        raise WrightyError(f"{where}: unknown agent {section.agent!r} (known: {known})")
+    for item_id in section.after_ids:
+        if store.get_item(item_id) is None:
+            raise WrightyError(f"{where}: after #{item_id}: no such item")
+    probe = _new_item(section, "probe", queue=queue, after=[])
+    try:
+        validate_new_item(dataclasses.replace(probe, after=()))
+    except WrightyError as error:
+        raise WrightyError(f"{where}: {error}") from None
+
+
+def summary(results: list[Imported]) -> dict[Outcome, int]:
+    counts: dict[Outcome, int] = {"created": 0, "unchanged": 0, "changed": 0}
+    for result in results:
+        counts[result.outcome] += 1
+    return counts
+
+
+def imported_item(store: Store, result: Imported) -> Item | None:
+    return store.get_item(result.item_id) if result.item_id is not None else None
