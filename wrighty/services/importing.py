@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Literal
 
 from wrighty.domain.importing import Section, in_order
-from wrighty.domain.model import DEFAULT_PRIORITY, Item, NewItem
+from wrighty.domain.model import DEFAULT_PRIORITY, NewItem
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import validate_new_item
 from wrighty.errors import WrightyError
@@ -56,9 +56,7 @@ def import_sections(
     ordered = in_order(sections)
     for section in ordered:
         _check(store, section, agents=agents, queue=queue)
-    made: dict[str, int | None] = {
-        key: item.id for key, item in existing.items()
-    }  # import key -> item id
+    made: dict[str, int | None] = {key: item.id for key, item in existing.items()}
     outcomes: dict[str, Imported] = {}
     for section in ordered:
         key = import_key(source, section)
@@ -117,7 +115,3 @@ def summary(results: list[Imported]) -> dict[Outcome, int]:
     for result in results:
         counts[result.outcome] += 1
     return counts
-
-
-def imported_item(store: Store, result: Imported) -> Item | None:
-    return store.get_item(result.item_id) if result.item_id is not None else None

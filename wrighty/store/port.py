@@ -141,8 +141,8 @@ class Store(Protocol):
         ...
 
     def agent_spend(self, agent: str, *, since: datetime) -> Usage:
-        """What ``agent``'s runs started at or after ``since`` spent (tokens and cost only),
-        as ``acquire`` reads it for a period budget."""
+        """What ``agent``'s runs started at or after ``since`` spent (tokens by kind and
+        cost), as ``acquire`` reads it for a period budget."""
         ...
 
     # -- health -----------------------------------------------------------------------------

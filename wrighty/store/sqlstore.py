@@ -317,7 +317,10 @@ class SqlStore(ABC):
         row = tx.run("select_agent_spend", {"agent": agent, "since": to_db_time(since)}).fetchone()
         cost = row["cost_usd"]
         return Usage(
-            input_tokens=int(row["tokens"]),  # the period check needs only the sum
+            input_tokens=int(row["input_tokens"]),
+            output_tokens=int(row["output_tokens"]),
+            cache_read_tokens=int(row["cache_read_tokens"]),
+            cache_write_tokens=int(row["cache_write_tokens"]),
             cost_usd=None if cost is None else float(cost),
             cost_source=None if cost is None else ("estimated" if row["estimated"] else "reported"),
         )

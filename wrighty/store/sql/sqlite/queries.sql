@@ -378,8 +378,10 @@ ORDER BY runs.started_at, runs.run_id;
 -- name: select_agent_spend
 -- What an agent's runs started since a time spent (the claim's budget check reads it in the
 -- claim's transaction; a run still going counts with its usage as last recorded).
-SELECT coalesce(sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens), 0)
-         AS tokens,
+SELECT coalesce(sum(input_tokens), 0) AS input_tokens,
+       coalesce(sum(output_tokens), 0) AS output_tokens,
+       coalesce(sum(cache_read_tokens), 0) AS cache_read_tokens,
+       coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,
        sum(cost_usd) AS cost_usd,
        count(CASE WHEN cost_source = 'estimated' THEN 1 END) AS estimated
 FROM runs
