@@ -26,6 +26,7 @@ from wrighty.domain.durations import (
     MAX_QUEUE_WAIT_SECONDS,
     MAX_WORKER_AGE_SECONDS,
 )
+from wrighty.domain.health import Thresholds
 from wrighty.domain.scheduling import LABEL_PATTERN, ConcurrencyLimits
 from wrighty.domain.usage import Limit, Price
 from wrighty.errors import ConfigError, StoreError
@@ -1059,6 +1060,19 @@ def budgets_of(config: WrightyConfig) -> Budgets:
 
 def _limit(settings: BudgetLimit) -> Limit:
     return Limit(settings.max_cost_usd, settings.max_tokens)
+
+
+def thresholds_of(config: WrightyConfig) -> Thresholds:
+    """The health thresholds status.* sets (`wrighty status`'s options override each)."""
+    settings = config.status
+    return Thresholds(
+        max_queue_wait_seconds=settings.max_queue_wait_seconds,
+        min_workers=settings.min_workers,
+        max_expired_leases=settings.max_expired_leases,
+        max_needs_attention=settings.max_needs_attention,
+        max_open_circuits=settings.max_open_circuits,
+        max_notify_age_seconds=settings.max_notify_age_seconds,
+    )
 
 
 def limits_of(config: WrightyConfig) -> ConcurrencyLimits:

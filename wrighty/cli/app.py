@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "requeue": ("wrighty.cli.items", "requeue"),
     "release": ("wrighty.cli.items", "release"),
     "reap": ("wrighty.cli.items", "reap"),
+    "inbox": ("wrighty.cli.inbox", "inbox"),
     "workers": ("wrighty.cli.observability", "workers"),
     "status": ("wrighty.cli.observability", "status"),
     "usage": ("wrighty.cli.usage", "usage"),

@@ -7,6 +7,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -38,7 +39,15 @@ from wrighty.cli.documents import (
 from wrighty.cli.suggestions import Standing
 from wrighty.domain.claims import lease_expired
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
-from wrighty.domain.model import DEFAULT_PRIORITY, MAX_BODY_BYTES, MAX_ITEM_ID, Item, NewItem, Run
+from wrighty.domain.model import (
+    DEFAULT_PRIORITY,
+    MAX_BODY_BYTES,
+    MAX_ITEM_ID,
+    Change,
+    Item,
+    NewItem,
+    Run,
+)
 from wrighty.domain.states import TERMINAL_STATES, ItemState, parse_state
 from wrighty.domain.text import printable_line
 from wrighty.domain.transitions import validate_new_item
@@ -46,11 +55,15 @@ from wrighty.errors import WrightyError
 from wrighty.inputs import InputError, read_text_file, read_text_stream
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from wrighty.agents import AgentPlan
     from wrighty.domain.budgets import AgentHold, Budgets
     from wrighty.domain.model import Dependency, Stream
     from wrighty.domain.scheduling import ConcurrencyLimits
+    from wrighty.domain.usage import Limit, Usage
     from wrighty.services.circuits import CircuitView
+    from wrighty.services.items import ItemDetail
     from wrighty.store.port import Store
 
 MAX_REAP_LIMIT = 100_000
@@ -221,12 +234,16 @@ def edit(
             after=list(dict.fromkeys(after or ())),
             not_after=list(dict.fromkeys(not_after or ())),
         )
-    item = change.after
     if as_json:
-        print_json(item_summary_json(item))
+        print_json(item_summary_json(change.after))
     else:
-        what = printable_line(change.event.reason or "")
-        typer.echo(f"item {item.id} ({item.state}): {what}")
+        typer.echo(edited_line(change))
+
+
+def edited_line(change: Change) -> str:
+    """What `wrighty edit` says it did."""
+    item = change.after
+    return f"item {item.id} ({item.state}): {printable_line(change.event.reason or '')}"
 
 
 def list_items(
@@ -362,22 +379,34 @@ def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:
         console().print(attention_table(waiting))
 
 
-def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
-    """Show an item: its fields, session, runs and history."""
+@dataclass(frozen=True)
+class ShowFacts:
+    """What `wrighty show` reports about an item (and the inbox's detail shows)."""
+
+    detail: ItemDetail
+    standing: Standing
+    resumable: bool
+    circuit: CircuitView | None
+    hold: AgentHold | None
+    budget: Limit
+    spent: Usage
+    crash_limit: int | None
+    usage_limit: int | None
+
+
+def show_facts(app_ctx: AppContext, store: Store, item_id: int) -> ShowFacts:
+    """The item's detail and what this installation knows about it: whether it can resume its
+    session, the circuit or budget that holds it, its budget and spend, the retry limits."""
     from wrighty.domain.budgets import raise_flags
     from wrighty.domain.ledger import runs_total
     from wrighty.installation import installation_id
     from wrighty.services import items as item_service
     from wrighty.services.resume import resumable_here
 
-    app_ctx = app_context(ctx)
     limits, default_agent = _scheduling_settings(app_ctx)
-    with app_ctx.store() as store:
-        detail = item_service.item_detail(
-            store, item_id, limits=limits, default_agent=default_agent
-        )
-        circuit = _holding_back(app_ctx, store, detail.item)
-        hold = _held(app_ctx, store, [detail.item]).get(item_id)
+    detail = item_service.item_detail(store, item_id, limits=limits, default_agent=default_agent)
+    circuit = _holding_back(app_ctx, store, detail.item)
+    hold = _held(app_ctx, store, [detail.item]).get(item_id)
     budget = _ledger_settings(app_ctx)[0].item_limit(detail.item)
     spent = runs_total(run.usage for run in detail.runs)
     # The agent is planned (vendors loaded) only when there is a session it could resume.
@@ -387,18 +416,6 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
         detail.item, detail.session, plan, installation_id=installation_id(), environ=os.environ
     )
     crash_limit, usage_limit = _retry_limits(app_ctx)
-    if as_json:
-        document = item_detail_json(
-            detail, resumable=resumable, max_attempts=crash_limit, usage_max_attempts=usage_limit
-        )
-        print_json(
-            {
-                **document,
-                "circuit": status_circuit_json(circuit) if circuit else None,
-                **item_usage_json(spent, budget, hold),
-            }
-        )
-        return
     standing = Standing(
         resumable=resumable,
         has_logs=_has_logs(app_ctx, detail.runs),
@@ -406,18 +423,48 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
         and lease_expired(detail.item.lease_expires_at, app_ctx.now()),
         raise_budget=raise_flags(budget, spent),
     )
+    return ShowFacts(
+        detail, standing, resumable, circuit, hold, budget, spent, crash_limit, usage_limit
+    )
+
+
+def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
+    """Show an item: its fields, session, runs and history."""
+    app_ctx = app_context(ctx)
+    with app_ctx.store() as store:
+        facts = show_facts(app_ctx, store, item_id)
+    if as_json:
+        document = item_detail_json(
+            facts.detail,
+            resumable=facts.resumable,
+            max_attempts=facts.crash_limit,
+            usage_max_attempts=facts.usage_limit,
+        )
+        print_json(
+            {
+                **document,
+                "circuit": status_circuit_json(facts.circuit) if facts.circuit else None,
+                **item_usage_json(facts.spent, facts.budget, facts.hold),
+            }
+        )
+        return
+    print_show(console(), facts)
+
+
+def print_show(out: Console, facts: ShowFacts) -> None:
+    """`wrighty show`'s text, printed to ``out``."""
     from wrighty.cli.render import print_item_detail
 
     print_item_detail(
-        console(),
-        detail,
-        standing,
-        max_attempts=crash_limit,
-        usage_max_attempts=usage_limit,
-        circuit=circuit,
-        total=spent,
-        limit=budget,
-        hold=hold,
+        out,
+        facts.detail,
+        facts.standing,
+        max_attempts=facts.crash_limit,
+        usage_max_attempts=facts.usage_limit,
+        circuit=facts.circuit,
+        total=facts.spent,
+        limit=facts.budget,
+        hold=facts.hold,
     )
 
 
@@ -640,27 +687,42 @@ def reap(
     as_json: JsonFlag = False,
 ) -> None:
     """Settle running items whose worker stopped renewing its lease (run once)."""
+    app_ctx = app_context(ctx)
+    with app_ctx.store() as store:
+        changes = reap_now(app_ctx, store, limit=limit)
+    if as_json:
+        print_json([reaped_json(change) for change in changes])
+    else:
+        for line in reaped_lines(changes):
+            typer.echo(line)
+
+
+def reap_now(app_ctx: AppContext, store: Store, *, limit: int) -> list[Change]:
+    """One reaper pass, as `wrighty reap` makes it (wrighty.json's worker.maxRequeues; each
+    settlement's notice to the outbox when notifications are on)."""
     from wrighty.domain.notices import Source
     from wrighty.installation import installation_id
     from wrighty.services.reaper import reap_expired
 
-    app_ctx = app_context(ctx)
     config = app_ctx.config().config
-    max_requeues = config.worker.max_requeues
     notify = Source(installation_id()) if config.notify.enabled else None
-    with app_ctx.store() as store:
-        changes = reap_expired(
-            store, now=app_ctx.now(), max_requeues=max_requeues, limit=limit, notify=notify
-        )
-    if as_json:
-        print_json([reaped_json(change) for change in changes])
-    elif not changes:
-        typer.echo("nothing to reap")
-    else:
-        for change in changes:
-            after = change.after
-            reason = printable_line(after.reason or "")
-            typer.echo(f"item {after.id}: running -> {after.state}: {reason}")
+    return reap_expired(
+        store,
+        now=app_ctx.now(),
+        max_requeues=config.worker.max_requeues,
+        limit=limit,
+        notify=notify,
+    )
+
+
+def reaped_lines(changes: list[Change]) -> list[str]:
+    """What `wrighty reap` says it did."""
+    if not changes:
+        return ["nothing to reap"]
+    return [
+        f"item {c.after.id}: running -> {c.after.state}: {printable_line(c.after.reason or '')}"
+        for c in changes
+    ]
 
 
 def _operator_move(
@@ -673,4 +735,9 @@ def _operator_move(
     if as_json:
         print_json(item_summary_json(item))
     else:
-        typer.echo(f"item {item.id} is {item.state}")
+        typer.echo(moved_line(item))
+
+
+def moved_line(item: Item) -> str:
+    """What an operator's move (queue, cancel, requeue, release) says it did."""
+    return f"item {item.id} is {item.state}"

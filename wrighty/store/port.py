@@ -12,6 +12,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Protocol
 
+from wrighty.domain.board import OpenItem
 from wrighty.domain.circuits import Circuit
 from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
 from wrighty.domain.health import QueueFigures, WorkerRow
@@ -60,6 +61,14 @@ class Store(Protocol):
         ...
 
     def list_runs(self, item_id: int) -> list[Run]: ...
+
+    def list_open_items(self, *, limit: int) -> list[OpenItem]:
+        """The items that are not finished (todo, queued, running, retry-scheduled,
+        needs-attention), read in one snapshot, at most ``limit`` of them: needs-attention first,
+        then retry-scheduled, running, queued, todo; within a state by priority, then id. Each
+        with when it entered its state, how many runs it has had, its latest run, its labels and
+        the items it comes after (with their states). ValueError for a negative ``limit``."""
+        ...
 
     def get_session(self, item_id: int) -> Session | None: ...
 

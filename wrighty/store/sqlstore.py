@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
+from wrighty.domain.board import OpenItem
 from wrighty.domain.circuits import Circuit
 from wrighty.domain.claims import (
     CLAIMABLE_STATES,
@@ -50,6 +51,7 @@ from wrighty.domain.notices import (
     notices_for,
 )
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.scheduling import EDITED
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import creation_event
 from wrighty.domain.usage import LedgerEntry, Usage
@@ -225,6 +227,20 @@ class SqlStore(ABC):
     def get_session(self, item_id: int) -> Session | None:
         rows = self._rows("select_session", {"item_id": item_id})
         return _session_from_row(rows[0]) if rows else None
+
+    def list_open_items(self, *, limit: int) -> list[OpenItem]:
+        if limit < 0:
+            raise ValueError(f"limit must not be negative (got {limit})")
+        with self._snapshot() as tx:  # one snapshot: the items, their latest runs, their edges
+            rows = tx.run("select_open_items", {"limit": limit, "edited": EDITED}).fetchall()
+            wanted = [row["last_run_id"] for row in rows if row["last_run_id"] is not None]
+            found = (
+                tx.run("select_runs_by_id", {"run_ids": json.dumps(wanted)}).fetchall()
+                if wanted
+                else []
+            )
+        runs = {row["run_id"]: _run_from_row(row) for row in found}
+        return [_open_item_from_row(row, runs) for row in rows]
 
     def write_transition(self, change: Change) -> bool:
         try:
@@ -830,6 +846,22 @@ def _item_from_row(row: Any) -> Item:
         updated_at=_required_time(row["updated_at"]),
         claimed_at=from_db_time(row["claimed_at"]),
         renew_deadline=from_db_time(row["renew_deadline"]),
+    )
+
+
+def _open_item_from_row(row: Any, runs: Mapping[str, Run]) -> OpenItem:
+    """A row of select_open_items, with its latest run from ``runs`` (by id)."""
+    last_run_id = row["last_run_id"]
+    after = sorted((int(depends_on), state) for depends_on, state in json.loads(row["after_json"]))
+    return OpenItem(
+        item=_item_from_row(row),
+        since=from_db_time(row["since"]),
+        runs=int(row["run_count"]),
+        last_run=None if last_run_id is None else runs[last_run_id],
+        labels=tuple(sorted(str(label) for label in json.loads(row["labels_json"]))),
+        after=tuple(
+            Dependency(row["id"], depends_on, ItemState(state)) for depends_on, state in after
+        ),
     )
 
 

@@ -511,3 +511,43 @@ ORDER BY item_id, label;
 -- name: select_imported
 -- The items that carry one of the import keys (a JSON array).
 SELECT * FROM items WHERE import_key IN (SELECT value FROM json_array_elements_text(CAST(:keys AS json)));
+-- name: select_open_items
+-- The board (Store.list_open_items): the items not finished, at most :limit, in the board's
+-- order (needs-attention, retry-scheduled, running, queued, todo; then priority and id), cut
+-- before anything else is read (items_by_state: done and cancelled items are never walked).
+-- Each with when it entered its state (its latest event that is not an edit, :edited being an
+-- edit's reason code; item_events_by_item), how many runs it has had and the id of its latest
+-- (in select_runs' order; runs_by_item), its labels and the items it comes after with their
+-- states, as JSON arrays (text, as SQLite gives them; never NULL). MATERIALIZED on purpose:
+-- inlined, the planner would weigh the per-row subqueries against a parallel plan's per-worker
+-- row guess and read every item (done ones too) with a parallel seq scan instead of the index.
+WITH board AS MATERIALIZED (
+    SELECT items.*,
+           CASE state WHEN 'needs-attention' THEN 0 WHEN 'retry-scheduled' THEN 1
+                      WHEN 'running' THEN 2 WHEN 'queued' THEN 3 ELSE 4 END AS board_rank
+    FROM items
+    WHERE state IN ('needs-attention', 'retry-scheduled', 'running', 'queued', 'todo')
+    ORDER BY board_rank, priority, id
+    LIMIT :limit
+)
+SELECT board.*,
+       (SELECT e.at FROM item_events AS e
+        WHERE e.item_id = board.id
+          AND (e.reason_code IS DISTINCT FROM CAST(:edited AS text)
+               OR e.from_state IS DISTINCT FROM e.to_state)
+        ORDER BY e.id DESC LIMIT 1) AS since,
+       (SELECT count(*) FROM runs WHERE runs.item_id = board.id) AS run_count,
+       (SELECT runs.run_id FROM runs WHERE runs.item_id = board.id
+        ORDER BY runs.started_at DESC, runs.run_id DESC LIMIT 1) AS last_run_id,
+       (SELECT CAST(coalesce(json_agg(l.label ORDER BY l.label), '[]') AS text)
+        FROM item_labels AS l WHERE l.item_id = board.id) AS labels_json,
+       (SELECT CAST(coalesce(json_agg(json_build_array(d.depends_on, dep.state)
+                                      ORDER BY d.depends_on), '[]') AS text)
+        FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
+        WHERE d.item_id = board.id) AS after_json
+FROM board
+ORDER BY board.board_rank, board.priority, board.id;
+-- name: select_runs_by_id
+-- The runs named in :run_ids (a JSON array), by their primary key.
+SELECT * FROM runs
+WHERE run_id IN (SELECT json_array_elements_text(CAST(:run_ids AS json)));

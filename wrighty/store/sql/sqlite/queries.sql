@@ -474,3 +474,40 @@ ORDER BY item_id, label;
 -- name: select_imported
 -- The items that carry one of the import keys (a JSON array).
 SELECT * FROM items WHERE import_key IN (SELECT value FROM json_each(:keys));
+-- name: select_open_items
+-- The board (Store.list_open_items): the items not finished, at most :limit, in the board's
+-- order (needs-attention, retry-scheduled, running, queued, todo; then priority and id), cut
+-- before anything else is read (items_by_state: done and cancelled items are never walked).
+-- Each with when it entered its state (its latest event that is not an edit, :edited being an
+-- edit's reason code; item_events_by_item), how many runs it has had and the id of its latest
+-- (in select_runs' order; runs_by_item), its labels and the items it comes after with their
+-- states, as JSON arrays.
+WITH board AS (
+    SELECT items.*,
+           CASE state WHEN 'needs-attention' THEN 0 WHEN 'retry-scheduled' THEN 1
+                      WHEN 'running' THEN 2 WHEN 'queued' THEN 3 ELSE 4 END AS board_rank
+    FROM items
+    WHERE state IN ('needs-attention', 'retry-scheduled', 'running', 'queued', 'todo')
+    ORDER BY board_rank, priority, id
+    LIMIT :limit
+)
+SELECT board.*,
+       (SELECT e.at FROM item_events AS e
+        WHERE e.item_id = board.id
+          AND (e.reason_code IS NOT :edited OR e.from_state IS NOT e.to_state)
+        ORDER BY e.id DESC LIMIT 1) AS since,
+       (SELECT count(*) FROM runs WHERE runs.item_id = board.id) AS run_count,
+       (SELECT runs.run_id FROM runs WHERE runs.item_id = board.id
+        ORDER BY runs.started_at DESC, runs.run_id DESC LIMIT 1) AS last_run_id,
+       (SELECT json_group_array(l.label)
+        FROM (SELECT label FROM item_labels WHERE item_id = board.id ORDER BY label) AS l)
+           AS labels_json,
+       (SELECT json_group_array(json_array(a.depends_on, a.state))
+        FROM (SELECT d.depends_on, dep.state
+              FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
+              WHERE d.item_id = board.id ORDER BY d.depends_on) AS a) AS after_json
+FROM board
+ORDER BY board.board_rank, board.priority, board.id;
+-- name: select_runs_by_id
+-- The runs named in :run_ids (a JSON array), by their primary key.
+SELECT * FROM runs WHERE run_id IN (SELECT value FROM json_each(:run_ids));

@@ -1,0 +1,168 @@
+"""`wrighty inbox`: the terminal inbox (wrighty/inbox/, on Textual).
+
+This module is the inbox's desk: what it reads and does, on the store and config of the
+command line, with the same services and the same words as the commands (`show`, `requeue`,
+`cancel`, `release`, `reap`, `edit`). Textual is imported only when the inbox starts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from wrighty.cli.common import app_context
+from wrighty.cli.context import AppContext
+from wrighty.domain.board import AttentionOrder
+from wrighty.errors import WrightyError
+
+if TYPE_CHECKING:
+    from wrighty.inbox.views import DetailView
+    from wrighty.services.inbox import Board, BoardSettings
+    from wrighty.store.port import Store
+
+# How often the board is read again, at least and at most (seconds).
+MIN_INTERVAL_SECONDS = 0.5
+MAX_INTERVAL_SECONDS = 3600.0
+# How many expired claims one reap from the inbox settles (`wrighty reap`'s default).
+REAP_LIMIT = 100
+
+
+def board_settings(app_ctx: AppContext) -> BoardSettings:
+    """What the board reads under, from wrighty.json (its defaults without one)."""
+    from wrighty.config import budgets_of, limits_of, thresholds_of
+    from wrighty.domain.circuits import circuit_name
+    from wrighty.installation import installation_id
+    from wrighty.services.inbox import BoardSettings
+
+    config = app_ctx.config().config
+    here = installation_id()
+    circuits = {}
+    if config.worker.usage_failure.action == "retry":
+        names = {*config.agents, config.worker.default_agent}
+        for name in sorted(names):
+            settings = config.agents.get(name)
+            account = settings.account if settings is not None else None
+            circuits[name] = circuit_name(name, account=account, installation_id=here)
+    return BoardSettings(
+        installation_id=here,
+        default_agent=config.worker.default_agent,
+        thresholds=thresholds_of(config),
+        worker_max_age_seconds=config.status.worker_max_age_seconds,
+        budgets=budgets_of(config),
+        limits=limits_of(config),
+        circuits=circuits,
+    )
+
+
+class OperatorDesk:
+    """The inbox's desk on one open store."""
+
+    def __init__(self, app_ctx: AppContext, store: Store, settings: BoardSettings) -> None:
+        self.app_ctx = app_ctx
+        self.store = store
+        self.settings = settings
+        self.label = _store_label(app_ctx)
+
+    def board(self, order: AttentionOrder) -> Board:
+        from wrighty.services.inbox import read_board
+
+        return read_board(self.store, self.settings, now=self.app_ctx.now(), order=order)
+
+    def detail(self, item_id: int) -> DetailView:
+        from wrighty.cli.items import print_show, show_facts
+        from wrighty.config import STATE_DIRNAME
+        from wrighty.inbox.views import Collector, DetailView
+        from wrighty.services.inbox import log_tail
+
+        facts = show_facts(self.app_ctx, self.store, item_id)
+        shown = Collector()
+        print_show(shown, facts)
+        runs = facts.detail.runs
+        last = max(runs, key=lambda run: run.attempt) if runs else None
+        log = problem = None
+        if last is not None:
+            state_dir = self.app_ctx.config().root / STATE_DIRNAME
+            log, problem = log_tail(state_dir, last, installation_id=self.settings.installation_id)
+        session = facts.detail.session
+        return DetailView(
+            facts.detail.item,
+            shown.collected,
+            session=session.session_id if session is not None else None,
+            last_run=last,
+            log=log,
+            log_problem=problem,
+        )
+
+    def requeue(self, item_id: int, *, resume: bool) -> str:
+        from wrighty.cli.items import moved_line
+        from wrighty.services.items import requeue_item
+
+        return moved_line(requeue_item(self.store, item_id, resume=resume, now=self.app_ctx.now()))
+
+    def cancel(self, item_id: int) -> str:
+        from wrighty.cli.items import moved_line
+        from wrighty.services.items import cancel_item
+
+        return moved_line(cancel_item(self.store, item_id, now=self.app_ctx.now()))
+
+    def release(self, item_id: int) -> str:
+        from wrighty.cli.items import moved_line
+        from wrighty.services.items import release_item
+
+        return moved_line(release_item(self.store, item_id, now=self.app_ctx.now()))
+
+    def reap(self) -> str:
+        from wrighty.cli.items import reap_now, reaped_lines
+
+        return "; ".join(reaped_lines(reap_now(self.app_ctx, self.store, limit=REAP_LIMIT)))
+
+    def set_priority(self, item_id: int, priority: int) -> str:
+        from wrighty.cli.items import edited_line
+        from wrighty.services.items import edit_item
+
+        change = edit_item(self.store, item_id, now=self.app_ctx.now(), priority=priority)
+        return edited_line(change)
+
+
+def _store_label(app_ctx: AppContext) -> str:
+    """The store as the header names it: a SQLite file under the current directory by its
+    relative path."""
+    target = app_ctx.store_target()
+    if target.sqlite_path is not None and target.sqlite_path.is_relative_to(app_ctx.cwd):
+        return str(target.sqlite_path.relative_to(app_ctx.cwd))
+    return target.describe()
+
+
+def inbox(
+    ctx: typer.Context,
+    read_only: Annotated[
+        bool,
+        typer.Option("--read-only", help="Look, do not act: every action is refused."),
+    ] = False,
+    interval: Annotated[
+        float,
+        typer.Option(
+            "--interval",
+            min=MIN_INTERVAL_SECONDS,
+            max=MAX_INTERVAL_SECONDS,
+            help="Seconds between reads of the store.",
+        ),
+    ] = 2.0,
+) -> None:
+    """The items that need a person, live, with the actions one key away (? for the keys)."""
+    import sys
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise WrightyError(
+            "wrighty inbox needs a terminal on stdin and stdout; for scripts use "
+            "`wrighty list --attention --json` or `wrighty status --json`"
+        )
+    app_ctx = app_context(ctx)
+    settings = board_settings(app_ctx)
+    from wrighty.inbox.app import InboxApp
+
+    with app_ctx.store() as store:
+        InboxApp(
+            OperatorDesk(app_ctx, store, settings), read_only=read_only, interval=interval
+        ).run()

@@ -1,0 +1,171 @@
+"""The inbox's board (`wrighty inbox`): the open items in the sections a person works through,
+and what each row says about its item.
+
+The store reads the open items in one snapshot (``Store.list_open_items``); the services add
+why a waiting item waits (dependencies, concurrency limits, a spent budget, an open provider
+circuit); this module puts them in order. Nothing here renders: the text it makes is plain,
+and the inbox neutralises control characters when it draws it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from wrighty.domain.budgets import spend
+from wrighty.domain.model import Dependency, Item, Run
+from wrighty.domain.states import ItemState
+from wrighty.domain.usage import Usage
+
+# How many open items a refresh reads at most; the rest are counted, not listed.
+BOARD_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class OpenItem:
+    """An item that is not finished, as one board read sees it."""
+
+    item: Item
+    # When it entered its state: its latest move's event (an edit is not a move); None when
+    # the history has none (it cannot be, but a board must not fail on it).
+    since: datetime | None
+    runs: int  # how many runs it has had
+    last_run: Run | None  # its latest run (the open one, while it runs)
+    labels: tuple[str, ...] = ()  # by name
+    after: tuple[Dependency, ...] = ()  # the items it comes after, with their states
+
+
+class Section(StrEnum):
+    """Where a row stands on the board, in the order the board shows them."""
+
+    ATTENTION = "needs-attention"
+    RETRY = "retry-scheduled"
+    RUNNING = "running"
+    HELD = "held"  # waiting, but something holds it: a dependency, a limit, a budget, a circuit
+    WAITING = "waiting"  # queued (or todo) with nothing holding it
+
+
+class AttentionOrder(StrEnum):
+    """How the needs-attention section is sorted (the inbox's `s` key turns it)."""
+
+    REASON = "reason"  # grouped by reason code, the longest waiting first in each
+    AGE = "age"  # the longest waiting first
+
+
+@dataclass(frozen=True)
+class Row:
+    section: Section
+    entry: OpenItem
+    why: str  # one plain line: the reason, the retry's policy, the worker, what holds it
+
+    @property
+    def item(self) -> Item:
+        return self.entry.item
+
+
+# Which retry policy (or who) scheduled a retry, by the reason code it carries.
+_RETRY_BY: Mapping[str, str] = {
+    "process-crash": "processCrash",
+    "rate-limited": "usageFailure",
+    "provider-unavailable": "usageFailure",
+    "usage-retry-fresh": "usageFailure",
+    "operator-resume": "operator",
+    "worker-stopped": "worker stopped",
+    "worker-lost": "reaper",
+}
+
+
+def retry_policy(reason_code: str | None) -> str:
+    """The policy (or actor) that scheduled a retry with this reason code."""
+    if reason_code is None:
+        return "unknown"
+    return _RETRY_BY.get(reason_code, reason_code)
+
+
+def section_of(item: Item, held: str | None) -> Section:
+    if item.state is ItemState.NEEDS_ATTENTION:
+        return Section.ATTENTION
+    if item.state is ItemState.RUNNING:
+        return Section.RUNNING
+    if held is not None:
+        return Section.HELD
+    if item.state is ItemState.RETRY_SCHEDULED:
+        return Section.RETRY
+    return Section.WAITING
+
+
+def _why(entry: OpenItem, section: Section, held: str | None, now: datetime) -> str:
+    item = entry.item
+    if section is Section.HELD and held is not None:
+        return held
+    if section is Section.ATTENTION:
+        return f"{item.reason_code or 'unknown'}: {item.reason or ''}".rstrip(": ")
+    if section is Section.RETRY:
+        return f"{retry_policy(item.reason_code)}: {item.reason or ''}".rstrip(": ")
+    if section is Section.RUNNING:
+        worker = f"on {item.claimed_by or 'an unknown worker'}"
+        if item.lease_expires_at is not None and item.lease_expires_at < now:
+            return f"lease expired: {worker}, which stopped renewing it (release or reap)"
+        usage = _open_run_usage(entry)
+        return f"{worker}; {spend(usage)}" if usage is not None else worker
+    return "to do: `wrighty queue` makes it claimable" if item.state is ItemState.TODO else ""
+
+
+def _open_run_usage(entry: OpenItem) -> Usage | None:
+    """What the open run spent so far, when it told anything."""
+    run = entry.last_run
+    if run is None or run.ended_at is not None or run.usage is None:
+        return None
+    usage = run.usage
+    return usage if usage.tokens or usage.cost_usd is not None else None
+
+
+def board_rows(
+    entries: Iterable[OpenItem],
+    held: Mapping[int, str],
+    *,
+    now: datetime,
+    order: AttentionOrder = AttentionOrder.REASON,
+) -> list[Row]:
+    """The rows of the board, section by section. ``held``: why each waiting item that is held
+    waits, by id (a retry that is held shows among the held, with its due time)."""
+    rows = []
+    for entry in entries:
+        why = held.get(entry.item.id)
+        section = section_of(entry.item, why)
+        rows.append(Row(section, entry, _why(entry, section, why, now)))
+    return sorted(rows, key=lambda row: _sort_key(row, order))
+
+
+_SECTION_RANK = {section: rank for rank, section in enumerate(Section)}
+_FAR = datetime.max.isoformat()
+
+
+def _when(moment: datetime | None) -> str:
+    # Sortable across time zones the store always writes as UTC.
+    return moment.isoformat() if moment is not None else _FAR
+
+
+def _sort_key(row: Row, order: AttentionOrder) -> tuple[object, ...]:
+    item, rank = row.item, _SECTION_RANK[row.section]
+    if row.section is Section.ATTENTION:
+        group = item.reason_code or "" if order is AttentionOrder.REASON else ""
+        return (rank, group, _when(row.entry.since), item.id)
+    if row.section is Section.RETRY:
+        return (rank, _when(item.not_before), item.id)
+    if row.section is Section.RUNNING:
+        return (rank, _when(item.claimed_at), item.id)
+    if row.section is Section.HELD:
+        return (rank, item.priority, item.id)
+    # Waiting: in claim order (priority, a queued item before a todo one, queue time).
+    return (rank, item.priority, item.state is ItemState.TODO, _when(item.queued_at), item.id)
+
+
+def section_counts(rows: Iterable[Row]) -> dict[Section, int]:
+    """How many rows each section has (every section present, zero included)."""
+    counts = dict.fromkeys(Section, 0)
+    for row in rows:
+        counts[row.section] += 1
+    return counts

@@ -1,0 +1,1 @@
+"""The terminal inbox (`wrighty inbox`); Textual is imported only here."""

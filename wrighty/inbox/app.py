@@ -1,0 +1,489 @@
+"""`wrighty inbox`: the terminal inbox, on Textual.
+
+The board lists every open item by section (needs attention first); the pane below shows the
+selected item as `wrighty show` does, or the tail of its last run's log; a side panel shows the
+workers, open provider circuits and spent budgets. Actions on the selected item are the
+services the commands call (through a `Desk`), each confirmed first, each answered on the
+message line with what its command would have printed (or its one-line refusal).
+
+Refreshes read the store in a worker thread, so a slow store never freezes the keys; the
+table is updated cell by cell when its rows stay the same, so nothing flickers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.coordinate import Coordinate
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Static
+
+from wrighty.domain.board import AttentionOrder, Row
+from wrighty.domain.health import Liveness
+from wrighty.domain.scheduling import PRIORITIES, priority_name
+from wrighty.domain.states import ItemState
+from wrighty.domain.text import printable_line
+from wrighty.errors import WrightyError
+from wrighty.inbox.views import COLUMNS, DetailView, header_text, row_cells, side_text
+from wrighty.services.inbox import Board
+
+# A terminal at least this wide shows the side panel from the start (`w` toggles it).
+SIDE_PANEL_MIN_WIDTH = 110
+SIDE_PANEL_WIDTH = 38
+READ_ONLY_REFUSAL = "read-only: this inbox was started with --read-only; it shows, it does not act"
+
+
+class Desk(Protocol):
+    """What the inbox reads and does, on one store; every action returns the line its command
+    prints, or raises the WrightyError whose one line the command would print."""
+
+    label: str  # the store, as the header names it
+
+    def board(self, order: AttentionOrder) -> Board: ...
+
+    def detail(self, item_id: int) -> DetailView: ...
+
+    def requeue(self, item_id: int, *, resume: bool) -> str: ...
+
+    def cancel(self, item_id: int) -> str: ...
+
+    def release(self, item_id: int) -> str: ...
+
+    def reap(self) -> str: ...
+
+    def set_priority(self, item_id: int, priority: int) -> str: ...
+
+
+HELP = """\
+[b]wrighty inbox[/b]: the items that need a person, live
+
+[b]Moving[/b]
+  ↑ ↓  j k      select an item (the board)
+  tab           between the board and the detail (to scroll it)
+  l             the detail: `wrighty show`'s text, or the last run's log
+  s             needs attention: by reason code, or longest waiting first
+  w             the side panel: workers, circuits, budgets
+  g             refresh now (the board refreshes by itself)
+
+[b]Acting on the selected item[/b] (each asks first; not with --read-only)
+  r             requeue --resume: resume its session now
+  f             requeue --fresh: start over in a new session
+  c             cancel it (final)
+  x             release --force: take it from a worker that is gone
+  + -           raise or lower its priority (edit --priority)
+  R             reap: settle every running item whose lease expired
+
+  ?             this help        q  quit
+
+Press escape to close."""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "dismiss", "Close"),
+    ]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 78; max-width: 100%; height: auto; max-height: 100%;
+        border: round $primary; background: $surface; padding: 0 1;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(HELP, id="help-text")
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """One question; y confirms, n or escape does not."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical {
+        width: 70; max-width: 100%; height: auto;
+        border: thick $warning; background: $surface; padding: 0 1;
+    }
+    """
+
+    def __init__(self, question: Text) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.question, id="question")
+            yield Static(Text("y: yes    n: no", style="bold"), id="answers")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+@dataclass(frozen=True)
+class Action:
+    """An action on the selected item: its question, and what carries it out."""
+
+    question: str
+    run: Callable[[], str]
+
+
+class InboxApp(App[None]):
+    TITLE = "wrighty inbox"
+    ENABLE_COMMAND_PALETTE = False
+    CSS = """
+    #header { height: 1; padding: 0 1; background: $boost; }
+    #main { height: 1fr; }
+    #board { height: auto; max-height: 50%; min-height: 4; }
+    #detail { height: 1fr; border-top: solid $primary; padding: 0 1; }
+    #side { width: SIDE_WIDTH; border-left: solid $primary; padding: 0 1; display: none; }
+    #side.shown { display: block; }
+    #message { height: 1; padding: 0 1; }
+    """.replace("SIDE_WIDTH", str(SIDE_PANEL_WIDTH))
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("r", "resume", "Resume"),
+        Binding("f", "fresh", "Fresh"),
+        Binding("c", "cancel_item", "Cancel"),
+        Binding("x", "release", "Release"),
+        Binding("plus,equals_sign", "priority(-1)", "Prio+"),
+        Binding("minus", "priority(1)", "Prio-"),
+        Binding("R", "reap", "Reap"),
+        Binding("l", "toggle_log", "Log"),
+        Binding("s", "sort", "Sort", show=False),
+        Binding("w", "toggle_side", "Workers", show=False),
+        Binding("g", "refresh", "Refresh", show=False),
+        Binding("j", "cursor(1)", show=False),
+        Binding("k", "cursor(-1)", show=False),
+    ]
+
+    def __init__(self, desk: Desk, *, read_only: bool = False, interval: float = 2.0) -> None:
+        super().__init__()
+        self.desk = desk
+        self.read_only = read_only
+        self.interval = interval
+        self.order = AttentionOrder.REASON
+        self.board: Board | None = None
+        self.rows: list[Row] = []
+        self.detail: DetailView | None = None
+        self.show_log = False
+        self.message = ""
+        self._widths: tuple[int, ...] = ()
+        self._cells: dict[str, tuple[Text, ...]] = {}
+
+    # -- layout -----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("wrighty inbox · reading the store…"), id="header")
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield DataTable(id="board", cursor_type="row", zebra_stripes=False)
+                with VerticalScroll(id="detail"):
+                    yield Static(Text("(no item selected)", style="dim"), id="detail-body")
+            with VerticalScroll(id="side"):
+                yield Static(Text(""), id="side-body")
+        yield Static(Text(""), id="message")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.size.width >= SIDE_PANEL_MIN_WIDTH:
+            self.query_one("#side").add_class("shown")
+        self._set_columns()
+        self.query_one(DataTable).focus()
+        self.action_refresh()
+        if self.interval > 0:
+            self.set_interval(self.interval, self.action_refresh)
+
+    def on_resize(self) -> None:
+        self._set_columns()
+
+    def _table_width(self) -> int:
+        side = SIDE_PANEL_WIDTH if self.query_one("#side").has_class("shown") else 0
+        return max(40, self.size.width - side)
+
+    def _set_columns(self) -> None:
+        """Widths for the board's columns: the fixed ones, and what is left shared by WHY
+        (two fifths) and TITLE; the table is rebuilt only when they change."""
+        fixed = sum(width for _, width in COLUMNS if width is not None)
+        padding = 2 * len(COLUMNS) + 2  # each cell's padding, and the scroll bar
+        left = max(20, self._table_width() - fixed - padding)
+        why = left * 2 // 5
+        widths = tuple(width if width is not None else 0 for _, width in COLUMNS)
+        widths = (*widths[:4], why, left - why)
+        if widths == self._widths:
+            return
+        self._widths = widths
+        table = self.query_one(DataTable)
+        selected = self.selected_id()
+        table.clear(columns=True)
+        for (heading, _), width in zip(COLUMNS, widths, strict=True):
+            table.add_column(heading, width=width, key=heading or "section")
+        self._cells = {}
+        self._fill(selected)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def action_refresh(self) -> None:
+        self._load(self.selected_id())
+
+    @work(thread=True, exclusive=True, group="board")
+    def _load(self, selected: int | None) -> None:
+        try:
+            board = self.desk.board(self.order)
+            chosen = selected
+            if chosen is None and board.rows:
+                chosen = board.rows[0].item.id
+            detail = self._read_detail(chosen)
+        except WrightyError as error:
+            self.call_from_thread(self._say, f"wrighty: {error}", error=True)
+            return
+        self.call_from_thread(self._show_board, board, detail)
+
+    def _read_detail(self, item_id: int | None) -> DetailView | None:
+        if item_id is None:
+            return None
+        try:
+            return self.desk.detail(item_id)
+        except WrightyError:
+            return None  # it went away between the board's read and this one
+
+    @work(thread=True, exclusive=True, group="detail")
+    def _load_detail(self, item_id: int) -> None:
+        detail = self._read_detail(item_id)
+        self.call_from_thread(self._show_detail, detail)
+
+    def _show_board(self, board: Board, detail: DetailView | None) -> None:
+        self.board = board
+        self.query_one("#header", Static).update(
+            header_text(board, label=self.desk.label, read_only=self.read_only)
+        )
+        self.query_one("#side-body", Static).update(side_text(board))
+        selected = self.selected_id()
+        self.rows = board.rows
+        self._fill(selected if selected is not None else detail.item.id if detail else None)
+        if detail is not None and detail.item.id == self.selected_id():
+            self._show_detail(detail)
+        elif self.selected_id() is not None:
+            self._load_detail(self.selected_id())
+        else:
+            self._show_detail(None)
+
+    def _fill(self, selected: int | None) -> None:
+        """Put the rows in the table: changed cells only when the rows are the same items in
+        the same order; otherwise anew, keeping the selected item selected."""
+        table = self.query_one(DataTable)
+        now = self.board.checked_at if self.board is not None else None
+        if now is None:
+            return
+        new = {str(row.item.id): row_cells(row, now) for row in self.rows}
+        if list(new) == list(self._cells):
+            for key, cells in new.items():
+                for column, (old, cell) in enumerate(zip(self._cells[key], cells, strict=True)):
+                    if old != cell:
+                        table.update_cell(key, table.ordered_columns[column].key, cell)
+            self._cells = new
+            return
+        with self.batch_update():
+            table.clear()
+            for key, cells in new.items():
+                table.add_row(*cells, key=key)
+            self._cells = new
+            if selected is not None and str(selected) in new:
+                table.move_cursor(row=table.get_row_index(str(selected)))
+
+    def _show_detail(self, detail: DetailView | None) -> None:
+        self.detail = detail
+        body = self.query_one("#detail-body", Static)
+        pane = self.query_one("#detail", VerticalScroll)
+        if detail is None:
+            body.update(Text("(no item selected)" if not self.rows else "", style="dim"))
+            return
+        body.update(detail.log_renderable() if self.show_log else detail.renderable())
+        if self.show_log and detail.following:
+            pane.scroll_end(animate=False)
+
+    def selected_id(self) -> int | None:
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            return None
+        row = max(0, min(table.cursor_row, table.row_count - 1))
+        key = table.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
+        return int(key) if key is not None else None
+
+    def selected_row(self) -> Row | None:
+        chosen = self.selected_id()
+        return next((row for row in self.rows if row.item.id == chosen), None)
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value
+        if key is not None and (self.detail is None or self.detail.item.id != int(key)):
+            self._load_detail(int(key))
+
+    # -- moving -----------------------------------------------------------------------------
+
+    def action_cursor(self, step: int) -> None:
+        table = self.query_one(DataTable)
+        if table.row_count:
+            table.move_cursor(row=max(0, min(table.cursor_row + step, table.row_count - 1)))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_sort(self) -> None:
+        self.order = (
+            AttentionOrder.AGE if self.order is AttentionOrder.REASON else AttentionOrder.REASON
+        )
+        self._say(f"needs attention: {_ORDER_WORDS[self.order]}")
+        self.action_refresh()
+
+    def action_toggle_side(self) -> None:
+        self.query_one("#side").toggle_class("shown")
+        self._set_columns()
+
+    def action_toggle_log(self) -> None:
+        self.show_log = not self.show_log
+        self._show_detail(self.detail)
+
+    # -- acting -----------------------------------------------------------------------------
+
+    def action_resume(self) -> None:
+        row = self._target()
+        if row is not None:
+            session = _session_words(self.detail, row)
+            self._ask(
+                Action(
+                    f"Resume item {row.item.id}{session} now? "
+                    f"(wrighty requeue {row.item.id} --resume)",
+                    lambda: self.desk.requeue(row.item.id, resume=True),
+                )
+            )
+
+    def action_fresh(self) -> None:
+        row = self._target()
+        if row is not None:
+            self._ask(
+                Action(
+                    f"Start item {row.item.id} over in a new session, in the same workspace? "
+                    f"(wrighty requeue {row.item.id} --fresh)",
+                    lambda: self.desk.requeue(row.item.id, resume=False),
+                )
+            )
+
+    def action_cancel_item(self) -> None:
+        row = self._target()
+        if row is not None:
+            self._ask(
+                Action(
+                    f"Cancel item {row.item.id}? Cancelled is final. "
+                    f"(wrighty cancel {row.item.id})",
+                    lambda: self.desk.cancel(row.item.id),
+                )
+            )
+
+    def action_release(self) -> None:
+        row = self._target()
+        if row is not None:
+            self._ask(
+                Action(
+                    f"Take item {row.item.id} from {self._worker_words(row)}? Only when that "
+                    f"worker is really gone. (wrighty release {row.item.id} --force)",
+                    lambda: self.desk.release(row.item.id),
+                )
+            )
+
+    def action_reap(self) -> None:
+        if self._writable():
+            self._ask(
+                Action(
+                    "Settle every running item whose lease has expired? (wrighty reap)",
+                    self.desk.reap,
+                )
+            )
+
+    def action_priority(self, step: int) -> None:
+        row = self._target()
+        if row is None:
+            return
+        wanted = row.item.priority + step
+        if wanted not in PRIORITIES:
+            edge = "highest" if step < 0 else "lowest"
+            self._say(
+                f"item {row.item.id} is {priority_name(row.item.priority)} already, the {edge}",
+                error=True,
+            )
+            return
+        self._carry_out(Action("", lambda: self.desk.set_priority(row.item.id, wanted)))
+
+    def _writable(self) -> bool:
+        if self.read_only:
+            self._say(READ_ONLY_REFUSAL, error=True)
+        return not self.read_only
+
+    def _target(self) -> Row | None:
+        """The selected row, when acting is allowed and an item is selected."""
+        if not self._writable():
+            return None
+        row = self.selected_row()
+        if row is None:
+            self._say("no item selected", error=True)
+        return row
+
+    def _worker_words(self, row: Row) -> str:
+        worker = row.item.claimed_by
+        if worker is None:
+            return "its worker"
+        views = self.board.report.workers if self.board is not None else []
+        view = next((v for v in views if v.row.worker_id == worker), None)
+        if view is None:
+            return f"worker {worker} (not registered)"
+        state = "live" if view.liveness is Liveness.LIVE else str(view.liveness)
+        return f"worker {worker} ({state}, heartbeat {view.heartbeat_age_seconds:.0f}s ago)"
+
+    def _ask(self, action: Action) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._carry_out(action)
+            else:
+                self._say("nothing done")
+
+        self.push_screen(ConfirmScreen(Text(printable_line(action.question))), answered)
+
+    def _carry_out(self, action: Action) -> None:
+        try:
+            said = action.run()
+        except WrightyError as error:
+            self._say(f"wrighty: {error}", error=True)
+        else:
+            self._say(said)
+        self.detail = None  # read again: the item moved, or its command said why not
+        self.action_refresh()
+
+    def _say(self, message: str, *, error: bool = False) -> None:
+        self.message = printable_line(message)
+        style = "bold red" if error else "bold green"
+        self.query_one("#message", Static).update(Text(self.message, style=style))
+
+
+_ORDER_WORDS = {
+    AttentionOrder.REASON: "grouped by reason code",
+    AttentionOrder.AGE: "longest waiting first",
+}
+
+
+def _session_words(detail: DetailView | None, row: Row) -> str:
+    if row.item.state is ItemState.RUNNING or detail is None or detail.item.id != row.item.id:
+        return ""
+    session = detail.session
+    return f"'s session {session}" if session else ""

@@ -1,0 +1,220 @@
+"""What the inbox draws, as rich text: the board's rows, the header line, the side panel and
+the detail of the selected item. Every piece of text from outside wrighty (titles, reasons,
+diagnostics, worker names, agent output) goes through `outside` or `printable`, so that its
+control characters are shown as escapes and its brackets are never taken as markup.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
+
+from wrighty.cli.render import local_time, outside
+from wrighty.domain.board import Row, Section, section_counts
+from wrighty.domain.budgets import spend
+from wrighty.domain.health import Liveness
+from wrighty.domain.model import Item, Run
+from wrighty.domain.scheduling import priority_name
+from wrighty.domain.states import ItemState
+from wrighty.domain.text import printable
+from wrighty.services.inbox import Board, circuit_words
+
+SECTION_TAGS: dict[Section, tuple[str, str]] = {
+    Section.ATTENTION: ("ATTN", "bold red"),
+    Section.RETRY: ("RETRY", "yellow"),
+    Section.RUNNING: ("RUN", "bold blue"),
+    Section.HELD: ("HELD", "magenta"),
+    Section.WAITING: ("WAIT", "cyan"),
+}
+
+# The board's columns: its heading and width (None: what is left, shared by WHY and TITLE).
+COLUMNS: tuple[tuple[str, int | None], ...] = (
+    ("", 5),
+    ("ID", 6),
+    ("P", 2),
+    ("WHEN", 7),
+    ("WHY", None),
+    ("TITLE", None),
+)
+
+
+def age(seconds: float) -> str:
+    """``45s``, ``12m``, ``3h``, ``2d``: the largest whole unit."""
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def _since(moment: datetime | None, now: datetime) -> str:
+    return "-" if moment is None else age((now - moment).total_seconds())
+
+
+def when_cell(row: Row, now: datetime) -> str:
+    """How long it has waited (needs a person, waits), until its retry is due, or how long it
+    has run."""
+    item = row.item
+    if row.section is Section.RETRY or (
+        row.section is Section.HELD and item.state is ItemState.RETRY_SCHEDULED
+    ):
+        if item.not_before is None:
+            return "-"
+        left = (item.not_before - now).total_seconds()
+        return f"in {age(left)}" if left > 0 else "due"
+    if row.section is Section.RUNNING:
+        return _since(item.claimed_at, now)
+    return _since(row.entry.since, now)
+
+
+def row_cells(row: Row, now: datetime) -> tuple[Text, ...]:
+    tag, style = SECTION_TAGS[row.section]
+    return (
+        Text(tag, style=style),
+        Text(str(row.item.id)),
+        Text(priority_name(row.item.priority)),
+        Text(when_cell(row, now)),
+        outside(row.why),
+        outside(row.item.title),
+    )
+
+
+_HEADER_WORDS = {
+    Section.ATTENTION: "attn",
+    Section.RETRY: "retry",
+    Section.RUNNING: "run",
+    Section.HELD: "held",
+    Section.WAITING: "wait",
+}
+
+
+def header_text(board: Board, *, label: str, read_only: bool) -> Text:
+    """``wrighty · 3 attn · 1 retry · … · healthy 09:30:00 · <store>`` on one line, what
+    matters first (a narrow terminal cuts the store's name)."""
+    counts = section_counts(board.rows)
+    text = Text("wrighty", style="bold")
+    if read_only:
+        text.append(" read-only", style="bold magenta")
+    for section, words in _HEADER_WORDS.items():
+        if counts[section]:
+            text.append(" · ")
+            text.append(f"{counts[section]} {words}", style=SECTION_TAGS[section][1])
+    if board.listed < board.open_total:
+        text.append(f" · {board.listed} of {board.open_total} listed", style="bold yellow")
+    problems = len(board.report.problems)
+    text.append(" · ")
+    if problems:
+        text.append(f"{problems} problem{'s' if problems > 1 else ''}", style="bold red")
+    else:
+        text.append("healthy", style="green")
+    text.append(f" {board.checked_at.astimezone().strftime('%H:%M:%S')}", style="dim")
+    text.append(f" · {printable(label)}", style="dim")
+    return text
+
+
+def side_text(board: Board) -> Text:
+    """The side panel: the workers (dead ones flagged), open circuits, spent budgets, the
+    outbox and the report's problems."""
+    report = board.report
+    text = _workers_text(board)
+    shut = [view for view in report.circuits if view.shut]
+    held = report.spending.held if report.spending is not None else []
+    lines = [
+        *(("Circuits", circuit_words(view), "yellow") for view in shut),
+        *(
+            ("Budgets spent", f"{a.agent}: {spend(a.period.usage)} of {a.limit.describe()}", "red")
+            for a in held
+        ),
+    ]
+    heading = None
+    for title, words, style in lines:
+        if title != heading:
+            text.append(f"{title}\n", style="bold")
+            heading = title
+        text.append(" ")
+        text.append_text(outside(words, style=style))
+        text.append("\n")
+    outbox = report.outbox
+    if outbox is not None and (outbox.pending or outbox.given_up):
+        text.append(f"Outbox  {outbox.pending} pending, {outbox.given_up} given up\n", style="bold")
+    for problem in report.problems:
+        text.append_text(outside(f"! {problem.message}", style="bold red"))
+        text.append("\n")
+    return text
+
+
+def _workers_text(board: Board) -> Text:
+    report = board.report
+    text = Text()
+    dead = sum(view.liveness is not Liveness.LIVE for view in report.workers)
+    text.append(f"Workers  {report.live_workers} live", style="bold")
+    if dead:
+        text.append(f", {dead} not", style="bold red")
+    text.append("\n")
+    if not report.workers:
+        text.append(" none registered\n", style="dim")
+    for view in report.workers:
+        live = view.liveness is Liveness.LIVE
+        text.append(" ● " if live else " ✗ ", style="green" if live else "bold red")
+        text.append_text(outside(view.row.label or view.row.worker_id))
+        state = "" if live else f" {view.liveness}"
+        text.append(f"{state} hb {age(view.heartbeat_age_seconds)}", style="" if live else "red")
+        text.append("\n")
+        if view.row.items:
+            text.append(f"   items {', '.join(str(i) for i in view.row.items)}\n", style="dim")
+    return text
+
+
+class Collector(Console):
+    """A console that keeps what is printed to it, for a widget to draw (the inbox shows
+    `wrighty show`'s own text as its detail)."""
+
+    def __init__(self) -> None:
+        super().__init__(file=io.StringIO(), width=100)
+        self.collected: list[RenderableType] = []
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        self.collected.extend(objects)
+
+
+@dataclass(frozen=True)
+class DetailView:
+    """The selected item as the detail pane shows it: `wrighty show`'s text, and the tail of
+    its last run's log (or why there is none here)."""
+
+    item: Item
+    shown: list[RenderableType]
+    session: str | None = None  # the vendor's session id, when one is recorded
+    last_run: Run | None = None
+    log: str | None = None
+    log_problem: str | None = None
+
+    @property
+    def following(self) -> bool:
+        """Whether the log grows: its run is still going."""
+        return self.last_run is not None and self.last_run.ended_at is None
+
+    def renderable(self) -> RenderableType:
+        return Group(*self.shown)
+
+    def log_renderable(self) -> RenderableType:
+        run = self.last_run
+        if run is None:
+            return Text(f"item {self.item.id} has no runs yet", style="dim")
+        heading = Text(f"Log of run {run.attempt} of item {self.item.id}", style="bold")
+        if self.following:
+            heading.append(" (following)", style="bold blue")
+        else:
+            heading.append(f" (ended {local_time(run.ended_at)})", style="dim")
+        if self.log_problem is not None:
+            body = outside(self.log_problem, style="dim")
+        elif self.log:
+            body = Text(self.log)  # printable already: tail_output escapes it
+        else:
+            body = Text("(no output yet)", style="dim")
+        return Group(heading, body)
