@@ -603,6 +603,12 @@ CASES: list[Case] = [
         ("list", "--attention", "--state", "queued"),
         "--attention lists needs-attention items only",
     ),
+    Case("inbox-interval-zero", ("inbox", "--interval", "0"), "--interval"),
+    Case("inbox-interval-not-a-number", ("inbox", "--interval", "soon"), "--interval"),
+    Case("inbox-interval-past-bound", ("inbox", "--interval", "7200"), "--interval"),
+    Case("inbox-unknown-option", ("inbox", "--watch"), "No such option"),
+    Case("inbox-without-a-terminal", ("inbox",), "needs a terminal"),
+    Case("inbox-read-only-without-a-terminal", ("inbox", "--read-only"), "needs a terminal"),
     Case("status-unknown-format", ("status", "--format", "xml"), "--format: expected"),
     Case("status-watch-as-json", ("status", "--watch", "--json"), "--watch shows the terminal"),
     Case(

@@ -40,6 +40,9 @@ NOT_FOR_READING = (
     # Notifications are delivered by workers and `wrighty notify`; Apprise only by its sinks.
     "wrighty.notify",
     "apprise",
+    # The terminal inbox: Textual is for `wrighty inbox` alone.
+    "textual",
+    "wrighty.inbox",
 )
 # Nothing an agent run needs, and no service beyond items: `list` reads the store alone.
 NOT_FOR_LISTING = (

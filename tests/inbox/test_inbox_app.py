@@ -15,9 +15,10 @@ from tests.cli.run_helpers import write_logs
 from tests.conftest import FakeClock
 from tests.inbox.conftest import make_project
 from tests.inbox.seed import drive, make_app, open_project_store, seed, settled
-from wrighty.domain.board import Section
+from wrighty.domain.board import AttentionOrder, Section
 from wrighty.domain.states import ItemState
 from wrighty.inbox.app import READ_ONLY_REFUSAL, InboxApp
+from wrighty.services.inbox import Board
 
 
 def board_ids(app: InboxApp) -> list[int]:
@@ -287,28 +288,34 @@ def test_priority_stops_at_the_highest_with_a_message(project: Path, clock: Fake
     assert item.priority == 0
 
 
-def test_sorting_needs_attention_by_age_puts_the_longest_waiting_first(
+def test_s_reads_the_board_again_with_needs_attention_longest_waiting_first(
     project: Path, clock: FakeClock
 ) -> None:
-    ids = seed(project, clock)  # auth settled after agent-failure, so it waited less
-    store = open_project_store(project)
-    auth = store.get_item(ids.auth)
-    store.close()
-    assert auth is not None
-    assert auth.reason_code == "auth"
-    app, opened = make_app(project)
+    seed(project, clock)
+    app, store = make_app(project)
+    asked: list[AttentionOrder] = []
+    read = app.desk.board
+
+    def board(order: AttentionOrder) -> Board:
+        asked.append(order)
+        return read(order)
+
+    app.desk.board = board  # type: ignore[method-assign]
 
     async def script(app: InboxApp, pilot: object) -> None:
-        attention = [row.item.id for row in app.rows if row.section is Section.ATTENTION]
-        assert attention == [ids.attention, ids.auth]  # by reason: agent-failure < auth
+        assert asked == [AttentionOrder.REASON]
         await pilot.press("s")  # type: ignore[attr-defined]
         await settled(app, pilot)
         assert message(app) == "needs attention: longest waiting first"
+        assert asked[-1] is AttentionOrder.AGE
+        await pilot.press("s")  # type: ignore[attr-defined]
+        await settled(app, pilot)
+        assert asked[-1] is AttentionOrder.REASON
 
     try:
         drive(app, script)
     finally:
-        opened.close()
+        store.close()
 
 
 def test_the_log_pane_shows_the_running_runs_tail_redacted_and_follows_it(

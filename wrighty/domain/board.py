@@ -15,6 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from wrighty.domain.budgets import spend
+from wrighty.domain.decisions import USAGE_RETRY_FRESH
 from wrighty.domain.model import Dependency, Item, Run
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import Usage
@@ -70,7 +71,7 @@ _RETRY_BY: Mapping[str, str] = {
     "process-crash": "processCrash",
     "rate-limited": "usageFailure",
     "provider-unavailable": "usageFailure",
-    "usage-retry-fresh": "usageFailure",
+    USAGE_RETRY_FRESH: "usageFailure",
     "operator-resume": "operator",
     "worker-stopped": "worker stopped",
     "worker-lost": "reaper",

@@ -24,6 +24,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
+from textual.worker import get_current_worker
 
 from wrighty.domain.board import AttentionOrder, Row
 from wrighty.domain.health import Liveness
@@ -248,7 +249,8 @@ class InboxApp(App[None]):
         except WrightyError as error:
             self.call_from_thread(self._say, f"wrighty: {error}", error=True)
             return
-        self.call_from_thread(self._show_board, board, detail)
+        if not get_current_worker().is_cancelled:  # a later read has taken its place
+            self.call_from_thread(self._show_board, board, detail)
 
     def _read_detail(self, item_id: int | None) -> DetailView | None:
         if item_id is None:
@@ -261,7 +263,8 @@ class InboxApp(App[None]):
     @work(thread=True, exclusive=True, group="detail")
     def _load_detail(self, item_id: int) -> None:
         detail = self._read_detail(item_id)
-        self.call_from_thread(self._show_detail, detail)
+        if not get_current_worker().is_cancelled:
+            self.call_from_thread(self._show_detail, detail)
 
     def _show_board(self, board: Board, detail: DetailView | None) -> None:
         self.board = board
