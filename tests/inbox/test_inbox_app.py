@@ -391,3 +391,27 @@ def test_an_empty_store_says_so(project: Path, clock: FakeClock) -> None:
         drive(app, script)
     finally:
         store.close()
+
+
+def test_hostile_text_is_drawn_as_text(project: Path, clock: FakeClock) -> None:
+    """Escape sequences, markup, wide characters and very long lines in a title, a reason and
+    a diagnostic: shown escaped and whole in their cells, never obeyed."""
+    title = "\x1b]0;pwned\x07\x1b[2J[bold red]not markup[/] 漢字の見出し " + "x" * 150
+    ids = seed(project, clock, title=title)
+    app, store = make_app(project)
+
+    async def script(app: InboxApp, pilot: object) -> None:
+        screen = screen_text(app)
+        assert "\x1b" not in screen
+        assert "\x07" not in screen
+        assert "\\x1b]0;pwned\\x07\\x1b[2J[bold red]not markup[/]" in screen
+        assert "漢字の見出し" in screen
+        row = next(row for row in app.rows if row.item.id == ids.attention)
+        assert row.item.title == title
+        for line in screen.splitlines():
+            assert len(line) <= 80 + 1  # the board's own width (and the pane's border)
+
+    try:
+        drive(app, script)
+    finally:
+        store.close()

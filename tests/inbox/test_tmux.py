@@ -11,8 +11,8 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,16 +48,17 @@ def tmux_or_skip() -> str:
 
 @dataclass
 class Terminal:
-    """One pane of a private tmux server (a socket of its own), running one command."""
+    """One pane of a private tmux server (its socket a file of the test's), running one
+    command."""
 
     tmux: str
-    socket: str = field(default_factory=lambda: f"wrighty-test-{uuid.uuid4().hex[:12]}")
+    socket: Path
     target: str = "inbox"
     pids: list[int] = field(default_factory=list)  # the server's and the pane's
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> str:
         done = subprocess.run(
-            [self.tmux, "-L", self.socket, "-f", "/dev/null", *args],
+            [self.tmux, "-S", str(self.socket), "-f", "/dev/null", *args],
             capture_output=True,
             text=True,
             env=env,
@@ -106,23 +107,33 @@ class Terminal:
         return self.wait_for(lambda screen: all(t in screen for t in texts), repr(texts))
 
     def wait_for_exit(self) -> int:
-        """The pane's command's exit status, once it has exited (tmux marks the pane dead when
-        the terminal closes, and knows the status a moment later, when it reaps the command)."""
+        """The pane's command's exit status, once it has exited.
+
+        tmux marks the pane dead when its terminal closes, and learns the status when its
+        SIGCHLD handler reaps the command. The Debian build closes the terminal's utmp entry
+        through libutempter, which forks a helper with SIGCHLD set to SIG_DFL for a moment:
+        a command that exits in that moment leaves no signal behind, and stays a zombie until
+        the next SIGCHLD. `run-shell true` is one: its job's exit makes tmux reap them all."""
         deadline = time.monotonic() + WAIT_SECONDS
         while True:
-            status, signal = self.pane("#{pane_dead_status}|#{pane_dead_signal}").split("|")
+            dead, status, signal = self.pane(
+                "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}"
+            ).split("|")
             if signal:
                 pytest.fail(f"the command was killed by signal {signal}:\n{self.screen()}")
             if status:
                 return int(status)
             if time.monotonic() > deadline:
                 pytest.fail(f"the command did not exit; the pane shows:\n{self.screen()}")
-            time.sleep(POLL_SECONDS)
+            if dead == "1":
+                self.run("run-shell", "true")
+            else:
+                time.sleep(POLL_SECONDS)
 
     def kill(self) -> None:
         """The server and everything in it, gone (killed outright if they linger)."""
         subprocess.run(
-            [self.tmux, "-L", self.socket, "kill-server"],
+            [self.tmux, "-S", str(self.socket), "kill-server"],
             capture_output=True,
             timeout=WAIT_SECONDS,
             check=False,
@@ -157,10 +168,13 @@ class Inbox:
 def start_inbox(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: FakeClock
 ) -> Iterator[Callable[..., Inbox]]:
-    """Start `wrighty inbox [args]` in a pane, on a seeded project; its server is killed
-    afterwards, whatever happened."""
+    """Start `wrighty inbox [args]` in a pane, on a seeded project (once a test); its server
+    is killed afterwards, whatever happened. The server's socket is in a directory of its own
+    with a short path (a socket's path has a length limit that tmp_path may pass), removed
+    afterwards: tmux leaves its socket behind when it exits."""
     tmux = tmux_or_skip()
     terminals: list[Terminal] = []
+    sockets = tempfile.TemporaryDirectory(prefix="wrighty-tmux-")
 
     def start(*args: str) -> Inbox:
         project = make_project(tmp_path / "project", monkeypatch)
@@ -171,7 +185,7 @@ def start_inbox(
             if not name.startswith(("WRIGHTY_", "TMUX"))
         }
         env |= {"TERM": "xterm-256color", "TZ": "UTC"}  # XDG_CONFIG_HOME: the suite's own
-        terminal = Terminal(tmux)
+        terminal = Terminal(tmux, Path(sockets.name) / f"tmux-{len(terminals)}")
         terminals.append(terminal)
         terminal.start([installed_wrighty(), "inbox", *args], cwd=project, env=env)
         return Inbox(project, ids, terminal)
@@ -181,6 +195,7 @@ def start_inbox(
     finally:
         for terminal in terminals:
             terminal.kill()
+        sockets.cleanup()
 
 
 def lines(screen: str) -> list[str]:
@@ -234,7 +249,9 @@ def test_the_inbox_runs_in_a_terminal_and_its_keys_act(start_inbox: Callable[...
     assert lines(screen)[-1].startswith(" q Quit  ? Help")
 
     terminal.send("?")
-    terminal.wait_for_text("the items that need a person, live", "select an item")
+    terminal.wait_for_text(  # all of it: it fits 24 lines
+        "the items that need a person, live", "select an item", "Press escape to close."
+    )
     terminal.send("Escape")
     screen = terminal.wait_for(
         lambda s: "select an item" not in s and showing_board(s), "the board again"

@@ -100,13 +100,17 @@ def _held(
     """Why each waiting item is held (what the claim would find), by id; and the agents whose
     budget is spent. A dependency first, then a concurrency limit, a spent budget, a circuit."""
     items = [entry.item for entry in entries]
+    # Every running item, and its labels, are among the entries unless the read was cut short;
+    # then the limits count what the store says.
+    complete = len(entries) < settings.limit
     waits = scheduling_waits(
         store,
         items,
         limits=settings.limits,
         default_agent=settings.default_agent,
         edges=[edge for entry in entries for edge in entry.after],
-        labels={entry.item.id: entry.labels for entry in entries},
+        labels={entry.item.id: entry.labels for entry in entries} if complete else None,
+        running=[item for item in items if item.state is ItemState.RUNNING] if complete else None,
     )
     held = {item_id: wait.reason for item_id, wait in waits.items()}
     by_item = held_items(

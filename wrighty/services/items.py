@@ -124,33 +124,33 @@ def scheduling_waits(
     default_agent: str,
     edges: Collection[Dependency] | None = None,
     labels: Mapping[int, tuple[str, ...]] | None = None,
+    running: Collection[Item] | None = None,
 ) -> dict[int, Wait]:
     """Why each of ``items`` that waits to be claimed (todo, queued or a retry; for a held
     limit: queued or a retry) is not: the items it comes after, or a concurrency limit the
     running items reach (the claim decides the same in its transaction). ``edges`` and
     ``labels``, when given, are every dependency and every item's labels, as the store lists
-    them."""
+    them; ``running``, when given, every running item (read from the store otherwise)."""
     if edges is None:
         edges = store.list_dependencies()
     if labels is None:
         labels = store.list_labels()
     upstream = upstream_of((edge.item_id, edge.depends_on) for edge in edges)
     state_of = {edge.depends_on: edge.state for edge in edges}
-    running: RunningCounts | None = None
+    counts: RunningCounts | None = None
     waits: dict[int, Wait] = {}
     for item in items:
         if item.state not in _WAITING_STATES:
             continue
         found = dependency_wait(item.id, upstream, state_of)
         if found is None and item.state is not ItemState.TODO and limits.any:
-            if running is None:
-                running = running_counts(
-                    (r.agent or default_agent, labels.get(r.id, ()))
-                    for r in store.list_items([ItemState.RUNNING])
+            if counts is None:
+                if running is None:
+                    running = store.list_items([ItemState.RUNNING])
+                counts = running_counts(
+                    (r.agent or default_agent, labels.get(r.id, ())) for r in running
                 )
-            found = limit_hold(
-                item.agent or default_agent, labels.get(item.id, ()), running, limits
-            )
+            found = limit_hold(item.agent or default_agent, labels.get(item.id, ()), counts, limits)
         if found is not None:
             waits[item.id] = found
     return waits

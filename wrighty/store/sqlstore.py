@@ -59,6 +59,9 @@ from wrighty.errors import NotFoundError, WrightyError
 from wrighty.store.port import WorkListener
 from wrighty.store.sqlfiles import migrations, read_sql
 
+# Before every run: the ledger read from the start.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 def to_db_time(moment: datetime | None) -> str | None:
     """Fixed-width UTC text (``2026-11-30T09:00:00.000000Z``): comparing strings compares
@@ -215,7 +218,9 @@ class SqlStore(ABC):
         return _item_from_row(rows[0]) if rows else None
 
     def list_items(self, states: Collection[ItemState] = ()) -> list[Item]:
-        wanted = json.dumps(sorted(s.value for s in states)) if states else None
+        if not states:
+            return [_item_from_row(row) for row in self._rows("select_all_items", {})]
+        wanted = json.dumps(sorted(s.value for s in states))
         return [_item_from_row(row) for row in self._rows("select_items", {"states": wanted})]
 
     def list_events(self, item_id: int) -> list[Event]:
@@ -430,10 +435,12 @@ class SqlStore(ABC):
     def list_ledger(
         self, *, default_agent: str, since: datetime | None = None, item_id: int | None = None
     ) -> list[LedgerEntry]:
-        rows = self._rows(
-            "select_ledger",
-            {"since": to_db_time(since), "item_id": item_id, "default_agent": default_agent},
-        )
+        # No "IS NULL OR" in the queries: each keeps to its index (runs_by_start, runs_by_item).
+        params = {"since": to_db_time(since or _EPOCH), "default_agent": default_agent}
+        if item_id is None:
+            rows = self._rows("select_ledger", params)
+        else:
+            rows = self._rows("select_item_ledger", {**params, "item_id": item_id})
         return [
             LedgerEntry(
                 run_id=row["run_id"],

@@ -20,11 +20,14 @@ VALUES (:item_id, :at, :actor, :generation, :from_state, :to_state, :reason_code
 SELECT * FROM items WHERE id = :id;
 
 -- name: select_items
--- :states is a JSON array of state names, or NULL for every state.
+-- :states is a JSON array of state names. Every item: select_all_items (an "IS NULL OR" here
+-- would keep the planner from the items_by_state index).
 SELECT * FROM items
-WHERE CAST(:states AS text) IS NULL
-   OR state IN (SELECT jsonb_array_elements_text(CAST(:states AS jsonb)))
+WHERE state IN (SELECT jsonb_array_elements_text(CAST(:states AS jsonb)))
 ORDER BY id;
+
+-- name: select_all_items
+SELECT * FROM items ORDER BY id;
 
 -- name: select_events
 SELECT * FROM item_events WHERE item_id = :item_id ORDER BY id;
@@ -393,15 +396,23 @@ WHERE run_id = :run_id
   AND EXISTS (SELECT 1 FROM items WHERE items.id = runs.item_id AND items.state = 'running'
               AND items.generation = runs.generation AND items.claimed_by = runs.worker_id);
 -- name: select_ledger
--- Every run's usage (since a time, for one item, or all), with the agent that ran it (an
--- older run's: its item's agent, or the default).
+-- Every run's usage started at or after :since (the epoch for all), with the agent that ran it
+-- (an older run's: its item's agent, or the default); in the order runs_by_start keeps them.
 SELECT runs.run_id, runs.item_id, runs.started_at,
        coalesce(runs.agent, items.agent, CAST(:default_agent AS text)) AS agent,
        runs.usage, runs.input_tokens, runs.output_tokens, runs.cache_read_tokens, runs.cache_write_tokens, runs.cost_usd, runs.cost_source, runs.models, runs.turns, runs.api_ms
 FROM runs
 JOIN items ON items.id = runs.item_id
-WHERE (CAST(:since AS text) IS NULL OR runs.started_at >= :since)
-  AND (CAST(:item_id AS bigint) IS NULL OR runs.item_id = :item_id)
+WHERE runs.started_at >= :since
+ORDER BY runs.started_at, runs.run_id;
+-- name: select_item_ledger
+-- One item's runs, as select_ledger reads them (runs_by_item finds them).
+SELECT runs.run_id, runs.item_id, runs.started_at,
+       coalesce(runs.agent, items.agent, CAST(:default_agent AS text)) AS agent,
+       runs.usage, runs.input_tokens, runs.output_tokens, runs.cache_read_tokens, runs.cache_write_tokens, runs.cost_usd, runs.cost_source, runs.models, runs.turns, runs.api_ms
+FROM runs
+JOIN items ON items.id = runs.item_id
+WHERE runs.item_id = :item_id AND runs.started_at >= :since
 ORDER BY runs.started_at, runs.run_id;
 -- name: select_agent_spend
 -- What an agent's runs started since a time spent (the claim's budget check reads it in the

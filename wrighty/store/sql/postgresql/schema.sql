@@ -119,6 +119,7 @@ CREATE TABLE runs (
 CREATE INDEX runs_by_item ON runs (item_id, started_at);
 CREATE INDEX runs_by_claim ON runs (item_id, generation);
 CREATE INDEX runs_by_agent ON runs (agent, started_at);
+CREATE INDEX runs_by_start ON runs (started_at);
 
 CREATE TABLE workers (
     worker_id          TEXT PRIMARY KEY,
