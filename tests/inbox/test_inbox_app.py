@@ -362,13 +362,17 @@ def test_an_item_that_finishes_leaves_the_board_at_the_next_refresh(
     app, store = make_app(project)
 
     async def script(app: InboxApp, pilot: object) -> None:
-        assert ids.queued in board_ids(app)
+        await select(app, pilot, ids.queued)
         said = wrighty("cancel", str(ids.queued))
         assert said.exit_code == 0
         await pilot.press("g")  # type: ignore[attr-defined]
         await settled(app, pilot)
         assert ids.queued not in board_ids(app)
         assert app.query_one(DataTable).row_count == len(board_ids(app))
+        # The selection stays where it was: on the row that took the cancelled one's place.
+        assert app.selected_id() == ids.todo
+        assert app.detail is not None
+        assert app.detail.item.id == ids.todo
 
     try:
         drive(app, script)

@@ -93,14 +93,18 @@ class Terminal:
         self.run("send-keys", "-t", self.target, *keys)
 
     def wait_for(self, shown: Callable[[str], bool], what: str) -> str:
-        """The screen, as soon as ``shown`` holds for it (polled; fails after WAIT_SECONDS)."""
+        """The screen, as soon as ``shown`` holds for it and it has settled: the same on two
+        captures in a row (tmux reads a frame of the app's in pieces, and a capture between
+        two of them shows some of the frame; polled; fails after WAIT_SECONDS)."""
         deadline = time.monotonic() + WAIT_SECONDS
+        last = None
         while True:
             screen = self.screen()
-            if shown(screen):
+            if screen == last and shown(screen):
                 return screen
             if time.monotonic() > deadline:
                 pytest.fail(f"the pane never showed {what}; it shows:\n{screen}")
+            last = screen
             time.sleep(POLL_SECONDS)
 
     def wait_for_text(self, *texts: str) -> str:
@@ -275,11 +279,12 @@ def test_the_inbox_runs_in_a_terminal_and_its_keys_act(start_inbox: Callable[...
     screen = terminal.wait_for(
         lambda s: (
             message_line(s) == f"item {ids.queued} is cancelled"
-            and ids.queued not in [row for _, row in board(s)]
+            and ids.queued not in [row for _, row in board(s)]  # the board read again
+            and "· 1 wait ·" in lines(s)[0]
         ),
-        "the item cancelled",
+        "the item cancelled, and gone from the board",
     )
-    assert "· 1 wait ·" in lines(screen)[0]
+    assert len(board(screen)) == 7
     store = open_project_store(inbox.project)
     try:
         cancelled = store.get_item(ids.queued)

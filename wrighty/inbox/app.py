@@ -158,8 +158,8 @@ class InboxApp(App[None]):
         Binding("f", "fresh", "Fresh"),
         Binding("c", "cancel_item", "Cancel"),
         Binding("x", "release", "Release"),
-        Binding("plus,equals_sign", "priority(-1)", "Prio+"),
-        Binding("minus", "priority(1)", "Prio-"),
+        Binding("plus,equals_sign", "priority(-1)", "Prio+", show=False),
+        Binding("minus", "priority(1)", "Prio-", show=False),
         Binding("R", "reap", "Reap"),
         Binding("l", "toggle_log", "Log"),
         Binding("s", "sort", "Sort", show=False),
@@ -297,6 +297,7 @@ class InboxApp(App[None]):
                         table.update_cell(key, table.ordered_columns[column].key, cell)
             self._cells = new
             return
+        row = table.cursor_row
         with self.batch_update():
             table.clear()
             for key, cells in new.items():
@@ -304,6 +305,8 @@ class InboxApp(App[None]):
             self._cells = new
             if selected is not None and str(selected) in new:
                 table.move_cursor(row=table.get_row_index(str(selected)))
+            elif new:  # it left the board: the row that took its place
+                table.move_cursor(row=min(row, len(new) - 1))
 
     def _show_detail(self, detail: DetailView | None) -> None:
         self.detail = detail

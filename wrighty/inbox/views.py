@@ -113,7 +113,7 @@ def header_text(board: Board, *, label: str, read_only: bool) -> Text:
     else:
         text.append("healthy", style="green")
     text.append(f" {board.checked_at.astimezone().strftime('%H:%M:%S')}", style="dim")
-    text.append(f" · {printable(label)}", style="dim")
+    text.append(f"  {printable(label)}", style="dim")
     return text
 
 
