@@ -2,8 +2,9 @@
 the workers, provider circuits and spent budgets beside it) and the tail of a run's log.
 
 A refresh is one board read: the status report's queries (counts, workers, circuits, the
-outbox, the budget period's ledger) and one snapshot of the open items; a concurrency limit
-adds a read of the running items, a day budget a read of each budgeted agent's spend. The
+outbox, the budget period's ledger) and one snapshot of the open items; a day budget adds a
+read of each budgeted agent's spend (a concurrency limit counts the running items among the
+open ones, unless the snapshot was cut at its limit). The
 inbox's actions are the services the commands call (services/items.py, services/reaper.py).
 """
 
