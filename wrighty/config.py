@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from pydantic.alias_generators import to_camel
 
 from wrighty.domain.budgets import Budgets
+from wrighty.domain.circuits import circuit_name
 from wrighty.domain.durations import (
     MAX_ITEM_TIMEOUT_SECONDS,
     MAX_QUEUE_WAIT_SECONDS,
@@ -1073,6 +1074,16 @@ def thresholds_of(config: WrightyConfig) -> Thresholds:
         max_open_circuits=settings.max_open_circuits,
         max_notify_age_seconds=settings.max_notify_age_seconds,
     )
+
+
+def agent_circuit(config: WrightyConfig, agent: str, *, installation_id: str) -> str | None:
+    """The provider circuit that can hold ``agent``'s items back: only under a usage policy
+    that retries (docs/usage-limits.md); None otherwise."""
+    if config.worker.usage_failure.action != "retry":
+        return None
+    settings = config.agents.get(agent)
+    account = settings.account if settings is not None else None
+    return circuit_name(agent, account=account, installation_id=installation_id)
 
 
 def limits_of(config: WrightyConfig) -> ConcurrencyLimits:

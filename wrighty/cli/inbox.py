@@ -30,20 +30,17 @@ REAP_LIMIT = 100
 
 def board_settings(app_ctx: AppContext) -> BoardSettings:
     """What the board reads under, from wrighty.json (its defaults without one)."""
-    from wrighty.config import budgets_of, limits_of, thresholds_of
-    from wrighty.domain.circuits import circuit_name
+    from wrighty.config import agent_circuit, budgets_of, limits_of, thresholds_of
     from wrighty.installation import installation_id
     from wrighty.services.inbox import BoardSettings
 
     config = app_ctx.config().config
     here = installation_id()
     circuits = {}
-    if config.worker.usage_failure.action == "retry":
-        names = {*config.agents, config.worker.default_agent}
-        for name in sorted(names):
-            settings = config.agents.get(name)
-            account = settings.account if settings is not None else None
-            circuits[name] = circuit_name(name, account=account, installation_id=here)
+    for name in sorted({*config.agents, config.worker.default_agent}):
+        circuit = agent_circuit(config, name, installation_id=here)
+        if circuit is not None:
+            circuits[name] = circuit
     return BoardSettings(
         installation_id=here,
         default_agent=config.worker.default_agent,

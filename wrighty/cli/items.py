@@ -471,7 +471,7 @@ def print_show(out: Console, facts: ShowFacts) -> None:
 def _holding_back(app_ctx: AppContext, store: Store, item: Item) -> CircuitView | None:
     """The provider circuit that keeps a waiting item's agent from being launched, if one
     does (only under a usage retry policy; see docs/usage-limits.md)."""
-    from wrighty.domain.circuits import circuit_name
+    from wrighty.config import agent_circuit
     from wrighty.installation import installation_id
     from wrighty.services.circuits import holding
 
@@ -481,13 +481,9 @@ def _holding_back(app_ctx: AppContext, store: Store, item: Item) -> CircuitView 
         config = app_ctx.config().config
     except WrightyError:
         return None
-    if config.worker.usage_failure.action != "retry":
-        return None
     agent = item.agent or config.worker.default_agent
-    settings = config.agents.get(agent)
-    account = settings.account if settings is not None else None
-    name = circuit_name(agent, account=account, installation_id=installation_id())
-    return holding(store, name, app_ctx.now())
+    name = agent_circuit(config, agent, installation_id=installation_id())
+    return holding(store, name, app_ctx.now()) if name is not None else None
 
 
 def _has_logs(app_ctx: AppContext, runs: list[Run]) -> bool:

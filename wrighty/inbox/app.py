@@ -264,7 +264,13 @@ class InboxApp(App[None]):
     def _load_detail(self, item_id: int) -> None:
         detail = self._read_detail(item_id)
         if not get_current_worker().is_cancelled:
-            self.call_from_thread(self._show_detail, detail)
+            self.call_from_thread(self._detail_read, item_id, detail)
+
+    def _detail_read(self, item_id: int, detail: DetailView | None) -> None:
+        """Show a detail that was read, unless the selection has moved on since it was asked
+        for (the read for the new selection is on its way)."""
+        if item_id == self.selected_id():
+            self._show_detail(detail)
 
     def _show_board(self, board: Board, detail: DetailView | None) -> None:
         self.board = board
