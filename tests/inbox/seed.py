@@ -145,16 +145,22 @@ class Seeded:
     cancelled: int
 
 
-def seed(project: Path, clock: FakeClock, *, title: str | None = None) -> Seeded:
-    """Items in every state; ``title`` replaces the first item's title (untrusted text)."""
+DIAGNOSTIC = "Error: connection refused (127.0.0.1:5432)"
+
+
+def seed(
+    project: Path, clock: FakeClock, *, title: str | None = None, diagnostic: str = DIAGNOSTIC
+) -> Seeded:
+    """Items in every state; ``title`` replaces the first item's title, ``diagnostic`` its
+    run's diagnostic (untrusted text)."""
     store = open_project_store(project)
     try:
-        return _seed(store, clock, title)
+        return _seed(store, clock, title, diagnostic)
     finally:
         store.close()
 
 
-def _seed(store: Store, clock: FakeClock, title: str | None) -> Seeded:
+def _seed(store: Store, clock: FakeClock, title: str | None, diagnostic: str) -> Seeded:
     now = clock()
     made = {
         name: store.create_item(new(text), at=now, actor="operator").id
@@ -191,9 +197,7 @@ def _seed(store: Store, clock: FakeClock, title: str | None) -> Seeded:
             at=clock(),
             outcome=outcome,
             reason=reason,
-            diagnostic="Error: connection refused (127.0.0.1:5432)"
-            if name == "attention"
-            else None,
+            diagnostic=diagnostic if name == "attention" else None,
             not_before=clock() + timedelta(minutes=10) if name == "retry" else None,
         )
     gone = claim(store, made["gone"], at=clock(), worker=GONE_WORKER)

@@ -401,7 +401,8 @@ def test_hostile_text_is_drawn_as_text(project: Path, clock: FakeClock) -> None:
     """Escape sequences, markup, wide characters and very long lines in a title, a reason and
     a diagnostic: shown escaped and whole in their cells, never obeyed."""
     title = "\x1b]0;pwned\x07\x1b[2J[bold red]not markup[/] 漢字の見出し " + "x" * 150
-    ids = seed(project, clock, title=title)
+    diagnostic = "Traceback\n\x1b[31mKeyError\x1b[0m: [link=file:///etc]here[/link] " + "y" * 300
+    ids = seed(project, clock, title=title, diagnostic=diagnostic)
     app, store = make_app(project)
 
     async def script(app: InboxApp, pilot: object) -> None:
@@ -410,12 +411,14 @@ def test_hostile_text_is_drawn_as_text(project: Path, clock: FakeClock) -> None:
         assert "\x07" not in screen
         assert "\\x1b]0;pwned\\x07\\x1b[2J[bold red]not markup[/]" in screen
         assert "漢字の見出し" in screen
+        # the detail's diagnostic, escaped, its markup as text
+        assert "\\x1b[31mKeyError\\x1b[0m: [link=file:///etc]here[/link]" in screen
         row = next(row for row in app.rows if row.item.id == ids.attention)
         assert row.item.title == title
         for line in screen.splitlines():
-            assert len(line) <= 80 + 1  # the board's own width (and the pane's border)
+            assert len(line) <= 160 + 1  # the screen's width (and the pane's border)
 
     try:
-        drive(app, script)
+        drive(app, script, size=(160, 100))
     finally:
         store.close()
