@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import DataTable, Static
@@ -14,11 +15,20 @@ from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import write_logs
 from tests.conftest import FakeClock
 from tests.inbox.conftest import make_project
-from tests.inbox.seed import drive, make_app, open_project_store, seed, settled
+from tests.inbox.seed import Script, drive, make_app, open_project_store, seed, settled
 from wrighty.domain.board import AttentionOrder, Section
 from wrighty.domain.states import ItemState
 from wrighty.inbox.app import READ_ONLY_REFUSAL, InboxApp
 from wrighty.services.inbox import Board
+from wrighty.store.port import Store
+
+
+def drive_and_close(app: InboxApp, store: Store, script: Script, **options: Any) -> None:
+    """Drive the app (seed.drive), then close the store it ran on."""
+    try:
+        drive(app, script, **options)
+    finally:
+        store.close()
 
 
 def board_ids(app: InboxApp) -> list[int]:
@@ -106,10 +116,7 @@ def test_the_board_lists_every_open_item_by_section_and_leaves_finished_ones_out
         assert "15,400 tokens" in by_id[ids.running]
         assert by_id[ids.retry].startswith("processCrash: killed by SIGKILL")
 
-    try:
-        drive(app, script)
-    finally:
-        store.close()
+    drive_and_close(app, store, script)
 
 
 def test_the_detail_is_shows_text_and_follows_the_selection(
@@ -193,10 +200,7 @@ def test_an_action_lands_in_the_store_as_its_command_would(
         await settled(app, pilot)
         assert message(app) == said.stdout.strip().replace("\n", "; ")
 
-    try:
-        drive(app, script)
-    finally:
-        store.close()
+    drive_and_close(app, store, script)
     after = history(by_inbox, item_id)
     assert after != before
     assert after == history(by_command, item_id)
@@ -217,10 +221,7 @@ def test_a_refused_action_shows_the_commands_line_and_changes_nothing(
         await settled(app, pilot)
         assert message(app) == refused.stderr.strip()
 
-    try:
-        drive(app, script)
-    finally:
-        store.close()
+    drive_and_close(app, store, script)
     assert history(project, ids.auth) == before
 
 
@@ -237,10 +238,7 @@ def test_no_at_the_question_does_nothing(project: Path, clock: FakeClock) -> Non
         await settled(app, pilot)
         assert message(app) == "nothing done"
 
-    try:
-        drive(app, script)
-    finally:
-        store.close()
+    drive_and_close(app, store, script)
     assert history(project, ids.queued) == before
 
 
@@ -259,10 +257,7 @@ def test_read_only_refuses_every_action_without_asking(project: Path, clock: Fak
             assert message(app) == READ_ONLY_REFUSAL
         assert "read-only" in str(app.query_one("#header", Static).content)
 
-    try:
-        drive(app, script)
-    finally:
-        store.close()
+    drive_and_close(app, store, script)
     assert [history(project, item_id) for item_id in watched] == before
 
 
@@ -279,10 +274,7 @@ def test_priority_stops_at_the_highest_with_a_message(project: Path, clock: Fake
         await settled(app, pilot)
         assert message(app) == f"item {ids.queued} is P0 already, the highest"
 
-    try:
-        drive(app, script)
-    finally:
-        store.close()
+    drive_and_close(app, store, script)
     item = open_project_store(project).get_item(ids.queued)
     assert item is not None
     assert item.priority == 0
@@ -312,10 +304,7 @@ def test_s_reads_the_board_again_with_needs_attention_longest_waiting_first(
         await settled(app, pilot)
         assert asked[-1] is AttentionOrder.REASON
 
-    try:
-        drive(app, script)
-    finally:
-        store.close()
+    drive_and_close(app, store, script)
 
 
 def test_the_log_pane_shows_the_running_runs_tail_redacted_and_follows_it(
@@ -349,10 +338,7 @@ def test_the_log_pane_shows_the_running_runs_tail_redacted_and_follows_it(
         assert "step two" in log
         assert "partial" not in log  # a line still being written waits for its newline
 
-    try:
-        drive(app, script)
-    finally:
-        opened.close()
+    drive_and_close(app, opened, script)
 
 
 def test_an_item_that_finishes_leaves_the_board_at_the_next_refresh(
@@ -374,10 +360,7 @@ def test_an_item_that_finishes_leaves_the_board_at_the_next_refresh(
         assert app.detail is not None
         assert app.detail.item.id == ids.todo
 
-    try:
-        drive(app, script)
-    finally:
-        store.close()
+    drive_and_close(app, store, script)
     item = open_project_store(project).get_item(ids.queued)
     assert item is not None
     assert item.state is ItemState.CANCELLED
@@ -391,10 +374,7 @@ def test_an_empty_store_says_so(project: Path, clock: FakeClock) -> None:
         await pilot.press("c")  # type: ignore[attr-defined]
         assert message(app) == "no item selected"
 
-    try:
-        drive(app, script)
-    finally:
-        store.close()
+    drive_and_close(app, store, script)
 
 
 def test_hostile_text_is_drawn_as_text(project: Path, clock: FakeClock) -> None:

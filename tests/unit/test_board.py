@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.unit.test_transitions import make_item
 from wrighty.domain.board import (
     AttentionOrder,
     OpenItem,
@@ -24,28 +24,7 @@ NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
 def item(item_id: int, state: ItemState, **changes: object) -> Item:
-    base = Item(
-        id=item_id,
-        title=f"item {item_id}",
-        body="",
-        agent=None,
-        timeout_seconds=None,
-        workspace=None,
-        state=state,
-        generation=0,
-        claimed_by=None,
-        lease_expires_at=None,
-        queued_at=None,
-        not_before=None,
-        reason_code=None,
-        reason=None,
-        next_action=None,
-        crash_retries=0,
-        requeues=0,
-        created_at=NOW,
-        updated_at=NOW,
-    )
-    return dataclasses.replace(base, **changes)
+    return make_item(state, id=item_id, title=f"item {item_id}", **changes)
 
 
 def entry(it: Item, *, since: datetime | None = None, run: Run | None = None) -> OpenItem:
