@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import dataclasses
+from typing import Annotated, Any
 
 import typer
 
 from wrighty.cli.common import JsonFlag, app_context, console, seconds_option
 from wrighty.cli.documents import print_json, status_json, status_prometheus, worker_json
 from wrighty.domain.durations import MAX_QUEUE_WAIT_SECONDS, MAX_WORKER_AGE_SECONDS
-from wrighty.domain.health import Thresholds
 from wrighty.errors import WrightyError
 
 # The largest --max-open-circuits: as status.minWorkers, far more than any fleet has circuits.
@@ -96,7 +96,7 @@ def status(
 ) -> None:
     """Is the queue healthy? Counts, waits, leases, workers, provider circuits, each agent's
     spend, the notifications not delivered yet; exit 1 if not."""
-    from wrighty.config import budgets_of
+    from wrighty.config import budgets_of, thresholds_of
     from wrighty.installation import installation_id
     from wrighty.services import status as status_service
 
@@ -116,19 +116,17 @@ def status(
     ledger = status_service.LedgerScope(
         budgets_of(config), config.worker.default_agent, lifetime=fmt == "prometheus"
     )
-    thresholds = Thresholds(
-        max_queue_wait_seconds=wait_limit or settings.max_queue_wait_seconds,
-        min_workers=settings.min_workers if min_workers is None else min_workers,
-        max_expired_leases=settings.max_expired_leases
-        if max_expired_leases is None
-        else max_expired_leases,
-        max_needs_attention=settings.max_needs_attention
-        if max_needs_attention is None
-        else max_needs_attention,
-        max_open_circuits=settings.max_open_circuits
-        if max_open_circuits is None
-        else max_open_circuits,
-        max_notify_age_seconds=notify_limit or settings.max_notify_age_seconds,
+    # Each option given overrides its status.* setting.
+    options: dict[str, Any] = {
+        "max_queue_wait_seconds": wait_limit,
+        "min_workers": min_workers,
+        "max_expired_leases": max_expired_leases,
+        "max_needs_attention": max_needs_attention,
+        "max_open_circuits": max_open_circuits,
+        "max_notify_age_seconds": notify_limit,
+    }
+    thresholds = dataclasses.replace(
+        thresholds_of(config), **{key: value for key, value in options.items() if value is not None}
     )
     with app_ctx.store() as store:
 

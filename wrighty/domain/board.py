@@ -15,10 +15,11 @@ from datetime import datetime
 from enum import StrEnum
 
 from wrighty.domain.budgets import spend
+from wrighty.domain.claims import lease_expired
 from wrighty.domain.decisions import USAGE_RETRY_FRESH
+from wrighty.domain.ledger import reported
 from wrighty.domain.model import Dependency, Item, Run
 from wrighty.domain.states import ItemState
-from wrighty.domain.usage import Usage
 
 # How many open items a refresh reads at most; the rest are counted, not listed.
 BOARD_LIMIT = 2000
@@ -107,20 +108,13 @@ def _why(entry: OpenItem, section: Section, held: str | None, now: datetime) -> 
         return f"{retry_policy(item.reason_code)}: {item.reason or ''}".rstrip(": ")
     if section is Section.RUNNING:
         worker = f"on {item.claimed_by or 'an unknown worker'}"
-        if item.lease_expires_at is not None and item.lease_expires_at < now:
+        if lease_expired(item.lease_expires_at, now):
             return f"lease expired: {worker}, which stopped renewing it (release or reap)"
-        usage = _open_run_usage(entry)
-        return f"{worker}; {spend(usage)}" if usage is not None else worker
+        run = entry.last_run  # the open run, while it runs
+        if run is not None and run.ended_at is None and reported(run.usage):
+            return f"{worker}; {spend(run.usage)}"
+        return worker
     return "to do: `wrighty queue` makes it claimable" if item.state is ItemState.TODO else ""
-
-
-def _open_run_usage(entry: OpenItem) -> Usage | None:
-    """What the open run spent so far, when it told anything."""
-    run = entry.last_run
-    if run is None or run.ended_at is not None or run.usage is None:
-        return None
-    usage = run.usage
-    return usage if usage.tokens or usage.cost_usd is not None else None
 
 
 def board_rows(
@@ -141,12 +135,11 @@ def board_rows(
 
 
 _SECTION_RANK = {section: rank for rank, section in enumerate(Section)}
-_FAR = datetime.max.isoformat()
 
 
-def _when(moment: datetime | None) -> str:
-    # Sortable across time zones the store always writes as UTC.
-    return moment.isoformat() if moment is not None else _FAR
+def _when(moment: datetime | None) -> tuple[bool, datetime | None]:
+    """A time to sort by; a missing one last."""
+    return (moment is None, moment)
 
 
 def _sort_key(row: Row, order: AttentionOrder) -> tuple[object, ...]:

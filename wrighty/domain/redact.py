@@ -164,26 +164,34 @@ def redact(text: str) -> str:
     return _replace_spans(text, _secret_spans(text), start=0)
 
 
-def redact_bytes_tail(data: bytes, limit: int, *, keep_undecodable: bool = False) -> str:
+def tail_window_bytes(limit: int) -> int:
+    """How many bytes before the end `redact_bytes_tail` reads for a tail of ``limit``
+    characters (the tail and the context a secret that straddles the cut needs)."""
+    return (limit + _TAIL_CONTEXT_CHARS) * _MAX_UTF8_BYTES_PER_CHAR
+
+
+def redact_bytes_tail(
+    data: bytes, limit: int, *, keep_undecodable: bool = False, dropped_before: int = 0
+) -> str:
     """The last `limit` characters of `data` as text, with secrets replaced.
 
     Invalid UTF-8 shows as U+FFFD, or with ``keep_undecodable`` as the lone surrogates of
     Python's "surrogateescape", which encode back to the very bytes. When anything is cut, the
-    text starts with a line saying how many bytes were dropped. Secrets are found with context
-    from before the cut, so one that straddles the cut shows as `[REDACTED]` rather than as its
-    tail.
+    text starts with a line saying how many bytes were dropped, counting ``dropped_before``:
+    the bytes before ``data`` that the caller did not read. Secrets are found with context from
+    before the cut, so one that straddles the cut shows as `[REDACTED]` rather than as its tail.
     """
     if limit < 0:
         raise ValueError(f"limit must not be negative, got {limit}")
-    window_bytes = (limit + _TAIL_CONTEXT_CHARS) * _MAX_UTF8_BYTES_PER_CHAR
-    window_start = max(0, len(data) - window_bytes)
+    window_start = max(0, len(data) - tail_window_bytes(limit))
     # surrogateescape maps every undecodable byte to one character, so the number of bytes cut
     # off stays exact; the kept part is decoded again with "replace" below
     window = data[window_start:].decode("utf-8", errors="surrogateescape")
     cut = max(0, len(window) - limit)
     kept = _replace_spans(window, _secret_spans(window), start=cut)
     text = kept if keep_undecodable else replace_undecodable(kept)
-    dropped = window_start + len(window[:cut].encode("utf-8", errors="surrogateescape"))
+    dropped = dropped_before + window_start
+    dropped += len(window[:cut].encode("utf-8", errors="surrogateescape"))
     if dropped == 0:
         return text
     return f"…[truncated {dropped} bytes]\n{text}"

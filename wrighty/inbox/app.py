@@ -179,7 +179,6 @@ class InboxApp(App[None]):
         self.rows: list[Row] = []
         self.detail: DetailView | None = None
         self.show_log = False
-        self.message = ""
         self._widths: tuple[int, ...] = ()
         self._cells: dict[str, tuple[Text, ...]] = {}
 
@@ -483,9 +482,8 @@ class InboxApp(App[None]):
         self.action_refresh()
 
     def _say(self, message: str, *, error: bool = False) -> None:
-        self.message = printable_line(message)
         style = "bold red" if error else "bold green"
-        self.query_one("#message", Static).update(Text(self.message, style=style))
+        self.query_one("#message", Static).update(Text(printable_line(message), style=style))
 
 
 _ORDER_WORDS = {

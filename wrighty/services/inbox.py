@@ -32,7 +32,7 @@ from wrighty.domain.times import rfc3339
 from wrighty.services.circuits import CircuitView
 from wrighty.services.items import scheduling_waits
 from wrighty.services.status import LedgerScope, StatusReport, status_report
-from wrighty.services.usage import held_items
+from wrighty.services.usage import WAITING_STATES, held_items, item_agent
 from wrighty.store.port import Store
 
 # How much of a run's log the detail shows: its last characters, about a screenful or two.
@@ -122,9 +122,9 @@ def _held(
         held.setdefault(item_id, f"held: {hold.reason()}")
     shut = {view.name: view for view in report.circuits if view.shut}
     for item in items:
-        if item.state not in (ItemState.QUEUED, ItemState.RETRY_SCHEDULED):
+        if item.state not in WAITING_STATES:
             continue
-        circuit = shut.get(settings.circuits.get(item.agent or settings.default_agent, ""))
+        circuit = shut.get(settings.circuits.get(item_agent(item, settings.default_agent), ""))
         if circuit is not None:
             held.setdefault(item.id, f"held: {circuit_words(circuit)}")
     return held, holds

@@ -10,14 +10,13 @@ terminal gets `printable_output`, a pipe that asked for the raw bytes `output_by
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from wrighty.config import STATE_DIRNAME
 from wrighty.domain.model import Run, Stream
 from wrighty.domain.outcomes import OutcomeClass
-from wrighty.domain.redact import redact_bytes_tail, replace_undecodable
+from wrighty.domain.redact import redact_bytes_tail, replace_undecodable, tail_window_bytes
 from wrighty.domain.text import printable
 from wrighty.errors import WrightyError
 
@@ -147,40 +146,22 @@ def tail_output(log_dir: Path, *, chars: int, final: bool) -> str:
     next read, as `wrighty logs --follow` leaves it."""
     parts = []
     for stream in ("stdout", "stderr"):
-        skipped, data = _tail_bytes(log_dir / f"{stream}.log", chars)
+        skipped, data = _tail_bytes(log_dir / f"{stream}.log", tail_window_bytes(chars))
         if not final:
             data = data[: data.rfind(b"\n") + 1]
         if data:
-            text = _counted(redact_bytes_tail(data, chars, keep_undecodable=True), skipped)
+            text = redact_bytes_tail(data, chars, keep_undecodable=True, dropped_before=skipped)
             text = printable_output(text)
             parts.append(text if stream == "stdout" else f"── stderr ──\n{text}")
     return "\n".join(part.rstrip("\n") for part in parts)
 
 
-# What redact_bytes_tail reads before a tail, to find a secret that straddles the cut whole.
-_TAIL_WINDOW_BYTES = (8192 + 1) * 4
-
-
-def _tail_bytes(path: Path, chars: int) -> tuple[int, bytes]:
-    """How many bytes of the file are left out, and the rest."""
+def _tail_bytes(path: Path, size: int) -> tuple[int, bytes]:
+    """How many bytes of the file come before its last ``size``, and those."""
     try:
         with path.open("rb") as handle:
-            size = handle.seek(0, 2)
-            start = max(0, size - chars * 4 - _TAIL_WINDOW_BYTES)
+            start = max(0, handle.seek(0, 2) - size)
             handle.seek(start)
             return start, handle.read()
     except FileNotFoundError:
         return 0, b""
-
-
-_TRUNCATED = re.compile(r"\A…\[truncated (\d+) bytes\]\n")
-
-
-def _counted(text: str, skipped: int) -> str:
-    """``text`` whose truncation line counts the ``skipped`` bytes not read as well."""
-    if not skipped:
-        return text
-    found = _TRUNCATED.match(text)
-    dropped = skipped + (int(found.group(1)) if found else 0)
-    rest = text[found.end() :] if found else text
-    return f"…[truncated {dropped} bytes]\n{rest}"
