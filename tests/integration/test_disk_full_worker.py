@@ -6,19 +6,18 @@ and exits non-zero, saying why, when it had to give an item up."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import pytest
 
 from tests.helpers import process_ended
-from tests.integration.worker_process import ProjectOnDisk, make_project
+from tests.integration.worker_process import LiveWorker, ProjectOnDisk, make_project
 from wrighty.domain.states import ItemState
 
 # Waits for the file named by its task, then writes 1 MB to stdout, says so in a file beside
@@ -80,32 +79,6 @@ def wait_for(path: Path, within: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-class LiveWorker:
-    """`wrighty worker start --once --json` in the background, read event by event."""
-
-    def __init__(self, project: ProjectOnDisk) -> None:
-        self.process = subprocess.Popen(
-            project.command("worker", "start", "--once", "--json"),
-            cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        self.events: list[dict[str, Any]] = []
-
-    def until(self, wanted: str, **fields: Any) -> dict[str, Any]:
-        stdout: IO[str] | None = self.process.stdout
-        assert stdout is not None
-        for line in stdout:
-            event = json.loads(line)
-            self.events.append(event)
-            if event["event"] == wanted and all(event.get(k) == v for k, v in fields.items()):
-                return event
-        pytest.fail(f"the worker ended before a {wanted} event: {self.events}")
-
-    def finish(self) -> tuple[int, str]:
-        out, err = self.process.communicate(timeout=60)
-        self.events += [json.loads(line) for line in out.splitlines()]
-        return self.process.returncode, err
-
-
 @pytest.fixture
 def project(small_disk: Path) -> ProjectOnDisk:
     agent = {"adapter": "command", "command": [sys.executable, "-c", AGENT]}
@@ -123,7 +96,7 @@ def fill_the_disk_under_a_running_agent(
     full disk and exits: the item, the worker, the filler file, and the agent's go file."""
     go = tmp_path / "go"
     item_id = project.plant(str(go))
-    worker = LiveWorker(project)
+    worker = LiveWorker(project, "--once")
     worker.until("spawned")
     filler = fill(small_disk)
     go.touch()

@@ -8,7 +8,9 @@ import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import pytest
 
 from wrighty.config import check_config_text
 from wrighty.domain.model import Item, NewItem
@@ -103,3 +105,29 @@ def make_project(
     (root / "wrighty.json").write_text(json.dumps(document))
     SqliteStore.open(root / ".wrighty" / "wrighty.db").close()
     return ProjectOnDisk(root)
+
+
+class LiveWorker:
+    """`wrighty worker start --json ARGS` in the background, read event by event."""
+
+    def __init__(self, project: ProjectOnDisk, *args: str) -> None:
+        self.process = subprocess.Popen(
+            project.command("worker", "start", "--json", *args),
+            cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self.events: list[dict[str, Any]] = []
+
+    def until(self, wanted: str, **fields: Any) -> dict[str, Any]:
+        stdout: IO[str] | None = self.process.stdout
+        assert stdout is not None
+        for line in stdout:
+            event = json.loads(line)
+            self.events.append(event)
+            if event["event"] == wanted and all(event.get(k) == v for k, v in fields.items()):
+                return event
+        pytest.fail(f"the worker ended before a {wanted} event: {self.events}")
+
+    def finish(self) -> tuple[int, str]:
+        out, err = self.process.communicate(timeout=60)
+        self.events += [json.loads(line) for line in out.splitlines()]
+        return self.process.returncode, err

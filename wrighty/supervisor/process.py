@@ -2,7 +2,9 @@
 
 - argv only, never a shell; the task goes to stdin, never into argv or the environment;
 - the agent leads its own process group and, on Linux, dies with the thread that spawned it;
-- stdout and stderr go to size-capped log files, and a bounded tail is kept for diagnostics;
+- stdout and stderr go to size-capped log files, each chunk written before the next read
+  (no buffer in between: a reader sees the output live, and a worker killed by SIGKILL
+  loses none of what it had read), and a bounded tail is kept for diagnostics;
 - the exit is detected by a thread blocked in waitpid, not by polling;
 - stopping sends SIGTERM to the group and every known descendant, waits a grace period, then
   SIGKILLs whatever is left, including processes that left the group.
@@ -21,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from io import FileIO
 from pathlib import Path
 from typing import IO
 
@@ -118,17 +121,19 @@ class LineSplitter:
         self._overlong = False
 
 
-def _open_log(path: Path) -> IO[bytes]:
-    return os.fdopen(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb")
+def _open_log(path: Path) -> FileIO:
+    """A log file written without a buffer: each write is a system call of its own."""
+    return os.fdopen(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb", 0)
 
 
 class _Capture:
     """Copies one pipe to a capped log file, keeps the last bytes for diagnostics, and hands
-    complete lines to an observer if there is one. A log file that cannot be written (a full
-    disk) stops being written; the pipe is still drained, so the agent never blocks."""
+    complete lines to an observer if there is one. Each chunk is in the file before ``take``
+    returns, so before the pump reads again. A log file that cannot be written (a full disk)
+    stops being written; the pipe is still drained, so the agent never blocks."""
 
     def __init__(
-        self, source: IO[bytes], log: IO[bytes], cap: int, lines: LineSplitter | None = None
+        self, source: IO[bytes], log: FileIO, cap: int, lines: LineSplitter | None = None
     ) -> None:
         self.source = source
         self._log = log
@@ -141,20 +146,29 @@ class _Capture:
         self.log_problem: str | None = None  # why the log file stopped being written
 
     def take(self, chunk: bytes) -> None:
-        if self._lines is not None:
-            self._lines.feed(chunk)
+        self._keep(chunk)  # first: the file has it before anything else looks at it
         self._tail.append(chunk)
         self._tail_size += len(chunk)
         while self._tail_size - len(self._tail[0]) >= DIAGNOSTIC_TAIL_BYTES:
             self._tail_size -= len(self._tail.popleft())
-        room = self._cap - self.written
+        if self._lines is not None:
+            self._lines.feed(chunk)
+
+    def _keep(self, chunk: bytes) -> None:
+        """Write what the cap leaves room for to the log file, now (a raw write may take only
+        part of it: write the rest)."""
+        piece = memoryview(chunk)[: max(0, self._cap - self.written)]
         kept = 0
-        if room > 0 and self.log_problem is None:
+        while kept < len(piece) and self.log_problem is None:
             try:
-                self._log.write(chunk[:room])
-                kept = min(room, len(chunk))
+                written = self._log.write(piece[kept:])
             except OSError as error:
-                self.log_problem = (error.strerror or str(error)).lower()
+                self.log_problem = _why(error)
+                break
+            if not written:  # a regular file takes a byte or raises; never spin on it
+                self.log_problem = "the file took no more bytes"
+                break
+            kept += written
         self.written += kept
         self.dropped += len(chunk) - kept
 
@@ -172,7 +186,7 @@ class _Capture:
                 with contextlib.suppress(OSError):
                     self._log.write(note.encode())
             with contextlib.suppress(OSError):
-                self._log.close()  # the last flush may meet a full disk too
+                self._log.close()
         finally:
             self.source.close()
 
@@ -210,7 +224,7 @@ class AgentProcess:
     """A launched agent. Thread-safe to watch; stop() may be called from any thread."""
 
     def __init__(
-        self, popen: subprocess.Popen[bytes], spec: LaunchSpec, logs: tuple[IO[bytes], IO[bytes]]
+        self, popen: subprocess.Popen[bytes], spec: LaunchSpec, logs: tuple[FileIO, FileIO]
     ) -> None:
         self._popen = popen
         self.pid = popen.pid
@@ -399,7 +413,7 @@ def launch(spec: LaunchSpec) -> AgentProcess:
     return AgentProcess(popen, spec, logs)
 
 
-def _open_logs(log_dir: Path) -> tuple[IO[bytes], IO[bytes]]:
+def _open_logs(log_dir: Path) -> tuple[FileIO, FileIO]:
     """The run's stdout and stderr log files, made before the agent starts: an agent must not
     run when its output cannot be kept at all (a full disk)."""
     try:
