@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -88,23 +89,36 @@ class Lines:
             self.seen.append(line)
 
 
-def still_running(project: ProjectOnDisk, item_id: int, pid: int) -> bool:
-    """The agent's process is alive and its run is still open."""
-    store = project.store()
-    try:
-        [run] = store.list_runs(item_id)
-    finally:
-        store.close()
-    return run.ended_at is None and not process_ended(pid, within=0)
+@dataclass
+class Hanging:
+    """A worker running the example agent's `hang` on an item."""
+
+    project: ProjectOnDisk
+    item_id: int
+    worker: LiveWorker
+    agent_pid: int
+
+    def still_running(self) -> bool:
+        """The agent's process is alive and its run is still open."""
+        store = self.project.store()
+        try:
+            [run] = store.list_runs(self.item_id)
+        finally:
+            store.close()
+        return run.ended_at is None and not process_ended(self.agent_pid, within=0)
 
 
-def test_logs_follow_shows_a_line_while_the_agent_still_runs(
-    tmp_path: Path, workers: list[LiveWorker]
-) -> None:
+@pytest.fixture
+def hanging(tmp_path: Path, workers: list[LiveWorker]) -> Hanging:
     project = make_project(tmp_path / "project")
     item_id = project.plant("wrighty-example: hang")
     worker = start_worker(project, workers)
     spawned = worker.until("spawned", item_id=item_id)
+    return Hanging(project, item_id, worker, spawned["pid"])
+
+
+def test_logs_follow_shows_a_line_while_the_agent_still_runs(hanging: Hanging) -> None:
+    project, item_id = hanging.project, hanging.item_id
     follower = subprocess.Popen(
         project.command("logs", str(item_id), "--follow"),
         cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -112,8 +126,8 @@ def test_logs_follow_shows_a_line_while_the_agent_still_runs(
     try:
         assert follower.stdout is not None
         Lines(follower.stdout).until(HANG_LINE)
-        assert still_running(project, item_id, spawned["pid"])
-        worker.process.send_signal(signal.SIGTERM)
+        assert hanging.still_running()
+        hanging.worker.process.send_signal(signal.SIGTERM)
         follower.wait(WITHIN_SECONDS)  # it ends by itself with the run
     finally:
         if follower.poll() is None:
@@ -123,14 +137,9 @@ def test_logs_follow_shows_a_line_while_the_agent_still_runs(
     assert follower.returncode == 0, follower.stderr.read()
 
 
-def test_the_inbox_log_pane_shows_a_line_while_the_agent_still_runs(
-    tmp_path: Path, workers: list[LiveWorker]
-) -> None:
-    project = make_project(tmp_path / "project")
-    item_id = project.plant("wrighty-example: hang")
-    worker = start_worker(project, workers)
-    spawned = worker.until("spawned", item_id=item_id)
-    app, store = make_app(project.root)
+def test_the_inbox_log_pane_shows_a_line_while_the_agent_still_runs(hanging: Hanging) -> None:
+    item_id = hanging.item_id
+    app, store = make_app(hanging.project.root)
     shown: list[str] = []
 
     async def script(app: InboxApp, pilot: object) -> None:
@@ -151,7 +160,7 @@ def test_the_inbox_log_pane_shows_a_line_while_the_agent_still_runs(
     finally:
         store.close()
     assert HANG_LINE in shown[0]
-    assert still_running(project, item_id, spawned["pid"])
+    assert hanging.still_running()
 
 
 def test_a_worker_killed_by_sigkill_leaves_what_its_agent_printed_in_the_log(
