@@ -295,9 +295,13 @@ def _wait_for_file(path: Path) -> None:
     assert path.exists(), f"{path} never appeared"
 
 
-@pytest.mark.parametrize("resumable", [True, False], ids=["resumable", "not-resumable"])
-def test_sigterm_stops_the_worker_cleanly_and_leaves_no_item_running(
-    project: Project, resumable: bool
+@pytest.mark.parametrize(
+    ("stop_signal", "resumable"),
+    [(signal.SIGTERM, True), (signal.SIGTERM, False), (signal.SIGINT, False)],
+    ids=["sigterm-resumable", "sigterm-not-resumable", "sigint-not-resumable"],
+)
+def test_a_stop_signal_stops_the_worker_cleanly_and_leaves_no_item_running(
+    project: Project, stop_signal: signal.Signals, resumable: bool
 ) -> None:
     if resumable:
         document = json.loads((project.root / "wrighty.json").read_text())
@@ -308,7 +312,7 @@ def test_sigterm_stops_the_worker_cleanly_and_leaves_no_item_running(
     try:
         _wait_for_file(project.root / "started.txt")  # written after pid.txt is whole
         agent_pid = int((project.root / "pid.txt").read_text())
-        worker.send_signal(signal.SIGTERM)
+        worker.send_signal(stop_signal)
         assert worker.wait(30) == 130
     finally:
         if worker.poll() is None:

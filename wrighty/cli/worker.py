@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -24,7 +23,6 @@ from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
     from wrighty.domain.classify import AgentReport
-    from wrighty.worker.loop import Worker
 
 MAX_AGENT_REASON = 500
 
@@ -62,6 +60,7 @@ def worker_start(
     from wrighty.installation import installation_id
     from wrighty.supervisor.linux import become_subreaper
     from wrighty.worker.loop import Worker, WorkerOptions
+    from wrighty.worker.signals import StopOnSignals
 
     idle_seconds = seconds_option("--idle-timeout", idle_timeout, MAX_IDLE_TIMEOUT_SECONDS)
     app_ctx = app_context(ctx)
@@ -84,31 +83,16 @@ def worker_start(
             emit=_print_json_line if as_json else _print_event_line,
             now=app_ctx.now,
         )
-        signals = _stop_on_signals(worker)
-        worker.run(options)
-    if signals:
+        # First SIGINT/SIGTERM: stop claiming and settle the running agents cleanly. Second:
+        # force (KeyboardInterrupt).
+        with StopOnSignals(worker.request_stop, say=_say_stopping) as signals:
+            worker.run(options)
+    if signals.received:
         raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def _stop_on_signals(worker: Worker) -> list[int]:
-    """First SIGINT/SIGTERM: stop claiming and settle the running agent cleanly. Second: force.
-
-    Returns the list that records the signals received.
-    """
-    received: list[int] = []
-
-    def handle(signum: int, _frame: object) -> None:
-        received.append(signum)
-        if len(received) > 1:
-            raise KeyboardInterrupt
-        typer.echo(
-            "wrighty: stopping after the running agent is settled (again to force)", err=True
-        )
-        worker.request_stop()
-
-    signal.signal(signal.SIGINT, handle)
-    signal.signal(signal.SIGTERM, handle)
-    return received
+def _say_stopping() -> None:
+    typer.echo("wrighty: stopping after the running agent is settled (again to force)", err=True)
 
 
 def finish(ctx: typer.Context) -> None:

@@ -203,7 +203,9 @@ class Worker:
         self._presence.beat(state, items, force=force, changed=changed)
 
     def request_stop(self) -> None:
-        """Stop claiming; stop the running agents and settle them (safe in a signal handler)."""
+        """Stop claiming; stop the running agents and settle them. It takes the events' locks, so
+        never call it from a signal handler: on SIGINT/SIGTERM, `signals.StopOnSignals` calls it
+        from a thread of its own."""
         self._stop_requested.set()
         self._wake.set()
         for wake in list(self._slot_wakes):
