@@ -290,6 +290,7 @@ _DEFAULT_NOTIFY_EVENTS: tuple[NotifyEvent, ...] = (
 )  # fmt: skip
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 DEFAULT_COMMAND_TIMEOUT_SECONDS = 30
+EMPTY_PROGRAM = 'is empty: name the program to run, as in ["/usr/local/bin/notify-me"]'
 MAX_COMMAND_TIMEOUT_SECONDS = 600
 
 
@@ -349,7 +350,7 @@ UrlEntry = Annotated[
     ),
 ]
 CommandEntry = Annotated[
-    Annotated[list[str], Tag("list")] | Annotated[CommandSink, Tag("object")],
+    Annotated[list[str], Field(min_length=1), Tag("list")] | Annotated[CommandSink, Tag("object")],
     Discriminator(
         _entry_kind,
         custom_error_type="sink_form",
@@ -718,6 +719,8 @@ def _problem_from(detail: Mapping[str, Any]) -> Problem:
         message = "unknown key" + (f" (allowed here: {', '.join(allowed)})" if allowed else "")
     elif kind == "missing":
         message = "is required"
+    elif kind == "too_short" and loc[:2] == ("notify", "command"):
+        message = EMPTY_PROGRAM
     elif kind in ("model_type", "dict_type"):
         message = "must be an object" + _got(detail.get("input"), loc)
     elif kind == "literal_error" and loc == ("schemaVersion",):
@@ -971,7 +974,7 @@ def _notify_shape_problems(notify: NotifySettings) -> list[Problem]:
         if "\x00" in arg:
             problems.append(Problem(where, "holds a NUL byte"))
         elif index == 0 and not arg:
-            problems.append(Problem(where, "is empty: name the program to run"))
+            problems.append(Problem(where, EMPTY_PROGRAM))
     return problems
 
 

@@ -1237,8 +1237,21 @@ CASES: list[Case] = [
     Case(
         "config-notify-command-empty-argv",
         ("list",),
-        "notify.command.argv: List should have at least 1 item",
+        "notify.command.argv: is empty: name the program to run",
         setup=notify({"command": {"argv": []}}),
+    ),
+    Case(
+        "config-notify-command-empty-list",
+        ("config", "validate"),
+        "1 problem, listed on standard output",
+        stdout_allowed=True,
+        setup=notify({"command": []}),
+    ),
+    Case(
+        "notify-flush-refuses-an-empty-command",
+        ("notify", "flush"),
+        "notify.command: is empty: name the program to run",
+        setup=notify({"command": []}),
     ),
     Case(
         "config-notify-command-empty-program",

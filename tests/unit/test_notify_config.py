@@ -87,7 +87,8 @@ AN_ARGV_OR_OBJECT = "must be an argv (a list of strings) or an object with argv"
             "notify.urls.0.events.0: must be 'needs-attention'",
         ),
         ({"command": "notify-send"}, f"notify.command: {AN_ARGV_OR_OBJECT} (got a string)"),
-        ({"command": {"argv": []}}, "notify.command.argv: List should have at least 1 item"),
+        ({"command": {"argv": []}}, "notify.command.argv: is empty: name the program to run"),
+        ({"command": []}, "notify.command: is empty: name the program to run"),
         (
             {"command": {"argv": ["x"], "timeout": 3}},
             "notify.command.timeout: unknown key (allowed here: events, reasonCodes, argv, "
