@@ -992,7 +992,9 @@ def notify_url_problems(notify: NotifySettings) -> list[Problem]:
 
 
 _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{0,31})://")
-MAX_APPRISE_REASON = 200
+# A plugin's page on Apprise's site: shown as the place to check a URL (it is Apprise's, not
+# the user's: no part of the URL).
+_GUIDE = re.compile(r"https://[a-z0-9.-]+/[A-Za-z0-9/_.-]*")
 
 
 def url_scheme(url: str) -> str | None:
@@ -1026,15 +1028,12 @@ def apprise_url_problem(url: str) -> str | None:
         return None
     try:
         apprise.Apprise.instantiate(url, suppress_exceptions=False)
-    except Exception as error:
-        from wrighty.domain.notices import scrubbed
-        from wrighty.domain.text import printable_line
-
-        why = printable_line(scrubbed(str(error), url))[:MAX_APPRISE_REASON]
+    except Exception:
+        # Not its words: Apprise decodes the URL, and its message may quote a token in any
+        # encoding (docs/notifications.md#secrets).
         guide = getattr(plugin, "setup_url", None)
-        return f"Apprise cannot use this {scheme}:// URL: {why}" + (
-            f" (see {guide})" if isinstance(guide, str) and guide.startswith("https://") else ""
-        )
+        see = f"; see {guide}" if isinstance(guide, str) and _GUIDE.fullmatch(guide) else ""
+        return f"Apprise cannot use this {scheme}:// URL: it refused a token or an option{see}"
     return None
 
 

@@ -210,6 +210,51 @@ def test_flush_says_what_failed_and_exits_1(
     assert SECRET not in result.output
 
 
+def test_flush_tries_a_notice_waiting_for_its_retry_now(
+    initialised: Path, clock: FakeClock, receiver: Receiver  # noqa: F811
+) -> None:  # fmt: skip
+    """Like `postqueue -f`: once the sink is fixed, a person does not wait out the backoff.
+    A worker's deliverer still does (the notice is not due for it)."""
+    receiver.status = 503
+    configure(initialised, urls=[receiver.url()])
+    add_notice(initialised, clock)
+    assert wrighty("notify", "flush").exit_code == 1
+    store = store_of(initialised)
+    [waiting] = store.list_notices(["pending"])
+    assert store.claim_notice("w-worker", now=clock(), lease_seconds=120) is None  # not due
+    store.close()
+    assert waiting.next_attempt_at == clock() + timedelta(seconds=RETRY_FIRST_SECONDS)
+    receiver.status = 200
+    result = wrighty("notify", "flush")  # the clock has not moved
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "delivered 1 notifications, 0 failed (retried later), 0 given up; "
+        "1 of them were waiting for a retry\n"
+    )
+    assert [json.loads(b["message"])["id"] for b in receiver.bodies()] == ["ntc-cli-1"] * 2
+    store = store_of(initialised)
+    assert store.list_notices(["pending", "given-up"]) == []
+    store.close()
+
+
+def test_flush_leaves_a_given_up_notice_given_up(
+    initialised: Path, clock: FakeClock, receiver: Receiver  # noqa: F811
+) -> None:  # fmt: skip
+    receiver.status = 503
+    configure(initialised, urls=[receiver.url()], maxAttempts=1)
+    add_notice(initialised, clock)
+    assert wrighty("notify", "flush").exit_code == 1
+    receiver.status = 200
+    result = wrighty("notify", "flush")
+    assert result.exit_code == 0
+    assert result.stdout == "delivered 0 notifications, 0 failed (retried later), 0 given up\n"
+    assert len(receiver.posts) == 1
+    store = store_of(initialised)
+    [kept] = store.list_notices(["given-up"])
+    store.close()
+    assert kept.attempts == 1
+
+
 def test_flush_without_sinks_refuses_and_delivers_nothing(
     initialised: Path, clock: FakeClock
 ) -> None:

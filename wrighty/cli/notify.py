@@ -1,6 +1,6 @@
 """Notifications (docs/notifications.md): `wrighty notify test` sends a test message through
-the sinks, `notify pending` lists what is not delivered yet, `notify flush` delivers what is
-due now. Workers deliver on their own (wrighty/notify/delivery.py); these commands are for
+the sinks, `notify pending` lists what is not delivered yet, `notify flush` tries every pending
+notification now. Workers deliver on their own (wrighty/notify/delivery.py); these commands are for
 trying the sinks and for looking at the outbox."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 notify_app = typer.Typer(
     cls=WrightyGroup,
-    help="Notifications: try the sinks, list what is not delivered, deliver what is due.",
+    help="Notifications: try the sinks, list what is not delivered, deliver it now.",
 )
 
 NO_SINKS = (
@@ -97,7 +97,8 @@ def notify_pending(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
 @notify_app.command("flush")
 def notify_flush(ctx: typer.Context) -> None:
-    """Deliver the notifications due now, as a worker does; exit 1 if any attempt failed."""
+    """Try every pending notification now, retries not yet due included; exit 1 if any
+    attempt failed."""
     from wrighty.installation import installation_id
     from wrighty.notify.sinks import sinks_of
     from wrighty.services.notify import flush
@@ -123,6 +124,8 @@ def notify_flush(ctx: typer.Context) -> None:
         f"delivered {done.count('delivered')} notifications, {done.count('pending')} failed "
         f"(retried later), {done.count('given-up')} given up"
     )
+    if done.hastened:
+        line += f"; {done.hastened} of them were waiting for a retry"
     if done.quiet_workers:
         line += f"; {done.quiet_workers} workers gone quiet added first"
     typer.echo(line)

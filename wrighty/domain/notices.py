@@ -8,7 +8,6 @@ sink sees with every delivery of it.
 from __future__ import annotations
 
 import dataclasses
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -304,22 +303,3 @@ def quiet_worker_notice(
         "worker_id": source.worker_id,
     }
     return Notice(notice_id, "worker-quiet", ("worker-quiet",), now, None, None, payload)
-
-
-# -- what a sink's error may say --------------------------------------------------------------
-
-SCRUBBED = "…"
-_WORDS = re.compile(r"[A-Za-z0-9_~%+-]+(?:\.[A-Za-z0-9_~%+-]+)*")
-_SHORTEST_SCRUBBED = 4
-
-
-def scrubbed(text: str, secret: str) -> str:
-    """``text`` without any word of four or more characters that also occurs in ``secret``
-    (a sink's URL: its host, user, password, path and query may each be a token), then
-    redacted. A library's message about a URL may quote any part of it."""
-
-    def hide(match: re.Match[str]) -> str:
-        word = match.group(0)
-        return SCRUBBED if len(word) >= _SHORTEST_SCRUBBED and word in secret else word
-
-    return redact(_WORDS.sub(hide, text))

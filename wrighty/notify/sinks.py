@@ -6,8 +6,11 @@ see of it (in `wrighty notify test`, `notify pending`, the worker's events): the
 host only where the host cannot be a token. Neither ever holds a URL, a token or an argument.
 
 A sink's delivery never raises: it answers None when the notice went out, or why it did not,
-in words that quote no part of the URL but its scheme (Apprise's own messages are scrubbed of
-every word the URL holds, then redacted).
+in wrighty's own words (docs/notifications.md#secrets). Nothing Apprise says is passed on: a
+library that decodes a URL (percent, plus, base64) may quote a token in any encoding, so no
+filter of its text can be trusted. What Apprise reports is only sorted into a few kinds (the
+service answered with an HTTP status, it could not be reached, it did not send), each said
+with fixed words and, for the first, the status code.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ import inspect
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from http import HTTPStatus
 from typing import Any, Protocol
 
 from wrighty.config import (
@@ -35,8 +40,7 @@ from wrighty.config import (
     url_scheme,
 )
 from wrighty.domain.classify import signal_name
-from wrighty.domain.notices import MAX_ERROR_CHARS, Notice, scrubbed
-from wrighty.domain.redact import redact
+from wrighty.domain.notices import Notice
 from wrighty.domain.text import printable_line
 
 # How long one Apprise delivery may take in all (Apprise stops the call after it).
@@ -168,7 +172,7 @@ class AppriseSink:
         try:
             return self._send(url, notice)
         except Exception as error:  # a sink's failure is that sink's, never the deliverer's
-            return _bounded(f"Apprise failed ({type(error).__name__}: {scrubbed(str(error), url)})")
+            return f"Apprise failed ({type(error).__name__})"  # its text may quote the URL
 
     def _send(self, url: str, notice: Notice) -> str | None:
         if self.env is not None:  # read now: check it as the file's URLs were checked
@@ -188,9 +192,28 @@ class AppriseSink:
         result = sender.notify(body=body, title=title, **_call_timeout(sender))
         if result:
             return None
-        said = [entry.message for entry in _logs(result)]
-        why = f": {scrubbed(said[-1], url)}" if said else ""
-        return _bounded(f"Apprise did not send it{why}")
+        return apprise_failure([str(entry.message) for entry in _logs(result)])
+
+
+# How Apprise reports an HTTP answer it did not want ("..., error=503.") and a connection that
+# failed ("A Connection error occurred ..."): only which of these it was is kept.
+_HTTP_ERROR = re.compile(r"\berror=(\d{3})\.?\s*$")
+_CONNECTION_ERROR = re.compile(r"\bconnection error\b", re.IGNORECASE)
+_STATUSES = {status.value: status.phrase for status in HTTPStatus}
+
+
+def apprise_failure(said: list[str]) -> str:
+    """Why Apprise did not send, from what it said (``said``, oldest first), in wrighty's
+    own words: the HTTP status the service answered (a code it knows, with its standard
+    phrase), or that it could not be reached, or neither. None of Apprise's text is kept."""
+    for message in reversed(said):
+        found = _HTTP_ERROR.search(message)
+        if found is not None and int(found.group(1)) in _STATUSES:
+            code = int(found.group(1))
+            return f"Apprise did not send it: the service answered HTTP {code} {_STATUSES[code]}"
+        if _CONNECTION_ERROR.search(message):
+            return "Apprise did not send it: the service could not be reached"
+    return "Apprise did not send it"
 
 
 def _call_timeout(sender: Any) -> dict[str, Any]:
@@ -202,11 +225,6 @@ def _call_timeout(sender: Any) -> dict[str, Any]:
 def _logs(result: Any) -> list[Any]:
     logs = getattr(result, "logs", None)
     return list(logs()) if callable(logs) else []
-
-
-def _bounded(text: str) -> str:
-    clean = printable_line(redact(text))
-    return clean if len(clean) <= MAX_ERROR_CHARS else clean[: MAX_ERROR_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ def undelivered(store: Store) -> list[StoredNotice]:
 class Flushed:
     attempts: list[Attempt]
     quiet_workers: int  # worker-quiet notices added before the pass
+    hastened: int  # pending notices that waited for a retry, tried now
 
     def count(self, state: str) -> int:
         return sum(attempt.outcome.state == state for attempt in self.attempts)
@@ -57,8 +58,11 @@ def flush(
     now: Callable[[], datetime],
     worker_max_age_seconds: float,
 ) -> Flushed:
-    """One delivery pass as a worker's (with the worker-quiet check when a sink wants it),
-    under a deliverer id of its own."""
+    """Every pending notice now, like `postqueue -f`: those waiting for a retry are made due
+    first (a person who fixed a sink need not wait out the backoff; given-up ones stay given
+    up), then one delivery pass as a worker's (with the worker-quiet check when a sink wants
+    it), under a deliverer id of its own. A notice that fails again waits for its next retry
+    as usual."""
     from wrighty.notify.delivery import deliver_due, note_quiet_workers, wants_quiet_workers
 
     quiet = 0
@@ -66,8 +70,9 @@ def flush(
         quiet = note_quiet_workers(
             store, now=now(), max_age_seconds=worker_max_age_seconds, source=source
         )
+    hastened = store.make_notices_due(now=now())
     deliverer = f"cli-{secrets.token_hex(6)}"
     attempts = deliver_due(
         store, sinks, deliverer=deliverer, now=now, max_attempts=settings.max_attempts
     )
-    return Flushed(attempts, quiet)
+    return Flushed(attempts, quiet, hastened)

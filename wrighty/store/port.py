@@ -220,6 +220,11 @@ class Store(Protocol):
         (PostgreSQL: SKIP LOCKED)."""
         ...
 
+    def make_notices_due(self, *, now: datetime) -> int:
+        """Make every pending notice that waits for a retry due at ``now`` (`notify flush`,
+        like `postqueue -f`); how many were waiting. Given-up notices stay given up."""
+        ...
+
     def finish_notice(self, claimed: StoredNotice, outcome: Delivered) -> bool:
         """Write an attempt's outcome under the claim ``claimed`` came with; False, having
         changed nothing, when that claim expired and was taken again."""

@@ -615,6 +615,10 @@ class SqlStore(ABC):
             ).fetchall()
         return _stored_notice_from_row(rows[0]) if rows else None
 
+    def make_notices_due(self, *, now: datetime) -> int:
+        with self._write() as tx:
+            return tx.run("make_notices_due", {"now": to_db_time(now)}).rowcount
+
     def finish_notice(self, claimed: StoredNotice, outcome: Delivered) -> bool:
         with self._write() as tx:
             cursor = tx.run(

@@ -451,6 +451,11 @@ WHERE id = (
     FOR UPDATE SKIP LOCKED
 )
 RETURNING *;
+-- name: make_notices_due
+-- `notify flush`: every pending notice waiting for a retry is due now (its claim, if any, is
+-- left alone: the holder's outcome is written under it).
+UPDATE notices SET next_attempt_at = :now
+WHERE state = 'pending' AND next_attempt_at > :now;
 -- name: finish_notice_guarded
 -- The attempt's outcome, written only under the claim that made it (the same deliverer and
 -- the same claim expiry: a claim that expired and was taken again writes nothing).
