@@ -313,7 +313,8 @@ def test_a_command_that_fails_says_how(tmp_path: Path) -> None:
     killed = command(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n")
     assert killed.deliver(attention()) == "was killed by SIGTERM"
     [missing] = sinks_of(settings(command=[str(tmp_path / "no-such-program")]))
-    assert missing.deliver(attention()) == "cannot start the program (no such file or directory)"
+    why = missing.deliver(attention())
+    assert why == f"cannot start the program: '{tmp_path / 'no-such-program'}' not found"
 
 
 def test_a_command_past_its_timeout_is_killed_with_its_children(tmp_path: Path) -> None:

@@ -241,6 +241,16 @@ def after_attempt(
     return Delivered("pending", attempts, now + timedelta(seconds=wait), delivered_to, error, None)
 
 
+def released(stored: StoredNotice, reached: tuple[str, ...]) -> Delivered:
+    """The notice let go by a deliverer that stopped during its attempt: the sinks it reached
+    keep it, the attempt is not counted, and it is due again as it was (any deliverer may
+    take it at once)."""
+    delivered_to = tuple(dict.fromkeys((*stored.delivered_to, *reached)))
+    return Delivered(
+        "pending", stored.attempts, stored.next_attempt_at, delivered_to, stored.last_error, None
+    )
+
+
 # -- notices that no item's change makes ------------------------------------------------------
 
 TEST_EVENT = "test"  # `wrighty notify test`: never stored, sent to every sink whatever its filter

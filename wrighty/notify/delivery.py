@@ -28,9 +28,10 @@ from wrighty.domain.notices import (
     StoredNotice,
     after_attempt,
     quiet_worker_notice,
+    released,
 )
 from wrighty.errors import StoreError
-from wrighty.notify.sinks import Sink, sinks_of
+from wrighty.notify.sinks import Interruption, Sink, sinks_of
 from wrighty.store.port import Store
 
 # The test hook (docs/testing.md): with WRIGHTY_NOTIFY_PAUSE=1 a worker writes notices to the
@@ -48,6 +49,8 @@ MAX_ATTEMPTS_PER_PASS = 100
 LEASE_MARGIN_SECONDS = 30.0
 # How long a stopping worker gives its thread to finish the delivery it is in.
 STOP_WAIT_SECONDS = 10.0
+# Then, once its command sinks are killed, how long it gives it to let the notice go.
+RELEASE_WAIT_SECONDS = 5.0
 
 Emit = Callable[..., None]
 
@@ -74,6 +77,8 @@ class Attempt:
     # False when the claim had expired and another deliverer had taken the notice: the
     # outcome was not written (that deliverer's is).
     recorded: bool
+    # True when the deliverer stopped during the attempt: the notice was let go (released).
+    cut_short: bool = False
 
 
 def attempt_next(
@@ -83,27 +88,44 @@ def attempt_next(
     deliverer: str,
     now: Callable[[], datetime],
     max_attempts: int,
+    interrupted: Callable[[], bool] = lambda: False,
 ) -> Attempt | None:
-    """Claim the oldest due notice and deliver it; None when none is due."""
+    """Claim the oldest due notice and deliver it; None when none is due. When
+    ``interrupted`` turns true during the attempt (its deliverer stops), the sinks not tried
+    yet are skipped, a sink cut short counts as no failure, and the notice is let go."""
     claimed = store.claim_notice(deliverer, now=now(), lease_seconds=lease_seconds(sinks))
     if claimed is None:
         return None
     reached: list[str] = []
     sent: list[str] = []
     failures: dict[str, str] = {}
+    cut_short = False
     for sink in sinks:
         if sink.id in claimed.delivered_to or not sink.wants(claimed.notice):
             continue
+        if interrupted():
+            cut_short = True
+            break
         label = sink.label()
         why = sink.deliver(claimed.notice)
         if why is None:
             reached.append(sink.id)
             sent.append(label)
+        elif interrupted():
+            cut_short = True
+            break
         else:
             failures[label] = why
-    outcome = after_attempt(claimed, failures, tuple(reached), now=now(), max_attempts=max_attempts)
+    if cut_short:
+        outcome = released(claimed, tuple(reached))
+    else:
+        outcome = after_attempt(
+            claimed, failures, tuple(reached), now=now(), max_attempts=max_attempts
+        )
     recorded = store.finish_notice(claimed, outcome)
-    return Attempt(claimed, outcome, tuple(sent), failures, recorded)
+    return Attempt(
+        claimed, outcome, tuple(sent), {} if cut_short else failures, recorded, cut_short
+    )
 
 
 def deliver_due(
@@ -116,14 +138,16 @@ def deliver_due(
     limit: int = MAX_ATTEMPTS_PER_PASS,
     keep_going: Callable[[], bool] = lambda: True,
     on_attempt: Callable[[Attempt], None] = lambda attempt: None,
+    interrupted: Callable[[], bool] = lambda: False,
 ) -> list[Attempt]:
     """Attempt every due notice, one after the other, up to ``limit`` (a notice that fails is
     not due again before its backoff, so a pass ends)."""
     attempts: list[Attempt] = []
-    while len(attempts) < limit and keep_going():
+    while len(attempts) < limit and keep_going() and not interrupted():
         attempt = attempt_next(
-            store, sinks, deliverer=deliverer, now=now, max_attempts=max_attempts
-        )
+            store, sinks, deliverer=deliverer, now=now, max_attempts=max_attempts,
+            interrupted=interrupted,
+        )  # fmt: skip
         if attempt is None:
             break
         attempts.append(attempt)
@@ -188,7 +212,8 @@ class DeliveryThread:
         self.deliverer = source.worker_id
         self._store = store
         self._settings = settings
-        self._sinks = sinks_of(settings)
+        self._interruption = Interruption()
+        self._sinks = sinks_of(settings, interruption=self._interruption)
         self._source = source
         self._worker_max_age = worker_max_age_seconds
         self._now = now
@@ -211,12 +236,17 @@ class DeliveryThread:
 
     def stop(self, wait_seconds: float = STOP_WAIT_SECONDS) -> None:
         """Deliver what is due within ``wait_seconds``, then stop. A delivery still under way
-        then is left to its claim: another deliverer takes the notice once that expires."""
+        then is cut short: its command sinks' process trees are killed and the notice is let
+        go, due again for the next deliverer. One still inside Apprise (a call that takes up to
+        APPRISE_TIMEOUT_SECONDS, in this process) is left to its claim, which expires."""
         self._stop_by = time.monotonic() + wait_seconds
         self._stopping.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(wait_seconds)
+        if self._thread.is_alive():
+            self._interruption.fire()
+            self._thread.join(RELEASE_WAIT_SECONDS)
 
     def _in_time(self) -> bool:
         return self._stop_by is None or time.monotonic() < self._stop_by
@@ -248,6 +278,7 @@ class DeliveryThread:
                 max_attempts=self._settings.max_attempts,
                 keep_going=self._in_time,
                 on_attempt=self._report,
+                interrupted=lambda: self._interruption.fired,
             )
             if self._prune.due():
                 retention = timedelta(hours=self._settings.retention_hours)
@@ -268,7 +299,8 @@ class DeliveryThread:
 
 
 def attempt_event(attempt: Attempt) -> tuple[str, dict[str, Any]]:
-    """The worker's event for an attempt: notify-delivered or notify-failed."""
+    """The worker's event for an attempt: notify-delivered, notify-failed, or
+    notify-released (the worker stopped during it)."""
     notice, outcome = attempt.claimed.notice, attempt.outcome
     fields: dict[str, Any] = {
         "notice_id": notice.id,
@@ -278,6 +310,8 @@ def attempt_event(attempt: Attempt) -> tuple[str, dict[str, Any]]:
         "sent_to": list(attempt.sent),
         "recorded": attempt.recorded,
     }
+    if attempt.cut_short:
+        return "notify-released", fields
     if outcome.state == "delivered":
         return "notify-delivered", fields
     fields["state"] = outcome.state

@@ -24,12 +24,15 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from http import HTTPStatus
 from typing import Any, Protocol
+
+import psutil
 
 from wrighty.config import (
     DEFAULT_COMMAND_TIMEOUT_SECONDS,
@@ -42,6 +45,8 @@ from wrighty.config import (
 from wrighty.domain.classify import signal_name
 from wrighty.domain.notices import Notice
 from wrighty.domain.text import printable_line
+from wrighty.supervisor.linux import with_parent_death_signal
+from wrighty.supervisor.process import executable_problem
 
 # How long one Apprise delivery may take in all (Apprise stops the call after it).
 APPRISE_TIMEOUT_SECONDS = 60
@@ -227,16 +232,54 @@ def _logs(result: Any) -> list[Any]:
     return list(logs()) if callable(logs) else []
 
 
+class Interruption:
+    """Stops the command sinks' processes of one deliverer when it stops (docs/notifications.md
+    #the-outbox): each whole process tree is killed, and the attempt under way lets its notice
+    go rather than count the cut as a failure. Thread-safe: fired from the stopping thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self._fired = False
+
+    @property
+    def fired(self) -> bool:
+        return self._fired
+
+    def fire(self) -> None:
+        with self._lock:
+            self._fired = True
+            running = list(self._running)
+        for process in running:
+            _kill_tree(process)
+
+    @contextlib.contextmanager
+    def watching(self, process: subprocess.Popen[bytes]) -> Iterator[None]:
+        with self._lock:
+            self._running.add(process)
+            fired = self._fired
+        if fired:
+            _kill_tree(process)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running.discard(process)
+
+
 @dataclass(frozen=True)
 class CommandSinkRunner:
     """A program (argv, never a shell) that gets the notice's JSON on standard input. It
-    worked if it exits 0 within its timeout; on the timeout its whole process group is
-    killed. Its output is not read (it goes nowhere)."""
+    worked if it exits 0 within its timeout. It runs in a process group of its own, and dies
+    with the thread that started it (a parent-death signal, as agents do): on the timeout, or
+    when its deliverer stops, its whole process tree is killed. Its output is not read (it goes
+    nowhere)."""
 
     argv: tuple[str, ...]
     timeout_seconds: float
     filter: _Filter
     where: str = "notify.command"
+    interruption: Interruption = field(default_factory=Interruption, compare=False)
 
     @property
     def id(self) -> str:
@@ -254,27 +297,35 @@ class CommandSinkRunner:
         return self.filter.wants(notice)
 
     def deliver(self, notice: Notice) -> str | None:
+        problem = executable_problem(self.argv[0], os.environ.get("PATH"))
+        if problem is not None:
+            return f"cannot start the program: {printable_line(problem)}"
         data = (json.dumps(notice.payload, ensure_ascii=False) + "\n").encode()
+        argv, pre_exec = with_parent_death_signal(list(self.argv), os.getpid())
         try:
             process = subprocess.Popen(
-                self.argv,
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                start_new_session=True,  # its own process group, killed whole on the timeout
+                start_new_session=True,  # its own process group
                 close_fds=True,
+                preexec_fn=pre_exec,
             )
         except OSError as error:
             why = (error.strerror or type(error).__name__).lower()
             return f"cannot start the program ({why})"
-        try:
-            process.communicate(data, timeout=self.timeout_seconds)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            return f"did not finish within {self.timeout_seconds:g} s and was killed"
-        except BaseException:
-            _kill_group(process)
-            raise
+        with self.interruption.watching(process):
+            try:
+                process.communicate(data, timeout=self.timeout_seconds)
+            except subprocess.TimeoutExpired:
+                _kill_tree(process)
+                process.wait()
+                return f"did not finish within {self.timeout_seconds:g} s and was killed"
+            except BaseException:
+                _kill_tree(process)
+                process.wait()
+                raise
         code = process.returncode
         if code == 0:
             return None
@@ -283,15 +334,30 @@ class CommandSinkRunner:
         return f"exited with status {code}"
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
+def _kill_tree(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL to the program's process group and to every descendant of it, those that left
+    the group included (the program's own waiter reaps it)."""
+    try:
+        descendants = psutil.Process(process.pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
     with contextlib.suppress(OSError):  # gone already
         os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    for child in descendants:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
 
 
-def sinks_of(settings: NotifySettings, *, environ: Mapping[str, str] | None = None) -> list[Sink]:
-    """The configured sinks, in the order of wrighty.json: notify.urls, then notify.command."""
+def sinks_of(
+    settings: NotifySettings,
+    *,
+    environ: Mapping[str, str] | None = None,
+    interruption: Interruption | None = None,
+) -> list[Sink]:
+    """The configured sinks, in the order of wrighty.json: notify.urls, then notify.command
+    (its processes stopped by ``interruption``, when given)."""
     env = os.environ if environ is None else environ
+    stops = Interruption() if interruption is None else interruption
     default = tuple(settings.events)
     sinks: list[Sink] = []
     for index, entry in enumerate(settings.urls):
@@ -303,12 +369,18 @@ def sinks_of(settings: NotifySettings, *, environ: Mapping[str, str] | None = No
     command = settings.command
     if isinstance(command, CommandSink):
         runner = CommandSinkRunner(
-            tuple(command.argv), command.timeout_seconds, _filter_of(command, default)
+            tuple(command.argv),
+            command.timeout_seconds,
+            _filter_of(command, default),
+            interruption=stops,
         )
         sinks.append(runner)
     elif command is not None:
         runner = CommandSinkRunner(
-            tuple(command), DEFAULT_COMMAND_TIMEOUT_SECONDS, _Filter(default, ())
+            tuple(command),
+            DEFAULT_COMMAND_TIMEOUT_SECONDS,
+            _Filter(default, ()),
+            interruption=stops,
         )
         sinks.append(runner)
     return sinks
