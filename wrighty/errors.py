@@ -29,3 +29,11 @@ class IllegalTransitionError(WrightyError):
 
 class ConflictError(WrightyError):
     """The item kept changing underneath an operator command."""
+
+
+class AlreadyImported(WrightyError):
+    """An item already has this import key: another `wrighty import` of the file made it first."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"an item was already imported as {key!r}")
+        self.key = key

@@ -90,3 +90,20 @@ def test_a_missing_file_is_one_line(initialised: Path) -> None:
     result = wrighty("import", "nowhere.md")
     assert result.exit_code == 2
     assert result.output == "wrighty: nowhere.md: No such file or directory\n"
+
+
+def test_a_dry_run_of_the_longest_chain_a_file_may_hold_works(initialised: Path) -> None:
+    from wrighty.domain.importing import MAX_SECTIONS
+
+    chain = initialised / "chain.md"
+    chain.write_text(
+        "".join(
+            f"## S{n}\n\n"
+            + (f"```wrighty\nafter: s{n + 1}\n```\n\n" if n + 1 < MAX_SECTIONS else "")
+            + f"text {n}\n\n"
+            for n in range(MAX_SECTIONS)
+        )
+    )
+    result = wrighty("import", "chain.md", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1] == f"{MAX_SECTIONS} would create, 0 unchanged, 0 changed"

@@ -121,3 +121,31 @@ def test_any_text_is_read_or_refused_with_a_line_never_crashes(text: str) -> Non
         return
     assert sections
     assert all(section.title and section.body.strip() for section in sections)
+
+
+def _chain(count: int, *, closing: bool = False) -> str:
+    """``count`` sections, each after the next one in the file (the last after the first when
+    ``closing``): the deepest chain a file may hold."""
+    parts = []
+    for number in range(count):
+        later = number + 1 if number + 1 < count else (0 if closing else None)
+        settings = f"```wrighty\nafter: s{later}\n```\n\n" if later is not None else ""
+        parts.append(f"## S{number}\n\n{settings}text {number}\n\n")
+    return "".join(parts)
+
+
+def test_the_longest_chain_a_file_may_hold_is_read_and_ordered() -> None:
+    from wrighty.domain.importing import MAX_SECTIONS
+
+    sections = parse_markdown(_chain(MAX_SECTIONS))
+    assert len(sections) == MAX_SECTIONS
+    ordered = [section.key for section in in_order(sections)]
+    assert ordered == [f"s{number}" for number in reversed(range(MAX_SECTIONS))]
+
+
+def test_a_cycle_closing_the_longest_chain_is_refused_with_its_line() -> None:
+    from wrighty.domain.importing import MAX_SECTIONS
+
+    with pytest.raises(BadImport) as refused:
+        parse_markdown(_chain(MAX_SECTIONS, closing=True))
+    assert "wait for each other" in str(refused.value)

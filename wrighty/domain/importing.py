@@ -244,40 +244,53 @@ def _check_keys(sections: list[Section]) -> None:
 
 
 def _refuse_cycles(sections: list[Section]) -> None:
+    """BadImport when the sections' `after` settings go round in a circle.
+
+    A depth-first walk with its own stack, not recursion: a file of MAX_SECTIONS sections
+    each after the next is a chain that deep."""
     edges = {section.key: section.after_keys for section in sections}
     lines = {section.key: section.line for section in sections}
     state: dict[str, int] = {}  # 1: on the path, 2: done
-
-    def visit(key: str) -> None:
-        state[key] = 1
-        for before in edges[key]:
-            if state.get(before) == 1:
+    for start in edges:
+        if start in state:
+            continue
+        state[start] = 1
+        path: list[tuple[str, Iterator[str]]] = [(start, iter(edges[start]))]
+        while path:
+            key, pending = path[-1]
+            before = next(pending, None)
+            if before is None:
+                state[key] = 2
+                path.pop()
+            elif state.get(before) == 1:
                 raise BadImport(
                     lines[key], f"the sections {before!r} and {key!r} wait for each other"
                 )
-            if state.get(before) is None:
-                visit(before)
-        state[key] = 2
-
-    for key in edges:
-        if key not in state:
-            visit(key)
+            elif before not in state:
+                state[before] = 1
+                path.append((before, iter(edges[before])))
 
 
 def in_order(sections: list[Section]) -> list[Section]:
-    """Sections ordered so that each comes after those it waits for (file order otherwise)."""
+    """Sections ordered so that each comes after those it waits for (file order otherwise).
+
+    The sections have no cycle (parse_markdown refused it); walked with a stack of its own,
+    like _refuse_cycles."""
     by_key = {section.key: section for section in sections}
     done: set[str] = set()
     ordered: list[Section] = []
-
-    def place(section: Section) -> None:
-        if section.key in done:
-            return
-        done.add(section.key)
-        for key in section.after_keys:
-            place(by_key[key])
-        ordered.append(section)
-
     for section in sections:
-        place(section)
+        if section.key in done:
+            continue
+        done.add(section.key)
+        path: list[tuple[Section, Iterator[str]]] = [(section, iter(section.after_keys))]
+        while path:
+            current, pending = path[-1]
+            key = next(pending, None)
+            if key is None:
+                ordered.append(current)
+                path.pop()
+            elif key not in done:
+                done.add(key)
+                path.append((by_key[key], iter(by_key[key].after_keys)))
     return ordered

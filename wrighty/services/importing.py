@@ -17,10 +17,10 @@ from datetime import datetime
 from typing import Literal
 
 from wrighty.domain.importing import Section, in_order
-from wrighty.domain.model import DEFAULT_PRIORITY, NewItem
+from wrighty.domain.model import DEFAULT_PRIORITY, Item, NewItem
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import validate_new_item
-from wrighty.errors import WrightyError
+from wrighty.errors import AlreadyImported, WrightyError
 from wrighty.services.items import OPERATOR, create_item, normalized
 from wrighty.store.port import Store
 
@@ -62,8 +62,7 @@ def import_sections(
         key = import_key(source, section)
         found = existing.get(key)
         if found is not None:
-            same = found.import_fingerprint == section.fingerprint
-            outcomes[key] = Imported(section, "unchanged" if same else "changed", found.id)
+            outcomes[key] = _already(section, found)
             continue
         if dry_run:
             made[key] = None
@@ -71,10 +70,22 @@ def import_sections(
             continue
         after = [made[import_key(source, s)] for s in sections if s.key in section.after_keys]
         new = _new_item(section, key, queue=queue, after=[i for i in after if i is not None])
-        item = create_item(store, new, now=now, actor=actor)
+        try:
+            item = create_item(store, new, now=now, actor=actor)
+        except AlreadyImported:
+            # Another import of the file made this section's item since `existing` was read
+            # (the store refused a second item with its key): it is reported as already there.
+            item = store.find_imported([key])[key]
+            outcomes[key] = _already(section, item)
+        else:
+            outcomes[key] = Imported(section, "created", item.id)
         made[key] = item.id
-        outcomes[key] = Imported(section, "created", item.id)
     return [outcomes[import_key(source, s)] for s in sections]
+
+
+def _already(section: Section, found: Item) -> Imported:
+    same = found.import_fingerprint == section.fingerprint
+    return Imported(section, "unchanged" if same else "changed", found.id)
 
 
 def _new_item(section: Section, key: str, *, queue: bool, after: list[int]) -> NewItem:

@@ -34,7 +34,8 @@ class Store(Protocol):
     def create_item(self, new: NewItem, *, at: datetime, actor: str) -> Item:
         """Insert the item, its dependencies and labels and its creation event in one
         transaction (NotFoundError, having written nothing, when an item it is to come after
-        does not exist)."""
+        does not exist; AlreadyImported, having written nothing, when an item already has its
+        import key)."""
         ...
 
     def get_item(self, item_id: int) -> Item | None: ...

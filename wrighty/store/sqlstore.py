@@ -55,7 +55,7 @@ from wrighty.domain.scheduling import EDITED
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import creation_event
 from wrighty.domain.usage import LedgerEntry, Usage
-from wrighty.errors import NotFoundError, WrightyError
+from wrighty.errors import AlreadyImported, NotFoundError, WrightyError
 from wrighty.store.port import WorkListener
 from wrighty.store.sqlfiles import migrations, read_sql
 
@@ -167,7 +167,10 @@ class SqlStore(ABC):
                     "import_fingerprint": new.import_fingerprint,
                 },
             )
-            item_id = int(cursor.fetchone()["id"])
+            inserted = cursor.fetchone()
+            if inserted is None:  # another import made the item of this key first
+                raise AlreadyImported(new.import_key or "")
+            item_id = int(inserted["id"])
             for depends_on in dict.fromkeys(new.after):
                 try:
                     self._add_dependency(tx, item_id, depends_on)

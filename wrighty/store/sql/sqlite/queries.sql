@@ -7,6 +7,7 @@ INSERT INTO items (title, body, agent, timeout_seconds, workspace, state, queued
 VALUES (:title, :body, :agent, :timeout_seconds, :workspace, :state, :queued_at,
         :created_at, :created_at, :max_cost_usd, :max_tokens, :priority, :import_key,
         :import_fingerprint)
+ON CONFLICT (import_key) WHERE import_key IS NOT NULL DO NOTHING
 RETURNING id;
 
 -- name: insert_event
