@@ -579,8 +579,6 @@ def read_config_text(path: Path) -> str:
         return read_text_file(path, limit=MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file; create one with `wrighty init`") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a config file") from None
     except PermissionError:
         raise ConfigError(
             f"{path}: cannot read config (permission denied); fix its permissions"

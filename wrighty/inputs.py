@@ -1,12 +1,15 @@
 """Reading the text a user hands wrighty (wrighty.json, a task file, standard input).
 
-Every read is bounded, so that `/dev/zero` or a runaway file is refused instead of filling
-memory, and strictly UTF-8, so that a file in another encoding is named as such instead of
-being half-read.
+Every read is of a regular file, so that a FIFO or a device is refused at once instead of
+waiting forever for a writer (or reading `/dev/zero` without end); bounded, so that a runaway
+file is refused instead of filling memory; and strictly UTF-8, so that a file in another
+encoding is named as such instead of being half-read.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import BinaryIO
 
@@ -19,13 +22,38 @@ class InputError(ValueError):
 
 
 def read_text_file(path: Path, *, limit: int) -> str:
-    """The UTF-8 text of ``path`` when it is at most ``limit`` bytes long.
+    """The UTF-8 text of ``path`` when it is a regular file at most ``limit`` bytes long.
 
-    OSError (missing, unreadable, a directory) is left to the caller, who knows what the file
-    is for; InputError for a file too large or not UTF-8.
+    OSError (missing, unreadable) is left to the caller, who knows what the file is for;
+    InputError for anything but a regular file (a directory, a FIFO, a device, a socket),
+    a file too large, or one not UTF-8.
     """
-    with path.open("rb") as handle:
+    # Opened without waiting (a FIFO's open would wait for a writer), then checked by what it
+    # is, not by its name (no race between a check and the open).
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    kind = file_kind(os.fstat(descriptor).st_mode)
+    if kind != "regular file":
+        os.close(descriptor)
+        raise InputError(f"is {kind}, not a regular file")
+    os.set_blocking(descriptor, True)
+    with os.fdopen(descriptor, "rb") as handle:
         return read_text_stream(handle, limit=limit)
+
+
+_KINDS = (
+    (stat.S_ISREG, "regular file"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words ("a FIFO (named pipe)", ...)."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def read_text_stream(stream: BinaryIO, *, limit: int) -> str:

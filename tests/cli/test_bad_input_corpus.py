@@ -10,6 +10,7 @@ secret echoed; and the project's files (wrighty.json, the store with its -wal an
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -86,6 +87,11 @@ def file(name: str, content: bytes) -> Setup:
 
 def folder(name: str) -> Setup:
     return lambda project: (project / name).mkdir()
+
+
+def fifo(name: str) -> Setup:
+    """A named pipe nobody writes to: a read of it would wait forever."""
+    return lambda project: os.mkfifo(project / name)
 
 
 def item(*extra: str) -> Setup:
@@ -202,7 +208,13 @@ CASES: list[Case] = [
     Case(
         "body-file-dev-zero",
         ("create", "--title", "t", "--body-file", "/dev/zero"),
-        "larger than 1 MiB",
+        "--body-file /dev/zero: is a character device, not a regular file",
+    ),
+    Case(
+        "body-file-a-fifo",
+        ("create", "--title", "t", "--body-file", "task.md"),
+        "--body-file task.md: is a FIFO (named pipe), not a regular file",
+        setup=fifo("task.md"),
     ),
     Case(
         "body-file-latin1",
@@ -213,12 +225,28 @@ CASES: list[Case] = [
     Case(
         "body-file-a-folder",
         ("create", "--title", "t", "--body-file", "notes"),
-        "--body-file notes: cannot read",
+        "--body-file notes: is a directory, not a regular file",
         setup=folder("notes"),
     ),
     # wrighty import
     Case("import-missing-file", ("import", "nowhere.md"), "nowhere.md: No such file or directory"),
-    Case("import-a-folder", ("import", "notes"), "notes: Is a directory", setup=folder("notes")),
+    Case(
+        "import-a-folder",
+        ("import", "notes"),
+        "notes: is a directory, not a regular file",
+        setup=folder("notes"),
+    ),
+    Case(
+        "import-a-fifo",
+        ("import", "tasks.md"),
+        "tasks.md: is a FIFO (named pipe), not a regular file",
+        setup=fifo("tasks.md"),
+    ),
+    Case(
+        "import-dev-zero",
+        ("import", "/dev/zero"),
+        "/dev/zero: is a character device, not a regular file",
+    ),
     Case(
         "import-latin1",
         ("import", "tasks.md"),
@@ -833,7 +861,13 @@ CASES: list[Case] = [
     # wrighty.json
     Case("no-config", ("list",), "no wrighty.json", setup=no_config),
     Case("config-missing", ("--config", "missing.json", "list"), "no such config file"),
-    Case("config-dev-zero", ("--config", "/dev/zero", "list"), "larger than 1 MiB"),
+    Case("config-dev-zero", ("--config", "/dev/zero", "list"), "is a character device"),
+    Case(
+        "config-a-fifo",
+        ("--config", "pipe.json", "list"),
+        "pipe.json: is a FIFO (named pipe), not a regular file",
+        setup=fifo("pipe.json"),
+    ),
     Case(
         "config-invalid-json",
         ("list",),
@@ -1492,7 +1526,13 @@ CASES: list[Case] = [
         stdout_allowed=True,
         setup=config_json({"worker": {"pollSecs": 1, "concurrency": 0, "leaseSeconds": -1}}),
     ),
-    Case("validate-dev-zero", ("config", "validate", "/dev/zero"), "larger than 1 MiB"),
+    Case("validate-dev-zero", ("config", "validate", "/dev/zero"), "is a character device"),
+    Case(
+        "validate-a-fifo",
+        ("config", "validate", "pipe.json"),
+        "pipe.json: is a FIFO (named pipe), not a regular file",
+        setup=fifo("pipe.json"),
+    ),
     Case(
         "init-keeps-no-invalid-config",
         ("init",),
