@@ -7,6 +7,7 @@ The JSON Schema in ``schemas/wrighty.schema.json`` is generated from these model
 from __future__ import annotations
 
 import json
+import os
 import re
 import types
 import typing
@@ -515,13 +516,17 @@ def config_json_schema() -> dict[str, Any]:
 
 
 def find_config(start: Path, explicit: Path | None = None) -> Path | None:
-    """The config file to use: ``explicit`` if given, else the nearest wrighty.json upward."""
+    """The config file to use: ``explicit`` if given, else the nearest wrighty.json upward.
+
+    The nearest thing named wrighty.json is the one, whatever it is: a directory, a FIFO or a
+    link that leads nowhere is then refused by its read, saying what it is, rather than passed
+    over for a file further up."""
     if explicit is not None:
         return explicit
     directory = start.resolve()
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / CONFIG_FILENAME
-        if candidate.is_file():
+        if os.path.lexists(candidate):
             return candidate
     return None
 

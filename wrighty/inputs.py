@@ -8,6 +8,7 @@ encoding is named as such instead of being half-read.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -30,7 +31,13 @@ def read_text_file(path: Path, *, limit: int) -> str:
     """
     # Opened without waiting (a FIFO's open would wait for a writer), then checked by what it
     # is, not by its name (no race between a check and the open).
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as error:
+        broken = broken_link(path, error)
+        if broken is not None:
+            raise InputError(broken) from None
+        raise
     kind = file_kind(os.fstat(descriptor).st_mode)
     if kind != "regular file":
         os.close(descriptor)
@@ -38,6 +45,16 @@ def read_text_file(path: Path, *, limit: int) -> str:
     os.set_blocking(descriptor, True)
     with os.fdopen(descriptor, "rb") as handle:
         return read_text_stream(handle, limit=limit)
+
+
+def broken_link(path: Path, error: OSError) -> str | None:
+    """What is wrong with ``path`` when ``error`` came from following it as a symbolic link that
+    leads nowhere (a loop, or a target that does not exist); None for any other error."""
+    if error.errno not in (errno.ELOOP, errno.ENOENT) or not path.is_symlink():
+        return None
+    if error.errno == errno.ELOOP:
+        return "is a symbolic link that loops (it never reaches a file); remove it"
+    return f"is a symbolic link to {os.readlink(path)!r}, which does not exist"
 
 
 _KINDS = (

@@ -89,6 +89,10 @@ def folder(name: str) -> Setup:
     return lambda project: (project / name).mkdir()
 
 
+def link(name: str, target: str) -> Setup:
+    return lambda project: (project / name).symlink_to(target)
+
+
 def fifo(name: str) -> Setup:
     """A named pipe nobody writes to: a read of it would wait forever."""
     return lambda project: os.mkfifo(project / name)
@@ -1540,6 +1544,35 @@ CASES: list[Case] = [
         setup=config_json({"worker": {"leaseSeconds": 0}}),
     ),
     Case("init-store-mysql", ("init", "--store", "mysql://x/y"), "unsupported store URL scheme"),
+    # wrighty.json that is not a file: said what it is, by init and by every command
+    *(
+        Case(f"{name}-{command[0]}", command, says, setup=with_setups(no_config, setup))
+        for name, setup, says in (
+            (
+                "config-link-loop",
+                link("wrighty.json", "wrighty.json"),
+                "a symbolic link that loops",
+            ),
+            (
+                "config-dangling-link",
+                link("wrighty.json", "gone.json"),
+                "a symbolic link to 'gone.json', which does not exist",
+            ),
+            ("config-a-folder", folder("wrighty.json"), "is a directory, not a regular file"),
+            (
+                "config-named-fifo",
+                fifo("wrighty.json"),
+                "is a FIFO (named pipe), not a regular file",
+            ),
+        )
+        for command in (("init",), ("list",), ("worker", "start", "--once"), ("config", "validate"))
+    ),
+    Case(
+        "init-force-over-a-folder",
+        ("init", "--force"),
+        "wrighty.json: is a directory, not a regular file; move it away",
+        setup=with_setups(no_config, folder("wrighty.json")),
+    ),
 ]
 
 

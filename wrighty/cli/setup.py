@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -46,7 +47,12 @@ def init(
         app_ctx = dataclasses.replace(app_ctx, store_option=store)
     config_path = (app_ctx.config_option or app_ctx.cwd / CONFIG_FILENAME).absolute()
     root_dir = config_path.parent
-    config_existed = config_path.exists()
+    config_existed = os.path.lexists(config_path)  # a link that leads nowhere is there too
+    if config_existed and config_path.is_dir():
+        raise WrightyError(
+            f"{config_path}: is a directory, not a regular file; move it away and run "
+            "`wrighty init` again"
+        )
     keep_existing = config_existed and not force
     kept_url = app_ctx.config().config.store.url if keep_existing else DEFAULT_STORE_URL
     if app_ctx.store_option is not None:
