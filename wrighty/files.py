@@ -76,6 +76,11 @@ def access_problem(path: Path) -> str:
             needed, what, chmod = os.R_OK | os.W_OK, "read and write it", "u+rw"
         if os.access(step, needed):
             continue
+        if needed & os.W_OK and _on_read_only_mount(step):
+            return (
+                f"{step}: read-only file system (it is mounted read-only, and wrighty writes "
+                "there); remount it read-write, or move the project or its store elsewhere"
+            )
         owner = _user_name(info.st_uid)
         if owner == me:
             fix = f"give yourself access (chmod {chmod})"
@@ -87,6 +92,14 @@ def access_problem(path: Path) -> str:
             f"and {me} may not {what}; {fix}"
         )
     return f"{absolute}: permission denied; check the permissions of it and its directories"
+
+
+def _on_read_only_mount(path: Path) -> bool:
+    """Whether ``path`` lies on a file system mounted read-only (EROFS for any write)."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _user_name(uid: int) -> str:
