@@ -7,11 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import postgres_schema
+from tests.conftest import postgres_or_skip, postgres_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "hunter2-not-a-real-password"
@@ -76,3 +79,69 @@ def test_a_postgresql_store_that_is_not_there_is_refused_without_secrets(tmp_pat
     assert refused.stderr.startswith("wrighty: postgresql://postgres@127.0.0.1:1/x: ")
     assert PASSWORD not in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+@contextmanager
+def _absent_schema() -> Iterator[tuple[str, str]]:
+    """A schema name nobody has made yet, and the server's URL; dropped afterwards if made."""
+    import psycopg
+
+    server = postgres_or_skip()
+    schema = f"wrighty_fresh_{uuid.uuid4().hex[:12]}"
+    try:
+        yield server, schema
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def _schema_exists(server: str, schema: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(server) as connection:
+        found = connection.execute(
+            "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)
+        ).fetchone()
+    return found is not None
+
+
+def test_init_creates_the_schema_the_url_names(tmp_path: Path) -> None:
+    with _absent_schema() as (server, schema):
+        url = f"{server}?options=-csearch_path%3D{schema}"
+        listed = run(tmp_path, "--store", url, "list")
+        assert listed.returncode == 2
+        assert "no wrighty store in this database; run `wrighty init" in listed.stderr
+        assert not _schema_exists(server, schema)  # only init creates it
+        initialised = run(tmp_path, "init", "--store", url)
+        assert initialised.returncode == 0, initialised.stderr
+        assert _schema_exists(server, schema)
+        created = run(tmp_path, "create", "--title", "t", "--body", "b")
+        assert created.returncode == 0, created.stderr
+        again = run(tmp_path, "init")
+        assert again.returncode == 0, again.stderr
+        assert json.loads(run(tmp_path, "list", "--json").stdout)[0]["title"] == "t"
+
+
+def test_init_by_a_user_who_may_not_create_the_schema_says_how_in_one_line(
+    tmp_path: Path,
+) -> None:
+    import psycopg
+
+    with _absent_schema() as (server, schema):
+        role = f"wrighty_nocreate_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f"CREATE ROLE {role} LOGIN")
+        try:
+            url = server.replace("postgres@", f"{role}@", 1)
+            refused = run(tmp_path, "init", "--store", f"{url}?options=-csearch_path%3D{schema}")
+        finally:
+            with psycopg.connect(server, autocommit=True) as admin:
+                admin.execute(f"DROP ROLE {role}")
+        assert refused.returncode == 2
+        assert refused.stderr.splitlines() == [
+            f"wrighty: postgresql://{role}@127.0.0.1:5432/test: schema '{schema}' does not "
+            f'exist and this user may not create it; have its owner run CREATE SCHEMA "{schema}" '
+            "(and grant this user CREATE on it), then `wrighty init` again"
+        ]
+        assert not _schema_exists(server, schema)
+        assert not (tmp_path / "wrighty.json").exists()

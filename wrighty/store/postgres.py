@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -204,6 +205,9 @@ class PostgresStore(SqlStore):
     def _migrate(self, *, create: bool) -> None:
         with self._write() as tx:
             tx.run("lock_migrations")
+            if create:
+                assert isinstance(tx, _PostgresTx)
+                self._create_schema(tx)
             present = tx.run("migrations_table_exists").fetchone()["present"]
             if not present and not create:
                 raise StoreError(
@@ -224,6 +228,26 @@ class PostgresStore(SqlStore):
             assert isinstance(tx, _PostgresTx)
             self._migrate_in(tx, DIALECT, tx.script)
             self.opened = "migrated" if present else "created"
+
+    def _create_schema(self, tx: _PostgresTx) -> None:
+        """The URL's schema (the first of its search_path, as `options=-csearch_path%3D...`
+        sets it), created when it does not exist yet: `wrighty init` makes the store whole
+        (docs/fleet.md). Other commands never create it: they find no store there."""
+        found = tx.run("select_current_schema").fetchone()
+        assert found is not None  # a SELECT without FROM has one row
+        if found["schema"] is not None:
+            return
+        schema = _first_schema(found["search_path"])
+        if schema is None:
+            raise StoreError(f"{self._name}: the search_path names no schema to create tables in")
+        try:
+            tx.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        except psycopg.errors.InsufficientPrivilege:
+            raise StoreError(
+                f"{self._name}: schema {schema!r} does not exist and this user may not create "
+                f'it; have its owner run CREATE SCHEMA "{schema}" (and grant this user CREATE '
+                "on it), then `wrighty init` again"
+            ) from None
 
     def schema_version(self) -> int:
         with self._snapshot() as tx:
@@ -310,9 +334,24 @@ class _PostgresTx:
     ) -> psycopg.Cursor[dict[str, Any]]:
         return self._connection.execute(self._sql[name], params or {})
 
+    def execute(self, statement: sql.Composed) -> None:
+        """One statement made with psycopg.sql (an identifier that cannot be a parameter)."""
+        self._connection.execute(statement)
+
     def script(self, text: str) -> None:
         """Several statements, no parameters (schema.sql, a migration)."""
         self._connection.execute(text.encode())
+
+
+def _first_schema(search_path: str) -> str | None:
+    """The first schema a search_path names, other than ``"$user"`` (None when there is none)."""
+    for entry in search_path.split(","):
+        name = entry.strip()
+        if len(name) >= 2 and name[0] == name[-1] == '"':
+            name = name[1:-1].replace('""', '"')
+        if name and name != "$user":
+            return name
+    return None
 
 
 def _reason(error: BaseException) -> str:

@@ -315,6 +315,10 @@ SELECT * FROM workers ORDER BY started_at, worker_id;
 -- nothing left to do.
 SELECT pg_advisory_xact_lock(hashtext('wrighty: migrations'));
 
+-- name: select_current_schema
+-- The schema new tables go to (NULL when no schema of the search_path exists yet).
+SELECT current_schema() AS schema, current_setting('search_path') AS search_path;
+
 -- name: migrations_table_exists
 SELECT to_regclass('wrighty_migrations') IS NOT NULL AS present;
 
