@@ -346,17 +346,17 @@ CASES: list[Case] = [
     Case(
         "max-cost-not-a-number",
         create_with("--max-cost-usd", "five"),
-        "--max-cost-usd five: give a number of dollars, such as 5 or 2.5",
+        "--max-cost-usd: 'five' is not a number: write it in plain digits, such as 5 or 2.5",
     ),
     Case(
         "max-cost-empty",
         create_with("--max-cost-usd", ""),
-        "--max-cost-usd : give a number of dollars",
+        "--max-cost-usd: '' is not a number",
     ),
     Case(
         "max-cost-with-a-dollar-sign",
         create_with("--max-cost-usd", "$5"),
-        "--max-cost-usd $5: give a number of dollars",
+        "--max-cost-usd: '$5' is not a number",
     ),
     Case(
         "max-cost-zero",
@@ -368,11 +368,15 @@ CASES: list[Case] = [
         create_with("--max-cost-usd", "-1"),
         "--max-cost-usd -1: must be more than 0",
     ),
-    Case("max-cost-nan", create_with("--max-cost-usd", "nan"), "--max-cost-usd nan: must be"),
+    Case(
+        "max-cost-nan",
+        create_with("--max-cost-usd", "nan"),
+        "--max-cost-usd: 'nan' is not a number",
+    ),
     Case(
         "max-cost-infinite",
         create_with("--max-cost-usd", "inf"),
-        "--max-cost-usd inf: must be more than 0 and at most",
+        "--max-cost-usd: 'inf' is not a number",
     ),
     Case(
         "max-cost-too-large",
@@ -387,22 +391,40 @@ CASES: list[Case] = [
     Case(
         "max-cost-with-escape",
         create_with("--max-cost-usd", "\x1b]52;c;ZWNobyBwd25lZA==\x07"),
-        "give a number of dollars",
+        "is not a number: write it in plain digits",
+    ),
+    # one rule for numbers, for every option and id (docs/cli.md#numbers)
+    *(
+        Case(f"number-{name}", args, says)
+        for name, args, says in (
+            ("cost-underscore", create_with("--max-cost-usd", "1_000"), "'1_000' is not a number"),
+            ("tokens-underscore", create_with("--max-tokens", "1_000"), "'1_000' is not a whole"),
+            ("cost-comma", create_with("--max-cost-usd", "1,000"), "'1,000' is not a number"),
+            ("tokens-space", create_with("--max-tokens", " 5"), "' 5' is not a whole number"),
+            ("tokens-plus", create_with("--max-tokens", "+5"), "'+5' is not a whole number"),
+            ("interval-nan", ("inbox", "--interval", "nan"), "'nan' is not a number"),
+            ("interval-inf", ("inbox", "--interval", "inf"), "'inf' is not a number"),
+            ("interval-exponent", ("inbox", "--interval", "1e1"), "'1e1' is not a number"),
+            ("limit-underscore", ("reap", "--limit", "1_000"), "'1_000' is not a whole number"),
+            ("id-underscore", ("show", "0_1"), "'0_1' is not a whole number"),
+            ("id-arabic-digits", ("show", "\u0661"), "is not a whole number"),
+            ("workers-space", ("status", "--min-workers", " 1"), "' 1' is not a whole number"),
+        )
     ),
     Case(
         "max-tokens-fraction",
         create_with("--max-tokens", "1.5"),
-        "--max-tokens 1.5: give a whole number of tokens",
+        "--max-tokens: '1.5' is not a whole number",
     ),
     Case(
         "max-tokens-exponent",
         create_with("--max-tokens", "1e6"),
-        "--max-tokens 1e6: give a whole number of tokens",
+        "--max-tokens: '1e6' is not a whole number",
     ),
     Case(
         "max-tokens-not-a-number",
         create_with("--max-tokens", "lots"),
-        "--max-tokens lots: give a whole number of tokens",
+        "--max-tokens: 'lots' is not a whole number",
     ),
     Case(
         "max-tokens-zero",
@@ -412,7 +434,7 @@ CASES: list[Case] = [
     Case(
         "max-tokens-negative",
         create_with("--max-tokens", "-5"),
-        "--max-tokens -5: give a whole number of tokens",
+        "--max-tokens -5: must be more than 0",
     ),
     Case(
         "max-tokens-too-large",
@@ -427,7 +449,7 @@ CASES: list[Case] = [
     Case(
         "requeue-max-cost-not-a-number",
         ("requeue", "1", "--resume", "--max-cost-usd", "ten"),
-        "--max-cost-usd ten: give a number of dollars",
+        "--max-cost-usd: 'ten' is not a number",
         setup=item("--max-cost-usd", "5"),
     ),
     Case(
@@ -445,19 +467,19 @@ CASES: list[Case] = [
     Case(
         "requeue-max-cost-nan",
         ("requeue", "1", "--resume", "--max-cost-usd", "NaN"),
-        "--max-cost-usd NaN: must be",
+        "--max-cost-usd: 'NaN' is not a number",
         setup=item(),
     ),
     Case(
         "requeue-max-cost-too-large",
         ("requeue", "1", "--resume", "--max-cost-usd", "1e7"),
-        "--max-cost-usd 1e7: must be more than 0 and at most",
+        "--max-cost-usd: '1e7' is not a number",
         setup=item(),
     ),
     Case(
         "requeue-max-tokens-fraction",
         ("requeue", "1", "--resume", "--max-tokens", "2.5"),
-        "--max-tokens 2.5: give a whole number of tokens",
+        "--max-tokens: '2.5' is not a whole number",
         setup=item("--max-tokens", "1000"),
     ),
     Case(

@@ -58,3 +58,10 @@ def test_the_readme_runs_one_item_through_the_example_agent(tmp_path: Path) -> N
     assert shown["state"] == "done"
     assert shown["runs"][0]["outcome_class"] == "succeeded"
     assert "succeed" in (demo / "WRIGHTY_EXAMPLE_NOTES.md").read_text()
+
+
+def test_wrighty_alone_prints_its_help_and_exits_0(tmp_path: Path) -> None:
+    alone = run(tmp_path)
+    assert (alone.returncode, alone.stderr) == (0, "")
+    assert "Usage: wrighty [OPTIONS] COMMAND [ARGS]..." in alone.stdout
+    assert "init " in alone.stdout and "worker " in alone.stdout

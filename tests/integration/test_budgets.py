@@ -285,8 +285,8 @@ def test_report_usage_records_the_runs_totals_under_its_claim_only(make_project)
     assert said["out"] == "recorded: 1,505 tokens, $0.0081 reported\n"
     returncode, stderr = said["bad"]
     assert returncode == 2
-    whole = "give a whole number from 0 to 1,000,000,000,000"
-    assert stderr == f"wrighty: --input-tokens 12.5: {whole}\n"
+    whole = "is not a whole number: write it in plain digits, such as 30"
+    assert stderr == f"wrighty: --input-tokens: '12.5' {whole}\n"
     [run] = project.store.list_runs(item.id)
     assert run.usage is not None
     assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.cache_read_tokens) == (

@@ -23,6 +23,7 @@ from wrighty import __version__
 from wrighty.cli.common import WrightyGroup
 from wrighty.cli.context import AppContext
 from wrighty.cli.flags import show_flags_without_a_value
+from wrighty.cli.numbers import plain_numbers_only
 
 # Each command: its module and the function (or, for a group, the sub-app) that defines it, in
 # the order `wrighty --help` lists them.
@@ -67,6 +68,7 @@ class RootGroup(WrightyGroup):
 
 
 def _build(name: str) -> Any:
+    plain_numbers_only()  # before any number option is read (not for `--version`)
     module, attribute = COMMANDS[name]
     target = getattr(importlib.import_module(module), attribute)
     command: Any

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 try:  # typer 0.2x ships its own copy of click
-    from typer._click.exceptions import UsageError
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
 except ImportError:  # pragma: no cover - older typer, on click itself
-    from click.exceptions import UsageError  # type: ignore[no-redef,import-not-found,assignment,unused-ignore]
+    from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[no-redef,import-not-found,assignment,unused-ignore]
 
 from wrighty.cli.context import AppContext
+from wrighty.cli.numbers import number_problem
 from wrighty.domain.durations import parse_duration
 from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.text import printable_line
@@ -50,6 +51,12 @@ class WrightyGroup(typer.core.TyperGroup):
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().make_context(*args, **kwargs)
+        except NoArgsIsHelpError as error:
+            # `wrighty` alone: its help, as `wrighty --help` gives it (rich has printed it
+            # already; plain click hands it over as the message).
+            if error.format_message().strip():
+                typer.echo(error.format_message())
+            raise typer.Exit(0) from None
         except UsageError as error:
             _refuse(_usage_line(error))
 
@@ -102,12 +109,10 @@ def limit_options(max_cost_usd: str | None, max_tokens: str | None) -> Limit:
     """The budget that ``--max-cost-usd`` / ``--max-tokens`` give (unbounded when neither)."""
     cost = None
     if max_cost_usd is not None:
-        cost = _positive("--max-cost-usd", max_cost_usd, MAX_COST_USD, "a number of dollars")
+        cost = _bounded("--max-cost-usd", max_cost_usd, MAX_COST_USD, whole=False)
     tokens = None
     if max_tokens is not None:
-        if not (max_tokens.strip().isascii() and max_tokens.strip().isdecimal()):
-            raise WrightyError(f"--max-tokens {max_tokens}: give a whole number of tokens")
-        tokens = int(_positive("--max-tokens", max_tokens, MAX_TOKENS, "a number of tokens"))
+        tokens = int(_bounded("--max-tokens", max_tokens, MAX_TOKENS, whole=True))
     return Limit(cost, tokens)
 
 
@@ -115,26 +120,24 @@ def count_option(name: str, text: str | None) -> int:
     """A number of tokens that may be 0 (``report-usage``); 0 when not given."""
     if text is None:
         return 0
-    digits = text.strip()
-    if not (digits.isascii() and digits.isdecimal()) or int(digits) > MAX_TOKENS:
-        raise WrightyError(f"{name} {text}: give a whole number from 0 to {MAX_TOKENS:,}")
-    return int(text)
+    return int(_bounded(name, text, MAX_TOKENS, whole=True, zero=True))
 
 
 def amount_option(name: str, text: str | None) -> float | None:
     """A cost in US dollars that may be 0 (``report-usage``); None when not given."""
     if text is None:
         return None
-    return _positive(name, text, MAX_COST_USD, "a number of dollars", zero=True)
+    return _bounded(name, text, MAX_COST_USD, whole=False, zero=True)
 
 
-def _positive(name: str, text: str, at_most: float, what: str, *, zero: bool = False) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise WrightyError(f"{name} {text}: give {what}, such as 5 or 2.5") from None
-    low_ok = value >= 0 if zero else value > 0
-    if not (low_ok and value <= at_most):  # `not` also refuses NaN
+def _bounded(name: str, text: str, at_most: float, *, whole: bool, zero: bool = False) -> float:
+    """The number ``text`` by the one rule for numbers (wrighty/cli/numbers.py), within
+    (0 or more than 0, ``at_most``]."""
+    problem = number_problem(text, whole=whole)
+    if problem is not None:
+        raise WrightyError(f"{name}: {problem}")
+    value = float(text)
+    if not ((value >= 0 if zero else value > 0) and value <= at_most):
         least = "at least 0" if zero else "more than 0"
         raise WrightyError(f"{name} {text}: must be {least} and at most {at_most:,.0f}")
     return value
