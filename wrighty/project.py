@@ -30,7 +30,7 @@ def config_document(store_url: str | None) -> dict[str, Any]:
 
 
 def write_json_file(
-    path: Path, document: dict[str, Any], *, mode: int = 0o644, replace: bool = True
+    path: Path, document: dict[str, Any], *, mode: int = 0o600, replace: bool = True
 ) -> bool:
     """Write ``document`` atomically: a reader sees the old file or the new one.
 

@@ -10,6 +10,8 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,66 @@ def test_run_logs_and_workspaces_are_private_all_the_way_down(tmp_path: Path) ->
     for folder in (state / "runs", state / "runs" / "1", run_dir, state / "workspaces" / "1"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     assert stat.S_IMODE((state / "workspaces").stat().st_mode) == 0o700
+
+
+@contextmanager
+def open_store_listening(path: Path) -> Iterator[None]:
+    """The store open (its -wal and -shm there) with an idle worker's wake-up socket, made under
+    a umask of 022 in this process."""
+    from wrighty.store.sqlite import SqliteStore
+
+    before = os.umask(0o022)
+    try:
+        store = SqliteStore.open(path, create=False)
+        try:
+            listener = store.listen_for_work("modes")
+            try:
+                store.schema_version()
+                yield
+            finally:
+                listener.close()
+        finally:
+            store.close()
+    finally:
+        os.umask(before)
+
+
+def test_every_file_wrighty_makes_under_its_state_directory_is_private(tmp_path: Path) -> None:
+    """Under a umask of 022 (run_installed's), after init, a worker's run in `current` mode
+    (the project lock) and a wake-up listener, and the read commands: every file under .wrighty
+    is 0600 and every directory 0700. (What an agent makes in its workspace is its own.)"""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    assert wrighty(project, "init").returncode == 0
+    config = json.loads((project / "wrighty.json").read_text())
+    agent = [sys.executable, str(ROOT / "examples" / "agent.py")]
+    config["agents"] = {"example": {"adapter": "command", "command": agent}}
+    config["worker"] |= {"defaultAgent": "example"}
+    (project / "wrighty.json").write_text(json.dumps(config))
+    created = wrighty(
+        project, "create", "--title", "t", "--queue", stdin="wrighty-example: succeed"
+    )
+    assert created.returncode == 0, created.stderr
+    worked = wrighty(project, "worker", "start", "--once")
+    assert worked.returncode == 0, worked.stderr
+    with open_store_listening(project / ".wrighty" / "wrighty.db"):
+        for command in (["list"], ["status"], ["show", "1"], ["logs", "1"], ["init"]):
+            done = wrighty(project, *command)
+            assert done.returncode == 0, done.stderr
+        state = project / ".wrighty"
+        seen = {
+            str(path.relative_to(state)): stat.S_IMODE(path.lstat().st_mode)
+            for path in (state, *state.rglob("*"))
+            if "workspaces" not in path.relative_to(state).parts[:1]
+        }
+    assert "current-workspace.lock" in seen
+    assert "wrighty.schema.json" in seen
+    assert "wrighty.db-wal" in seen
+    assert any(name.endswith(".sock") for name in seen), seen  # the listener's socket
+    assert any(name.endswith("stdout.log") for name in seen)
+    wrong = {
+        name: f"{mode:04o}"
+        for name, mode in seen.items()
+        if mode != (0o700 if (state / name).is_dir() else 0o600)
+    }
+    assert wrong == {}

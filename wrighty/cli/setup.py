@@ -65,8 +65,10 @@ def init(
     write_schema_copy(root_dir)
     store_url = None if app_ctx.store_option is None else target.url()
     # Without --force an existing file is kept, also one that a racing init wrote meanwhile.
+    # wrighty.json is the project's file, for git like .gitignore: readable as git checks it
+    # out. Everything under .wrighty/ is 0600 (docs/storage.md).
     if not keep_existing and write_json_file(
-        config_path, config_document(store_url), replace=config_existed
+        config_path, config_document(store_url), mode=0o644, replace=config_existed
     ):
         done.append(f"{'replaced' if config_existed else 'created'} {config_path}")
     else:

@@ -96,7 +96,9 @@ class CurrentDirectoryLock:
     def __init__(self, state_dir: Path) -> None:
         make_private_dirs(state_dir)
         # Not thread-local: the claim loop takes it, and the item's slot thread releases it.
-        self._lock = FileLock(str(state_dir / "current-workspace.lock"), thread_local=False)
+        self._lock = FileLock(
+            str(state_dir / "current-workspace.lock"), mode=0o600, thread_local=False
+        )
 
     def try_acquire(self) -> bool:
         """Take the lock, or keep it: a worker that goes on claiming holds it between items."""
