@@ -19,6 +19,7 @@ except ImportError:  # pragma: no cover - older typer, on click itself
 
 from wrighty.cli.context import AppContext
 from wrighty.cli.numbers import number_problem
+from wrighty.domain.budgets import MAX_ITEM_COST_USD, MAX_ITEM_TOKENS
 from wrighty.domain.durations import parse_duration
 from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.text import printable_line
@@ -93,15 +94,39 @@ def seconds_option(name: str, value: str | None, at_most: float) -> float | None
 
 
 # An item's own budget (create, requeue); the bounds are wrighty.json's (docs/config.md).
-MAX_COST_USD = 1_000_000
-MAX_TOKENS = 10**12
+MAX_COST_USD = MAX_ITEM_COST_USD
+MAX_TOKENS = MAX_ITEM_TOKENS
+
+
+def _checked_cost(value: str | None) -> str | None:
+    """--max-cost-usd checked while the command line is parsed (so a command wrighty suggests
+    is refused by the parser alone when it would be refused at all)."""
+    if value is not None:
+        _bounded("--max-cost-usd", value, MAX_COST_USD, whole=False)
+    return value
+
+
+def _checked_tokens(value: str | None) -> str | None:
+    if value is not None:
+        _bounded("--max-tokens", value, MAX_TOKENS, whole=True)
+    return value
+
+
 MaxCostOption = Annotated[
     str | None,
-    typer.Option("--max-cost-usd", help="The item's budget in US dollars, across all its runs."),
+    typer.Option(
+        "--max-cost-usd",
+        callback=_checked_cost,
+        help="The item's budget in US dollars, across all its runs.",
+    ),
 ]
 MaxTokensOption = Annotated[
     str | None,
-    typer.Option("--max-tokens", help="The item's budget in tokens (every kind), across its runs."),
+    typer.Option(
+        "--max-tokens",
+        callback=_checked_tokens,
+        help="The item's budget in tokens (every kind), across its runs.",
+    ),
 ]
 
 

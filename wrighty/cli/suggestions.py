@@ -22,8 +22,9 @@ class Standing:
     has_logs: bool  # `wrighty logs N` prints the last run's output here
     lease_expired: bool  # running, but its worker stopped renewing the claim
     # The requeue options that lift the item's spent budget (without them it is settled
-    # budget-exceeded again before it launches); empty while its budget is not spent.
-    raise_budget: tuple[str, ...] = ()
+    # budget-exceeded again before it launches); empty while its budget is not spent; None
+    # when no budget requeue takes lifts it (then no requeue is offered).
+    raise_budget: tuple[str, ...] | None = ()
 
 
 def next_commands(item_id: int, state: ItemState, standing: Standing) -> list[Suggestion]:
@@ -34,8 +35,12 @@ def next_commands(item_id: int, state: ItemState, standing: Standing) -> list[Su
     if not standing.has_logs:
         logs = []
     cancel = Suggestion(f"wrighty cancel {item_id}", "give up on the item (final)")
-    raised = "".join(f" {flag}" for flag in standing.raise_budget)
+    raised = "".join(f" {flag}" for flag in standing.raise_budget or ())
     budget = ", with a higher budget" if raised else ""
+    if state in (ItemState.NEEDS_ATTENTION, ItemState.RETRY_SCHEDULED) and (
+        standing.raise_budget is None
+    ):
+        return [*logs, cancel]  # the most a budget may be is spent: no requeue would run it
     if state is ItemState.NEEDS_ATTENTION:
         resume = Suggestion(
             f"wrighty requeue {item_id} --resume{raised}",

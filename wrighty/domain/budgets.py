@@ -102,26 +102,40 @@ def spend(usage: Usage) -> str:
 
 def raise_command(item_id: int, limit: Limit, spent: Usage, *, resumable: bool = True) -> str:
     """The command that continues an item stopped by its budget, with the bound it hit
-    doubled (or, past that, twice what it spent)."""
+    doubled (or, past that, twice what it spent), at most what `requeue` takes; `wrighty cancel`
+    when that most is spent already (no requeue could run it)."""
+    flags = raise_flags(limit, spent)
+    if flags is None:
+        return f"wrighty cancel {item_id}"
     how = "--resume" if resumable else "--fresh"
-    return " ".join([f"wrighty requeue {item_id} {how}", *raise_flags(limit, spent)])
+    return " ".join([f"wrighty requeue {item_id} {how}", *flags])
 
 
-def raise_flags(limit: Limit, spent: Usage) -> tuple[str, ...]:
+def raise_flags(limit: Limit, spent: Usage) -> tuple[str, ...] | None:
     """The `requeue` options that lift each bound of ``limit`` that ``spent`` reached (none
-    when the budget is not spent)."""
+    when the budget is not spent), each within what `requeue` takes (MAX_ITEM_COST_USD,
+    MAX_ITEM_TOKENS). None when a bound cannot be lifted above what was spent: the item
+    spent the most an item's budget may be."""
     flags = []
     cost = spent.cost_usd
     if limit.max_cost_usd is not None and cost is not None and cost >= limit.max_cost_usd:
-        flags.append(f"--max-cost-usd {_dollars(_more(limit.max_cost_usd, cost))}")
+        dollars = _dollars(min(_more(limit.max_cost_usd, cost), MAX_ITEM_COST_USD))
+        if float(dollars) <= cost:
+            return None
+        flags.append(f"--max-cost-usd {dollars}")
     if limit.max_tokens is not None and spent.tokens >= limit.max_tokens:
-        doubled = min(max(limit.max_tokens, spent.tokens) * 2, MAX_SUGGESTED_TOKENS)
+        doubled = min(max(limit.max_tokens, spent.tokens) * 2, MAX_ITEM_TOKENS)
+        if doubled <= spent.tokens:
+            return None
         flags.append(f"--max-tokens {doubled}")
     return tuple(flags)
 
 
-# The most `--max-tokens` takes (wrighty/cli/common.py MAX_TOKENS).
-MAX_SUGGESTED_TOKENS = 10**12
+# The most an item's own budget may be: what `create` and `requeue` take in --max-cost-usd and
+# --max-tokens (wrighty/cli/common.py reads these), so that every raise wrighty suggests is one
+# they accept (docs/usage.md).
+MAX_ITEM_COST_USD = 1_000_000
+MAX_ITEM_TOKENS = 10**12
 
 
 def _more(limit: float, spent: float) -> float:
