@@ -888,11 +888,17 @@ CASES: list[Case] = [
     Case("no-config", ("list",), "no wrighty.json", setup=no_config),
     Case("config-missing", ("--config", "missing.json", "list"), "no such config file"),
     Case("config-dev-zero", ("--config", "/dev/zero", "list"), "is a character device"),
-    Case(
-        "config-a-fifo",
-        ("--config", "pipe.json", "list"),
-        "pipe.json: is a FIFO (named pipe), not a regular file",
-        setup=fifo("pipe.json"),
+    *(
+        Case(
+            name,
+            args,
+            "pipe.json: is a FIFO (named pipe), not a regular file",
+            setup=fifo("pipe.json"),
+        )
+        for name, args in (
+            ("config-a-fifo", ("--config", "pipe.json", "list")),
+            ("validate-a-fifo", ("config", "validate", "pipe.json")),
+        )
     ),
     Case(
         "config-invalid-json",
@@ -1553,12 +1559,6 @@ CASES: list[Case] = [
         setup=config_json({"worker": {"pollSecs": 1, "concurrency": 0, "leaseSeconds": -1}}),
     ),
     Case("validate-dev-zero", ("config", "validate", "/dev/zero"), "is a character device"),
-    Case(
-        "validate-a-fifo",
-        ("config", "validate", "pipe.json"),
-        "pipe.json: is a FIFO (named pipe), not a regular file",
-        setup=fifo("pipe.json"),
-    ),
     Case(
         "init-keeps-no-invalid-config",
         ("init",),

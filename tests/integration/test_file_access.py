@@ -69,12 +69,12 @@ def test_a_state_folder_of_another_user_is_named_with_its_owner(
     assert snapshot(project) == before
 
 
-def test_run_logs_and_workspaces_are_private_all_the_way_down(tmp_path: Path) -> None:
-    project = initialised(tmp_path / "project")
+def run_one_example_item(project: Path, *, workspace_mode: str) -> None:
+    """One item run to its end by the example agent, through a worker started once."""
     config = json.loads((project / "wrighty.json").read_text())
     agent = [sys.executable, str(ROOT / "examples" / "agent.py")]
     config["agents"] = {"example": {"adapter": "command", "command": agent}}
-    config["worker"] |= {"defaultAgent": "example", "workspaceMode": "directory"}
+    config["worker"] |= {"defaultAgent": "example", "workspaceMode": workspace_mode}
     (project / "wrighty.json").write_text(json.dumps(config))
     created = wrighty(
         project, "create", "--title", "t", "--queue", stdin="wrighty-example: succeed"
@@ -82,6 +82,11 @@ def test_run_logs_and_workspaces_are_private_all_the_way_down(tmp_path: Path) ->
     assert created.returncode == 0, created.stderr
     worked = wrighty(project, "worker", "start", "--once")
     assert worked.returncode == 0, worked.stderr
+
+
+def test_run_logs_and_workspaces_are_private_all_the_way_down(tmp_path: Path) -> None:
+    project = initialised(tmp_path / "project")
+    run_one_example_item(project, workspace_mode="directory")
     state = project / ".wrighty"
     [run_dir] = (state / "runs" / "1").iterdir()
     for folder in (state / "runs", state / "runs" / "1", run_dir, state / "workspaces" / "1"):
@@ -118,17 +123,7 @@ def test_every_file_wrighty_makes_under_its_state_directory_is_private(tmp_path:
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
     assert wrighty(project, "init").returncode == 0
-    config = json.loads((project / "wrighty.json").read_text())
-    agent = [sys.executable, str(ROOT / "examples" / "agent.py")]
-    config["agents"] = {"example": {"adapter": "command", "command": agent}}
-    config["worker"] |= {"defaultAgent": "example"}
-    (project / "wrighty.json").write_text(json.dumps(config))
-    created = wrighty(
-        project, "create", "--title", "t", "--queue", stdin="wrighty-example: succeed"
-    )
-    assert created.returncode == 0, created.stderr
-    worked = wrighty(project, "worker", "start", "--once")
-    assert worked.returncode == 0, worked.stderr
+    run_one_example_item(project, workspace_mode="current")
     with open_store_listening(project / ".wrighty" / "wrighty.db"):
         for command in (["list"], ["status"], ["show", "1"], ["logs", "1"], ["init"]):
             done = wrighty(project, *command)
