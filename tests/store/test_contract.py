@@ -16,6 +16,7 @@ from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
 from wrighty.domain.model import Change, Item, NewItem
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import replay, transition
+from wrighty.errors import AlreadyImported
 from wrighty.store import Store
 
 
@@ -45,6 +46,31 @@ def test_created_item_reads_back_with_every_field(store: Store, clock: FakeClock
     assert created.claimed_by is None
     assert created.lease_expires_at is None
     assert created.created_at == clock()
+
+
+def test_a_second_item_with_a_taken_import_key_is_refused_and_writes_nothing(
+    store: Store, clock: FakeClock
+) -> None:
+    first = store.create_item(
+        new_item(import_key="tasks.md#a", import_fingerprint="f1"), at=clock(), actor="op"
+    )
+    with pytest.raises(AlreadyImported) as refused:
+        store.create_item(
+            new_item(import_key="tasks.md#a", import_fingerprint="f2", after=(first.id,)),
+            at=clock(),
+            actor="op",
+        )
+    assert refused.value.key == "tasks.md#a"
+    assert store.list_items() == [first]
+    assert store.find_imported(["tasks.md#a"]) == {"tasks.md#a": first}
+    assert store.list_dependencies() == []
+    other = store.create_item(new_item(import_key="tasks.md#b"), at=clock(), actor="op")
+    unkeyed = [store.create_item(new_item(), at=clock(), actor="op") for _ in range(2)]
+    assert [item.id for item in store.list_items()] == [
+        first.id,
+        other.id,
+        *(i.id for i in unkeyed),
+    ]
 
 
 def test_queue_entry_time_is_stamped_only_when_created_queued(

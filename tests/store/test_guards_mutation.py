@@ -45,6 +45,9 @@ BUDGET = CLAIMS + "test_renewal_stops_at_the_budget_edge[{backend}]"
 HELD_ONLY = CLAIMS + "test_runs_and_sessions_are_recorded_only_under_the_held_claim[{backend}]"
 NO_REQUEUE = CLAIMS + "test_the_store_refuses_queued_after_an_agent_process_was_recorded[{backend}]"
 REPORT = CLAIMS + "test_an_agent_report_lands_only_under_the_runs_live_claim[{backend}]"
+IMPORTED_ONCE = (
+    CONTRACT + "test_a_second_item_with_a_taken_import_key_is_refused_and_writes_nothing[{backend}]"
+)
 CIRCUITS = "tests/store/test_circuits.py::"
 CIRCUIT_STALE = CIRCUITS + "test_a_write_on_a_version_not_stored_changes_nothing[{backend}-%s]"
 CIRCUIT_SECOND = CIRCUITS + "test_of_two_writers_from_the_same_read_the_second_loses[{backend}]"
@@ -267,6 +270,10 @@ GUARDS: list[Guard] = [
              "WHEN (OLD.state IN ('done', 'cancelled'))", "WHEN (FALSE)",
              FINAL_RAW % "done", FINAL_RAW % "cancelled"),
     # ... and the history append-only.
+    # `wrighty import` run twice at once: the loser's insert is skipped, not an IntegrityError.
+    *_guards("import key taken: insert skipped", BOTH, "insert_item",
+             "ON CONFLICT (import_key) WHERE import_key IS NOT NULL DO NOTHING", "",
+             IMPORTED_ONCE),
     *_guards("history trigger: update", ("sqlite",), "schema.sql",
              "BEFORE UPDATE ON item_events\nBEGIN", "BEFORE UPDATE ON item_events WHEN 0\nBEGIN",
              HISTORY % "update"),
