@@ -167,7 +167,7 @@ CASES: list[Case] = [
     # the command line itself
     Case("unknown-option", ("--bogus",), "No such option: --bogus"),
     Case("unknown-command", ("nosuch",), "No such command 'nosuch'"),
-    Case("id-not-a-number", ("show", "abc"), "valid integer"),
+    Case("id-not-a-number", ("show", "abc"), "'abc' is not a whole number"),
     Case("id-zero", ("show", "0"), "greater than or equal to 1"),
     Case("id-past-the-store-range", ("show", "9223372036854775808"), "9223372036854775807"),
     Case("id-far-past-the-range", ("cancel", "9" * 40), "9223372036854775807"),
@@ -518,7 +518,7 @@ CASES: list[Case] = [
         setup=item(),
     ),
     Case("after-zero", create_with("--after", "0"), "--after"),
-    Case("after-not-a-number", create_with("--after", "one"), "Input should be a valid integer"),
+    Case("after-not-a-number", create_with("--after", "one"), "'one' is not a whole number"),
     Case("after-past-the-range", create_with("--after", "9" * 30), "9223372036854775807"),
     Case("label-uppercase", create_with("--label", "Docs"), "--label Docs: labels use lowercase"),
     Case("label-empty", create_with("--label", ""), "labels use lowercase"),
@@ -681,7 +681,7 @@ CASES: list[Case] = [
     Case(
         "status-open-circuits-not-a-number",
         ("status", "--max-open-circuits", "two"),
-        "'--max-open-circuits': Input should be a valid integer",
+        "'--max-open-circuits': 'two' is not a whole number",
     ),
     Case(
         "status-open-circuits-too-large",
