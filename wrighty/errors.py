@@ -37,3 +37,28 @@ class AlreadyImported(WrightyError):
     def __init__(self, key: str) -> None:
         super().__init__(f"an item was already imported as {key!r}")
         self.key = key
+
+
+class UnreadableError(WrightyError):
+    """A value read back from the store does not read (docs/storage.md): a time that is not a
+    time, a priority out of range, JSON that does not parse, a number that is not finite.
+
+    It names the row (``what`` and ``key``: ``item 1``, ``run r-..``, ``notice n-..``,
+    ``circuit claude``) and the field; ``item_id`` is the item the row belongs to, if any. The
+    message carries the value only neutralised and shortened.
+    """
+
+    def __init__(
+        self, what: str, key: object, field: str, problem: str, *, item_id: int | None = None
+    ) -> None:
+        self.what = what
+        self.key = str(key)
+        self.field = field
+        self.problem = problem
+        self.item_id = item_id
+        super().__init__(f"{what} {key}: its {field} does not read ({problem})")
+
+    @property
+    def row(self) -> str:
+        """The row, as a person names it: ``item 1``."""
+        return f"{self.what} {self.key}"

@@ -14,8 +14,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import typer
+
+from wrighty.domain.text import printable_line
 from wrighty.domain.times import system_now
-from wrighty.errors import ConfigError
+from wrighty.errors import ConfigError, UnreadableError
 from wrighty.store import Store, StoreTarget, open_store, parse_store_url
 
 if TYPE_CHECKING:
@@ -73,5 +76,16 @@ class AppContext:
         store = open_store(target)
         try:
             yield store
+            for error in store.unreadable_rows():  # left out of what the command shows
+                tell_unreadable(error)
         finally:
             store.close()
+
+
+def tell_unreadable(error: UnreadableError) -> None:
+    """One line on stderr for a row left out because a value of it does not read."""
+    typer.echo(f"wrighty: {printable_line(str(error))}; {UNREADABLE_FIX}", err=True)
+
+
+# What a person does about a row that does not read (docs/storage.md).
+UNREADABLE_FIX = "left out; see docs/storage.md (a row that does not read)"

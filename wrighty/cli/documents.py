@@ -10,6 +10,7 @@ provider circuits (their names and the one-line reason a worker wrote).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,25 @@ if TYPE_CHECKING:
 
 def print_json(document: object) -> None:
     """``document`` on standard output as indented JSON, unsafe characters escaped."""
-    typer.echo(json_printable(json.dumps(document, indent=2, ensure_ascii=False)))
+    typer.echo(json_printable(json_text(document, indent=2)))
+
+
+def json_text(document: object, *, indent: int | None = None, ascii_only: bool = False) -> str:
+    """``document`` as JSON text, the one way every JSON wrighty prints is written: a number
+    that is not finite (NaN, Infinity: not JSON) is written as null, "not known"
+    (docs/json.md); json.dumps is told to refuse any that slipped past."""
+    return json.dumps(finite(document), indent=indent, ensure_ascii=ascii_only, allow_nan=False)
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every float that is not finite replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(inner) for key, inner in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(inner) for inner in value]
+    return value
 
 
 def item_summary_json(item: Item) -> dict[str, Any]:
@@ -359,6 +378,11 @@ def wait_json(wait: Wait | None) -> dict[str, Any] | None:
     }
 
 
+def _state_value(state: ItemState | None) -> str | None:
+    """A state in JSON; null for an item that does not exist."""
+    return None if state is None else state.value
+
+
 def scheduling_json(
     labels: Iterable[str], after: Iterable[Dependency], wait: Wait | None
 ) -> dict[str, Any]:
@@ -366,7 +390,7 @@ def scheduling_json(
     for."""
     return {
         "labels": list(labels),
-        "after": [{"id": edge.depends_on, "state": edge.state.value} for edge in after],
+        "after": [{"id": edge.depends_on, "state": _state_value(edge.state)} for edge in after],
         "waits": wait_json(wait),
     }
 

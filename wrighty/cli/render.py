@@ -144,7 +144,12 @@ def _scheduling_fields(detail: ItemDetail) -> list[tuple[str, str]]:
         fields.append(("labels", ", ".join(detail.labels)))
     if detail.after:
         fields.append(
-            ("after", ", ".join(f"{edge.depends_on} ({edge.state})" for edge in detail.after))
+            (
+                "after",
+                ", ".join(
+                    f"{edge.depends_on} ({edge.state or 'no such item'})" for edge in detail.after
+                ),
+            )
         )
     if detail.before:
         fields.append(("before", ", ".join(str(later) for later in detail.before)))

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -216,7 +215,9 @@ def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None
 
 
 def _print_json_line(event: dict[str, Any]) -> None:
-    typer.echo(json.dumps(event, sort_keys=False))
+    from wrighty.cli.documents import json_text
+
+    typer.echo(json_text(event, ascii_only=True))
 
 
 def _print_event_line(event: dict[str, Any]) -> None:

@@ -176,8 +176,9 @@ class Change:
 
 @dataclass(frozen=True)
 class Dependency:
-    """Item ``item_id`` comes after item ``depends_on``, which is in ``state``."""
+    """Item ``item_id`` comes after item ``depends_on``, which is in ``state`` (None: there
+    is no such item in the store; such a dependency is never met, docs/scheduling.md)."""
 
     item_id: int
     depends_on: int
-    state: ItemState
+    state: ItemState | None

@@ -14,7 +14,7 @@ comes after is done, and no concurrency limit it falls under is reached by the i
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -159,18 +159,24 @@ _STUCK = frozenset({ItemState.CANCELLED, ItemState.NEEDS_ATTENTION})
 def dependency_wait(
     item_id: int,
     upstream: Mapping[int, Sequence[int]],
-    state_of: Mapping[int, ItemState],
+    state_of: Mapping[int, ItemState | None],
+    cyclic: Collection[int] | None = None,
 ) -> Wait | None:
     """What the item still waits for among the items it comes after; None when every one is
     done. ``upstream``: each item's dependencies; ``state_of``: the state of every item they
-    name. Blocked when a dependency, or one further up, is cancelled or needs attention."""
+    name (None: no such item in the store). Blocked when a dependency, or one further up, is
+    cancelled, needs attention, does not exist, or is in a cycle of items that wait for each
+    other (a store written by hand can hold one); ``cyclic``: those items, when the caller
+    has them already (`cyclic_items`)."""
     unmet = [d for d in upstream.get(item_id, ()) if state_of.get(d) is not ItemState.DONE]
     if not unmet:
         return None
+    if cyclic is None:
+        cyclic = cyclic_items(upstream, state_of)
     for depends_on in unmet:
-        stuck = _stuck_upstream(depends_on, upstream, state_of)
+        stuck = _stuck_upstream(depends_on, upstream, state_of, cyclic)
         if stuck is not None:
-            reason = _blocked_reason(item_id, depends_on, stuck, state_of)
+            reason = _blocked_reason(item_id, depends_on, stuck, upstream, state_of, cyclic)
             return Wait("blocked", reason, (depends_on,))
     which = ", ".join(f"{d} ({_state_word(state_of.get(d))})" for d in unmet)
     return Wait("after", f"waits for item{'s' if len(unmet) > 1 else ''} {which}", tuple(unmet))
@@ -180,15 +186,22 @@ def _state_word(state: ItemState | None) -> str:
     return state.value if state is not None else "unknown"
 
 
+def _missing(item_id: int, state_of: Mapping[int, ItemState | None]) -> bool:
+    return item_id in state_of and state_of[item_id] is None
+
+
 def _stuck_upstream(
-    start: int, upstream: Mapping[int, Sequence[int]], state_of: Mapping[int, ItemState]
+    start: int,
+    upstream: Mapping[int, Sequence[int]],
+    state_of: Mapping[int, ItemState | None],
+    cyclic: Collection[int],
 ) -> int | None:
-    """The first item at or above ``start`` that is cancelled or needs attention."""
+    """The first item at or above ``start`` that can never be done as things stand."""
     seen = {start}
     frontier = [start]
     while frontier:
         current = frontier.pop(0)
-        if state_of.get(current) in _STUCK:
+        if state_of.get(current) in _STUCK or _missing(current, state_of) or current in cyclic:
             return current
         for earlier in upstream.get(current, ()):
             if earlier not in seen and state_of.get(earlier) is not ItemState.DONE:
@@ -198,16 +211,122 @@ def _stuck_upstream(
 
 
 def _blocked_reason(
-    item_id: int, depends_on: int, stuck: int, state_of: Mapping[int, ItemState]
+    item_id: int,
+    depends_on: int,
+    stuck: int,
+    upstream: Mapping[int, Sequence[int]],
+    state_of: Mapping[int, ItemState | None],
+    cyclic: Collection[int],
 ) -> str:
-    state = state_of.get(stuck)
-    what = "was cancelled" if state is ItemState.CANCELLED else "needs attention"
     through = "" if stuck == depends_on else f" (item {depends_on} waits for it)"
+    state = state_of.get(stuck)
+    if _missing(stuck, state_of):
+        waiter = item_id if stuck == depends_on else _a_waiter(stuck, upstream)
+        return (
+            f"blocked: item {stuck} does not exist{through}; `wrighty edit {waiter} --not-after "
+            f"{stuck}` lets it start without it"
+        )
+    if stuck in cyclic and state not in _STUCK:
+        path = _cycle_path(stuck, upstream, cyclic)
+        if len(path) == 1:
+            what = f"item {stuck} comes after itself"
+        else:
+            cycle = " after ".join(str(step) for step in [*path, path[0]])
+            what = f"items {cycle} make a cycle"
+        return (
+            f"blocked: {what}{through}; `wrighty edit {path[0]} --not-after {path[1 % len(path)]}`"
+            " breaks the cycle"
+        )
+    what = "was cancelled" if state is ItemState.CANCELLED else "needs attention"
     if state is ItemState.CANCELLED:
         fix = f"`wrighty edit {item_id} --not-after {depends_on}` lets it start without it"
     else:
         fix = f"`wrighty show {stuck}` says what it needs"
     return f"blocked: item {stuck} {what}{through}; {fix}"
+
+
+def _a_waiter(missing: int, upstream: Mapping[int, Sequence[int]]) -> int:
+    """The lowest item that comes after ``missing``."""
+    return min(later for later, earlier in upstream.items() if missing in earlier)
+
+
+def _cycle_path(
+    start: int, upstream: Mapping[int, Sequence[int]], cyclic: Collection[int]
+) -> list[int]:
+    """A cycle through ``start`` among the cyclic items: [start, what it comes after, ...]."""
+    came_from: dict[int, int] = {}
+    frontier = [start]
+    while frontier:
+        current = frontier.pop(0)
+        for earlier in upstream.get(current, ()):
+            if earlier == start:
+                path = [current]
+                while path[-1] != start:
+                    path.append(came_from[path[-1]])
+                return path[::-1]
+            if earlier in cyclic and earlier not in came_from:
+                came_from[earlier] = current
+                frontier.append(earlier)
+    return [start]
+
+
+def cyclic_items(
+    upstream: Mapping[int, Sequence[int]], state_of: Mapping[int, ItemState | None]
+) -> frozenset[int]:
+    """The items that wait for each other in a cycle (or for themselves), through items that
+    are not done: none can ever start. wrighty refuses every write that would make one; a
+    store written by hand can still hold one."""
+
+    def edges_of(node: int) -> list[int]:
+        return [e for e in upstream.get(node, ()) if state_of.get(e) is not ItemState.DONE]
+
+    found: set[int] = set()
+    for component in _components(list(upstream), edges_of):
+        if len(component) > 1 or component[0] in edges_of(component[0]):
+            found.update(component)
+    return frozenset(found)
+
+
+def _components(nodes: list[int], edges_of: Callable[[int], list[int]]) -> list[list[int]]:
+    """The strongly connected components of the graph (Tarjan's, without recursion: a chain
+    of a thousand items must not exhaust the stack)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    components: list[list[int]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        work: list[tuple[int, int]] = [(root, 0)]
+        while work:
+            node, position = work.pop()
+            if position == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            nexts = edges_of(node)
+            if position < len(nexts):
+                work.append((node, position + 1))
+                child = nexts[position]
+                if child not in index:
+                    work.append((child, 0))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                components.append(_pop_component(stack, on_stack, node))
+    return components
+
+
+def _pop_component(stack: list[int], on_stack: set[int], root: int) -> list[int]:
+    component: list[int] = []
+    while not component or component[-1] != root:
+        component.append(stack.pop())
+        on_stack.discard(component[-1])
+    return component
 
 
 def upstream_of(edges: Iterable[tuple[int, int]]) -> dict[int, list[int]]:

@@ -21,6 +21,7 @@ from wrighty.domain.scheduling import (
     RunningCounts,
     Wait,
     check_dependencies,
+    cyclic_items,
     dependency_wait,
     limit_hold,
     running_counts,
@@ -94,7 +95,7 @@ def edit_item(
     def plan(item: Item) -> Change:
         edges = store.list_dependencies() if after else store.list_dependencies(item.id)
         now_after = [edge.depends_on for edge in edges if edge.item_id == item.id]
-        known = {edge.depends_on: edge.state for edge in edges}
+        known = {e.depends_on: e.state for e in edges if e.state is not None}
         for depends_on in after:
             if depends_on not in known:
                 found = store.get_item(depends_on)
@@ -137,12 +138,13 @@ def scheduling_waits(
         labels = store.list_labels()
     upstream = upstream_of((edge.item_id, edge.depends_on) for edge in edges)
     state_of = {edge.depends_on: edge.state for edge in edges}
+    cyclic = cyclic_items(upstream, state_of)
     counts: RunningCounts | None = None
     waits: dict[int, Wait] = {}
     for item in items:
         if item.state not in _WAITING_STATES:
             continue
-        found = dependency_wait(item.id, upstream, state_of)
+        found = dependency_wait(item.id, upstream, state_of, cyclic)
         if found is None and item.state is not ItemState.TODO and limits.any:
             if counts is None:
                 if running is None:

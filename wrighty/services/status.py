@@ -4,6 +4,7 @@ ledger), the notification outbox's backlog, and the problems and concerns they s
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -28,6 +29,8 @@ from wrighty.domain.ledger import (
     totals_by_agent,
 )
 from wrighty.domain.notices import OutboxFigures
+from wrighty.domain.scheduling import cyclic_items, dependency_wait, upstream_of
+from wrighty.domain.states import ItemState
 from wrighty.domain.usage import CostSource, Usage
 from wrighty.services.circuits import CircuitView, circuit_views
 from wrighty.services.usage import budgeted_agents
@@ -135,7 +138,7 @@ def status_report(
     ledger: LedgerScope | None = None,
 ) -> StatusReport:
     """The report; with ``ledger``, each agent's spend too, in one read of the ledger."""
-    figures = store.queue_figures(now=now)
+    figures = _counting_cycles(store, store.queue_figures(now=now))
     workers = worker_views(
         store, now=now, max_age_seconds=worker_max_age_seconds, installation_id=installation_id
     )
@@ -167,6 +170,23 @@ def status_report(
         lifetime=lifetime,
         outbox=outbox,
     )
+
+
+def _counting_cycles(store: Store, figures: QueueFigures) -> QueueFigures:
+    """The figures, with the items blocked by a cycle of two or more items counted (the store
+    counts the rest; such a cycle is in a store only when it was written by hand)."""
+    edges = store.list_dependencies()
+    upstream = upstream_of((edge.item_id, edge.depends_on) for edge in edges)
+    state_of = {edge.depends_on: edge.state for edge in edges}
+    cyclic = cyclic_items(upstream, state_of)
+    if all(item in upstream.get(item, ()) for item in cyclic):
+        return figures  # none, or only items that come after themselves: counted already
+    waiting = store.list_items([ItemState.QUEUED, ItemState.RETRY_SCHEDULED])
+    blocked = 0
+    for item in waiting:
+        wait = dependency_wait(item.id, upstream, state_of, cyclic)
+        blocked += wait is not None and wait.kind == "blocked"
+    return dataclasses.replace(figures, blocked=max(blocked, figures.blocked))
 
 
 def _ledger(store: Store, scope: LedgerScope, now: datetime) -> tuple[Spending, Lifetime | None]:

@@ -8,9 +8,10 @@ circuit is written the same way, on the version the caller read.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from wrighty.domain.board import OpenItem
 from wrighty.domain.circuits import Circuit
@@ -20,6 +21,29 @@ from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, NewRu
 from wrighty.domain.notices import Delivered, Notice, OutboxFigures, Source, StoredNotice
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import LedgerEntry, Usage
+from wrighty.errors import UnreadableError
+
+_T = TypeVar("_T")
+
+
+class Rows(list[_T]):
+    """What a list read found: the rows that read, in order; ``unreadable`` holds one
+    UnreadableError per row that did not (docs/storage.md), for a read command to show."""
+
+    def __init__(
+        self, found: Iterable[_T] = (), unreadable: Iterable[UnreadableError] = ()
+    ) -> None:
+        super().__init__(found)
+        self.unreadable: list[UnreadableError] = list(unreadable)
+
+
+@dataclass(frozen=True)
+class Salvaged(Generic[_T]):
+    """A row read for the one write that puts it right (the worker's set-aside, a circuit's
+    reset): each value that did not read replaced by a safe one, and listed in ``problems``."""
+
+    value: _T
+    problems: tuple[UnreadableError, ...]
 
 
 class Store(Protocol):
@@ -38,7 +62,20 @@ class Store(Protocol):
         import key)."""
         ...
 
-    def get_item(self, item_id: int) -> Item | None: ...
+    def get_item(self, item_id: int) -> Item | None:
+        """The item; UnreadableError when a value of its row does not read (as for every
+        read of a row, docs/storage.md)."""
+        ...
+
+    def unreadable_rows(self) -> list[UnreadableError]:
+        """The rows that this store's list reads left out since it was opened because a value
+        did not read (one per row and field, at most 100): a read command tells each."""
+        ...
+
+    def salvage_item(self, item_id: int) -> Salvaged[Item] | None:
+        """The item with a safe value in place of each one that does not read, for the
+        worker's set-aside: its write then writes no bad value back."""
+        ...
 
     def find_imported(self, keys: Collection[str]) -> dict[str, Item]:
         """The items `wrighty import` made for these import keys, by key."""
@@ -53,7 +90,7 @@ class Store(Protocol):
         """Each item's labels (or one item's), by name; an item without labels is left out."""
         ...
 
-    def list_items(self, states: Collection[ItemState] = ()) -> list[Item]:
+    def list_items(self, states: Collection[ItemState] = ()) -> Rows[Item]:
         """Items in any of ``states`` (every item when empty), oldest id first."""
         ...
 
@@ -61,9 +98,9 @@ class Store(Protocol):
         """The item's history, oldest first."""
         ...
 
-    def list_runs(self, item_id: int) -> list[Run]: ...
+    def list_runs(self, item_id: int) -> Rows[Run]: ...
 
-    def list_open_items(self, *, limit: int) -> list[OpenItem]:
+    def list_open_items(self, *, limit: int) -> Rows[OpenItem]:
         """The items that are not finished (todo, queued, running, retry-scheduled,
         needs-attention), read in one snapshot, at most ``limit`` of them: needs-attention first,
         then retry-scheduled, running, queued, todo; within a state by priority, then id. Each
@@ -144,7 +181,7 @@ class Store(Protocol):
 
     def list_ledger(
         self, *, default_agent: str, since: datetime | None = None, item_id: int | None = None
-    ) -> list[LedgerEntry]:
+    ) -> Rows[LedgerEntry]:
         """Every run's usage, oldest first: runs started at or after ``since``, of one item,
         or all; a run recorded before the ledger counts for its item's agent (or the
         default)."""
@@ -171,9 +208,9 @@ class Store(Protocol):
         """Forget workers whose last heartbeat is older than ``older_than``; how many."""
         ...
 
-    def list_workers(self) -> list[WorkerRow]: ...
+    def list_workers(self) -> Rows[WorkerRow]: ...
 
-    def expired_claims(self, *, now: datetime, limit: int) -> list[Item]:
+    def expired_claims(self, *, now: datetime, limit: int) -> Rows[Item]:
         """Running items whose lease ended strictly before ``now``, oldest expiry first."""
         ...
 
@@ -197,7 +234,12 @@ class Store(Protocol):
         """
         ...
 
-    def list_circuits(self) -> list[Circuit]:
+    def salvage_circuit(self, name: str) -> Salvaged[Circuit] | None:
+        """The stored circuit with a safe value in place of each one that does not read (for
+        `wrighty providers reset`); None when there is no row."""
+        ...
+
+    def list_circuits(self) -> Rows[Circuit]:
         """Every stored circuit, by name (as ``get_circuit`` reads each)."""
         ...
 
@@ -231,7 +273,7 @@ class Store(Protocol):
         changed nothing, when that claim expired and was taken again."""
         ...
 
-    def list_notices(self, states: Collection[str], *, limit: int = 1000) -> list[StoredNotice]:
+    def list_notices(self, states: Collection[str], *, limit: int = 1000) -> Rows[StoredNotice]:
         """Notices in any of ``states``, oldest first."""
         ...
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, Protocol
+from decimal import Decimal
+from enum import Enum
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from wrighty.domain.board import OpenItem
 from wrighty.domain.circuits import Circuit
@@ -30,8 +34,10 @@ from wrighty.domain.claims import (
     lease_expired,
     reap,
 )
+from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.health import QueueFigures, WorkerRow, WorkerState
 from wrighty.domain.model import (
+    DEFAULT_PRIORITY,
     Change,
     Dependency,
     Event,
@@ -51,16 +57,20 @@ from wrighty.domain.notices import (
     notices_for,
 )
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
-from wrighty.domain.scheduling import EDITED
+from wrighty.domain.scheduling import EDITED, PRIORITIES
 from wrighty.domain.states import ItemState
+from wrighty.domain.text import printable_line
 from wrighty.domain.transitions import creation_event
 from wrighty.domain.usage import LedgerEntry, Usage
-from wrighty.errors import AlreadyImported, NotFoundError, WrightyError
-from wrighty.store.port import WorkListener
+from wrighty.errors import AlreadyImported, NotFoundError, UnreadableError, WrightyError
+from wrighty.store.port import Rows, Salvaged, WorkListener
 from wrighty.store.sqlfiles import migrations, read_sql
 
 # Before every run: the ledger read from the start.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+_E = TypeVar("_E", bound=Enum)
+_T = TypeVar("_T")
 
 
 def to_db_time(moment: datetime | None) -> str | None:
@@ -76,13 +86,195 @@ def to_db_time(moment: datetime | None) -> str | None:
 
 
 def from_db_time(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text)
+    """A stored time; ValueError when ``text`` is not one (an aware time, as to_db_time wrote
+    it). Rows are read through _Fields, which says which field did not read."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ValueError("not text")
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError("no time zone")
+    return moment.astimezone(UTC)
 
 
-def _required_time(text: str) -> datetime:
-    moment = from_db_time(text)
-    assert moment is not None
-    return moment
+# -- the boundary every stored value is read through (docs/storage.md) ----------------------
+
+# Bounds of stored figures: far beyond any real one, so that sums stay finite.
+MAX_STORED_COUNT = 10**15
+MAX_STORED_COST_USD = 10.0**9
+_SHOWN_CHARS = 40
+_MAX_NOTED = 100  # rows left out that a store keeps to tell (a long-lived worker's is bounded)
+_REASON_CODE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+def _shown(value: Any) -> str:
+    """A stored value as a message may show it: neutralised and shortened."""
+    text = repr(value)
+    if len(text) > _SHOWN_CHARS:
+        text = text[:_SHOWN_CHARS] + "..."
+    return printable_line(text)
+
+
+class _Fields:
+    """One stored row, each value checked as it is read: times parse, numbers are finite and
+    in range, JSON parses, states and codes are known. A value that does not read raises
+    UnreadableError naming the row and the field; when ``salvaged`` is given (a set-aside or a
+    reset, which must read a poisoned row to write it right), it is noted there instead and a
+    safe value stands in for it."""
+
+    def __init__(
+        self,
+        row: Any,
+        what: str,
+        key: object,
+        *,
+        item_id: int | None = None,
+        salvaged: list[UnreadableError] | None = None,
+    ) -> None:
+        self._row = row
+        self._what = what
+        self._key = key
+        self._item_id = item_id
+        self._salvaged = salvaged
+
+    def _bad(self, name: str, problem: str, stand_in: Any) -> Any:
+        error = UnreadableError(self._what, self._key, name, problem, item_id=self._item_id)
+        if self._salvaged is None:
+            raise error
+        self._salvaged.append(error)
+        return stand_in
+
+    def raw(self, name: str) -> Any:
+        return self._row[name]
+
+    def text(self, name: str, stand_in: str = "") -> str:
+        value = self._row[name]
+        if not isinstance(value, str):
+            return str(self._bad(name, f"{_shown(value)} is not text", stand_in))
+        return value
+
+    def optional_text(self, name: str) -> str | None:
+        value = self._row[name]
+        return None if value is None else self.text(name)
+
+    def time(self, name: str) -> datetime | None:
+        value = self._row[name]
+        try:
+            return from_db_time(value)
+        except (ValueError, TypeError, OverflowError):
+            bad: datetime | None = self._bad(name, f"{_shown(value)} is not a time", None)
+            return bad
+
+    def required_time(self, name: str, stand_in: datetime = _EPOCH) -> datetime:
+        moment = self.time(name)
+        if moment is None:
+            if self._row[name] is None:
+                moment = self._bad(name, "it is empty", stand_in)
+            return stand_in if moment is None else moment
+        return moment
+
+    def integer(
+        self, name: str, low: int = 0, high: int = MAX_STORED_COUNT, stand_in: int = 0
+    ) -> int:
+        value = self._row[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            return int(self._bad(name, f"{_shown(value)} is not a whole number {low}..{high}",
+                                 stand_in))  # fmt: skip
+        return value
+
+    def optional_integer(self, name: str, low: int = 0, high: int = MAX_STORED_COUNT) -> int | None:
+        return None if self._row[name] is None else self.integer(name, low, high)
+
+    def number(self, name: str, high: float) -> float | None:
+        """A stored figure that may be absent: finite, 0..``high``."""
+        value = self._row[name]
+        if value is None:
+            return None
+        if isinstance(value, Decimal):
+            value = float(value)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or not 0 <= value <= high
+        ):
+            bad: float | None = self._bad(name, f"{_shown(value)} is not a number 0..{high:g}",
+                                          None)  # fmt: skip
+            return bad
+        return float(value)
+
+    def choice(self, name: str, kind: type[_E], stand_in: _E) -> _E:
+        value = self._row[name]
+        try:
+            return kind(value)
+        except ValueError:
+            known = ", ".join(member.value for member in kind)
+            return cast(_E, self._bad(name, f"{_shown(value)} is none of {known}", stand_in))
+
+    def optional_choice(self, name: str, kind: type[_E]) -> _E | None:
+        value = self._row[name]
+        if value is None or value == "":
+            return None
+        return self.choice(name, kind, cast(_E, None))
+
+    def code(self, name: str) -> str | None:
+        """A reason code: a short lowercase word (``internal-error``)."""
+        value = self._row[name]
+        if value is None:
+            return None
+        if not isinstance(value, str) or not _REASON_CODE.fullmatch(value):
+            bad: str | None = self._bad(name, f"{_shown(value)} is not a reason code", None)
+            return bad
+        return value
+
+    def json_list(self, name: str, stand_in: list[Any] | None = None) -> list[Any]:
+        found = self._json(name, list, "a JSON list")
+        return (stand_in or []) if found is None else cast(list[Any], found)
+
+    def json_object(self, name: str) -> dict[str, Any]:
+        found = self._json(name, dict, "a JSON object")
+        return {} if found is None else cast(dict[str, Any], found)
+
+    def _json(self, name: str, kind: type, what: str) -> Any:
+        value = self._row[name]
+        try:
+            found = json.loads(value, parse_constant=_no_constant)
+        except (ValueError, TypeError, RecursionError):
+            return self._bad(name, f"{_shown(value)} is not {what}", None)
+        if not isinstance(found, kind):
+            return self._bad(name, f"{_shown(value)} is not {what}", None)
+        return found
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_STATE_NAMES = frozenset(state.value for state in ItemState)
+
+
+def _state_or_none(value: Any) -> ItemState | None:
+    """The state of an item depended on; None when there is no such item (or its state is not
+    one wrighty knows): such a dependency is never met (docs/scheduling.md)."""
+    return ItemState(value) if value in _STATE_NAMES else None
+
+
+def _aggregate(row: Any) -> _Fields:
+    """A row of figures over many rows: a time among them that does not read counts as
+    unknown (the rows themselves say which one does not read)."""
+    return _Fields(row, "figures", "", salvaged=[])
+
+
+def _ledger_entry_from_row(row: Any) -> LedgerEntry:
+    read = _Fields(row, "run", row["run_id"], item_id=row["item_id"])
+    return LedgerEntry(
+        run_id=read.text("run_id"),
+        item_id=read.integer("item_id", 1),
+        agent=read.optional_text("agent"),
+        started_at=read.required_time("started_at"),
+        usage=_usage_from_row(row, read) or Usage(),
+    )
 
 
 class Cursor(Protocol):
@@ -108,6 +300,28 @@ class SqlStore(ABC):
     """The Store port, given a dialect's transactions and named queries."""
 
     opened: Opening = "opened"
+    _skipped: dict[tuple[str, str], UnreadableError] | None = None
+
+    def _read_all(self, rows: Iterable[Any], read: Callable[[Any], _T]) -> Rows[_T]:
+        """Each row read, in order; a row that does not read is left out, listed in
+        ``unreadable`` and kept for ``unreadable_rows`` (docs/storage.md)."""
+        found: Rows[_T] = Rows()
+        for row in rows:
+            try:
+                found.append(read(row))
+            except UnreadableError as error:
+                found.unreadable.append(error)
+                self._note_unreadable(error)
+        return found
+
+    def _note_unreadable(self, error: UnreadableError) -> None:
+        if self._skipped is None:
+            self._skipped = {}
+        if len(self._skipped) < _MAX_NOTED:
+            self._skipped.setdefault((error.row, error.field), error)
+
+    def unreadable_rows(self) -> list[UnreadableError]:
+        return list((self._skipped or {}).values())
 
     @abstractmethod
     def _write(self) -> AbstractContextManager[Tx]:
@@ -202,7 +416,7 @@ class SqlStore(ABC):
     def list_dependencies(self, item_id: int | None = None) -> list[Dependency]:
         rows = self._rows("select_dependencies", {"item_id": item_id})
         return [
-            Dependency(row["item_id"], row["depends_on"], ItemState(row["depends_on_state"]))
+            Dependency(row["item_id"], row["depends_on"], _state_or_none(row["depends_on_state"]))
             for row in rows
         ]
 
@@ -214,29 +428,37 @@ class SqlStore(ABC):
 
     def find_imported(self, keys: Collection[str]) -> dict[str, Item]:
         rows = self._rows("select_imported", {"keys": json.dumps(sorted(set(keys)))})
-        return {row["import_key"]: _item_from_row(row) for row in rows}
+        return {item.import_key or "": item for item in self._read_all(rows, _item_from_row)}
 
     def get_item(self, item_id: int) -> Item | None:
         rows = self._rows("select_item", {"id": item_id})
         return _item_from_row(rows[0]) if rows else None
 
-    def list_items(self, states: Collection[ItemState] = ()) -> list[Item]:
+    def list_items(self, states: Collection[ItemState] = ()) -> Rows[Item]:
         if not states:
-            return [_item_from_row(row) for row in self._rows("select_all_items", {})]
+            return self._read_all(self._rows("select_all_items", {}), _item_from_row)
         wanted = json.dumps(sorted(s.value for s in states))
-        return [_item_from_row(row) for row in self._rows("select_items", {"states": wanted})]
+        return self._read_all(self._rows("select_items", {"states": wanted}), _item_from_row)
+
+    def salvage_item(self, item_id: int) -> Salvaged[Item] | None:
+        rows = self._rows("select_item", {"id": item_id})
+        if not rows:
+            return None
+        problems: list[UnreadableError] = []
+        item = _item_from_row(rows[0], problems)
+        return Salvaged(item, tuple(problems))
 
     def list_events(self, item_id: int) -> list[Event]:
         return [_event_from_row(row) for row in self._rows("select_events", {"item_id": item_id})]
 
-    def list_runs(self, item_id: int) -> list[Run]:
-        return [_run_from_row(row) for row in self._rows("select_runs", {"item_id": item_id})]
+    def list_runs(self, item_id: int) -> Rows[Run]:
+        return self._read_all(self._rows("select_runs", {"item_id": item_id}), _run_from_row)
 
     def get_session(self, item_id: int) -> Session | None:
         rows = self._rows("select_session", {"item_id": item_id})
         return _session_from_row(rows[0]) if rows else None
 
-    def list_open_items(self, *, limit: int) -> list[OpenItem]:
+    def list_open_items(self, *, limit: int) -> Rows[OpenItem]:
         if limit < 0:
             raise ValueError(f"limit must not be negative (got {limit})")
         with self._snapshot() as tx:  # one snapshot: the items, their latest runs, their edges
@@ -247,8 +469,13 @@ class SqlStore(ABC):
                 if wanted
                 else []
             )
-        runs = {row["run_id"]: _run_from_row(row) for row in found}
-        return [_open_item_from_row(row, runs) for row in rows]
+        runs: dict[str, Run | UnreadableError] = {}
+        for row in found:
+            try:
+                runs[row["run_id"]] = _run_from_row(row)
+            except UnreadableError as error:
+                runs[row["run_id"]] = error
+        return self._read_all(rows, lambda row: _open_item_from_row(row, runs))
 
     def write_transition(self, change: Change) -> bool:
         try:
@@ -339,13 +566,14 @@ class SqlStore(ABC):
     @staticmethod
     def _agent_spend(tx: Tx, agent: str, since: datetime) -> Usage:
         row = tx.run("select_agent_spend", {"agent": agent, "since": to_db_time(since)}).fetchone()
-        cost = row["cost_usd"]
+        read = _Fields(row, "spend of agent", agent)
+        cost = read.number("cost_usd", math.inf)  # a sum: finite, whatever its size
         return Usage(
             input_tokens=int(row["input_tokens"]),
             output_tokens=int(row["output_tokens"]),
             cache_read_tokens=int(row["cache_read_tokens"]),
             cache_write_tokens=int(row["cache_write_tokens"]),
-            cost_usd=None if cost is None else float(cost),
+            cost_usd=cost,
             cost_source=None if cost is None else ("estimated" if row["estimated"] else "reported"),
         )
 
@@ -365,7 +593,7 @@ class SqlStore(ABC):
             row = tx.run("select_claim", guard).fetchone()
         if row is None:
             return RenewResult(RenewOutcome.LOST)
-        lease = from_db_time(row["lease_expires_at"])
+        lease = _Fields(row, "item", claimed.id, item_id=claimed.id).time("lease_expires_at")
         if renewed.rowcount != 1:
             return RenewResult(RenewOutcome.BUDGET_EXHAUSTED, lease)
         return RenewResult(RenewOutcome.RENEWED, lease)
@@ -437,23 +665,14 @@ class SqlStore(ABC):
 
     def list_ledger(
         self, *, default_agent: str, since: datetime | None = None, item_id: int | None = None
-    ) -> list[LedgerEntry]:
+    ) -> Rows[LedgerEntry]:
         # No "IS NULL OR" in the queries: each keeps to its index (runs_by_start, runs_by_item).
         params = {"since": to_db_time(since or _EPOCH), "default_agent": default_agent}
         if item_id is None:
             rows = self._rows("select_ledger", params)
         else:
             rows = self._rows("select_item_ledger", {**params, "item_id": item_id})
-        return [
-            LedgerEntry(
-                run_id=row["run_id"],
-                item_id=row["item_id"],
-                agent=row["agent"],
-                started_at=_required_time(row["started_at"]),
-                usage=_usage_from_row(row) or Usage(),
-            )
-            for row in rows
-        ]
+        return self._read_all(rows, _ledger_entry_from_row)
 
     def get_run(self, run_id: str) -> Run | None:
         rows = self._rows("select_run", {"run_id": run_id})
@@ -493,14 +712,17 @@ class SqlStore(ABC):
             counted = tx.run("select_state_counts").fetchall()
             row = tx.run("select_queue_figures", {"now": to_db_time(now)}).fetchone()
         counts = {state: 0 for state in ItemState}
-        counts.update({ItemState(r["state"]): r["n"] for r in counted})
+        counts.update(
+            {ItemState(r["state"]): r["n"] for r in counted if r["state"] in _STATE_NAMES}
+        )
+        figures = _aggregate(row)
         return QueueFigures(
             counts=counts,
             waiting=row["waiting"],
-            oldest_queued_at=from_db_time(row["oldest_queued_at"]),
+            oldest_queued_at=figures.time("oldest_queued_at"),
             unknown_queue_wait=row["unknown_queue_wait"],
             expired_leases=row["expired_leases"],
-            retry_next_due=from_db_time(row["retry_next_due"]),
+            retry_next_due=figures.time("retry_next_due"),
             waiting_on_dependencies=row["waiting_on_dependencies"],
             blocked=row["blocked"],
         )
@@ -532,12 +754,12 @@ class SqlStore(ABC):
             cursor = tx.run("prune_workers", {"older_than": to_db_time(older_than)})
             return cursor.rowcount
 
-    def list_workers(self) -> list[WorkerRow]:
-        return [_worker_from_row(row) for row in self._rows("select_workers", {})]
+    def list_workers(self) -> Rows[WorkerRow]:
+        return self._read_all(self._rows("select_workers", {}), _worker_from_row)
 
-    def expired_claims(self, *, now: datetime, limit: int) -> list[Item]:
+    def expired_claims(self, *, now: datetime, limit: int) -> Rows[Item]:
         rows = self._rows("select_expired_claims", {"now": to_db_time(now), "limit": limit})
-        return [_item_from_row(row) for row in rows]
+        return self._read_all(rows, _item_from_row)
 
     def reap(
         self, item_id: int, *, now: datetime, max_requeues: int, notify: Source | None = None
@@ -579,8 +801,16 @@ class SqlStore(ABC):
         rows = self._rows("select_circuit", {"name": name})
         return _circuit_from_row(rows[0]) if rows else Circuit(name)
 
-    def list_circuits(self) -> list[Circuit]:
-        return [_circuit_from_row(row) for row in self._rows("select_circuits", {})]
+    def list_circuits(self) -> Rows[Circuit]:
+        return self._read_all(self._rows("select_circuits", {}), _circuit_from_row)
+
+    def salvage_circuit(self, name: str) -> Salvaged[Circuit] | None:
+        rows = self._rows("select_circuit", {"name": name})
+        if not rows:
+            return None
+        problems: list[UnreadableError] = []
+        circuit = _circuit_from_row(rows[0], problems)
+        return Salvaged(circuit, tuple(problems))
 
     def write_circuit(
         self, before: Circuit, after: Circuit, *, at: datetime, notice: Notice | None = None
@@ -610,13 +840,35 @@ class SqlStore(ABC):
     def claim_notice(
         self, deliverer: str, *, now: datetime, lease_seconds: float
     ) -> StoredNotice | None:
-        until = now + timedelta(seconds=lease_seconds)
-        with self._write() as tx:
-            rows = tx.run(
-                "claim_notice",
-                {"deliverer": deliverer, "now": to_db_time(now), "until": to_db_time(until)},
-            ).fetchall()
-        return _stored_notice_from_row(rows[0]) if rows else None
+        until = to_db_time(now + timedelta(seconds=lease_seconds))
+        for _ in range(_MAX_NOTED):
+            with self._write() as tx:
+                rows = tx.run(
+                    "claim_notice", {"deliverer": deliverer, "now": to_db_time(now), "until": until}
+                ).fetchall()
+                if not rows:
+                    return None
+                problems: list[UnreadableError] = []
+                stored = _stored_notice_from_row(rows[0], problems)
+                if not problems:
+                    return stored
+                # Undeliverable as stored: given up at once, saying why (docs/notifications.md).
+                tx.run(
+                    "finish_notice_guarded",
+                    {
+                        "id": rows[0]["id"],
+                        "deliverer": deliverer,
+                        "claimed_until": until,
+                        "state": "given-up",
+                        "attempts": stored.attempts,
+                        "next_attempt_at": to_db_time(now),
+                        "delivered_to": json.dumps(list(stored.delivered_to)),
+                        "last_error": f"not delivered: {problems[0]}",
+                        "finished_at": to_db_time(now),
+                    },
+                )
+                self._note_unreadable(problems[0])
+        return None
 
     def make_notices_due(self, *, now: datetime) -> int:
         with self._write() as tx:
@@ -640,9 +892,9 @@ class SqlStore(ABC):
             )
         return cursor.rowcount == 1
 
-    def list_notices(self, states: Collection[str], *, limit: int = 1000) -> list[StoredNotice]:
+    def list_notices(self, states: Collection[str], *, limit: int = 1000) -> Rows[StoredNotice]:
         rows = self._rows("select_notices", {"states": json.dumps(sorted(states)), "limit": limit})
-        return [_stored_notice_from_row(row) for row in rows]
+        return self._read_all(rows, _stored_notice_from_row)
 
     def prune_notices(self, *, before: datetime) -> int:
         with self._write() as tx:
@@ -657,7 +909,7 @@ class SqlStore(ABC):
         [row] = self._rows("select_outbox_figures", {})
         return OutboxFigures(
             pending=row["pending"],
-            oldest_pending_at=from_db_time(row["oldest_pending_at"]),
+            oldest_pending_at=_aggregate(row).time("oldest_pending_at"),
             given_up=row["given_up"],
         )
 
@@ -674,7 +926,7 @@ class SqlStore(ABC):
 
     def next_retry_due(self, *, after: datetime) -> datetime | None:
         [row] = self._rows("select_next_retry_after", {"after": to_db_time(after)})
-        return from_db_time(row["not_before"])
+        return _aggregate(row).time("not_before")
 
 
 def wake_params(item: Item) -> dict[str, Any]:
@@ -724,26 +976,30 @@ def _notice_params(notice: Notice) -> dict[str, Any]:
     }
 
 
-def _stored_notice_from_row(row: Any) -> StoredNotice:
+def _stored_notice_from_row(
+    row: Any, salvaged: list[UnreadableError] | None = None
+) -> StoredNotice:
+    item_id = row["item_id"]
+    read = _Fields(row, "notice", row["id"], item_id=item_id, salvaged=salvaged)
     notice = Notice(
-        id=row["id"],
-        event=row["event"],
-        events=tuple(json.loads(row["events"])),
-        at=_required_time(row["created_at"]),
-        item_id=row["item_id"],
-        reason_code=row["reason_code"],
-        payload=json.loads(row["payload"]),
+        id=read.text("id"),
+        event=read.text("event"),
+        events=tuple(str(event) for event in read.json_list("events")),
+        at=read.required_time("created_at"),
+        item_id=read.optional_integer("item_id"),
+        reason_code=read.code("reason_code"),
+        payload=read.json_object("payload"),
     )
     return StoredNotice(
         notice=notice,
-        state=row["state"],
-        attempts=row["attempts"],
-        next_attempt_at=_required_time(row["next_attempt_at"]),
-        delivered_to=tuple(json.loads(row["delivered_to"])),
-        last_error=row["last_error"],
-        claimed_by=row["claimed_by"],
-        claim_expires_at=from_db_time(row["claim_expires_at"]),
-        finished_at=from_db_time(row["finished_at"]),
+        state=read.text("state"),
+        attempts=read.integer("attempts"),
+        next_attempt_at=read.required_time("next_attempt_at"),
+        delivered_to=tuple(str(sink) for sink in read.json_list("delivered_to")),
+        last_error=read.optional_text("last_error"),
+        claimed_by=read.optional_text("claimed_by"),
+        claim_expires_at=read.time("claim_expires_at"),
+        finished_at=read.time("finished_at"),
     )
 
 
@@ -765,22 +1021,22 @@ def _usage_params(usage: Usage | None) -> dict[str, Any]:
     }
 
 
-def _usage_from_row(row: Any) -> Usage | None:
+def _usage_from_row(row: Any, read: _Fields) -> Usage | None:
     if row["usage"] is None:
         return None
-    models = json.loads(row["models"] or "[]")
-    cost = row["cost_usd"]
+    models = read.json_list("models") if row["models"] is not None else []
+    cost = read.number("cost_usd", MAX_STORED_COST_USD)
     return Usage(
-        input_tokens=int(row["input_tokens"]),
-        output_tokens=int(row["output_tokens"]),
-        cache_read_tokens=int(row["cache_read_tokens"]),
-        cache_write_tokens=int(row["cache_write_tokens"]),
-        cost_usd=None if cost is None else float(cost),
-        models=tuple(str(m) for m in models) if isinstance(models, list) else (),
-        turns=row["turns"],
-        api_ms=row["api_ms"],
+        input_tokens=read.integer("input_tokens"),
+        output_tokens=read.integer("output_tokens"),
+        cache_read_tokens=read.integer("cache_read_tokens"),
+        cache_write_tokens=read.integer("cache_write_tokens"),
+        cost_usd=cost,
+        models=tuple(str(m) for m in models),
+        turns=read.optional_integer("turns"),
+        api_ms=read.optional_integer("api_ms"),
         final=row["usage"] == "final",
-        cost_source=row["cost_source"],
+        cost_source=row["cost_source"] if cost is not None else None,
     )
 
 
@@ -788,31 +1044,33 @@ def _usage_from_row(row: Any) -> Usage | None:
 
 
 def _worker_from_row(row: Any) -> WorkerRow:
+    read = _Fields(row, "worker", row["worker_id"])
     return WorkerRow(
-        worker_id=row["worker_id"],
-        label=row["label"],
-        installation_id=row["installation_id"],
-        pid=row["pid"],
-        process_started_at=row["process_started_at"],
-        version=row["version"],
-        state=WorkerState(row["state"]),
-        items=tuple(int(item) for item in row["items"].split(",") if item),
-        started_at=_required_time(row["started_at"]),
-        last_heartbeat_at=_required_time(row["last_heartbeat_at"]),
+        worker_id=read.text("worker_id"),
+        label=read.optional_text("label"),
+        installation_id=read.text("installation_id"),
+        pid=read.integer("pid"),
+        process_started_at=read.number("process_started_at", float(MAX_STORED_COUNT)) or 0.0,
+        version=read.text("version"),
+        state=read.choice("state", WorkerState, WorkerState.IDLE),
+        items=tuple(int(item) for item in read.text("items").split(",") if item.isdecimal()),
+        started_at=read.required_time("started_at"),
+        last_heartbeat_at=read.required_time("last_heartbeat_at"),
     )
 
 
-def _circuit_from_row(row: Any) -> Circuit:
+def _circuit_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> Circuit:
+    read = _Fields(row, "circuit", row["name"], salvaged=salvaged)
     return Circuit(
-        name=row["name"],
-        version=row["version"],
-        opened_at=from_db_time(row["opened_at"]),
-        until=from_db_time(row["until"]),
-        reason=row["reason"],
-        failures=row["failures"],
-        probe_by=row["probe_by"],
-        probe_item=row["probe_item"],
-        probe_expires_at=from_db_time(row["probe_expires_at"]),
+        name=read.text("name"),
+        version=read.integer("version", 1, MAX_STORED_COUNT, stand_in=1),
+        opened_at=read.time("opened_at"),
+        until=read.time("until"),
+        reason=read.optional_text("reason"),
+        failures=read.integer("failures"),
+        probe_by=read.optional_text("probe_by"),
+        probe_item=read.optional_integer("probe_item"),
+        probe_expires_at=read.time("probe_expires_at"),
         probe_running=bool(row["probe_running"]),
     )
 
@@ -831,51 +1089,62 @@ def _circuit_params(circuit: Circuit) -> dict[str, Any]:
     }
 
 
-def _item_from_row(row: Any) -> Item:
+def _item_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> Item:
+    """The item in ``row``; UnreadableError for the first value that does not read (with
+    ``salvaged``, each one is noted there and a safe value stands in for it)."""
+    read = _Fields(row, "item", row["id"], item_id=row["id"], salvaged=salvaged)
+    timeout = read.number("timeout_seconds", MAX_ITEM_TIMEOUT_SECONDS)
     return Item(
-        id=row["id"],
-        title=row["title"],
-        body=row["body"],
-        agent=row["agent"],
-        timeout_seconds=row["timeout_seconds"],
-        workspace=row["workspace"],
-        state=ItemState(row["state"]),
-        generation=row["generation"],
-        claimed_by=row["claimed_by"],
-        lease_expires_at=from_db_time(row["lease_expires_at"]),
-        queued_at=from_db_time(row["queued_at"]),
-        not_before=from_db_time(row["not_before"]),
-        reason_code=row["reason_code"],
-        reason=row["reason"],
-        next_action=row["next_action"],
-        crash_retries=row["crash_retries"],
-        usage_retries=row["usage_retries"],
-        requeues=row["requeues"],
-        max_cost_usd=row["max_cost_usd"],
-        max_tokens=row["max_tokens"],
-        priority=row["priority"],
-        import_key=row["import_key"],
-        import_fingerprint=row["import_fingerprint"],
-        created_at=_required_time(row["created_at"]),
-        updated_at=_required_time(row["updated_at"]),
-        claimed_at=from_db_time(row["claimed_at"]),
-        renew_deadline=from_db_time(row["renew_deadline"]),
+        id=read.integer("id", 1),
+        title=read.text("title"),
+        body=read.text("body"),
+        agent=read.optional_text("agent"),
+        timeout_seconds=timeout if timeout != 0 else None,
+        workspace=read.optional_text("workspace"),
+        state=read.choice("state", ItemState, ItemState.NEEDS_ATTENTION),
+        generation=read.integer("generation"),
+        claimed_by=read.optional_text("claimed_by"),
+        lease_expires_at=read.time("lease_expires_at"),
+        queued_at=read.time("queued_at"),
+        not_before=read.time("not_before"),
+        reason_code=read.code("reason_code"),
+        reason=read.optional_text("reason"),
+        next_action=read.optional_text("next_action"),
+        crash_retries=read.integer("crash_retries"),
+        usage_retries=read.integer("usage_retries"),
+        requeues=read.integer("requeues"),
+        max_cost_usd=read.number("max_cost_usd", MAX_STORED_COST_USD),
+        max_tokens=read.optional_integer("max_tokens"),
+        priority=read.integer("priority", PRIORITIES[0], PRIORITIES[-1], DEFAULT_PRIORITY),
+        import_key=read.optional_text("import_key"),
+        import_fingerprint=read.optional_text("import_fingerprint"),
+        created_at=read.required_time("created_at"),
+        updated_at=read.required_time("updated_at"),
+        claimed_at=read.time("claimed_at"),
+        renew_deadline=read.time("renew_deadline"),
     )
 
 
-def _open_item_from_row(row: Any, runs: Mapping[str, Run]) -> OpenItem:
-    """A row of select_open_items, with its latest run from ``runs`` (by id)."""
+def _open_item_from_row(row: Any, runs: Mapping[str, Run | UnreadableError]) -> OpenItem:
+    """A row of select_open_items, with its latest run from ``runs`` (by id; a run that did not
+    read makes the item's line unreadable)."""
     last_run_id = row["last_run_id"]
-    after = sorted((int(depends_on), state) for depends_on, state in json.loads(row["after_json"]))
+    last_run = None if last_run_id is None else runs[last_run_id]
+    if isinstance(last_run, UnreadableError):
+        raise last_run
+    read = _Fields(row, "item", row["id"], item_id=row["id"])
+    item = _item_from_row(row)
+    after = sorted(
+        (int(depends_on), ItemState(state) if state in _STATE_NAMES else None)
+        for depends_on, state in read.json_list("after_json")
+    )
     return OpenItem(
-        item=_item_from_row(row),
-        since=from_db_time(row["since"]),
+        item=item,
+        since=read.time("since"),
         runs=int(row["run_count"]),
-        last_run=None if last_run_id is None else runs[last_run_id],
-        labels=tuple(sorted(str(label) for label in json.loads(row["labels_json"]))),
-        after=tuple(
-            Dependency(row["id"], depends_on, ItemState(state)) for depends_on, state in after
-        ),
+        last_run=last_run,
+        labels=tuple(sorted(str(label) for label in read.json_list("labels_json"))),
+        after=tuple(Dependency(item.id, depends_on, state) for depends_on, state in after),
     )
 
 
@@ -917,41 +1186,43 @@ def _event_params(event: Event) -> dict[str, Any]:
 
 
 def _event_from_row(row: Any) -> Event:
+    read = _Fields(row, "event of item", row["item_id"], item_id=row["item_id"])
     return Event(
         item_id=row["item_id"],
-        at=_required_time(row["at"]),
-        actor=row["actor"],
-        generation=row["generation"],
-        from_state=ItemState(row["from_state"]) if row["from_state"] else None,
-        to_state=ItemState(row["to_state"]),
-        reason_code=row["reason_code"],
-        reason=row["reason"],
+        at=read.required_time("at"),
+        actor=read.text("actor"),
+        generation=read.integer("generation"),
+        from_state=read.optional_choice("from_state", ItemState),
+        to_state=read.choice("to_state", ItemState, ItemState.NEEDS_ATTENTION),
+        reason_code=read.code("reason_code"),
+        reason=read.optional_text("reason"),
     )
 
 
 def _run_from_row(row: Any) -> Run:
+    read = _Fields(row, "run", row["run_id"], item_id=row["item_id"])
     return Run(
-        run_id=row["run_id"],
-        item_id=row["item_id"],
-        generation=row["generation"],
-        attempt=row["attempt"],
-        kind=RunKind(row["kind"]),
-        worker_id=row["worker_id"],
-        installation_id=row["installation_id"],
-        started_at=_required_time(row["started_at"]),
-        ended_at=from_db_time(row["ended_at"]),
-        pid=row["pid"],
-        process_started_at=row["process_started_at"],
+        run_id=read.text("run_id"),
+        item_id=read.integer("item_id", 1),
+        generation=read.integer("generation"),
+        attempt=read.integer("attempt"),
+        kind=read.choice("kind", RunKind, RunKind.FRESH),
+        worker_id=read.text("worker_id"),
+        installation_id=read.text("installation_id"),
+        started_at=read.required_time("started_at"),
+        ended_at=read.time("ended_at"),
+        pid=read.optional_integer("pid"),
+        process_started_at=read.number("process_started_at", float(MAX_STORED_COUNT)),
         exit_code=row["exit_code"],
         signal=row["signal"],
-        outcome_class=OutcomeClass(row["outcome_class"]) if row["outcome_class"] else None,
-        confidence=Confidence(row["confidence"]) if row["confidence"] else None,
-        session_id=row["session_id"],
-        diagnostic=row["diagnostic"],
-        agent_report=row["agent_report"],
-        agent_reason=row["agent_reason"],
-        agent=row["agent"],
-        usage=_usage_from_row(row),
+        outcome_class=read.optional_choice("outcome_class", OutcomeClass),
+        confidence=read.optional_choice("confidence", Confidence),
+        session_id=read.optional_text("session_id"),
+        diagnostic=read.optional_text("diagnostic"),
+        agent_report=read.optional_text("agent_report"),
+        agent_reason=read.optional_text("agent_reason"),
+        agent=read.optional_text("agent"),
+        usage=_usage_from_row(row, read),
     )
 
 

@@ -36,7 +36,7 @@ from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.retry import ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
-from wrighty.errors import StoreError
+from wrighty.errors import StoreError, UnreadableError
 from wrighty.store.port import Store
 
 # How often a move of the circuit is tried again when another worker moved it first.
@@ -73,6 +73,9 @@ class CircuitGate:
         """Whether the loop may claim now (in half-open, having taken the probe)."""
         try:
             circuit = self._store.get_circuit(self.name)
+        except UnreadableError as error:
+            self._unreadable(error)
+            return False  # held until a person resets it: whether it is open cannot be read
         except StoreError as error:
             self._unreachable("get_circuit", error)
             return True  # the claim itself will find the store away
@@ -138,6 +141,9 @@ class CircuitGate:
         for _ in range(_CAS_ATTEMPTS):
             try:
                 circuit = self._store.get_circuit(self.name)
+            except UnreadableError as error:
+                self._unreadable(error)
+                return  # the run's item settles as it would; the circuit waits for a reset
             except StoreError as error:
                 self._unreachable("get_circuit", error)
                 return
@@ -207,6 +213,20 @@ class CircuitGate:
         elif state is CircuitState.OPEN and after.until != before.until:
             fields: dict[str, Any] = {"until": rfc3339(after.until), "reason": after.reason}
             self._emit("circuit-open", circuit=self.name, failures=after.failures, **fields)
+
+    def _unreadable(self, error: UnreadableError) -> None:
+        """Say once (until it reads again) that the circuit's row does not read, and the way
+        out: no claim is made meanwhile."""
+        told: tuple[CircuitState, datetime | None] = (CircuitState.OPEN, None)
+        if self._told == told:
+            return
+        self._told = told
+        self._emit(
+            "circuit-unreadable",
+            circuit=self.name,
+            cause=str(error),
+            fix=f"wrighty providers reset {self.name}",
+        )
 
     def _unreachable(self, operation: str, error: StoreError) -> None:
         self._emit(

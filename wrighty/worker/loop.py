@@ -42,7 +42,7 @@ from wrighty.domain.model import Item
 from wrighty.domain.notices import Source
 from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.times import rfc3339, system_now
-from wrighty.errors import StoreError, WrightyError
+from wrighty.errors import StoreError, UnreadableError, WrightyError
 from wrighty.notify.delivery import DeliveryThread, delivery_paused
 from wrighty.services.items import require_item
 from wrighty.services.reaper import reap_expired
@@ -389,6 +389,9 @@ class Worker:
         now = self._now()
         try:
             spent = self._store.agent_spend(agent, since=self._budgets.period(now).start)
+        except UnreadableError as error:  # held: what the agent spent cannot be read
+            self._emit("budget-unreadable", agent=agent, cause=decisions.describe_error(error))
+            return True
         except StoreError as error:
             self._store_unreachable("agent_spend", error)
             return True
@@ -415,6 +418,13 @@ class Worker:
                 ):
                     self._wake_delivery()
                 return self._store.acquire(request, now=self._now())
+            except UnreadableError as error:  # a row that does not read: that item's problem
+                self._emit(
+                    "claim-failed", item_id=error.item_id, error=type(error).__name__,
+                    cause=decisions.describe_error(error),
+                )  # fmt: skip
+                if not self._set_aside_unreadable(error, request, plan):
+                    return None
             except StoreError as error:
                 self._store_unreachable("acquire", error)
                 return None
@@ -449,6 +459,23 @@ class Worker:
         except StoreError as error:
             self._store_unreachable("set-aside", error)
         return found
+
+    def _set_aside_unreadable(
+        self, error: UnreadableError, request: ClaimRequest, plan: AgentPlan
+    ) -> bool:
+        """Set aside the item whose row did not read (docs/worker.md): read with a safe value
+        in place of each bad one, so that the set-aside's write writes none of them back (nor
+        trips a constraint the bad value breaks); whether it was."""
+        if error.item_id is None:
+            return False  # not an item's row: nothing to set aside
+        try:
+            salvaged = self._store.salvage_item(error.item_id)
+        except StoreError as again:
+            self._store_unreachable("set-aside", again)
+            return False
+        if salvaged is None or salvaged.value.state not in CLAIMABLE_STATES:
+            return False
+        return self._set_aside(salvaged.value, request, plan, error)
 
     def _set_aside(
         self, item: Item, request: ClaimRequest, plan: AgentPlan, error: Exception

@@ -80,8 +80,8 @@ WHERE id = :id
   -- checks it too, and this re-check (a statement of its own, so a snapshot of its own under
   -- READ COMMITTED) also reads a dependency an edit committed after that choice was made.
   AND NOT (CAST(:state AS text) = 'running' AND EXISTS (
-      SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
-      WHERE d.item_id = :id AND dep.state <> 'done'));
+      SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+      WHERE d.item_id = :id AND coalesce(dep.state, 'missing') <> 'done'));
 
 -- name: end_open_runs
 -- The run of a claim ends together with the move that releases the claim.
@@ -130,8 +130,8 @@ WHERE items.state IN ('queued', 'retry-scheduled')
   AND (CAST(:item_id AS bigint) IS NULL OR items.id = :item_id)
   AND (CAST(:agent AS text) IS NULL OR coalesce(items.agent, :default_agent) = :agent)
   AND NOT EXISTS (
-      SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
-      WHERE d.item_id = items.id AND dep.state <> 'done')
+      SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+      WHERE d.item_id = items.id AND coalesce(dep.state, 'missing') <> 'done')
   AND (CAST(:agent_limits AS jsonb) IS NULL
        OR CAST(:agent_limits AS jsonb) ->> coalesce(items.agent, CAST(:default_agent AS text)) IS NULL
        OR (SELECT count(*) FROM items AS r
@@ -261,18 +261,22 @@ SELECT state, count(*) AS n FROM items GROUP BY state;
 -- name: select_queue_figures
 -- Waiting = queued, or a retry that is due, and waiting for no item it comes after. Blocked =
 -- queued or retry-scheduled, and an item it comes after (itself, or one of those it comes
--- after, and so on) is cancelled or needs attention. Read in the same transaction as the
--- counts.
+-- after, and so on) is cancelled, needs attention or does not exist, or it comes after itself
+-- (longer cycles, which only a store written by hand holds, are counted by services/status.py).
+-- Read in the same transaction as the counts.
 WITH RECURSIVE
 waiting_now AS (
     SELECT queued_at FROM items
     WHERE (state = 'queued' OR (state = 'retry-scheduled' AND not_before <= :now))
       AND NOT EXISTS (
-          SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
-          WHERE d.item_id = items.id AND dep.state <> 'done')
+          SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+          WHERE d.item_id = items.id AND coalesce(dep.state, 'missing') <> 'done')
 ),
 stuck (id) AS (
     SELECT id FROM items WHERE state IN ('cancelled', 'needs-attention')
+    UNION
+    SELECT d.item_id FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+    WHERE dep.id IS NULL OR d.item_id = d.depends_on
     UNION
     SELECT d.item_id FROM item_dependencies AS d JOIN stuck ON d.depends_on = stuck.id
 )
@@ -286,8 +290,8 @@ SELECT
     (SELECT count(*) FROM items
      WHERE state IN ('queued', 'retry-scheduled')
        AND EXISTS (
-           SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
-           WHERE d.item_id = items.id AND dep.state <> 'done')) AS waiting_on_dependencies,
+           SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+           WHERE d.item_id = items.id AND coalesce(dep.state, 'missing') <> 'done')) AS waiting_on_dependencies,
     (SELECT count(*) FROM items
      WHERE state IN ('queued', 'retry-scheduled') AND id IN (SELECT id FROM stuck)) AS blocked;
 
@@ -522,7 +526,7 @@ ON CONFLICT (item_id, label) DO NOTHING;
 -- Every dependency (or those of one item, either way round), with the state of the item
 -- depended on.
 SELECT d.item_id, d.depends_on, dep.state AS depends_on_state
-FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
+FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
 WHERE CAST(:item_id AS bigint) IS NULL OR d.item_id = :item_id OR d.depends_on = :item_id
 ORDER BY d.item_id, d.depends_on;
 -- name: select_labels
@@ -564,7 +568,7 @@ SELECT board.*,
         FROM item_labels AS l WHERE l.item_id = board.id) AS labels_json,
        (SELECT CAST(coalesce(json_agg(json_build_array(d.depends_on, dep.state)
                                       ORDER BY d.depends_on), '[]') AS text)
-        FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
+        FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
         WHERE d.item_id = board.id) AS after_json
 FROM board
 ORDER BY board.board_rank, board.priority, board.id;

@@ -77,8 +77,8 @@ WHERE id = :id
   -- An item goes to running only once every item it comes after is done: the claim's choice
   -- checks it too, and this re-check also reads what committed since that choice was made.
   AND NOT (:state = 'running' AND EXISTS (
-      SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
-      WHERE d.item_id = :id AND dep.state <> 'done'));
+      SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+      WHERE d.item_id = :id AND coalesce(dep.state, 'missing') <> 'done'));
 
 -- name: end_open_runs
 -- The run of a claim ends together with the move that releases the claim.
@@ -123,8 +123,8 @@ WHERE items.state IN ('queued', 'retry-scheduled')
   AND (:item_id IS NULL OR items.id = :item_id)
   AND (:agent IS NULL OR coalesce(items.agent, :default_agent) = :agent)
   AND NOT EXISTS (
-      SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
-      WHERE d.item_id = items.id AND dep.state <> 'done')
+      SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+      WHERE d.item_id = items.id AND coalesce(dep.state, 'missing') <> 'done')
   AND (:agent_limits IS NULL OR NOT EXISTS (
       SELECT 1 FROM json_each(:agent_limits) AS lim
       WHERE lim.key = coalesce(items.agent, :default_agent)
@@ -242,18 +242,22 @@ SELECT state, count(*) AS n FROM items GROUP BY state;
 -- name: select_queue_figures
 -- Waiting = queued, or a retry that is due, and waiting for no item it comes after. Blocked =
 -- queued or retry-scheduled, and an item it comes after (itself, or one of those it comes
--- after, and so on) is cancelled or needs attention. Read in the same transaction as the
--- counts.
+-- after, and so on) is cancelled, needs attention or does not exist, or it comes after itself
+-- (longer cycles, which only a store written by hand holds, are counted by services/status.py).
+-- Read in the same transaction as the counts.
 WITH RECURSIVE
 waiting_now AS (
     SELECT queued_at FROM items
     WHERE (state = 'queued' OR (state = 'retry-scheduled' AND not_before <= :now))
       AND NOT EXISTS (
-          SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
-          WHERE d.item_id = items.id AND dep.state <> 'done')
+          SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+          WHERE d.item_id = items.id AND coalesce(dep.state, 'missing') <> 'done')
 ),
 stuck (id) AS (
     SELECT id FROM items WHERE state IN ('cancelled', 'needs-attention')
+    UNION
+    SELECT d.item_id FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+    WHERE dep.id IS NULL OR d.item_id = d.depends_on
     UNION
     SELECT d.item_id FROM item_dependencies AS d JOIN stuck ON d.depends_on = stuck.id
 )
@@ -267,8 +271,8 @@ SELECT
     (SELECT count(*) FROM items
      WHERE state IN ('queued', 'retry-scheduled')
        AND EXISTS (
-           SELECT 1 FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
-           WHERE d.item_id = items.id AND dep.state <> 'done')) AS waiting_on_dependencies,
+           SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+           WHERE d.item_id = items.id AND coalesce(dep.state, 'missing') <> 'done')) AS waiting_on_dependencies,
     (SELECT count(*) FROM items
      WHERE state IN ('queued', 'retry-scheduled') AND id IN (SELECT id FROM stuck)) AS blocked;
 
@@ -482,7 +486,7 @@ ON CONFLICT (item_id, label) DO NOTHING;
 -- Every dependency (or those of one item, either way round), with the state of the item
 -- depended on.
 SELECT d.item_id, d.depends_on, dep.state AS depends_on_state
-FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
+FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
 WHERE :item_id IS NULL OR d.item_id = :item_id OR d.depends_on = :item_id
 ORDER BY d.item_id, d.depends_on;
 -- name: select_labels
@@ -522,7 +526,7 @@ SELECT board.*,
            AS labels_json,
        (SELECT json_group_array(json_array(a.depends_on, a.state))
         FROM (SELECT d.depends_on, dep.state
-              FROM item_dependencies AS d JOIN items AS dep ON dep.id = d.depends_on
+              FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
               WHERE d.item_id = board.id ORDER BY d.depends_on) AS a) AS after_json
 FROM board
 ORDER BY board.board_rank, board.priority, board.id;
