@@ -162,7 +162,7 @@ def test_a_poison_circuit_does_not_stop_a_worker_and_its_reset_is_the_way_out(
         circuit = store.get_circuit("example")  # reads again
     finally:
         store.close()
-    assert circuit.until is None and circuit.opened_at is None
+    assert (circuit.until, circuit.opened_at) == (None, None)
 
 
 def test_unreadable_run_and_notice_columns_never_crash_a_read(poisoned: Poisoned) -> None:

@@ -71,6 +71,10 @@ DEPS_PASSED_OVER = (
     SCHEDULING + "test_an_item_that_waits_is_passed_over_for_the_next_eligible_one[{backend}]"
 )
 DEPS_WAIT = SCHEDULING + "test_an_item_waits_until_every_item_it_comes_after_is_done[{backend}]"
+DEPS_MISSING = (
+    "tests/store/test_poison_dependencies.py::"
+    "test_a_dependency_on_an_item_that_does_not_exist_is_never_met[{backend}]"
+)
 DEPS_GUARDED = (
     SCHEDULING + "test_the_store_refuses_to_move_an_item_to_running_before_its_dependencies_are_"
     "done[{backend}]"
@@ -240,9 +244,12 @@ GUARDS: list[Guard] = [
     # waits and then counts it). A dependency lands only if it closes no cycle, and on
     # PostgreSQL under the dependencies lock (the same kind of race test).
     *_guards("claim: dependencies done", BOTH, "select_next_claimable",
-             "AND dep.state <> 'done'", "AND 1 = 0", DEPS_PASSED_OVER, DEPS_WAIT),
+             "AND coalesce(dep.state, 'missing') <> 'done'", "AND 1 = 0", DEPS_PASSED_OVER,
+             DEPS_WAIT),
+    *_guards("claim: a missing dependency is never met", BOTH, "select_next_claimable",
+             "LEFT JOIN items AS dep", "JOIN items AS dep", DEPS_MISSING),
     *_guards("guarded update: dependencies done", BOTH, "update_item_guarded",
-             "AND dep.state <> 'done'", "AND 1 = 0", DEPS_GUARDED),
+             "AND coalesce(dep.state, 'missing') <> 'done'", "AND 1 = 0", DEPS_GUARDED),
     *_guards("claim: agent limit", ("sqlite",), "select_next_claimable",
              "WHERE lim.key = coalesce(items.agent, :default_agent)", "WHERE 1 = 0",
              AGENT_LIMIT, DEFAULT_AGENT_LIMIT),
