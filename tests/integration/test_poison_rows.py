@@ -190,3 +190,31 @@ def test_unreadable_run_and_notice_columns_never_crash_a_read(poisoned: Poisoned
 
 def _not_json(name: str) -> Any:
     raise AssertionError(f"{name} is not JSON")
+
+
+def test_a_session_workspace_wrighty_would_not_make_is_refused_and_the_next_item_runs(
+    poisoned: Poisoned,
+) -> None:
+    bad = _plant_item(poisoned)
+    good = _plant_item(poisoned)
+    poisoned.sql(
+        "INSERT INTO sessions (item_id, vendor, session_id, workspace, installation_id, "
+        f"updated_at) VALUES ({bad}, 'command', NULL, '../../..', 'elsewhere', "
+        "'2020-01-01T00:00:00.000000Z')"
+    )
+    finished = poisoned.project.worker("--idle-timeout", "1s")
+    assert finished.returncode == 0, finished.stderr
+    assert poisoned.item(good).state is ItemState.DONE
+    item = poisoned.item(bad)
+    assert (item.state, item.reason_code) == (ItemState.NEEDS_ATTENTION, "start-failed")
+    assert "the workspace ../../.. recorded for item" in (item.reason or "")
+    notes = "WRIGHTY_EXAMPLE_NOTES.md"  # every run of the example agent adds to it
+    assert not (poisoned.project.root / "../../.." / notes).exists()
+    # The way out: start over, in the item's own workspace.
+    requeued = poisoned.run("requeue", str(bad), "--fresh")
+    assert requeued.returncode == 0, requeued.stderr
+    again = poisoned.project.worker("--once")
+    assert again.returncode == 0, again.stderr
+    assert poisoned.item(bad).state is ItemState.DONE
+    own = poisoned.project.root / ".wrighty" / "workspaces" / str(bad) / notes
+    assert f" item_id={bad} " in own.read_text()

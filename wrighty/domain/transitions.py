@@ -118,6 +118,9 @@ def _ids(ids: Iterable[int]) -> str:
     return f"item{'s' if len(listed) > 1 else ''} {', '.join(str(i) for i in listed)}"
 
 
+# The reason code of `wrighty requeue --fresh`: a person asked to start over.
+OPERATOR_REQUEUE = "operator-requeue"
+
 EDITABLE_STATES = frozenset(
     {ItemState.TODO, ItemState.QUEUED, ItemState.RETRY_SCHEDULED, ItemState.NEEDS_ATTENTION}
 )

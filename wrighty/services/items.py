@@ -28,7 +28,13 @@ from wrighty.domain.scheduling import (
     upstream_of,
 )
 from wrighty.domain.states import ItemState
-from wrighty.domain.transitions import edit, is_edit, transition, validate_new_item
+from wrighty.domain.transitions import (
+    OPERATOR_REQUEUE,
+    edit,
+    is_edit,
+    transition,
+    validate_new_item,
+)
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage
 from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError, WrightyError
 from wrighty.store.port import Store
@@ -341,7 +347,7 @@ def requeue_item(
                 ItemState.QUEUED,
                 at=now,
                 actor=actor,
-                reason_code="operator-requeue",
+                reason_code=OPERATOR_REQUEUE,
                 reason="an operator asked to start over in a new session",
             )
         after = dataclasses.replace(

@@ -31,6 +31,7 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.retry import CrashPolicy, ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
+from wrighty.domain.transitions import OPERATOR_REQUEUE
 from wrighty.domain.usage import Price, Usage, total
 from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
 from wrighty.supervisor.process import (
@@ -258,6 +259,7 @@ class ClaimRun:
                 item=claimed,
                 session=recorded,
                 resume=resume,
+                start_over=self._claim.claimed_reason_code == OPERATOR_REQUEUE,
             )
             left = spending.limit.left_after(spending.prior).max_cost_usd
             argv = (

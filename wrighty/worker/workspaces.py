@@ -22,6 +22,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from wrighty.domain.model import Item, Session
+from wrighty.domain.text import printable_line
 from wrighty.files import make_private_dirs
 
 
@@ -37,12 +38,32 @@ def choose_workspace(
     item: Item,
     session: Session | None,
     resume: bool = False,
+    start_over: bool = False,
 ) -> Path:
     """The workspace for ``item``'s next run, created if its mode makes one per item. A
-    resume works in its session's workspace; a fresh run too while that one exists."""
+    resume works in its session's workspace; a fresh run too while that one exists.
+
+    A recorded workspace is used only if it is one wrighty would make for the item (or the
+    folder it was pinned to): anything else, read back from a store, is refused with
+    WorkspaceError (docs/worker.md). ``start_over``: a person asked to start over (`requeue
+    --fresh`), so a refused session workspace is passed over for the item's own."""
     if session is not None and (resume or Path(session.workspace).is_dir()):
-        return Path(session.workspace)
+        problem = workspace_problem(
+            session.workspace, item=item, project_root=project_root, state_dir=state_dir
+        )
+        if problem is None:
+            return Path(session.workspace)
+        if resume or not start_over:
+            raise WorkspaceError(
+                f"{problem}; `wrighty requeue {item.id} --fresh` starts over in the item's own "
+                "workspace"
+            )
     if item.workspace:
+        problem = workspace_problem(
+            item.workspace, item=item, project_root=project_root, state_dir=state_dir
+        )
+        if problem is not None:
+            raise WorkspaceError(f"{problem}; `wrighty cancel {item.id}` and create it anew")
         pinned = Path(item.workspace)
         if not pinned.is_dir():
             raise WorkspaceError(
@@ -58,6 +79,31 @@ def choose_workspace(
         _make_folder(path)
         return path
     return _worktree(project_root, state_dir / "worktrees" / str(item.id))
+
+
+def workspace_problem(
+    recorded: str, *, item: Item, project_root: Path, state_dir: Path
+) -> str | None:
+    """Why the workspace ``recorded`` in the store for ``item`` is not one wrighty would use:
+    it must be absolute and be the project directory, the item's folder or worktree, or the
+    folder the item was pinned to with `--workspace`; None when it is."""
+    shown = printable_line(recorded[:200])
+    path = Path(recorded)
+    if not path.is_absolute():
+        return f"the workspace {shown} recorded for item {item.id} is not an absolute path"
+    allowed = {
+        project_root,
+        state_dir / "workspaces" / str(item.id),
+        state_dir / "worktrees" / str(item.id),
+    }
+    if item.workspace and Path(item.workspace).is_absolute():
+        allowed.add(Path(item.workspace))
+    if ".." in path.parts or path not in allowed:
+        return (
+            f"the workspace {shown} recorded for item {item.id} is not one wrighty makes for it "
+            "(nor the folder it was pinned to)"
+        )
+    return None
 
 
 def _make_folder(path: Path) -> None:
