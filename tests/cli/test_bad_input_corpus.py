@@ -139,6 +139,21 @@ def table_less_database(project: Path) -> None:
     connection.close()
 
 
+def stored(statement: str) -> Setup:
+    """One item, then ``statement`` run on the store past wrighty and its CHECK constraints,
+    as a hand edit or another wrighty could leave it (docs/storage.md)."""
+
+    def poison(project: Path) -> None:
+        item()(project)
+        connection = sqlite3.connect(project / ".wrighty" / "wrighty.db")
+        connection.execute("PRAGMA ignore_check_constraints = ON")
+        connection.execute(statement)
+        connection.commit()
+        connection.close()
+
+    return poison
+
+
 def no_config(project: Path) -> None:
     (project / "wrighty.json").unlink()
 
@@ -1594,6 +1609,73 @@ CASES: list[Case] = [
         ("init", "--force"),
         "wrighty.json: is a directory, not a regular file; move it away",
         setup=with_setups(no_config, folder("wrighty.json")),
+    ),
+    # Values read back from the store (docs/storage.md, "A row that does not read").
+    Case(
+        "stored-queued-at-not-a-time",
+        ("show", "1"),
+        "item 1: its queued_at does not read ('yesterday' is not a time)",
+        setup=stored("UPDATE items SET queued_at = 'yesterday'"),
+    ),
+    Case(
+        "stored-created-at-empty-text",
+        ("show", "1"),
+        "item 1: its created_at does not read",
+        setup=stored("UPDATE items SET created_at = ''"),
+    ),
+    Case(
+        "stored-time-without-zone",
+        ("show", "1"),
+        "item 1: its updated_at does not read",
+        setup=stored("UPDATE items SET updated_at = '2026-01-01T00:00:00'"),
+    ),
+    Case(
+        "stored-time-with-escapes",
+        ("show", "1"),
+        "its queued_at does not read ('\\x1b[2J",
+        setup=stored("UPDATE items SET queued_at = char(27) || '[2J' || char(155) || 'x'"),
+    ),
+    Case(
+        "stored-priority-below",
+        ("show", "1"),
+        "item 1: its priority does not read (-3 is not",
+        setup=stored("UPDATE items SET priority = -3"),
+    ),
+    Case(
+        "stored-priority-above",
+        ("requeue", "1", "--fresh"),
+        "item 1: its priority does not read (7 is not",
+        setup=stored("UPDATE items SET priority = 7"),
+    ),
+    Case(
+        "stored-state-unknown",
+        ("cancel", "1"),
+        "item 1: its state does not read ('paused'",
+        setup=stored("UPDATE items SET state = 'paused'"),
+    ),
+    Case(
+        "stored-reason-code-odd",
+        ("show", "1"),
+        "item 1: its reason_code does not read",
+        setup=stored("UPDATE items SET reason_code = 'Bad Code!'"),
+    ),
+    Case(
+        "stored-budget-huge",
+        ("edit", "1", "--priority", "1"),
+        "item 1: its max_cost_usd does not read (1e+308 is not a number",
+        setup=stored("UPDATE items SET max_cost_usd = 1e308"),
+    ),
+    Case(
+        "stored-budget-negative",
+        ("show", "1"),
+        "item 1: its max_cost_usd does not read",
+        setup=stored("UPDATE items SET max_cost_usd = -1"),
+    ),
+    Case(
+        "stored-retries-negative",
+        ("show", "1"),
+        "item 1: its crash_retries does not read",
+        setup=stored("UPDATE items SET crash_retries = -1"),
     ),
 ]
 

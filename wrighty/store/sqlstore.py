@@ -34,7 +34,6 @@ from wrighty.domain.claims import (
     lease_expired,
     reap,
 )
-from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.health import QueueFigures, WorkerRow, WorkerState
 from wrighty.domain.model import (
     DEFAULT_PRIORITY,
@@ -186,8 +185,9 @@ class _Fields:
     def optional_integer(self, name: str, low: int = 0, high: int = MAX_STORED_COUNT) -> int | None:
         return None if self._row[name] is None else self.integer(name, low, high)
 
-    def number(self, name: str, high: float) -> float | None:
-        """A stored figure that may be absent: finite, 0..``high``."""
+    def number(self, name: str, high: float, *, low: float = 0.0) -> float | None:
+        """A stored figure that may be absent: a number ``low``..``high``, never NaN (and
+        finite unless a bound is infinite)."""
         value = self._row[name]
         if value is None:
             return None
@@ -196,11 +196,11 @@ class _Fields:
         if (
             isinstance(value, bool)
             or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or not 0 <= value <= high
+            or math.isnan(value)
+            or not low <= value <= high
         ):
-            bad: float | None = self._bad(name, f"{_shown(value)} is not a number 0..{high:g}",
-                                          None)  # fmt: skip
+            shown = f"{_shown(value)} is not a number {low:g}..{high:g}"
+            bad: float | None = self._bad(name, shown, None)
             return bad
         return float(value)
 
@@ -1093,13 +1093,14 @@ def _item_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> I
     """The item in ``row``; UnreadableError for the first value that does not read (with
     ``salvaged``, each one is noted there and a safe value stands in for it)."""
     read = _Fields(row, "item", row["id"], item_id=row["id"], salvaged=salvaged)
-    timeout = read.number("timeout_seconds", MAX_ITEM_TIMEOUT_SECONDS)
+    # Any number but NaN: the claim bounds one no clock can hold (docs/worker.md).
+    timeout = read.number("timeout_seconds", math.inf, low=-math.inf)
     return Item(
         id=read.integer("id", 1),
         title=read.text("title"),
         body=read.text("body"),
         agent=read.optional_text("agent"),
-        timeout_seconds=timeout if timeout != 0 else None,
+        timeout_seconds=timeout,
         workspace=read.optional_text("workspace"),
         state=read.choice("state", ItemState, ItemState.NEEDS_ATTENTION),
         generation=read.integer("generation"),
