@@ -101,3 +101,18 @@ def test_a_board_cut_short_counts_what_it_left_out_and_still_sees_every_limit(
     assert row.item.id == retry.id
     assert row.section is Section.HELD
     assert row.why.startswith("held: label gpu runs 1 of 1")
+
+
+def test_an_item_whose_row_does_not_read_is_left_off_the_board_with_its_line(
+    store: Store, clock: FakeClock
+) -> None:
+    from tests.store.txhooks import execute_raw
+
+    poison = store.create_item(new("poison", queued=True), at=clock(), actor="o").id
+    good = store.create_item(new("good", queued=True), at=clock(), actor="o").id
+    execute_raw(store, f"UPDATE items SET queued_at = 'yesterday' WHERE id = {poison}")
+    board = read_board(store, SETTINGS, now=clock())
+    assert [row.item.id for row in board.rows] == [good]
+    assert board.unreadable == (
+        f"item {poison}: its queued_at does not read ('yesterday' is not a time)",
+    )

@@ -192,14 +192,17 @@ def _not_json(name: str) -> Any:
     raise AssertionError(f"{name} is not JSON")
 
 
+@pytest.mark.parametrize("where", ["../../..", "the folder above the project"])
 def test_a_session_workspace_wrighty_would_not_make_is_refused_and_the_next_item_runs(
-    poisoned: Poisoned,
+    poisoned: Poisoned, where: str
 ) -> None:
+    # Relative; or absolute, existing, and not the item's.
+    workspace = where if where.startswith(".") else str(poisoned.project.root.parent)
     bad = _plant_item(poisoned)
     good = _plant_item(poisoned)
     poisoned.sql(
         "INSERT INTO sessions (item_id, vendor, session_id, workspace, installation_id, "
-        f"updated_at) VALUES ({bad}, 'command', NULL, '../../..', 'elsewhere', "
+        f"updated_at) VALUES ({bad}, 'command', NULL, '{workspace}', 'elsewhere', "
         "'2020-01-01T00:00:00.000000Z')"
     )
     finished = poisoned.project.worker("--idle-timeout", "1s")
@@ -207,9 +210,10 @@ def test_a_session_workspace_wrighty_would_not_make_is_refused_and_the_next_item
     assert poisoned.item(good).state is ItemState.DONE
     item = poisoned.item(bad)
     assert (item.state, item.reason_code) == (ItemState.NEEDS_ATTENTION, "start-failed")
-    assert "the workspace ../../.. recorded for item" in (item.reason or "")
+    why = "is not an absolute path" if where.startswith(".") else "is not one wrighty makes for it"
+    assert f"the workspace {workspace} recorded for item {bad} {why}" in (item.reason or "")
     notes = "WRIGHTY_EXAMPLE_NOTES.md"  # every run of the example agent adds to it
-    assert not (poisoned.project.root / "../../.." / notes).exists()
+    assert not (poisoned.project.root / workspace / notes).exists()
     # The way out: start over, in the item's own workspace.
     requeued = poisoned.run("requeue", str(bad), "--fresh")
     assert requeued.returncode == 0, requeued.stderr

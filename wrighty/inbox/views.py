@@ -130,6 +130,7 @@ def side_text(board: Board) -> Text:
             ("Budgets spent", f"{a.agent}: {spend(a.period.usage)} of {a.limit.describe()}", "red")
             for a in held
         ),
+        *(("Unreadable (left out; docs/storage.md)", line, "red") for line in board.unreadable),
     ]
     heading = None
     for title, words, style in lines:

@@ -63,6 +63,8 @@ class Board:
     report: StatusReport
     holds: dict[str, AgentHold]  # each agent whose day budget is spent
     listed: int  # the open items read (at most the settings' limit)
+    # The open items left out because a value of theirs does not read (docs/storage.md).
+    unreadable: tuple[str, ...] = ()
 
     @property
     def open_total(self) -> int:
@@ -88,7 +90,9 @@ def read_board(
     )
     entries = store.list_open_items(limit=settings.limit)
     held, holds = _held(store, settings, entries, report, now)
-    return Board(now, board_rows(entries, held, now=now, order=order), report, holds, len(entries))
+    unreadable = tuple(str(error) for error in entries.unreadable)
+    rows = board_rows(entries, held, now=now, order=order)
+    return Board(now, rows, report, holds, len(entries), unreadable)
 
 
 def _held(
