@@ -19,7 +19,6 @@ from wrighty.domain.circuits import Circuit
 from wrighty.domain.model import DEFAULT_PRIORITY, NewRun
 from wrighty.domain.notices import Notice
 from wrighty.domain.outcomes import RunKind
-from wrighty.domain.states import ItemState
 from wrighty.domain.usage import Usage
 from wrighty.errors import UnreadableError
 from wrighty.store import Store
