@@ -58,7 +58,7 @@ from wrighty.domain.notices import (
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.scheduling import EDITED, PRIORITIES
 from wrighty.domain.states import ItemState
-from wrighty.domain.text import printable_line
+from wrighty.domain.text import first_unprintable_in_line, printable_line
 from wrighty.domain.transitions import creation_event
 from wrighty.domain.usage import LedgerEntry, Usage
 from wrighty.errors import AlreadyImported, NotFoundError, UnreadableError, WrightyError
@@ -104,7 +104,7 @@ MAX_STORED_COUNT = 10**15
 MAX_STORED_COST_USD = 10.0**9
 _SHOWN_CHARS = 40
 _MAX_NOTED = 100  # rows left out that a store keeps to tell (a long-lived worker's is bounded)
-_REASON_CODE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+_REASON_CODE = re.compile(r"[^\s]{1,64}")
 
 
 def _shown(value: Any) -> str:
@@ -219,11 +219,15 @@ class _Fields:
         return self.choice(name, kind, cast(_E, None))
 
     def code(self, name: str) -> str | None:
-        """A reason code: a short lowercase word (``internal-error``)."""
+        """A reason code: one short word (``internal-error``), nothing a terminal obeys."""
         value = self._row[name]
         if value is None:
             return None
-        if not isinstance(value, str) or not _REASON_CODE.fullmatch(value):
+        if (
+            not isinstance(value, str)
+            or not _REASON_CODE.fullmatch(value)
+            or first_unprintable_in_line(value) is not None
+        ):
             bad: str | None = self._bad(name, f"{_shown(value)} is not a reason code", None)
             return bad
         return value
