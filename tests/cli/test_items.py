@@ -191,3 +191,51 @@ def test_titles_and_reasons_are_printed_as_written_never_as_markup(initialised: 
     assert cancelled.exit_code == 0, cancelled.output
     shown = wrighty("show", "1")
     assert shown.exit_code == 0, shown.output
+
+
+def test_show_names_the_default_agent(initialised: Path) -> None:
+    default = json.loads((initialised / "wrighty.json").read_text())["worker"]["defaultAgent"]
+    create("--title", "default agent", "--body", "x")
+    create("--title", "own agent", "--body", "x", "--agent", "codex")
+    assert "  agent      " + f"{default} (default)" in wrighty("show", "1").stdout.splitlines()
+    assert "  agent      codex" in wrighty("show", "2").stdout.splitlines()
+
+
+def test_show_never_runs_a_long_label_into_its_value() -> None:
+    """`usage retries` and `last refusal` are longer than the other labels: every label still
+    ends in a space, and every value starts in one column."""
+    from datetime import UTC, datetime
+
+    from rich.console import Console
+
+    from tests.unit.test_transitions import make_item
+    from wrighty.cli.render import print_item_detail
+    from wrighty.cli.suggestions import Standing
+    from wrighty.domain.model import Run
+    from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+    from wrighty.domain.states import ItemState
+    from wrighty.services.items import ItemDetail
+
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    refused = Run(
+        "run-1", 1, 1, 1, RunKind.FRESH, "w-1", "inst", at, at, 1, 1.0, 1, None,
+        OutcomeClass.RATE_LIMITED, Confidence.AUTHORITATIVE, None, "claude: usage limit reached",
+    )  # fmt: skip
+    item = make_item(
+        ItemState.NEEDS_ATTENTION, usage_retries=1, reason_code="retries-exhausted", reason="r"
+    )
+    console = Console(record=True, width=120)
+    print_item_detail(
+        console,
+        ItemDetail(item, None, [refused], []),
+        Standing(resumable=False, has_logs=False, lease_expired=False),
+        usage_max_attempts=5,
+        default_agent="claude",
+    )
+    fields = console.export_text().splitlines()[2:]
+    fields = fields[: next(i for i, line in enumerate(fields) if not line.startswith("  "))]
+    value_column = len("  usage retries ")  # the longest label and one space
+    assert all(line[value_column - 1] == " " != line[value_column] for line in fields), fields
+    assert "  usage retries 1 of 5" in fields
+    assert "  last refusal  claude: usage limit reached (run-1)" in fields
+    assert "  agent         claude (default)" in fields

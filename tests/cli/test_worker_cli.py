@@ -152,3 +152,73 @@ def test_an_agent_file_that_is_not_executable_is_named_as_such(initialised: Path
     assert result.stderr == (
         f"wrighty: agent 'demo': executable '{script}' is not executable (chmod +x {script})\n"
     )
+
+
+def _set_worker(project: Path, **settings: object) -> None:
+    config = project / "wrighty.json"
+    document = json.loads(config.read_text())
+    document["worker"].update(settings)
+    config.write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize("asked_by", ["option", "config"])
+def test_more_than_one_at_once_in_current_mode_is_said_once(
+    initialised: Path, asked_by: str
+) -> None:
+    """`current` mode runs one item at a time whatever --concurrency says: the worker says so
+    at start, in one line, with the modes that do run items side by side."""
+    _configure(initialised, {"demo": {"adapter": "command", "command": ["true"]}}, "demo")
+    args = ["--concurrency", "3"] if asked_by == "option" else []
+    if asked_by == "config":
+        _set_worker(initialised, concurrency=3)
+    create_queued()
+    plain = wrighty("worker", "start", "--once", *args)
+    assert plain.exit_code == 0, plain.output
+    [line] = [line for line in plain.stdout.splitlines() if "concurrency-limited" in line]
+    assert line.split()[1:5] == [
+        "concurrency-limited", "requested=3", "runs=1", "workspace_mode=current"
+    ]  # fmt: skip
+    assert "'worktree' or 'directory'" in line
+    create_queued()
+    as_json = wrighty("worker", "start", "--once", "--json", *args)
+    events = [json.loads(line) for line in as_json.stdout.splitlines()]
+    [said] = [event for event in events if event["event"] == "concurrency-limited"]
+    assert (said["requested"], said["runs"], said["workspace_mode"]) == (3, 1, "current")
+    assert [event["event"] for event in events][:2] == ["started", "concurrency-limited"]
+    assert [e["state"] for e in events if e["event"] == "settled"] == ["done"]
+
+
+@pytest.mark.parametrize(("mode", "concurrency"), [("directory", 3), ("current", 1)])
+def test_no_word_about_concurrency_when_it_is_what_was_asked(
+    initialised: Path, mode: str, concurrency: int
+) -> None:
+    _configure(initialised, {"demo": {"adapter": "command", "command": ["true"]}}, "demo")
+    _set_worker(initialised, workspaceMode=mode)
+    create_queued()
+    result = wrighty("worker", "start", "--once", "--concurrency", str(concurrency))
+    assert result.exit_code == 0, result.output
+    assert "concurrency-limited" not in result.stdout
+
+
+def test_plain_events_write_lists_and_booleans_as_the_json_form_does() -> None:
+    from wrighty.cli.worker import plain_value
+
+    assert plain_value(["json:///tmp/a", "command:notify.sh"]) == "json:///tmp/a,command:notify.sh"
+    assert plain_value([]) == "-"
+    assert (plain_value(True), plain_value(False)) == ("true", "false")
+    assert plain_value(3) == "3"
+
+
+def test_a_plain_delivery_line_names_its_sinks_without_python_spelling(
+    initialised: Path,
+) -> None:
+    _configure(initialised, {"demo": {"adapter": "command", "command": ["false"]}}, "demo")
+    config = initialised / "wrighty.json"
+    document = json.loads(config.read_text())
+    document["notify"] = {"command": {"argv": ["true"]}}
+    config.write_text(json.dumps(document))
+    create_queued()
+    result = wrighty("worker", "start", "--once")
+    assert result.exit_code == 0, result.output
+    [line] = [line for line in result.stdout.splitlines() if " notify-delivered " in line]
+    assert line.endswith(" sent_to=command true (notify.command) recorded=true"), line

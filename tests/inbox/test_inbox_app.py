@@ -4,6 +4,7 @@ state: what it shows, and that each action lands in the store exactly as its com
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -402,3 +403,39 @@ def test_hostile_text_is_drawn_as_text(project: Path, clock: FakeClock) -> None:
         drive(app, script, size=(160, 100))
     finally:
         store.close()
+
+
+def _with_status_settings(project: Path, settings: dict[str, int]) -> None:
+    path = project / "wrighty.json"
+    config = json.loads(path.read_text())
+    config["status"] = settings
+    path.write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize(
+    ("settings", "verdict"),
+    [
+        ({}, "no thresholds set"),
+        ({"minWorkers": 0}, "healthy"),
+        ({"maxNeedsAttention": 0}, "unhealthy"),
+    ],
+)
+def test_the_header_gives_the_verdict_status_gives(
+    project: Path, clock: FakeClock, settings: dict[str, int], verdict: str
+) -> None:
+    """One rule: with no threshold set nothing was checked, so neither says healthy."""
+    seed(project, clock)
+    _with_status_settings(project, settings)
+    status = wrighty("status")
+    first = status.output.splitlines()[0]
+    assert first.startswith(f"wrighty status: {verdict}  ("), status.output
+    app, store = make_app(project)
+
+    async def script(app: InboxApp, pilot: object) -> None:
+        header = str(app.query_one("#header", Static).content)
+        words = header.split(" · ")
+        assert any(part.startswith(verdict) for part in words), header
+        if verdict != "healthy":
+            assert not any(part.startswith("healthy") for part in words), header
+
+    drive_and_close(app, store, script, size=(200, 40))

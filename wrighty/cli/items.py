@@ -392,6 +392,7 @@ class ShowFacts:
     spent: Usage
     crash_limit: int | None
     usage_limit: int | None
+    default_agent: str | None = None  # worker.defaultAgent: the agent of an item naming none
 
 
 def show_facts(app_ctx: AppContext, store: Store, item_id: int) -> ShowFacts:
@@ -424,8 +425,9 @@ def show_facts(app_ctx: AppContext, store: Store, item_id: int) -> ShowFacts:
         raise_budget=raise_flags(budget, spent),
     )
     return ShowFacts(
-        detail, standing, resumable, circuit, hold, budget, spent, crash_limit, usage_limit
-    )
+        detail, standing, resumable, circuit, hold, budget, spent, crash_limit, usage_limit,
+        default_agent,
+    )  # fmt: skip
 
 
 def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
@@ -465,6 +467,7 @@ def print_show(out: Console, facts: ShowFacts) -> None:
         total=facts.spent,
         limit=facts.budget,
         hold=facts.hold,
+        default_agent=facts.default_agent,
     )
 
 

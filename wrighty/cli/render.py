@@ -323,7 +323,9 @@ def print_item_detail(
     total: Usage | None = None,
     limit: Limit = NO_LIMIT,
     hold: AgentHold | None = None,
+    default_agent: str | None = None,
 ) -> None:
+    """``default_agent``: the agent of an item that names none (worker.defaultAgent)."""
     item = detail.item
     heading = Text(f"Item {item.id}  ", style="bold")
     heading.append_text(styled_state(item.state.value))
@@ -331,7 +333,7 @@ def print_item_detail(
     console.print(heading)
     console.print(outside(item.title))
     fields: list[tuple[str, str]] = [
-        ("agent", item.agent or "(default)"),
+        ("agent", _agent_words(item, default_agent)),
         (
             "workspace",
             item.workspace
@@ -362,8 +364,10 @@ def print_item_detail(
                 + ("" if standing.resumable or item.state in TERMINAL_STATES else _NOT_HERE),
             )
         )
+    # Every label ends in at least one space, however long: a label never runs into its value.
+    width = max(LABEL_WIDTH, *(len(label) + 1 for label, _ in fields))
     for label, value in fields:
-        line = Text(f"  {label:<11}", style="dim")
+        line = Text(f"  {label:<{width}}", style="dim")
         line.append_text(outside(value))  # every value holds text from the store
         console.print(line)
     _print_next_steps(console, detail, standing)
@@ -373,6 +377,16 @@ def print_item_detail(
     if item.body:
         console.print(Text("Task", style="bold"))
         console.print(Text(printable(item.body)), soft_wrap=True)
+
+
+LABEL_WIDTH = 11
+
+
+def _agent_words(item: Item, default_agent: str | None) -> str:
+    """The agent that runs the item: its own, or the default one, named (``claude (default)``)."""
+    if item.agent:
+        return item.agent
+    return "(default)" if default_agent is None else f"{default_agent} (default)"
 
 
 def _print_next_steps(console: Console, detail: ItemDetail, standing: Standing) -> None:

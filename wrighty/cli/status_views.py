@@ -17,6 +17,7 @@ from rich.text import Text
 from wrighty.cli.documents import status_json
 from wrighty.cli.render import local_time, outside, spend_text, styled_state
 from wrighty.domain.circuits import CircuitState
+from wrighty.domain.health import Verdict
 from wrighty.domain.text import printable_line
 
 if TYPE_CHECKING:
@@ -204,14 +205,15 @@ def status_view(report: StatusReport) -> Group:
     return Group(*parts)
 
 
+VERDICT_STYLES = {
+    Verdict.UNHEALTHY: "bold red",
+    Verdict.UNCHECKED: "bold yellow",
+    Verdict.HEALTHY: "bold green",
+}
+
+
 def _verdict(report: StatusReport) -> Text:
-    """Healthy only when thresholds were set and all of them pass: with none set, nothing was
-    checked, and a quiet registry proves nothing."""
-    if not report.healthy:
-        return Text("unhealthy", style="bold red")
-    if not report.thresholds.any_set:
-        return Text("no thresholds set", style="bold yellow")
-    return Text("healthy", style="bold green")
+    return Text(report.verdict.value, style=VERDICT_STYLES[report.verdict])
 
 
 WATCH_INTERVAL_SECONDS = 2.0

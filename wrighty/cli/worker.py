@@ -225,8 +225,19 @@ def _print_event_line(event: dict[str, Any]) -> None:
         return  # an old name kept for JSON readers; a person reads the event once
     # Values come from outside: reasons, session ids, vendor text.
     details = " ".join(
-        f"{key}={printable_line(str(value))}"
+        f"{key}={printable_line(plain_value(value))}"
         for key, value in event.items()
         if key not in ("event", "at", "worker_id") and value is not None
     )
     typer.echo(f"{event['at'][11:19]} {event['event']:<14} {details}".rstrip())
+
+
+def plain_value(value: object) -> str:
+    """A field's value as the plain form writes it: a list as its items joined by commas (none:
+    ``-``), a boolean as ``true`` or ``false``, as the JSON form writes them; never Python's
+    own spelling of a value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(plain_value(part) for part in value) or "-"
+    return str(value)

@@ -29,6 +29,14 @@ class WorkerState(StrEnum):
     STOPPING = "stopping"
 
 
+class Verdict(StrEnum):
+    """The one-word verdict that `status` and the inbox's header show."""
+
+    HEALTHY = "healthy"  # thresholds were set, and none failed
+    UNHEALTHY = "unhealthy"  # a threshold that was set failed
+    UNCHECKED = "no thresholds set"  # nothing was checked: no threshold was set
+
+
 class Liveness(StrEnum):
     LIVE = "live"
     STALE = "stale"  # no heartbeat within the maximum age
@@ -130,6 +138,14 @@ class Problem:
     value: float
     limit: float
     message: str
+
+
+def verdict(problems: list[Problem], thresholds: Thresholds) -> Verdict:
+    """Healthy only when thresholds were set and all of them pass: with none set, nothing was
+    checked, and a quiet registry proves nothing."""
+    if problems:
+        return Verdict.UNHEALTHY
+    return Verdict.HEALTHY if thresholds.any_set else Verdict.UNCHECKED
 
 
 def oldest_wait_seconds(figures: QueueFigures, now: datetime) -> float | None:

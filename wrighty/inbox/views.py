@@ -15,14 +15,16 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from wrighty.cli.render import local_time, outside
+from wrighty.cli.status_views import VERDICT_STYLES
 from wrighty.domain.board import Row, Section, section_counts
 from wrighty.domain.budgets import spend
-from wrighty.domain.health import Liveness
+from wrighty.domain.health import Liveness, Verdict
 from wrighty.domain.model import Item, Run
 from wrighty.domain.scheduling import priority_name
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import printable
 from wrighty.services.inbox import Board, circuit_words
+from wrighty.services.status import StatusReport
 
 SECTION_TAGS: dict[Section, tuple[str, str]] = {
     Section.ATTENTION: ("ATTN", "bold red"),
@@ -93,6 +95,16 @@ _HEADER_WORDS = {
 }
 
 
+def verdict_text(report: StatusReport) -> Text:
+    """The verdict in `wrighty status`'s words (healthy only when thresholds were set and all
+    pass), with the number of problems when some failed."""
+    words = report.verdict.value
+    if report.verdict is Verdict.UNHEALTHY:
+        count = len(report.problems)
+        words += f", {count} problem{'s' if count > 1 else ''}"
+    return Text(words, style=VERDICT_STYLES[report.verdict])
+
+
 def header_text(board: Board, *, label: str, read_only: bool) -> Text:
     """``wrighty · 3 attn · 1 retry · … · healthy 09:30:00 · <store>`` on one line, what
     matters first (a narrow terminal cuts the store's name)."""
@@ -106,12 +118,8 @@ def header_text(board: Board, *, label: str, read_only: bool) -> Text:
             text.append(f"{counts[section]} {words}", style=SECTION_TAGS[section][1])
     if board.listed < board.open_total:
         text.append(f" · {board.listed} of {board.open_total} listed", style="bold yellow")
-    problems = len(board.report.problems)
     text.append(" · ")
-    if problems:
-        text.append(f"{problems} problem{'s' if problems > 1 else ''}", style="bold red")
-    else:
-        text.append("healthy", style="green")
+    text.append_text(verdict_text(board.report))
     text.append(f" {board.checked_at.astimezone().strftime('%H:%M:%S')}", style="dim")
     text.append(f"  {printable(label)}", style="dim")
     return text
@@ -145,6 +153,9 @@ def side_text(board: Board) -> Text:
         text.append(f"Outbox  {outbox.pending} pending, {outbox.given_up} given up\n", style="bold")
     for problem in report.problems:
         text.append_text(outside(f"! {problem.message}", style="bold red"))
+        text.append("\n")
+    for concern in report.concerns:
+        text.append_text(outside(f"~ {concern.message}", style="yellow"))
         text.append("\n")
     return text
 

@@ -14,6 +14,7 @@ from wrighty.domain.health import (
     Liveness,
     QueueFigures,
     Thresholds,
+    Verdict,
     WorkerCounts,
     WorkerRow,
     liveness,
@@ -21,6 +22,7 @@ from wrighty.domain.health import (
 from wrighty.domain.health import Problem as HealthProblem
 from wrighty.domain.health import concerns as health_concerns
 from wrighty.domain.health import problems as health_problems
+from wrighty.domain.health import verdict as health_verdict
 from wrighty.domain.ledger import (
     Spending,
     cost_by_source,
@@ -65,6 +67,11 @@ class StatusReport:
     @property
     def healthy(self) -> bool:
         return not self.problems
+
+    @property
+    def verdict(self) -> Verdict:
+        """What `status` and the inbox's header say: healthy, unhealthy or no thresholds set."""
+        return health_verdict(self.problems, self.thresholds)
 
     @property
     def live_workers(self) -> int:

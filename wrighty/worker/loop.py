@@ -223,6 +223,7 @@ class Worker:
         gate = self._gate(plan)
         setting = self._setting(plan, options, gate)
         self._emit("started", agent=agent_name, installation_id=self._installation_id)
+        self._say_concurrency(options)
         self._start_delivery()
         self._beat(force=True)
         claimed_count = 0
@@ -520,6 +521,22 @@ class Worker:
             )
             return False
         return True
+
+    def _say_concurrency(self, options: WorkerOptions) -> None:
+        """Asked for more than one item at once in "current" mode, where one agent works in the
+        project directory at a time: say so once, and how to get parallel runs."""
+        runs = self._slot_limit(options)
+        if runs >= options.concurrency:
+            return
+        self._emit(
+            "concurrency-limited",
+            requested=options.concurrency,
+            runs=runs,
+            workspace_mode=self._mode,
+            message=f"workspaceMode {self._mode!r} runs one item at a time in the project "
+            f"directory; to run {options.concurrency} at once set worker.workspaceMode to "
+            "'worktree' or 'directory' in wrighty.json",
+        )
 
     def _slot_limit(self, options: WorkerOptions) -> int:
         return 1 if self._current_lock is not None else options.concurrency
