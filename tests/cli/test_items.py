@@ -166,11 +166,11 @@ def _help_row(help_text: str, option: str) -> list[str]:
 @pytest.mark.parametrize(
     ("command", "flag", "valued", "value"),
     [
-        ([], "--version", "--store", "<str>"),
-        ([], "--help", "--config", "<file>"),
-        (["worker", "start"], "--once", "--concurrency", "<int"),
-        (["worker", "start"], "--json", "--agent", "<str>"),
-        (["logs"], "--raw", "--run", "<int"),
+        ([], "--version", "--store", "URL"),
+        ([], "--help", "--config", "PATH"),
+        (["worker", "start"], "--once", "--concurrency", "N"),
+        (["worker", "start"], "--json", "--agent", "NAME"),
+        (["logs"], "--raw", "--run", "N"),
     ],
 )
 def test_help_shows_flags_without_a_value(

@@ -88,3 +88,11 @@ def test_config_validate_checks_the_store_url_as_every_command_does(
     listed = wrighty("list")
     line = refused_without_secret(listed.stdout, listed.stderr, listed.exit_code)
     assert line.startswith(f"wrighty: {project / 'wrighty.json'}: store.url: ")
+
+
+@pytest.mark.parametrize("url", ["mysql://u@db/test", "redis://cache/0", "sqlserver:x"])
+def test_an_unknown_scheme_names_both_stores_url_forms(project: Path, url: str) -> None:
+    result = wrighty("--store", url, "list")
+    line = refused_without_secret(result.stdout, result.stderr, result.exit_code)
+    assert "sqlite:///path/to/wrighty.db" in line
+    assert "postgresql://USER@HOST:PORT/DBNAME" in line

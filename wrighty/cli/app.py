@@ -22,8 +22,8 @@ import typer.main
 from wrighty import __version__
 from wrighty.cli.common import WrightyGroup
 from wrighty.cli.context import AppContext
-from wrighty.cli.flags import show_flags_without_a_value
 from wrighty.cli.numbers import plain_numbers_only
+from wrighty.cli.flags import show_values_in_command_line_words
 
 # Each command: its module and the function (or, for a group, the sub-app) that defines it, in
 # the order `wrighty --help` lists them.
@@ -89,7 +89,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-show_flags_without_a_value()
+show_values_in_command_line_words()
 
 
 def _version(value: bool) -> None:
@@ -114,6 +114,7 @@ def root(
         str | None,
         typer.Option(
             "--store",
+            metavar="URL",
             envvar="WRIGHTY_STORE",
             help="State store URL or path; overrides store.url in wrighty.json.",
         ),

@@ -74,7 +74,7 @@ class WrightyGroup(typer.core.TyperGroup):
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON (docs/json.md).")]
 # Bounded by the stores' 64-bit ids, so a larger number is refused instead of crashing a query.
-ItemId = Annotated[int, typer.Argument(help="The item's id.", min=1, max=MAX_ITEM_ID)]
+ItemId = Annotated[int, typer.Argument(metavar="ID", help="The item's id.", min=1, max=MAX_ITEM_ID)]
 
 
 def app_context(ctx: typer.Context) -> AppContext:
@@ -117,6 +117,7 @@ MaxCostOption = Annotated[
     typer.Option(
         "--max-cost-usd",
         callback=_checked_cost,
+        metavar="USD",
         help="The item's budget in US dollars, across all its runs.",
     ),
 ]
@@ -125,6 +126,7 @@ MaxTokensOption = Annotated[
     typer.Option(
         "--max-tokens",
         callback=_checked_tokens,
+        metavar="N",
         help="The item's budget in tokens (every kind), across its runs.",
     ),
 ]

@@ -69,12 +69,15 @@ if TYPE_CHECKING:
 MAX_REAP_LIMIT = 100_000
 PriorityOption = Annotated[
     str | None,
-    typer.Option("--priority", help="0 (P0, the highest) to 3 (P3); the default is P2."),
+    typer.Option(
+        "--priority", metavar="PRIORITY", help="0 (P0, the highest) to 3 (P3); the default is P2."
+    ),
 ]
 AfterOption = Annotated[
     list[int] | None,
     typer.Option(
         "--after",
+        metavar="ID",
         min=1,
         max=MAX_ITEM_ID,
         help="Start only once this item is done (repeatable).",
@@ -116,10 +119,14 @@ def create(
         typer.Option("--body-file", help="Read the task from this file ('-' for stdin)."),
     ] = None,
     agent: Annotated[
-        str | None, typer.Option("--agent", help="Agent to run (default: worker.defaultAgent).")
+        str | None,
+        typer.Option(
+            "--agent", metavar="NAME", help="Agent to run (default: worker.defaultAgent)."
+        ),
     ] = None,
     timeout: Annotated[
-        str | None, typer.Option("--timeout", help="Run time limit, e.g. 30m or 1h30m.")
+        str | None,
+        typer.Option("--timeout", metavar="DURATION", help="Run time limit, e.g. 30m or 1h30m."),
     ] = None,
     workspace: Annotated[
         Path | None,
@@ -138,6 +145,7 @@ def create(
         list[str] | None,
         typer.Option(
             "--label",
+            metavar="LABEL",
             help="A label, for limits.labels.<label>.maxConcurrent (repeatable).",
         ),
     ] = None,
@@ -207,6 +215,7 @@ def edit(
         list[int] | None,
         typer.Option(
             "--not-after",
+            metavar="ID",
             min=1,
             max=MAX_ITEM_ID,
             help="No longer wait for this item (repeatable).",
@@ -250,7 +259,7 @@ def list_items(
     ctx: typer.Context,
     state: Annotated[
         list[str] | None,
-        typer.Option("--state", help="Only items in this state (repeatable)."),
+        typer.Option("--state", metavar="STATE", help="Only items in this state (repeatable)."),
     ] = None,
     attention: Annotated[
         bool,

@@ -20,6 +20,7 @@ WorkerMaxAge = Annotated[
     str | None,
     typer.Option(
         "--worker-max-age",
+        metavar="DURATION",
         help="A worker is live if its heartbeat is this recent, e.g. 60s "
         "(default: status.workerMaxAgeSeconds).",
     ),
@@ -56,7 +57,10 @@ def workers(
 def status(
     ctx: typer.Context,
     max_queue_wait: Annotated[
-        str | None, typer.Option("--max-queue-wait", help="Unhealthy if an item waited longer.")
+        str | None,
+        typer.Option(
+            "--max-queue-wait", metavar="DURATION", help="Unhealthy if an item waited longer."
+        ),
     ] = None,
     min_workers: Annotated[
         int | None, typer.Option("--min-workers", min=0, help="Unhealthy with fewer live workers.")
@@ -83,11 +87,15 @@ def status(
         str | None,
         typer.Option(
             "--max-notify-age",
+            metavar="DURATION",
             help="Unhealthy if a notification has waited longer than this to be delivered.",
         ),
     ] = None,
     output_format: Annotated[
-        str, typer.Option("--format", help="text, json or prometheus.")
+        str,
+        typer.Option(
+            "--format", metavar="[text|json|prometheus]", help="text, json or prometheus."
+        ),
     ] = "text",
     watch: Annotated[
         bool, typer.Option("--watch", help="Keep a live view in the terminal (Ctrl-C stops).")

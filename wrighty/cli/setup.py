@@ -27,6 +27,7 @@ def init(
         str | None,
         typer.Option(
             "--store",
+            metavar="URL",
             help="Where the state lives: a SQLite path or postgresql://... "
             "(same as the global --store).",
         ),
@@ -83,7 +84,8 @@ def init(
 def agents(
     ctx: typer.Context,
     agent: Annotated[
-        str | None, typer.Option("--agent", help="Only this agent (default: every one known).")
+        str | None,
+        typer.Option("--agent", metavar="NAME", help="Only this agent (default: every one known)."),
     ] = None,
     check: Annotated[
         bool,

@@ -24,7 +24,11 @@ def usage(
     ctx: typer.Context,
     since: Annotated[
         str,
-        typer.Option("--since", help="Runs started this long ago or later, e.g. 24h or 30d."),
+        typer.Option(
+            "--since",
+            metavar="DURATION",
+            help="Runs started this long ago or later, e.g. 24h or 30d.",
+        ),
     ] = "7d",
     by: Annotated[
         Grouping, typer.Option("--by", help="Group by agent, day (the budget day) or item.")

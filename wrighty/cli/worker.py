@@ -40,16 +40,24 @@ def worker_start(
     ] = None,
     item_id: Annotated[
         int | None,
-        typer.Option("--item", min=1, max=MAX_ITEM_ID, help="Work on this item only."),
+        typer.Option(
+            "--item", metavar="ID", min=1, max=MAX_ITEM_ID, help="Work on this item only."
+        ),
     ] = None,
     agent: Annotated[
-        str | None, typer.Option("--agent", help="Run this agent (default: worker.defaultAgent).")
+        str | None,
+        typer.Option(
+            "--agent", metavar="NAME", help="Run this agent (default: worker.defaultAgent)."
+        ),
     ] = None,
     max_items: Annotated[
         int | None, typer.Option("--max-items", min=1, help="Stop after this many items.")
     ] = None,
     idle_timeout: Annotated[
-        str | None, typer.Option("--idle-timeout", help="Stop after idling this long, e.g. 5m.")
+        str | None,
+        typer.Option(
+            "--idle-timeout", metavar="DURATION", help="Stop after idling this long, e.g. 5m."
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="One JSON lifecycle event per line.")
@@ -111,18 +119,24 @@ def fail(
     _report_from_run(ctx, AgentReport.FAILED, reason)
 
 
-_InputTokens = Annotated[str | None, typer.Option("--input-tokens", help="Input tokens so far.")]
-_OutputTokens = Annotated[str | None, typer.Option("--output-tokens", help="Output tokens so far.")]
+_InputTokens = Annotated[
+    str | None, typer.Option("--input-tokens", metavar="N", help="Input tokens so far.")
+]
+_OutputTokens = Annotated[
+    str | None, typer.Option("--output-tokens", metavar="N", help="Output tokens so far.")
+]
 _CacheReadTokens = Annotated[
-    str | None, typer.Option("--cache-read-tokens", help="Cached input read so far.")
+    str | None, typer.Option("--cache-read-tokens", metavar="N", help="Cached input read so far.")
 ]
 _CacheWriteTokens = Annotated[
-    str | None, typer.Option("--cache-write-tokens", help="Cache writes so far.")
+    str | None, typer.Option("--cache-write-tokens", metavar="N", help="Cache writes so far.")
 ]
 _CostUsd = Annotated[
     str | None,
     typer.Option(
-        "--cost-usd", help="What the run cost so far, in US dollars (else estimated from pricing)."
+        "--cost-usd",
+        metavar="USD",
+        help="What the run cost so far, in US dollars (else estimated from pricing).",
     ),
 ]
 
@@ -135,7 +149,8 @@ def report_usage(
     cache_write_tokens: _CacheWriteTokens = None,
     cost_usd: _CostUsd = None,
     model: Annotated[
-        list[str] | None, typer.Option("--model", help="A model the run used (repeatable).")
+        list[str] | None,
+        typer.Option("--model", metavar="MODEL", help="A model the run used (repeatable)."),
     ] = None,
     final: Annotated[
         bool, typer.Option("--final", help="These are the run's final figures.")

@@ -69,8 +69,9 @@ def parse_store_url(url: str, *, base: Path) -> StoreTarget:
         if scheme.lower() in ("postgresql:", "postgres:"):
             raise StoreError("a PostgreSQL store URL starts with postgresql:// (two slashes)")
         raise StoreError(
-            f"unsupported store URL scheme in {scheme!r}: "
-            "use sqlite:///path/to/wrighty.db or a file path"
+            f"unsupported store URL scheme in {scheme!r}: wrighty stores in SQLite "
+            "(sqlite:///path/to/wrighty.db or a file path) or PostgreSQL "
+            "(postgresql://USER@HOST:PORT/DBNAME)"
         )
     elif _LIBPQ_SETTING.match(text) or re.search(r"password\s*=", text, re.IGNORECASE):
         # never echoed: it may hold a password
