@@ -607,3 +607,35 @@ def test_the_notify_age_threshold_can_live_in_wrighty_json(
     assert shown["thresholds"]["max_notify_age_seconds"] == 30
     assert "notifications 1 not delivered yet" in wrighty("status").stdout
     assert status("--max-notify-age", "1h")[0] == 0  # the option overrides the file
+
+
+def test_status_names_the_agents_whose_items_no_live_worker_runs(
+    initialised: Path, clock: FakeClock
+) -> None:
+    """The default agent's worker is live; three items wait for codex, which none runs."""
+    default = json.loads((initialised / "wrighty.json").read_text())["worker"]["defaultAgent"]
+    create("--queue")
+    for _ in range(3):
+        create("--queue", "--agent", "codex")
+    register(initialised, clock, installation_id="inst-elsewhere", agent=default)
+    code, document = status()
+    assert code == 0  # a warning, not a threshold
+    assert document["unserved"] == [{"agent": "codex", "waiting": 3}]
+    assert {"check": "unserved_agent", "message": "3 items wait for agent codex; no live worker "
+            "runs it (`wrighty worker start --agent codex`)"} in document["warnings"]  # fmt: skip
+    assert [w["agent"] for w in document["workers"]] == [default]
+    text = wrighty("status").stdout
+    assert "  warning: 3 items wait for agent codex; no live worker runs it" in text
+    prometheus = wrighty("status", "--format", "prometheus").stdout
+    assert 'wrighty_unserved_items{agent="codex"} 3' in prometheus
+    assert 'wrighty_warnings{check="unserved_agent"} 1' in prometheus
+    assert f" {default} " in wrighty("workers").stdout  # the AGENT column
+    register(initialised, clock, worker_id="w-0123456789ac", installation_id="inst-elsewhere",
+             agent="codex")  # fmt: skip
+    code, document = status()
+    assert document["unserved"] == []
+    assert "unserved_agent" not in {w["check"] for w in document["warnings"]}
+    assert (
+        'wrighty_warnings{check="unserved_agent"} 0'
+        in wrighty("status", "--format", "prometheus").stdout
+    )

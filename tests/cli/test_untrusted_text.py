@@ -26,7 +26,16 @@ from wrighty.cli.status_views import providers_table, status_view, workers_table
 from wrighty.cli.suggestions import Standing
 from wrighty.cli.worker import _print_event_line
 from wrighty.domain.circuits import Circuit
-from wrighty.domain.health import Liveness, QueueFigures, Thresholds, WorkerRow, WorkerState
+from wrighty.domain.health import (
+    Liveness,
+    QueueFigures,
+    Thresholds,
+    Unserved,
+    WorkerCounts,
+    WorkerRow,
+    WorkerState,
+    concerns,
+)
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
 from wrighty.services.circuits import circuit_view
@@ -236,7 +245,8 @@ def test_any_text_renders_with_no_control_character_left(
         detail, item=dataclasses.replace(detail.item, state=ItemState.RUNNING)
     )
     standing = Standing(resumable=False, has_logs=True, lease_expired=False)
-    row = WorkerRow(other, other, other, 1, 0.0, other, WorkerState.IDLE, (1,), START, START)
+    row = WorkerRow(other, other, other, 1, 0.0, other, WorkerState.IDLE, (1,), START, START,
+                    agent=other)  # fmt: skip
     outputs = [
         rendered(lambda console: console.print(items_table([detail.item]))),
         rendered(
@@ -256,7 +266,12 @@ def test_any_text_renders_with_no_control_character_left(
         circuit_view(dataclasses.replace(probed, until=START + timedelta(hours=2)), START),
     ]
     figures = QueueFigures({}, 0, None, 0, 0, None)
-    report = StatusReport(START, figures, [], Thresholds(), 60.0, [], [], circuits)
+    # An agent's name, read back from an item or a worker's row, in a warning and a label.
+    unserved = [Unserved(other, 2)]
+    warned = concerns(figures, workers=WorkerCounts(live=1), thresholds=Thresholds(),
+                      unserved=unserved)  # fmt: skip
+    report = StatusReport(START, figures, [], Thresholds(), 60.0, [], warned, circuits,
+                          unserved=unserved)  # fmt: skip
     outputs += [
         rendered(lambda console: console.print(providers_table(circuits))),
         rendered(lambda console: console.print(status_view(report))),
@@ -267,6 +282,7 @@ def test_any_text_renders_with_no_control_character_left(
     assert unsafe(prometheus) == []
     samples = [line for line in prometheus.splitlines() if "circuit_open{" in line]
     assert len(samples) == len(circuits)  # a newline in a name split no sample
+    assert len([line for line in prometheus.splitlines() if "unserved_items{" in line]) == 1
 
 
 # Each example runs the CLI three times: few examples, and no shrinking, which would run it

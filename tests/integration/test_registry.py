@@ -30,12 +30,14 @@ class SpyStore:
         self._store = store
         self.fail = fail
         self.registry: list[tuple[str, Any]] = []
+        self.rows: list[WorkerRow] = []  # every row it was asked to write
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
     def upsert_worker(self, row: WorkerRow) -> None:
         self.registry.append(("upsert", (row.state, row.items)))
+        self.rows.append(row)
         if self.fail:
             raise sqlite3.OperationalError("database is locked (planted)")
         self._store.upsert_worker(row)
@@ -77,6 +79,21 @@ def test_a_worker_registers_beats_while_it_runs_and_leaves_on_a_clean_stop(proje
     assert spy.registry[-1] == ("remove", worker.worker_id)
     assert store.list_workers() == []
     assert store.get_item(item.id).state is ItemState.DONE  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("agent", [None, "other"])
+def test_every_registry_write_names_the_agent_the_worker_runs(
+    project: Any, agent: str | None
+) -> None:
+    """From the first write: `status` reads it to say which agents' items no worker runs."""
+    store, loaded = project
+    if agent is not None:
+        loaded.config.agents[agent] = loaded.config.agents["py"]
+    spy = SpyStore(store)
+    worker = Worker(spy, loaded, installation_id="inst-a", emit=lambda _: None)  # type: ignore[arg-type]
+    worker.run(WorkerOptions(agent=agent, idle_timeout_seconds=0.2, stop_grace_seconds=1))
+    assert len(spy.rows) >= 2
+    assert {row.agent for row in spy.rows} == {agent or "py"}
 
 
 def test_an_idle_worker_heartbeats_too(project: Any) -> None:

@@ -445,6 +445,7 @@ def worker_json(view: WorkerView) -> dict[str, Any]:
         "last_heartbeat_at": rfc3339(row.last_heartbeat_at),
         "heartbeat_age_seconds": round(view.heartbeat_age_seconds, 3),
         "liveness": view.liveness.value,
+        "agent": row.agent,
     }
 
 
@@ -526,6 +527,7 @@ def status_json(report: StatusReport) -> dict[str, Any]:
         "warnings": [{"check": c.check, "message": c.message} for c in report.concerns],
         "spend": spending_json(report.spending) if report.spending is not None else None,
         "notify": outbox_json(report.outbox, report.checked_at),
+        "unserved": [{"agent": u.agent, "waiting": u.waiting} for u in report.unserved],
     }
 
 
@@ -543,6 +545,7 @@ WARNING_CHECKS = (
     "dead_workers",
     "stale_workers",
     "blocked_items",
+    "unserved_agent",
 )
 
 
@@ -700,6 +703,16 @@ def status_prometheus(report: StatusReport) -> str:
     for view in report.circuits:
         lines.append(
             f'wrighty_provider_circuit_open{{name="{_label_value(view.name)}"}} {int(view.shut)}'
+        )
+    _metric(
+        lines,
+        "unserved_items",
+        "gauge",
+        "Items (queued or retry-scheduled) that wait for an agent no live worker runs, by agent.",
+    )
+    for unserved in report.unserved:
+        lines.append(
+            f'wrighty_unserved_items{{agent="{_label_value(unserved.agent)}"}} {unserved.waiting}'
         )
     _spend_metrics(lines, report)
     _outbox_metrics(lines, document["notify"])

@@ -145,6 +145,7 @@ def status(
                 thresholds=thresholds,
                 worker_max_age_seconds=max_age or settings.worker_max_age_seconds,
                 installation_id=installation_id(),
+                default_agent=config.worker.default_agent,
                 ledger=ledger,
             )
 

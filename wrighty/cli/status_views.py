@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 def workers_table(views: list[WorkerView]) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("WORKER", "LABEL", "INSTALLATION", "PID", "STATE", "ITEMS", "HEARTBEAT",
-                   "LIVENESS"):  # fmt: skip
+    for column in ("WORKER", "LABEL", "AGENT", "INSTALLATION", "PID", "STATE", "ITEMS",
+                   "HEARTBEAT", "LIVENESS"):  # fmt: skip
         table.add_column(column)
     styles = {"live": "green", "stale": "yellow", "dead": "red"}
     for view in views:
@@ -38,6 +38,7 @@ def workers_table(views: list[WorkerView]) -> Table:
         table.add_row(
             outside(row.worker_id),
             outside(row.label or "-"),
+            outside(row.agent or "-"),
             outside(row.installation_id),
             str(row.pid),
             row.state.value,

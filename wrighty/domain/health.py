@@ -12,7 +12,8 @@ health, so with no threshold set the verdict is "no thresholds set", never "heal
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -57,6 +58,7 @@ class WorkerRow:
     items: tuple[int, ...]
     started_at: datetime
     last_heartbeat_at: datetime
+    agent: str | None = None  # the agent it runs (None: unknown, a row of an older wrighty)
 
 
 def liveness(
@@ -89,6 +91,8 @@ class QueueFigures:
     # (or one further up) is cancelled or needs attention (docs/scheduling.md).
     waiting_on_dependencies: int = 0
     blocked: int = 0
+    # Queued or retry-scheduled items by the agent they name (None: worker.defaultAgent's).
+    waiting_by_agent: Mapping[str | None, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,34 @@ class WorkerCounts:
     live: int = 0
     stale: int = 0
     dead: int = 0
+
+
+@dataclass(frozen=True)
+class Unserved:
+    """An agent whose items wait while no live worker runs it."""
+
+    agent: str
+    waiting: int  # its queued and retry-scheduled items
+
+
+def unserved_agents(
+    figures: QueueFigures, *, default_agent: str, live_agents: Collection[str | None]
+) -> list[Unserved]:
+    """The agents whose items wait (queued or retry-scheduled) while no live worker runs them,
+    by name. Said only when some worker is live (with none, `no_live_worker` says more) and
+    every live worker said which agent it runs: one that did not (an older wrighty's) may run
+    any, so nothing is claimed about any agent."""
+    if not live_agents or None in live_agents:
+        return []
+    waiting: dict[str, int] = {}
+    for agent, count in figures.waiting_by_agent.items():
+        name = agent or default_agent
+        waiting[name] = waiting.get(name, 0) + count
+    return [
+        Unserved(agent, count)
+        for agent, count in sorted(waiting.items())
+        if count and agent not in live_agents
+    ]
 
 
 @dataclass(frozen=True)
@@ -241,9 +273,14 @@ def problems(
 
 
 def concerns(
-    figures: QueueFigures, *, workers: WorkerCounts, thresholds: Thresholds
+    figures: QueueFigures,
+    *,
+    workers: WorkerCounts,
+    thresholds: Thresholds,
+    unserved: Collection[Unserved] = (),
 ) -> list[Concern]:
-    """What looks wrong that no threshold that was set already reports as a problem."""
+    """What looks wrong that no threshold that was set already reports as a problem;
+    ``unserved``: the agents whose items no live worker runs (`unserved_agents`)."""
     found: list[Concern] = []
     if thresholds.max_expired_leases is None and figures.expired_leases:
         found.append(
@@ -256,6 +293,15 @@ def concerns(
     if thresholds.min_workers is None and workers.live == 0 and figures.waiting:
         found.append(
             Concern("no_live_worker", f"{figures.waiting} items wait and no worker is live")
+        )
+    for agent in unserved:
+        found.append(
+            Concern(
+                "unserved_agent",
+                f"{agent.waiting} item{'s' if agent.waiting != 1 else ''} wait for agent "
+                f"{agent.agent}; no live worker runs it "
+                f"(`wrighty worker start --agent {agent.agent}`)",
+            )
         )
     if workers.dead:
         found.append(

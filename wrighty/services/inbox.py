@@ -86,6 +86,7 @@ def read_board(
         thresholds=settings.thresholds,
         worker_max_age_seconds=settings.worker_max_age_seconds,
         installation_id=settings.installation_id,
+        default_agent=settings.default_agent,
         ledger=LedgerScope(settings.budgets, settings.default_agent),
     )
     entries = store.list_open_items(limit=settings.limit)

@@ -14,10 +14,12 @@ from wrighty.domain.health import (
     Liveness,
     QueueFigures,
     Thresholds,
+    Unserved,
     Verdict,
     WorkerCounts,
     WorkerRow,
     liveness,
+    unserved_agents,
 )
 from wrighty.domain.health import Problem as HealthProblem
 from wrighty.domain.health import concerns as health_concerns
@@ -63,6 +65,8 @@ class StatusReport:
     lifetime: Lifetime | None = None
     # The notifications not delivered yet (docs/notifications.md); None: not read.
     outbox: OutboxFigures | None = None
+    # The agents whose items wait while no live worker runs them.
+    unserved: list[Unserved] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -142,9 +146,11 @@ def status_report(
     thresholds: Thresholds,
     worker_max_age_seconds: float,
     installation_id: str,
+    default_agent: str,
     ledger: LedgerScope | None = None,
 ) -> StatusReport:
-    """The report; with ``ledger``, each agent's spend too, in one read of the ledger."""
+    """The report; with ``ledger``, each agent's spend too, in one read of the ledger.
+    ``default_agent``: the agent of items that name none (worker.defaultAgent)."""
     figures = _counting_cycles(store, store.queue_figures(now=now))
     workers = worker_views(
         store, now=now, max_age_seconds=worker_max_age_seconds, installation_id=installation_id
@@ -162,7 +168,9 @@ def status_report(
     counts = WorkerCounts(
         **{state.value: sum(view.liveness is state for view in workers) for state in Liveness}
     )
-    seen = health_concerns(figures, workers=counts, thresholds=thresholds)
+    live_agents = {view.row.agent for view in workers if view.liveness is Liveness.LIVE}
+    unserved = unserved_agents(figures, default_agent=default_agent, live_agents=live_agents)
+    seen = health_concerns(figures, workers=counts, thresholds=thresholds, unserved=unserved)
     spent, lifetime = _ledger(store, ledger, now) if ledger is not None else (None, None)
     return StatusReport(
         now,
@@ -176,6 +184,7 @@ def status_report(
         spending=spent,
         lifetime=lifetime,
         outbox=outbox,
+        unserved=unserved,
     )
 
 

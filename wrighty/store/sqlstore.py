@@ -715,6 +715,7 @@ class SqlStore(ABC):
         with self._snapshot() as tx:  # one snapshot for the counts and the figures
             counted = tx.run("select_state_counts").fetchall()
             row = tx.run("select_queue_figures", {"now": to_db_time(now)}).fetchone()
+            by_agent = tx.run("select_waiting_by_agent").fetchall()
         counts = {state: 0 for state in ItemState}
         counts.update(
             {ItemState(r["state"]): r["n"] for r in counted if r["state"] in _STATE_NAMES}
@@ -729,6 +730,7 @@ class SqlStore(ABC):
             retry_next_due=figures.time("retry_next_due"),
             waiting_on_dependencies=row["waiting_on_dependencies"],
             blocked=row["blocked"],
+            waiting_by_agent={r["agent"]: r["n"] for r in by_agent},
         )
 
     def upsert_worker(self, row: WorkerRow) -> None:
@@ -746,6 +748,7 @@ class SqlStore(ABC):
                     "items": ",".join(str(item) for item in row.items),
                     "started_at": to_db_time(row.started_at),
                     "last_heartbeat_at": to_db_time(row.last_heartbeat_at),
+                    "agent": row.agent,
                 },
             )
 
@@ -1060,6 +1063,7 @@ def _worker_from_row(row: Any) -> WorkerRow:
         items=tuple(int(item) for item in read.text("items").split(",") if item.isdecimal()),
         started_at=read.required_time("started_at"),
         last_heartbeat_at=read.required_time("last_heartbeat_at"),
+        agent=read.optional_text("agent"),
     )
 
 

@@ -224,6 +224,7 @@ class Worker:
         setting = self._setting(plan, options, gate)
         self._emit("started", agent=agent_name, installation_id=self._installation_id)
         self._say_concurrency(options)
+        self._presence.runs(agent_name)
         self._start_delivery()
         self._beat(force=True)
         claimed_count = 0

@@ -66,6 +66,12 @@ class Presence:
                 "prune", lambda: self._store.prune_workers(older_than=now - self._retention)
             )
 
+    def runs(self, agent: str) -> None:
+        """Name the agent this worker runs, for its next write (`status` says which agents'
+        items no live worker runs)."""
+        if self._row is not None:
+            self._row = dataclasses.replace(self._row, agent=agent)
+
     def stop(self) -> None:
         """Remove the row; the identity is forgotten even if that fails."""
         row, self._row = self._row, None

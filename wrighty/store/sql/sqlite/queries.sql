@@ -239,6 +239,11 @@ INSERT INTO wrighty_migrations (version, name, applied_at) VALUES (:version, :na
 -- name: select_state_counts
 SELECT state, count(*) AS n FROM items GROUP BY state;
 
+-- name: select_waiting_by_agent
+-- The items that wait for a worker of their agent (queued or retry-scheduled), by the agent
+-- they name (null: worker.defaultAgent's).
+SELECT agent, count(*) AS n FROM items WHERE state IN ('queued', 'retry-scheduled') GROUP BY agent;
+
 -- name: select_queue_figures
 -- Waiting = queued, or a retry that is due, and waiting for no item it comes after. Blocked =
 -- queued or retry-scheduled, and an item it comes after (itself, or one of those it comes
@@ -278,9 +283,9 @@ SELECT
 
 -- name: upsert_worker
 INSERT INTO workers (worker_id, label, installation_id, pid, process_started_at, version, state,
-                     items, started_at, last_heartbeat_at)
+                     items, started_at, last_heartbeat_at, agent)
 VALUES (:worker_id, :label, :installation_id, :pid, :process_started_at, :version, :state,
-        :items, :started_at, :last_heartbeat_at)
+        :items, :started_at, :last_heartbeat_at, :agent)
 ON CONFLICT (worker_id) DO UPDATE
 SET state = excluded.state,
     items = excluded.items,

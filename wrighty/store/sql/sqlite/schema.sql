@@ -122,7 +122,8 @@ CREATE TABLE workers (
     state              TEXT NOT NULL CHECK (state IN ('idle', 'running', 'stopping')),
     items              TEXT NOT NULL,
     started_at         TEXT NOT NULL,
-    last_heartbeat_at  TEXT NOT NULL
+    last_heartbeat_at  TEXT NOT NULL,
+    agent              TEXT
 ) STRICT;
 
 CREATE INDEX workers_by_heartbeat ON workers (last_heartbeat_at);
