@@ -11,7 +11,7 @@
 # `wrighty inbox` in DIR yourself, and `kill <pid>` the worker when done.
 set -euo pipefail
 dir=$1
-shot=${2:-}
+shot=${2:+$(realpath -m "$2")}  # before the cd below: a path relative to here
 mkdir -p "$dir"
 cd "$dir"
 [ -d .git ] || git init -q .
