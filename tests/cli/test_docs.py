@@ -72,3 +72,39 @@ def test_every_config_key_is_documented() -> None:
         if f"`{key}`" not in text and f"`{key.rsplit('.', 1)[-1]}`" not in text
     )
     assert missing == [], f"config keys missing from docs/config.md: {missing}"
+
+
+REPOSITORY = DOCS.parent
+# The design contract the project was built from is not part of the repository: users do not
+# have it, so nothing may send them to it. Spelled in two parts so this file does not cite it.
+UNSHIPPED = ("DESIGN" + ".md").encode()
+
+
+def _repository_files() -> list[Path]:
+    """Every file of the repository: all but .git and what .gitignore leaves out (a venv,
+    caches, build output)."""
+    import fnmatch
+
+    ignored = [".git"] + [
+        line.strip().rstrip("/")
+        for line in (REPOSITORY / ".gitignore").read_text().splitlines()
+        if line.strip().endswith("/")
+    ]
+    found = []
+    for path in REPOSITORY.rglob("*"):
+        parts = path.relative_to(REPOSITORY).parts
+        if any(fnmatch.fnmatch(part, pattern) for part in parts for pattern in ignored):
+            continue
+        if path.is_file():
+            found.append(path)
+    return found
+
+
+def test_no_file_cites_a_design_file_users_do_not_have() -> None:
+    files = _repository_files()
+    names = {path.relative_to(REPOSITORY).as_posix() for path in files}
+    assert {"README.md", "docs/architecture.md", "wrighty/worker/run.py"} <= names
+    citing = sorted(
+        path.relative_to(REPOSITORY).as_posix() for path in files if UNSHIPPED in path.read_bytes()
+    )
+    assert citing == [], "cite the docs/ page that holds the rule instead"

@@ -4,14 +4,11 @@ never in Python's: no `<str>`, `<int range>`, `<list[int]>`, `<path>` or `{item_
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
-import typer.main
 
 from tests.cli.conftest import wrighty
-from wrighty.cli.app import app
+from tests.cli.test_docs import _command_paths as command_paths
 
 # A word in angle brackets or braces, a Python type's name, a list of a type.
 PYTHON_SHAPED = re.compile(
@@ -19,22 +16,12 @@ PYTHON_SHAPED = re.compile(
 )
 
 
-def _command_paths() -> Iterator[tuple[str, ...]]:
-    root = typer.main.get_command(app)
-    ctx: Any = root.make_context("wrighty", ["--help"], resilient_parsing=True)
-
-    def walk(group: Any, path: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
-        for name in group.list_commands(ctx):
-            command = group.get_command(ctx, name)
-            yield (*path, name)
-            if hasattr(command, "list_commands"):
-                yield from walk(command, (*path, name))
-
-    yield ()
-    yield from walk(root, ())
-
-
-COMMANDS = list(_command_paths())
+# The root, every group and every command a user can type.
+COMMANDS = sorted(
+    {()}
+    | {tuple(path.split()[:1]) for path, _ in command_paths()}
+    | {tuple(path.split()) for path, _ in command_paths()}
+)
 
 
 def test_every_command_is_scanned() -> None:

@@ -1,4 +1,4 @@
-"""Claims, leases, settling and the reaper's decision (DESIGN.md, claims and fencing).
+"""Claims, leases, settling and the reaper's decision (docs/claims.md and its invariants).
 
 Pure: every function takes the facts it needs and returns a value; the store carries out the
 guarded writes.

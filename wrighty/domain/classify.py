@@ -1,4 +1,4 @@
-"""How a run ended, from the facts wrighty has (DESIGN.md, outcome classes).
+"""How a run ended, from the facts wrighty has (docs/worker.md, "6. Classify").
 
 Precedence, most authoritative first: wrighty's own facts (it fired the timeout, it cancelled,
 it lost the claim, it was shutting down) > what the agent reported from inside the run

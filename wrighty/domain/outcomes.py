@@ -1,4 +1,4 @@
-"""How a run ended (DESIGN.md, outcome classes)."""
+"""How a run ended (the outcome classes of docs/worker.md, "6. Classify")."""
 
 from enum import StrEnum
 

@@ -1,4 +1,4 @@
-"""Whether a recorded session can be resumed here: its resume address (DESIGN.md, Words) (pure).
+"""Whether a recorded session can be resumed here: its resume address (docs/worker.md) (pure).
 
 Two questions are asked about a session, and they are different on purpose:
 

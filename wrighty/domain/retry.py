@@ -1,6 +1,6 @@
-"""The retry policies (DESIGN.md): `worker.processCrash` for a crashed agent and
-`worker.usageFailure` for a rate limit or a provider outage; whether a run is retried, and when
-the retry is due (pure)."""
+"""The retry policies: `worker.processCrash` for a crashed agent (docs/retries.md) and
+`worker.usageFailure` for a rate limit or a provider outage (docs/usage-limits.md); whether a
+run is retried, and when the retry is due (pure)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Literal
 
 @dataclass(frozen=True)
 class CrashPolicy:
-    """`worker.processCrash` (DESIGN.md): what a process crash leads to."""
+    """`worker.processCrash` (docs/retries.md): what a process crash leads to."""
 
     action: Literal["needs-attention", "retry"] = "needs-attention"
     initial_seconds: float = 120.0

@@ -4,7 +4,7 @@ transcript paths that must stay inside the vendor's own folder).
 
 An adapter knows how to start its CLI headless with the task on stdin, how its session id is
 fixed or learned, how to resume, where the local transcript lives, and how to read the output
-stream into an outcome (DESIGN.md, Vendors). Reading is incremental: a reader sees one line at a
+stream into an outcome (docs/vendors.md). Reading is incremental: a reader sees one line at a
 time and keeps a few fields, never the stream.
 """
 
@@ -210,7 +210,8 @@ def verdict(outcome_class: OutcomeClass, confidence: Confidence, summary: str) -
 
 
 def no_terminal_record(vendor: str, record: str, exit_code: int | None) -> Classification:
-    """A process that ended without its vendor's terminal record crashed (DESIGN.md)."""
+    """A process that ended without its vendor's terminal record crashed (docs/worker.md,
+    "6. Classify")."""
     return verdict(
         OutcomeClass.PROCESS_CRASH,
         Confidence.INFERRED,

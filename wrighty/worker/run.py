@@ -4,7 +4,7 @@ A ClaimRun is made for one claim, in the thread that will watch its agent, with 
 needs passed in: the worker's Setting (identity, agent plan, lease terms, retry policy, clock,
 output) and a PatientStore bound to the claim's lease. Every write it makes about the item goes
 through the store's guarded operations; when one reports the claim lost, the run stops the
-agent's whole tree and writes nothing more about the item (DESIGN.md, invariant 2).
+agent's whole tree and writes nothing more about the item (invariant 2 of docs/claims.md).
 """
 
 from __future__ import annotations
