@@ -90,10 +90,8 @@ def test_status_warns_about_each_agent_no_live_worker_runs(store: Store, clock: 
     assert report.unserved == [Unserved("codex", 3), Unserved("gemini", 1)]
     messages = [c.message for c in report.concerns if c.check == "unserved_agent"]
     assert messages == [
-        "3 items wait for agent codex; no live worker runs it "
-        "(`wrighty worker start --agent codex`)",
-        "1 item wait for agent gemini; no live worker runs it "
-        "(`wrighty worker start --agent gemini`)",
+        "3 items wait for agent codex; no live worker runs it",
+        "1 item waits for agent gemini; no live worker runs it",
     ]
     store.upsert_worker(_row(clock, "w-00000000000b", "codex"))
     assert _report(store, clock).unserved == [Unserved("gemini", 1)]

@@ -401,7 +401,7 @@ class ShowFacts:
     spent: Usage
     crash_limit: int | None
     usage_limit: int | None
-    default_agent: str | None = None  # worker.defaultAgent: the agent of an item naming none
+    default_agent: str  # worker.defaultAgent: the agent of an item that names none
 
 
 def show_facts(app_ctx: AppContext, store: Store, item_id: int) -> ShowFacts:

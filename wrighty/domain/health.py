@@ -298,9 +298,8 @@ def concerns(
         found.append(
             Concern(
                 "unserved_agent",
-                f"{agent.waiting} item{'s' if agent.waiting != 1 else ''} wait for agent "
-                f"{agent.agent}; no live worker runs it "
-                f"(`wrighty worker start --agent {agent.agent}`)",
+                f"{agent.waiting} {'items wait' if agent.waiting != 1 else 'item waits'} for "
+                f"agent {agent.agent}; no live worker runs it",
             )
         )
     if workers.dead:
