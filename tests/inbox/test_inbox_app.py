@@ -16,8 +16,9 @@ from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import write_logs
 from tests.conftest import FakeClock
 from tests.inbox.conftest import make_project
-from tests.inbox.seed import Script, drive, make_app, open_project_store, seed, settled
+from tests.inbox.seed import Script, drive, make_app, new, open_project_store, seed, settled
 from wrighty.domain.board import AttentionOrder, Section
+from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.states import ItemState
 from wrighty.inbox.app import READ_ONLY_REFUSAL, InboxApp
 from wrighty.services.inbox import Board
@@ -439,3 +440,28 @@ def test_the_header_gives_the_verdict_status_gives(
             assert not any(part.startswith("healthy") for part in words), header
 
     drive_and_close(app, store, script, size=(200, 40))
+
+
+def test_the_side_panel_says_which_agents_items_no_live_worker_runs(
+    project: Path, clock: FakeClock
+) -> None:
+    """The warning `status` gives, through the same report."""
+    store = open_project_store(project)
+    try:
+        for _ in range(2):
+            store.create_item(new("for codex", agent="codex"), at=clock(), actor="operator")
+        default = json.loads((project / "wrighty.json").read_text())["worker"]["defaultAgent"]
+        row = WorkerRow("w-0123456789ab", None, "inst-elsewhere", 1, 0.0, "0", WorkerState.IDLE,
+                        (), clock(), clock(), agent=default)  # fmt: skip
+        store.upsert_worker(row)
+    finally:
+        store.close()
+    status_line = "2 items wait for agent codex; no live worker runs it"
+    assert f"  warning: {status_line}" in wrighty("status").stdout
+    app, opened = make_app(project)
+
+    async def script(app: InboxApp, pilot: object) -> None:
+        side = str(app.query_one("#side-body", Static).content)
+        assert f"~ {status_line}" in " ".join(side.split()), side
+
+    drive_and_close(app, opened, script, size=(200, 40))
