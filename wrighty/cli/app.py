@@ -22,8 +22,8 @@ import typer.main
 from wrighty import __version__
 from wrighty.cli.common import WrightyGroup
 from wrighty.cli.context import AppContext
-from wrighty.cli.numbers import plain_numbers_only
 from wrighty.cli.flags import show_values_in_command_line_words
+from wrighty.cli.numbers import plain_numbers_only
 
 # Each command: its module and the function (or, for a group, the sub-app) that defines it, in
 # the order `wrighty --help` lists them.
