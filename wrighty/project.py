@@ -21,8 +21,23 @@ from wrighty.files import link_new
 _GITIGNORE_ENTRY = f"{STATE_DIRNAME}/"
 
 
-def config_document(store_url: str | None) -> dict[str, Any]:
+# `wrighty init --example`: the example agent that installs with wrighty, as the default agent,
+# so that a new project runs items before any coding agent is installed (docs/cli.md#wrighty-init).
+EXAMPLE_AGENT = "example"
+_EXAMPLE_COMMAND = ["wrighty-example-agent"]
+
+
+def config_document(store_url: str | None, *, example: bool = False) -> dict[str, Any]:
     document = default_config_document()
+    if example:
+        document["worker"]["defaultAgent"] = EXAMPLE_AGENT
+        document["agents"] = {
+            EXAMPLE_AGENT: {
+                "adapter": "command",
+                "command": _EXAMPLE_COMMAND,
+                "resumeCommand": _EXAMPLE_COMMAND,
+            }
+        }
     if store_url is not None:
         document["store"] = {"url": store_url}
     WrightyConfig.model_validate(document)  # the defaults must always validate

@@ -32,6 +32,14 @@ def init(
             "(same as the global --store).",
         ),
     ] = None,
+    example: Annotated[
+        bool,
+        typer.Option(
+            "--example",
+            help="Make the example agent (wrighty-example-agent) the default agent of a new "
+            "wrighty.json, to try wrighty without a coding agent.",
+        ),
+    ] = False,
 ) -> None:
     """Create wrighty.json and the state store here (safe to run again)."""
     from wrighty.config import CONFIG_FILENAME, DEFAULT_STORE_URL
@@ -69,7 +77,10 @@ def init(
     # wrighty.json is the project's file, for git like .gitignore: readable as git checks it
     # out. Everything under .wrighty/ is 0600 (docs/storage.md).
     if not keep_existing and write_json_file(
-        config_path, config_document(store_url), mode=0o644, replace=config_existed
+        config_path,
+        config_document(store_url, example=example),
+        mode=0o644,
+        replace=config_existed,
     ):
         done.append(f"{'replaced' if config_existed else 'created'} {config_path}")
     else:

@@ -1,0 +1,150 @@
+"""The console examples of README.md and docs/*.md run as written, in a scratch project, and
+print what the page says (docs/testing.md#the-docs-examples-run)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.docs.examples import (
+    SHOWN_PROJECT,
+    Example,
+    Normaliser,
+    PageError,
+    Result,
+    matches,
+    read_page,
+    run_page,
+)
+from tests.docs.zygote import SHIM
+from tests.helpers import installed_wrighty
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ["README.md", *sorted(f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md"))]
+
+
+def page_examples(page: str) -> list[Example]:
+    return read_page((ROOT / page).read_text(encoding="utf-8"), page)
+
+
+@pytest.fixture(scope="module")
+def wrighty_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The folders of PATH that hold `wrighty`: the venv's, after the fork server's shim
+    (tests/docs/zygote.py) unless WRIGHTY_DOCS_EXECUTABLE=1 asks for the executable itself."""
+    bin_dir = str(Path(installed_wrighty()).parent)
+    if os.environ.get("WRIGHTY_DOCS_EXECUTABLE") == "1":
+        yield bin_dir
+        return
+    folder = tmp_path_factory.mktemp("zygote")
+    socket_path = str(folder / "socket")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.docs.zygote", socket_path],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline() == "ready\n"
+        shim = folder / "bin" / "wrighty"
+        shim.parent.mkdir()
+        shim.write_text(SHIM.format(python=sys.executable, socket_path=socket_path))
+        shim.chmod(0o700)
+        yield f"{shim.parent}:{bin_dir}"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def scratch_env(home: Path, wrighty_dirs: str) -> dict[str, str]:
+    """A user's shell: wrighty's commands on PATH (an activated venv), UTC, no WRIGHTY_ variable,
+    a home of its own, output unbuffered so that its order is a terminal's."""
+    env = {
+        "PATH": f"{wrighty_dirs}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "TZ": "UTC",
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        "TERM": "dumb",
+    }
+    for name in ("WRIGHTY_TEST_POSTGRES",):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def _output_lines(text: str, normalise: Normaliser) -> list[str]:
+    lines = [normalise.line(line) for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def problems_of(results: list[Result], normalise: Normaliser) -> list[str]:
+    """What differs from the page: a console command's output, a script that failed."""
+    problems = []
+    for result in results:
+        where = f"{result.example.page}:{result.command.line}"
+        if result.status == -1:
+            problems.append(f"{where}: {result.output}")
+            break
+        if result.example.kind != "console":
+            if result.status != 0:
+                problems.append(
+                    f"{where}: the {result.example.kind} block failed (exit {result.status}):\n"
+                    f"{result.command.text}\n--- output:\n{result.output}"
+                )
+            continue
+        expected = _output_lines("\n".join(result.command.expected), normalise)
+        actual = _output_lines(result.output, normalise)
+        if not matches(expected, actual):
+            problems.append(
+                f"{where}: $ {result.command.text}\n--- the page says:\n"
+                + "\n".join(expected)
+                + f"\n--- the program printed (exit {result.status}):\n"
+                + "\n".join(actual)
+            )
+    return problems
+
+
+def test_every_page_says_which_examples_run() -> None:
+    """Every `$ ` block is fenced ```console (run) or marked not run, with a reason."""
+    for page in PAGES:
+        page_examples(page)
+
+
+def _runs_examples(page: str) -> bool:
+    try:
+        return any(example.not_run is None for example in page_examples(page))
+    except PageError:
+        return True  # its test says what is wrong with it
+
+
+RUN_PAGES = [page for page in PAGES if _runs_examples(page)]
+
+
+@pytest.mark.parametrize("page", RUN_PAGES)
+def test_the_page_examples_print_what_the_page_says(
+    page: str, tmp_path: Path, wrighty_dirs: str
+) -> None:
+    examples = page_examples(page)
+    project = tmp_path / "shop"
+    project.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = scratch_env(home, wrighty_dirs)
+    first = next(example for example in examples if example.not_run is None)
+    if not first.commands[0].text.startswith("wrighty init"):
+        # A page that does not start with its own `wrighty init` starts in a project made by
+        # `wrighty init --example` (its default agent is the example agent).
+        examples.insert(0, read_page("```sh\nwrighty init --example >/dev/null\n```", page)[0])
+    results = run_page(examples, project, env)
+    normalise = Normaliser(replacements=((str(project), SHOWN_PROJECT), (str(home), "~")))
+    problems = problems_of(results, normalise)
+    assert not problems, "\n\n".join(problems)
