@@ -20,7 +20,9 @@ whether it runs.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +35,8 @@ HEREDOC = re.compile(r"<<-?\s*(['\"]?)(?P<word>\w+)\1")
 WILDCARD = "..."
 # The project folder every page's examples show (and the scratch folder is shown as).
 SHOWN_PROJECT = "/tmp/demo/shop"
+# The folder of the venv's programs (`wrighty agents` shows where it found one).
+SHOWN_VENV = "/tmp/venv/bin"
 
 
 class PageError(Exception):
@@ -169,24 +173,24 @@ class Normaliser:
 
 
 _PATTERNS = (
-    # times: ISO 8601, the tables' local times, the worker's HH:MM:SS, days, relative times
+    # times: ISO 8601, the tables' local times, the worker's HH:MM:SS, days
     (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?", "<time>"),
     (r"\d{4}-\d\d-\d\d[ _]\d\d[:-]\d\d(?:[:-]\d\d)?", "<time>"),
     (r"\b\d\d:\d\d:\d\d\b", "<time>"),
     (r"\b\d{4}-\d\d-\d\d\b", "<date>"),
-    # ids: workers, installations, deliverers, sessions, process ids
+    # ids: workers, installations, deliverers, runs, notifications, sessions, process ids
     (r"\bw-[0-9a-f]{12}\b", "w-<id>"),
     (r"\binst-[0-9a-f]{24}\b", "inst-<id>"),
     (r"\bcli-[0-9a-f]{12}\b", "cli-<id>"),
+    (r"\brun-[0-9a-f]{12}\b", "run-<id>"),
+    (r"\bntc-[0-9a-f]{32}\b", "ntc-<id>"),
     (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uuid>"),
     (r"\bpid([ =])\d+\b", r"pid\1<pid>"),
     (r"(\"pid\": )\d+", r"\1<pid>"),
+    (r"(inst-<id>\s+)\d+\b", r"\1<pid>"),  # the PID column of `workers` and `status`
     # durations measured by the run
     (r"\b\d+(?:\.\d+)? ?(?:ms|s)\b", "<duration>"),
-    (
-        r"(\"(?:duration_seconds|elapsed_seconds|age_seconds|oldest_wait_seconds)\": )[\d.]+",
-        r"\1<duration>",
-    ),
+    (r"(\"\w+_seconds\": )[\d.]+", r"\1<duration>"),
     # versions of wrighty
     (r"\bwrighty \d+\.\d+\.\d+\S*", "wrighty <version>"),
 )
@@ -222,10 +226,11 @@ def run_page(
     project: Path,
     env: dict[str, str],
     *,
-    timeout: float = 240,
+    timeout: float = 120,
 ) -> list[Result]:
     """Run a page's examples in order in one bash process in ``project``; each command's merged
-    output and exit status (a setup or sh block runs in a subshell under ``set -e``)."""
+    output and exit status (a setup or sh block runs under ``set -e``: if it fails, the page
+    stops there)."""
     runnable = [example for example in examples if example.not_run is None]
     plan: list[tuple[Example, Command]] = []
     script = ["exec 2>&1"]
@@ -234,26 +239,38 @@ def run_page(
             if example.kind == "console":
                 script.append(command.text)
             else:
-                script.append(f"(\nset -e\n{command.text}\n)")
+                # In the page's shell (its `cd` and `export` hold for what follows); a command
+                # that fails ends the page there.
+                script.append(f"set -e\n{command.text}\nset +e")
             # The status is printed, then restored: a page's `echo $?` sees the command's.
             script.append(f"_rc=$?; printf '\\n{SEPARATOR}%d{SEPARATOR}\\n' $_rc; (exit $_rc)")
             plan.append((example, command))
-    completed = subprocess.run(
+    shell = subprocess.Popen(
         ["bash", "--noprofile", "--norc", "-c", "\n".join(script)],
         cwd=project,
         env=env,
         stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=timeout,
-        check=False,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
-    text = completed.stdout.decode("utf-8", errors="replace")
+    try:
+        output, _ = shell.communicate(timeout=timeout)
+        stopped = ""
+    except subprocess.TimeoutExpired:
+        # A command that never ends (a worker with nothing to stop it): what ran until then is
+        # compared, and the rest is reported as not reached.
+        os.killpg(shell.pid, signal.SIGKILL)
+        output, _ = shell.communicate()
+        stopped = f" after {timeout:g} seconds"
+    text = output.decode("utf-8", errors="replace")
     chunks = re.split(f"\n{SEPARATOR}(\\d+){SEPARATOR}\n", text)
     results: list[Result] = []
     for position, (example, command) in enumerate(plan):
         if 2 * position + 1 >= len(chunks):
             rest = chunks[-1] if chunks else ""
-            results.append(Result(command, example, f"(the page's script stopped)\n{rest}", -1))
+            message = f"(the page's script stopped here{stopped})\n{rest}"
+            results.append(Result(command, example, message, -1))
             break
         results.append(
             Result(command, example, chunks[2 * position], int(chunks[2 * position + 1]))

@@ -3,16 +3,19 @@ print what the page says (docs/testing.md#the-docs-examples-run)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.docs.examples import (
     SHOWN_PROJECT,
+    SHOWN_VENV,
     Example,
     Normaliser,
     PageError,
@@ -57,8 +60,13 @@ def wrighty_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         shim.chmod(0o700)
         yield f"{shim.parent}:{bin_dir}"
     finally:
+        # The server and every command it started (a page stopped by its timeout may leave one).
+        family = psutil.Process(server.pid).children(recursive=True)
         server.kill()
         server.wait()
+        for process in family:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
 
 
 def scratch_env(home: Path, wrighty_dirs: str) -> dict[str, str]:
@@ -139,12 +147,41 @@ def test_the_page_examples_print_what_the_page_says(
     home = tmp_path / "home"
     home.mkdir()
     env = scratch_env(home, wrighty_dirs)
-    first = next(example for example in examples if example.not_run is None)
+    first = next(e for e in examples if e.not_run is None and e.kind != "setup")
     if not first.commands[0].text.startswith("wrighty init"):
-        # A page that does not start with its own `wrighty init` starts in a project made by
-        # `wrighty init --example` (its default agent is the example agent).
+        # A page whose first example (setups aside) is not its own `wrighty init` starts in a
+        # project made by `wrighty init --example` (its default agent is the example agent).
         examples.insert(0, read_page("```sh\nwrighty init --example >/dev/null\n```", page)[0])
     results = run_page(examples, project, env)
-    normalise = Normaliser(replacements=((str(project), SHOWN_PROJECT), (str(home), "~")))
+    venv_bin = str(Path(installed_wrighty()).parent)
+    normalise = Normaliser(
+        replacements=((str(project), SHOWN_PROJECT), (str(home), "~"), (venv_bin, SHOWN_VENV))
+    )
+    if os.environ.get("WRIGHTY_DOCS_UPDATE") == "1":
+        update_page(ROOT / page, results, normalise)
     problems = problems_of(results, normalise)
     assert not problems, "\n\n".join(problems)
+
+
+def update_page(path: Path, results: list[Result], normalise: Normaliser) -> None:
+    """WRIGHTY_DOCS_UPDATE=1: write what each console command printed into the page, in place
+    of what it says, where the two differ (read the diff before committing it)."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    changes = []
+    for result in results:
+        command = result.command
+        if result.example.kind != "console" or result.status == -1:
+            continue
+        expected = _output_lines("\n".join(command.expected), normalise)
+        if matches(expected, _output_lines(result.output, normalise)):
+            continue
+        start = command.line - 1 + len(command.text.split("\n"))
+        printed = result.output
+        for old, new in normalise.replacements:
+            printed = printed.replace(old, new)
+        new_lines = [line.rstrip() for line in printed.rstrip("\n").split("\n")]
+        new_lines = new_lines if printed.strip() else []
+        changes.append((start, start + len(command.expected), new_lines))
+    for start, end, new_lines in sorted(changes, reverse=True):
+        lines[start:end] = new_lines
+    path.write_text("\n".join(lines), encoding="utf-8")

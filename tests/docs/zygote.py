@@ -8,8 +8,9 @@ imported wrighty once. For each command the server forks a runner, which forks t
 process: that process sets up the descriptors, folder, environment and argv it was handed and
 calls the function the installed `wrighty` calls (``wrighty.cli.app:main``); the runner waits
 for it and sends its exit status back to the shim, which exits with it. The command is still
-its own process (its own pid, its own children, killed by a signal like any), started by the
-entry point of the executable; only the import is shared. ``WRIGHTY_DOCS_EXECUTABLE=1`` runs
+its own process (its own pid, its own children, killed by a signal like any: the shim passes
+SIGINT, SIGTERM and SIGHUP on to it), started by the entry point of the executable; only the
+import is shared. ``WRIGHTY_DOCS_EXECUTABLE=1`` runs
 the docs examples with the installed executable instead (docs/testing.md).
 
 Run as ``python -m tests.docs.zygote SOCKET``: it prints ``ready`` once it listens.
@@ -34,18 +35,23 @@ ALSO_PRELOADED = ("typer._adapters", "typer._click.decorators", "pydantic.type_a
 
 # The `wrighty` the docs examples run: a stripped interpreter that only hands the command over.
 SHIM = """#!{python} -IS
-import array, json, os, socket, struct, sys
+import json, os, signal, socket, struct, sys
 connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 connection.connect({socket_path!r})
 payload = json.dumps({{"argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ)}}).encode()
 socket.send_fds(connection, [struct.pack("!I", len(payload)) + payload], [0, 1, 2])
-status = b""
-while len(status) < 4:
-    chunk = connection.recv(4 - len(status))
-    if not chunk:
-        sys.exit(125)
-    status += chunk
-sys.exit(struct.unpack("!i", status)[0])
+def read(size):
+    data = b""
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
+        if not chunk:
+            sys.exit(125)
+        data += chunk
+    return struct.unpack("!i", data)[0]
+pid = read(4)
+for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(number, lambda received, _frame: os.kill(pid, received))
+sys.exit(read(4))
 """
 
 
@@ -115,6 +121,7 @@ def _run(connection: socket.socket, request: dict[str, object], fds: list[int]) 
             os._exit(70)
     for fd in fds:
         os.close(fd)
+    connection.sendall(struct.pack("!i", pid))  # the shim passes its signals on to it
     _pid, wait_status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(wait_status)
     connection.sendall(struct.pack("!i", 128 - code if code < 0 else code))
