@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
+
+from tests.docs.test_pages import scratch_env
+from tests.helpers import installed_wrighty
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,3 +29,25 @@ def test_the_install_command_installs_and_runs_the_main_job() -> None:
     assert "pip install ." in install_and_run
     for step in ("wrighty init", "wrighty create", "wrighty worker start", "wrighty show"):
         assert step in install_and_run
+
+
+def test_the_install_command_runs_the_main_job_after_its_install(tmp_path: Path) -> None:
+    """Everything after `pip install .`, as written, in a new folder: with the installed
+    wrighty on PATH (the venv activated), it runs one item through the example agent to done."""
+    install_and_run, _ = _readme_commands()
+    _install, after_install = install_and_run.split("pip install . && ", 1)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = scratch_env(home, str(Path(installed_wrighty()).parent))
+    completed = subprocess.run(
+        ["bash", "-c", after_install],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert re.search(r"^Item 1\s+done\s", completed.stdout, re.M), completed.stdout

@@ -58,6 +58,45 @@ def test_init_force_replaces_the_config_with_defaults(project: Path) -> None:
     assert json.loads((project / "wrighty.json").read_text())["worker"]["concurrency"] == 1
 
 
+def test_init_example_makes_the_example_agent_the_default_and_keeps_a_file_it_finds(
+    project: Path,
+) -> None:
+    result = wrighty("init", "--example")
+    assert result.exit_code == 0, result.output
+    document = json.loads((project / "wrighty.json").read_text())
+    assert document["worker"]["defaultAgent"] == "example"
+    assert document["agents"] == {
+        "example": {
+            "adapter": "command",
+            "command": ["wrighty-example-agent"],
+            "resumeCommand": ["wrighty-example-agent"],
+        }
+    }
+    assert wrighty("config", "validate").stdout == "ok\n"
+    (project / "wrighty.json").write_text('{"worker": {"concurrency": 2}}')
+    kept = wrighty("init", "--example")
+    assert "kept existing" in kept.stdout
+    assert json.loads((project / "wrighty.json").read_text()) == {"worker": {"concurrency": 2}}
+
+
+def test_an_item_of_a_project_made_with_init_example_runs_to_done(tmp_path: Path) -> None:
+    """The installed programs, as the README runs them: no coding agent needed."""
+    command = installed_wrighty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
+    env["PATH"] = f"{Path(command).parent}:{env.get('PATH', '')}"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [command, *args], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+        )
+
+    assert run("init", "--example").returncode == 0
+    assert run("create", "--title", "Say hello", "--body", "hello", "--queue").returncode == 0
+    worked = run("worker", "start", "--once")
+    assert worked.returncode == 0, worked.stderr
+    assert json.loads(run("show", "1", "--json").stdout)["state"] == "done"
+
+
 def test_init_outside_git_touches_no_gitignore(tmp_path: Path, monkeypatch) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
