@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -137,29 +139,65 @@ def _runs_examples(page: str) -> bool:
 RUN_PAGES = [page for page in PAGES if _runs_examples(page)]
 
 
-@pytest.mark.parametrize("page", RUN_PAGES)
-def test_the_page_examples_print_what_the_page_says(
-    page: str, tmp_path: Path, wrighty_dirs: str
-) -> None:
+@dataclass(frozen=True)
+class PageRun:
+    results: list[Result]
+    normalise: Normaliser
+
+
+def run_one_page(page: str, folder: Path, wrighty_dirs: str) -> PageRun:
+    """A page's examples, in order, in a fresh project `shop` under ``folder``."""
     examples = page_examples(page)
-    project = tmp_path / "shop"
-    project.mkdir()
-    home = tmp_path / "home"
+    project = folder / "shop"
+    project.mkdir(parents=True)
+    home = folder / "home"
     home.mkdir()
-    env = scratch_env(home, wrighty_dirs)
     first = next(e for e in examples if e.not_run is None and e.kind != "setup")
     if not first.commands[0].text.startswith("wrighty init"):
         # A page whose first example (setups aside) is not its own `wrighty init` starts in a
         # project made by `wrighty init --example` (its default agent is the example agent).
         examples.insert(0, read_page("```sh\nwrighty init --example >/dev/null\n```", page)[0])
-    results = run_page(examples, project, env)
+    results = run_page(examples, project, scratch_env(home, wrighty_dirs))
     venv_bin = str(Path(installed_wrighty()).parent)
     normalise = Normaliser(
         replacements=((str(project), SHOWN_PROJECT), (str(home), "~"), (venv_bin, SHOWN_VENV))
     )
+    return PageRun(results, normalise)
+
+
+@pytest.fixture(scope="module")
+def page_runs(
+    tmp_path_factory: pytest.TempPathFactory, wrighty_dirs: str
+) -> Iterator[dict[str, Future[PageRun]]]:
+    """Every page's run, started at once: the pages are independent (a project each), and most
+    of a page's time is its commands waiting on each other, so they share the cores."""
+    folder = tmp_path_factory.mktemp("pages")
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        yield {
+            page: pool.submit(run_one_page, page, folder / f"page{index}", wrighty_dirs)
+            for index, page in enumerate(RUN_PAGES)
+            if _reads(page)
+        }
+
+
+def _reads(page: str) -> bool:
+    try:
+        page_examples(page)
+    except PageError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("page", RUN_PAGES)
+def test_the_page_examples_print_what_the_page_says(
+    page: str, page_runs: dict[str, Future[PageRun]]
+) -> None:
+    if page not in page_runs:
+        page_examples(page)  # raises, saying what is wrong with the page
+    run = page_runs[page].result()
     if os.environ.get("WRIGHTY_DOCS_UPDATE") == "1":
-        update_page(ROOT / page, results, normalise)
-    problems = problems_of(results, normalise)
+        update_page(ROOT / page, run.results, run.normalise)
+    problems = problems_of(run.results, run.normalise)
     assert not problems, "\n\n".join(problems)
 
 
