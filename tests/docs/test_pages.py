@@ -152,10 +152,11 @@ def run_one_page(page: str, folder: Path, wrighty_dirs: str) -> PageRun:
     project.mkdir(parents=True)
     home = folder / "home"
     home.mkdir()
-    first = next(e for e in examples if e.not_run is None and e.kind != "setup")
-    if not first.commands[0].text.startswith("wrighty init"):
-        # A page whose first example (setups aside) is not its own `wrighty init` starts in a
-        # project made by `wrighty init --example` (its default agent is the example agent).
+    runs = [e for e in examples if e.not_run is None and e.kind != "setup"]
+    if not any(e.commands[0].text.startswith("wrighty init") for e in runs):
+        # A page that shows no `wrighty init` of its own starts in a project made by
+        # `wrighty init --example` (its default agent is the example agent); one that does
+        # runs the examples before it in an empty folder.
         examples.insert(0, read_page("```sh\nwrighty init --example >/dev/null\n```", page)[0])
     results = run_page(examples, project, scratch_env(home, wrighty_dirs))
     venv_bin = str(Path(installed_wrighty()).parent)

@@ -80,6 +80,9 @@ def _become_the_command(request: dict[str, object], fds: list[int]) -> None:
     argv = request["argv"]
     assert isinstance(argv, list)
     sys.argv = [str(arg) for arg in argv]
+    # Click names the program from __main__'s package when there is one ("python -m ..."):
+    # the installed executable's __main__ has none, so neither may this one.
+    sys.modules["__main__"].__package__ = None
     unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     for name, fd in (("stdout", 1), ("stderr", 2)):
