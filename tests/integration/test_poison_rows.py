@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import open_postgres, postgres_schema
-from tests.integration.worker_process import ProjectOnDisk, make_project
+from tests.integration.worker_process import EXAMPLE_AGENT, LiveWorker, ProjectOnDisk, make_project
 from wrighty.domain.states import ItemState
 from wrighty.store import open_store, parse_store_url
 from wrighty.store.port import Store
@@ -87,14 +87,16 @@ def poisoned(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Poisone
         yield Poisoned(project, "postgresql", url)
 
 
-def _plant_item(poisoned: Poisoned, body: str = "wrighty-example: succeed") -> int:
+def _plant_item(
+    poisoned: Poisoned, body: str = "wrighty-example: succeed", *, agent: str | None = None
+) -> int:
     from datetime import UTC, datetime
 
     from wrighty.domain.model import NewItem
 
     store = poisoned.store()
     try:
-        new = NewItem("t", body, None, None, None, ItemState.QUEUED)
+        new = NewItem("t", body, agent, None, None, ItemState.QUEUED)
         return store.create_item(new, at=datetime.now(UTC), actor="op").id
     finally:
         store.close()
@@ -222,3 +224,108 @@ def test_a_session_workspace_wrighty_would_not_make_is_refused_and_the_next_item
     assert poisoned.item(bad).state is ItemState.DONE
     own = poisoned.project.root / ".wrighty" / "workspaces" / str(bad) / notes
     assert f" item_id={bad} " in own.read_text()
+
+
+def _configure(poisoned: Poisoned, **sections: dict[str, Any]) -> None:
+    """Add ``sections`` to the project's wrighty.json (each merged into what is there)."""
+    document = json.loads(poisoned.project.config.read_text())
+    for key, value in sections.items():
+        document[key] = {**document.get(key, {}), **value}
+    poisoned.project.config.write_text(json.dumps(document))
+
+
+def _held_once_then_freed(
+    poisoned: Poisoned, item_id: int, *, held: str, fix: Callable[[], None]
+) -> dict[str, Any]:
+    """A worker held by ``held`` says so once however many passes it makes (until its idle
+    timeout), leaves the item queued and exits 0; another, still held, goes on once ``fix``
+    is done, in the same process, and runs the item to done. The event that said so."""
+    idled = poisoned.project.worker("--idle-timeout", "1s")
+    assert idled.returncode == 0, idled.stderr
+    assert "Traceback" not in idled.stderr
+    [said] = idled.named(held)
+    assert idled.named("idle") != [] and idled.named("claimed") == []
+    assert poisoned.item(item_id).state is ItemState.QUEUED
+    worker = LiveWorker(poisoned.project, "--max-items", "1")
+    worker.until(held)
+    fix()
+    worker.until("settled", item_id=item_id, state="done")
+    returncode, stderr = worker.finish()
+    assert returncode == 0, stderr
+    assert [event["event"] for event in worker.events].count(held) == 1
+    return said
+
+
+def test_a_poison_circuit_holds_a_worker_once_and_its_reset_frees_the_same_worker(
+    poisoned: Poisoned,
+) -> None:
+    """Under a usage retry policy the agent's circuit is read before each claim (docs/worker.md,
+    "When wrighty fails on an item")."""
+    _configure(
+        poisoned,
+        worker={"usageFailure": {"action": "retry"}},
+        agents={"example": {"adapter": "command", "command": EXAMPLE_AGENT, "account": "team"}},
+    )
+    poisoned.sql(
+        "INSERT INTO circuits (name, version, opened_at, until, failures, updated_at) "
+        "VALUES ('account:team', 3, 'not-a-time', 'never', 1, 'now')"
+    )
+    item_id = _plant_item(poisoned)
+
+    def reset() -> None:
+        done = poisoned.run("providers", "reset", "account:team")
+        assert done.returncode == 0, done.stderr
+
+    said = _held_once_then_freed(poisoned, item_id, held="circuit-unreadable", fix=reset)
+    assert said["circuit"] == "account:team"
+    assert said["fix"] == "wrighty providers reset account:team"
+    assert "circuit account:team: its opened_at does not read" in said["cause"]
+
+
+def test_an_unreadable_day_spend_holds_its_agent_only_and_a_fix_frees_the_same_worker(
+    poisoned: Poisoned,
+) -> None:
+    """The agent's spend for the day (the sum of its runs' costs) is read before each claim;
+    a negative cost makes it unreadable. The other agent's worker goes on meanwhile."""
+    _configure(
+        poisoned,
+        agents={"other": {"adapter": "command", "command": EXAMPLE_AGENT}},
+        budgets={"perDay": {"example": {"maxCostUsd": 40}, "*": {"maxCostUsd": 40}}},
+    )
+    earlier = _plant_item(poisoned)
+    assert poisoned.project.worker("--once").returncode == 0
+    assert poisoned.item(earlier).state is ItemState.DONE
+    poisoned.sql(f"UPDATE runs SET cost_usd = -5 WHERE item_id = {earlier}")
+    held = _plant_item(poisoned)
+    other = _plant_item(poisoned, agent="other")
+    ran = poisoned.project.worker("--agent", "other", "--idle-timeout", "1s")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.named("budget-unreadable") == []
+    assert poisoned.item(other).state is ItemState.DONE
+
+    def fix() -> None:
+        poisoned.sql(f"UPDATE runs SET cost_usd = 1 WHERE item_id = {earlier}")
+
+    said = _held_once_then_freed(poisoned, held, held="budget-unreadable", fix=fix)
+    assert said["agent"] == "example"
+    assert "spend of agent example: its cost_usd does not read" in said["cause"]
+
+
+def test_a_relative_workspace_pin_is_refused_and_the_next_item_runs(poisoned: Poisoned) -> None:
+    """A `--workspace` pin is absolute when the CLI writes it; one read back relative (from the
+    worker's directory it would name a folder of the project) is refused before the launch."""
+    pinned = poisoned.project.root / "relative"
+    pinned.mkdir()
+    bad = _plant_item(poisoned)
+    good = _plant_item(poisoned)
+    poisoned.sql(f"UPDATE items SET workspace = 'relative' WHERE id = {bad}")
+    finished = poisoned.project.worker("--idle-timeout", "1s")
+    assert finished.returncode == 0, finished.stderr
+    assert "Traceback" not in finished.stderr
+    item = poisoned.item(bad)
+    assert (item.state, item.reason_code) == (ItemState.NEEDS_ATTENTION, "start-failed")
+    assert f"the workspace relative recorded for item {bad} is not an absolute path" in (
+        item.reason or ""
+    )
+    assert list(pinned.iterdir()) == []  # the agent never ran there
+    assert poisoned.item(good).state is ItemState.DONE

@@ -133,6 +133,7 @@ class Worker:
         self._config = loaded.config
         self._budgets = budgets_of(loaded.config)
         self._held: AgentHold | None = None  # the agent's day budget, while it is spent
+        self._spend_unreadable = False  # its spend did not read at the last look (told once)
         self._notify: Source | None = None  # who tells through the outbox (None: no sink)
         self._delivery: DeliveryThread | None = None  # delivers the outbox, while it runs
         self._project_root = loaded.root
@@ -384,7 +385,8 @@ class Worker:
 
     def _budget_held(self, agent: str) -> bool:
         """Whether the agent's budget for the day is spent (said once, when it becomes so, and
-        when a new day lifts it). The claim checks it again in its own transaction."""
+        when a new day lifts it), or what it spent does not read (said once, until it reads
+        again). The claim checks it again in its own transaction."""
         limit = self._budgets.agent_limit(agent)
         if limit.unbounded:
             return False
@@ -392,11 +394,15 @@ class Worker:
         try:
             spent = self._store.agent_spend(agent, since=self._budgets.period(now).start)
         except UnreadableError as error:  # held: what the agent spent cannot be read
-            self._emit("budget-unreadable", agent=agent, cause=decisions.describe_error(error))
+            if not self._spend_unreadable:
+                cause = decisions.describe_error(error)
+                self._emit("budget-unreadable", agent=agent, cause=cause)
+            self._spend_unreadable = True
             return True
         except StoreError as error:
             self._store_unreachable("agent_spend", error)
             return True
+        self._spend_unreadable = False
         hold = agent_hold(self._budgets, agent, spent, now=now)
         if hold is not None and self._held is None:
             self._emit("budget-held", agent=agent, until=rfc3339(hold.until), reason=hold.reason())
