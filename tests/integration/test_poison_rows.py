@@ -244,9 +244,12 @@ def _held_once_then_freed(
     assert idled.returncode == 0, idled.stderr
     assert "Traceback" not in idled.stderr
     [said] = idled.named(held)
-    assert idled.named("idle") != [] and idled.named("claimed") == []
+    assert idled.named("idle") != []  # it looked again at each poll until its idle timeout
+    assert idled.named("claimed") == []
+    assert idled.named("claim-failed") == []  # held before the claim, not failed every pass
     assert poisoned.item(item_id).state is ItemState.QUEUED
-    worker = LiveWorker(poisoned.project, "--max-items", "1")
+    # Its idle timeout only ends a worker the fix did not free: the test then fails, not hangs.
+    worker = LiveWorker(poisoned.project, "--max-items", "1", "--idle-timeout", "60s")
     worker.until(held)
     fix()
     worker.until("settled", item_id=item_id, state="done")
