@@ -42,7 +42,7 @@ def waits(store: Store, item_id: int) -> str:
 def blocked_count(store: Store, clock: FakeClock) -> int:
     report = status_report(
         store, now=clock(), thresholds=Thresholds(), worker_max_age_seconds=60,
-        installation_id="inst-a",
+        installation_id="inst-a", default_agent="claude",
     )  # fmt: skip
     return report.figures.blocked
 
