@@ -17,8 +17,8 @@ from rich.text import Text
 from wrighty.cli.documents import status_json
 from wrighty.cli.render import local_time, outside, spend_text, styled_state
 from wrighty.domain.circuits import CircuitState
-from wrighty.domain.health import Verdict
 from wrighty.domain.text import printable_line
+from wrighty.styles import VERDICT_STYLES
 
 if TYPE_CHECKING:
     from wrighty.domain.ledger import AgentSpending, Spending
@@ -204,13 +204,6 @@ def status_view(report: StatusReport) -> Group:
     if report.workers:
         parts.append(workers_table(report.workers))
     return Group(*parts)
-
-
-VERDICT_STYLES = {
-    Verdict.UNHEALTHY: "bold red",
-    Verdict.UNCHECKED: "bold yellow",
-    Verdict.HEALTHY: "bold green",
-}
 
 
 def _verdict(report: StatusReport) -> Text:

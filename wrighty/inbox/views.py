@@ -15,7 +15,6 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from wrighty.cli.render import local_time, outside
-from wrighty.cli.status_views import VERDICT_STYLES
 from wrighty.domain.board import Row, Section, section_counts
 from wrighty.domain.budgets import spend
 from wrighty.domain.health import Liveness, Verdict
@@ -25,6 +24,7 @@ from wrighty.domain.states import ItemState
 from wrighty.domain.text import printable
 from wrighty.services.inbox import Board, circuit_words
 from wrighty.services.status import StatusReport
+from wrighty.styles import VERDICT_STYLES
 
 SECTION_TAGS: dict[Section, tuple[str, str]] = {
     Section.ATTENTION: ("ATTN", "bold red"),
