@@ -59,6 +59,11 @@ class WorkerRow:
     started_at: datetime
     last_heartbeat_at: datetime
     agent: str | None = None  # the agent it runs (None: unknown, a row of an older wrighty)
+    # How far its clock is from the store's, in seconds (+: ahead); None when not measured
+    # (SQLite, whose workers share one machine's clock, or a row of an older wrighty).
+    clock_offset_seconds: float | None = None
+    # Why it stopped claiming: its own machine cannot run items (None while it claims).
+    held_reason: str | None = None
 
 
 def liveness(

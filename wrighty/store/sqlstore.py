@@ -101,6 +101,8 @@ def from_db_time(text: str | None) -> datetime | None:
 
 # Bounds of stored figures: far beyond any real one, so that sums stay finite.
 MAX_STORED_COUNT = 10**15
+# A worker clock this far from the store's (about 115 days) is a value that does not read.
+MAX_CLOCK_OFFSET_SECONDS = 10**7
 MAX_STORED_COST_USD = 10.0**9
 _SHOWN_CHARS = 40
 _MAX_NOTED = 100  # rows left out that a store keeps to tell (a long-lived worker's is bounded)
@@ -749,6 +751,8 @@ class SqlStore(ABC):
                     "started_at": to_db_time(row.started_at),
                     "last_heartbeat_at": to_db_time(row.last_heartbeat_at),
                     "agent": row.agent,
+                    "clock_offset_seconds": row.clock_offset_seconds,
+                    "held_reason": row.held_reason,
                 },
             )
 
@@ -1064,6 +1068,10 @@ def _worker_from_row(row: Any) -> WorkerRow:
         started_at=read.required_time("started_at"),
         last_heartbeat_at=read.required_time("last_heartbeat_at"),
         agent=read.optional_text("agent"),
+        clock_offset_seconds=read.number(
+            "clock_offset_seconds", MAX_CLOCK_OFFSET_SECONDS, low=-MAX_CLOCK_OFFSET_SECONDS
+        ),
+        held_reason=read.optional_text("held_reason"),
     )
 
 

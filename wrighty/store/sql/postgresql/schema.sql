@@ -132,7 +132,9 @@ CREATE TABLE workers (
     items              TEXT NOT NULL,
     started_at         TEXT NOT NULL,
     last_heartbeat_at  TEXT NOT NULL,
-    agent              TEXT
+    agent              TEXT,
+    clock_offset_seconds DOUBLE PRECISION,
+    held_reason        TEXT
 );
 
 CREATE INDEX workers_by_heartbeat ON workers (last_heartbeat_at);

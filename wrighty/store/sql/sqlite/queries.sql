@@ -283,13 +283,16 @@ SELECT
 
 -- name: upsert_worker
 INSERT INTO workers (worker_id, label, installation_id, pid, process_started_at, version, state,
-                     items, started_at, last_heartbeat_at, agent)
+                     items, started_at, last_heartbeat_at, agent, clock_offset_seconds,
+                     held_reason)
 VALUES (:worker_id, :label, :installation_id, :pid, :process_started_at, :version, :state,
-        :items, :started_at, :last_heartbeat_at, :agent)
+        :items, :started_at, :last_heartbeat_at, :agent, :clock_offset_seconds, :held_reason)
 ON CONFLICT (worker_id) DO UPDATE
 SET state = excluded.state,
     items = excluded.items,
-    last_heartbeat_at = excluded.last_heartbeat_at;
+    last_heartbeat_at = excluded.last_heartbeat_at,
+    clock_offset_seconds = excluded.clock_offset_seconds,
+    held_reason = excluded.held_reason;
 
 -- name: delete_worker
 DELETE FROM workers WHERE worker_id = :worker_id;
