@@ -18,11 +18,13 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 import psycopg
+from psycopg import errors as pg_errors
 from psycopg import sql
+from psycopg.abc import PQGen
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -30,6 +32,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from wrighty.domain.model import Item
 from wrighty.domain.redact import REDACTED, redact
 from wrighty.errors import StoreError
+from wrighty.store.deadlines import DEFAULT_CALL_SECONDS, seconds_left
 from wrighty.store.sqlfiles import migrations, queries
 from wrighty.store.sqlstore import SqlStore, Tx, wake_params
 
@@ -38,8 +41,28 @@ from wrighty.store.sqlstore import SqlStore, Tx, wake_params
 logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 DIALECT = "postgresql"
-CONNECT_TIMEOUT_SECONDS = 10
 POOL_MAX_SIZE = 8
+
+# What wrighty waits for at most (docs/fleet.md, "What wrighty waits for"). A store call gives
+# up at its caller's deadline (wrighty/store/deadlines.py: at most DEFAULT_CALL_SECONDS), on
+# the client's own clock, whatever the network does; the server ends what that leaves behind.
+CONNECT_TIMEOUT_SECONDS = int(DEFAULT_CALL_SECONDS)
+# Each session's limits, unless the URL's `options` set them. A statement never runs longer
+# than a call may wait for it; a wait on a row another transaction holds ends well inside a
+# call; a transaction left idle (its client stalled, or its COMMIT lost on the way) is ended,
+# and its row locks freed, soon after the longest call could have been waiting for it.
+SESSION_SETTINGS = {
+    "statement_timeout": f"{CONNECT_TIMEOUT_SECONDS}s",
+    "lock_timeout": "5s",
+    "idle_in_transaction_session_timeout": f"{CONNECT_TIMEOUT_SECONDS}s",
+}
+LOCK_TIMEOUT_SECONDS = 5
+# How a connection notices a server gone without a word, unless the URL sets these: an idle
+# one within about 25 s (keepalives), a busy one whose data goes unacknowledged for 10 s.
+TCP_SETTINGS = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+                "keepalives_count": 3, "tcp_user_timeout": 10_000}  # fmt: skip
+# Migrations are not cut by the per-call limits (a big table may take a while), only by this.
+MIGRATION_SECONDS = 600.0
 _PARAMETER = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
 
 
@@ -122,7 +145,7 @@ class PostgresStore(SqlStore):
 
     def __init__(
         self,
-        pool: ConnectionPool[psycopg.Connection[dict[str, Any]]],
+        pool: ConnectionPool[BoundedConnection],
         name: str,
         secrets: list[str],
         conninfo: str,
@@ -143,9 +166,12 @@ class PostgresStore(SqlStore):
             url,
             connect_timeout=given.get("connect_timeout") or CONNECT_TIMEOUT_SECONDS,
             application_name=given.get("application_name") or "wrighty",
+            options=_with_session_settings(given.get("options")),
+            **{key: value for key, value in TCP_SETTINGS.items() if key not in given},
         )
-        pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
+        pool: ConnectionPool[BoundedConnection] = ConnectionPool(
             conninfo,
+            connection_class=BoundedConnection,
             min_size=1,
             max_size=POOL_MAX_SIZE,
             kwargs={"row_factory": dict_row},
@@ -174,15 +200,40 @@ class PostgresStore(SqlStore):
             yield
         except PoolTimeout:
             raise StoreError(f"{self._name}: cannot connect to the database") from None
-        except psycopg.OperationalError as error:
+        except pg_errors.LockNotAvailable:
+            raise StoreError(
+                f"{self._name}: another transaction held a row this call needed for "
+                f"{LOCK_TIMEOUT_SECONDS} s (lock_timeout); try again"
+            ) from None
+        except (psycopg.OperationalError, pg_errors.IdleInTransactionSessionTimeout) as error:
             why = _without_secrets(_reason(error), self._secrets)
             raise StoreError(f"{self._name}: {why}") from None
+
+    @contextmanager
+    def _borrow(self) -> Iterator[BoundedConnection]:
+        """A connection of the pool, waited for at most until the call's deadline."""
+        limit = _call_seconds()
+        if limit <= 0:
+            raise StoreError(
+                f"{self._name}: no time left to ask the database (its deadline passed)"
+            )
+        try:
+            connection = self._pool.getconn(timeout=limit)
+        except PoolTimeout:
+            raise StoreError(
+                f"{self._name}: no connection to the database within {_seconds(limit)}"
+            ) from None
+        try:
+            with connection:
+                yield connection
+        finally:
+            self._pool.putconn(connection)  # a connection closed by its deadline is discarded
 
     @contextmanager
     def _write(self) -> Iterator[Tx]:
         with (
             self._errors(),
-            self._pool.connection() as connection,
+            self._borrow() as connection,
             connection.transaction(),
         ):
             yield _PostgresTx(connection, self._sql)
@@ -191,7 +242,7 @@ class PostgresStore(SqlStore):
     def _snapshot(self) -> Iterator[Tx]:
         with (
             self._errors(),
-            self._pool.connection() as connection,
+            self._borrow() as connection,
             connection.transaction(),
         ):
             connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -202,8 +253,19 @@ class PostgresStore(SqlStore):
             rows: list[Any] = tx.run(name, params).fetchall()
             return rows
 
+    def _up_to_date(self) -> bool:
+        """Whether the store is there with every migration applied (read without a lock)."""
+        with self._snapshot() as tx:
+            if not tx.run("migrations_table_exists").fetchone()["present"]:
+                return False
+            applied = [int(r["version"]) for r in tx.run("select_applied_migrations").fetchall()]
+        return applied == [m.version for m in migrations(DIALECT)]
+
     def _migrate(self, *, create: bool) -> None:
-        with self._write() as tx:
+        if not create and self._up_to_date():
+            return  # the usual opening: no lock, no migration, the usual limits
+        with _patient(MIGRATION_SECONDS), self._write() as tx:
+            tx.run("lift_call_limits")
             tx.run("lock_migrations")
             if create:
                 assert isinstance(tx, _PostgresTx)
@@ -264,14 +326,63 @@ class PostgresStore(SqlStore):
         session, so a pooled connection would carry it to whoever borrows it next, and the
         pool would discard it when it broke; this one lives and breaks alone, and the worker
         opens it again. TCP keepalives (unless the URL sets them) notice a silent drop."""
-        given = conninfo_to_dict(self._conninfo)
-        keepalives = {key: value for key, value in KEEPALIVES.items() if key not in given}
-        return Listening(make_conninfo(self._conninfo, **keepalives), self._errors)
+        return Listening(self._conninfo, self._errors)
 
 
-# How a listening connection notices a server that went away without a word (about a minute).
-KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
-              "keepalives_count": 3}  # fmt: skip
+RV = TypeVar("RV")
+_patience = threading.local()
+
+
+def _call_seconds() -> float:
+    """How long the calling thread's round trip may still wait (wrighty/store/deadlines.py)."""
+    return seconds_left(getattr(_patience, "seconds", None) or DEFAULT_CALL_SECONDS)
+
+
+@contextmanager
+def _patient(seconds: float) -> Iterator[None]:
+    """Calls of this thread inside the block may take up to ``seconds`` (a migration)."""
+    outer = getattr(_patience, "seconds", None)
+    _patience.seconds = seconds
+    try:
+        yield
+    finally:
+        _patience.seconds = outer
+
+
+class NoAnswer(psycopg.OperationalError):
+    """A round trip that did not end by its call's deadline; the connection was closed."""
+
+
+class BoundedConnection(psycopg.Connection[dict[str, Any]]):
+    """A connection none of whose round trips waits past the calling thread's deadline.
+
+    libpq waits for an answer as long as the socket stays open, and a connection whose packets
+    stop without an error (a partition behind a firewall that still acknowledges them) stays
+    open: no keepalive or TCP user timeout sees it. So each wait ends at the call's deadline;
+    the connection is then closed, in an unknown state, and the pool discards it on its return.
+    A caller's own shorter timeout (a poll for notifications) is left alone."""
+
+    def wait(self, gen: PQGen[RV], interval: float = 0.1, timeout: float | None = None) -> RV:
+        limit = _call_seconds()
+        if timeout is not None and timeout <= limit:
+            return super().wait(gen, interval, timeout)
+        try:
+            return super().wait(gen, interval, limit)
+        except pg_errors._WaitTimeout:
+            self.close()
+            raise NoAnswer(f"no answer from the database within {_seconds(limit)}") from None
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
+
+
+def _with_session_settings(options: str | None) -> str:
+    """The URL's ``options`` with wrighty's session limits added, each unless it sets it."""
+    given = options or ""
+    present = set(re.findall(r"(?:-c\s*|--)([A-Za-z_][A-Za-z0-9_.]*)\s*=", given))
+    ours = [f"-c {name}={value}" for name, value in SESSION_SETTINGS.items() if name not in present]
+    return " ".join(part for part in (given, *ours) if part)
 
 
 class Listening:
@@ -285,11 +396,13 @@ class Listening:
     def __init__(self, conninfo: str, errors: Callable[[], AbstractContextManager[None]]) -> None:
         self._errors = errors
         with self._errors():
-            self._connection = psycopg.connect(conninfo, autocommit=True)
+            self._connection = BoundedConnection.connect(
+                conninfo, autocommit=True, row_factory=dict_row
+            )
         try:
             with self._errors():
-                row = self._connection.execute("SELECT current_schema()").fetchone()
-                self._schema = row[0] if row else None
+                row = self._connection.execute("SELECT current_schema() AS schema").fetchone()
+                self._schema = row["schema"] if row else None
                 self._connection.execute(f"LISTEN {self.channel}")
         except BaseException:
             self._connection.close()
@@ -323,9 +436,7 @@ class Listening:
 
 
 class _PostgresTx:
-    def __init__(
-        self, connection: psycopg.Connection[dict[str, Any]], sql: Mapping[str, str]
-    ) -> None:
+    def __init__(self, connection: BoundedConnection, sql: Mapping[str, str]) -> None:
         self._connection = connection
         self._sql = sql
 

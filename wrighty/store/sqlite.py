@@ -25,13 +25,15 @@ from typing import Any
 from wrighty.domain.model import Item
 from wrighty.errors import StoreError
 from wrighty.files import access_problem, link_new, make_private_dirs, remove_made_dirs
+from wrighty.store.deadlines import seconds_left
 from wrighty.store.sqlfiles import migrations, queries
 from wrighty.store.sqlstore import SqlStore, Tx, from_db_time, to_db_time, wake_params
 
 __all__ = ["SqliteStore", "from_db_time", "to_db_time"]
 
 DIALECT = "sqlite"
-BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_MS = 10_000  # at opening; each call then waits at most what its deadline leaves
+BUSY = "the store stayed busy; another wrighty process holds a long write — try again"
 SQLITE_HEADER = b"SQLite format 3\x00"
 SQLITE_IOERR = 10
 SQLITE_FULL = 13
@@ -97,7 +99,7 @@ class SqliteStore(SqlStore):
 
     def _fold_wal_into_file(self) -> None:
         """Checkpoint and empty the WAL, so that the database file alone holds everything."""
-        with self._lock, _as_store_error(self._path):
+        with self._call(), _as_store_error(self._path):
             busy = self._connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         if busy:
             raise StoreError(f"{self._path}: cannot write the new store out completely")
@@ -109,9 +111,24 @@ class SqliteStore(SqlStore):
     # -- transactions -----------------------------------------------------------------------
 
     @contextmanager
+    def _call(self) -> Iterator[None]:
+        """The connection, for one call: its lock (other threads of this process share the
+        connection) and the file's, each waited for at most until the call's deadline
+        (wrighty/store/deadlines.py)."""
+        if not self._lock.acquire(timeout=max(seconds_left(), 0.001)):
+            raise StoreError(f"{self._path}: {BUSY}")
+        try:
+            with _as_store_error(self._path):
+                busy_ms = round(seconds_left() * 1000)
+                self._connection.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            yield
+        finally:
+            self._lock.release()
+
+    @contextmanager
     def _write(self) -> Iterator[Tx]:
         """One write transaction, taken with BEGIN IMMEDIATE so it never upgrades mid-way."""
-        with self._lock, _as_store_error(self._path):
+        with self._call(), _as_store_error(self._path):
             self._connection.execute("BEGIN IMMEDIATE")
             self._wakes.clear()
             try:
@@ -127,7 +144,7 @@ class SqliteStore(SqlStore):
 
     @contextmanager
     def _snapshot(self) -> Iterator[Tx]:
-        with self._lock, _as_store_error(self._path):
+        with self._call(), _as_store_error(self._path):
             self._connection.execute("BEGIN")  # deferred: a read transaction, one snapshot
             try:
                 yield _SqliteTx(self._connection, self._sql)
@@ -135,7 +152,7 @@ class SqliteStore(SqlStore):
                 self._connection.execute("COMMIT")
 
     def _rows(self, name: str, params: Mapping[str, Any]) -> list[Any]:
-        with self._lock, _as_store_error(self._path):
+        with self._call(), _as_store_error(self._path):
             return list(self._connection.execute(self._sql[name], params))
 
     def _migrate(self) -> bool:
@@ -148,7 +165,7 @@ class SqliteStore(SqlStore):
         return True
 
     def _applied_versions(self) -> list[int]:
-        with self._lock, _as_store_error(self._path):
+        with self._call(), _as_store_error(self._path):
             has_table = self._connection.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'wrighty_migrations'"
             ).fetchone()
@@ -510,7 +527,7 @@ def _describe(error: BaseException, path: Path) -> str:
     ):
         return NO_SPACE
     if "locked" in text or "busy" in text:
-        return "the store stayed busy; another wrighty process holds a long write — try again"
+        return BUSY
     if "readonly" in text or "read-only" in text:
         return "the store is read-only for this user; fix its permissions or move it"
     if "not a database" in text:

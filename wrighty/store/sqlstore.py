@@ -777,9 +777,9 @@ class SqlStore(ABC):
     ) -> Change | None:
         try:
             with self._write() as tx:
-                row = tx.run("select_item", {"id": item_id}).fetchone()
+                row = tx.run("select_item_to_reap", {"id": item_id}).fetchone()
                 if row is None:
-                    return None
+                    return None  # gone, or held by another transaction: never waited for
                 item = _item_from_row(row)
                 if item.state is not ItemState.RUNNING or not lease_expired(
                     item.lease_expires_at, now

@@ -20,6 +20,12 @@ VALUES (:item_id, :at, :actor, :generation, :from_state, :to_state, :reason_code
 -- name: select_item
 SELECT * FROM items WHERE id = :id;
 
+-- name: select_item_to_reap
+-- The reaper's re-read of an expired claim, its row locked for the move; a row another
+-- transaction holds (a worker stalled inside its renewal) is skipped, never waited for: no
+-- row comes back, and the reaper tries again on its next pass.
+SELECT * FROM items WHERE id = :id FOR UPDATE SKIP LOCKED;
+
 -- name: select_items
 -- :states is a JSON array of state names. Every item: select_all_items (an "IS NULL OR" here
 -- would keep the planner from the items_by_state index).
@@ -317,7 +323,11 @@ SET state = excluded.state,
 DELETE FROM workers WHERE worker_id = :worker_id;
 
 -- name: prune_workers
-DELETE FROM workers WHERE last_heartbeat_at < :older_than;
+-- A row another transaction holds (its worker stalled inside a heartbeat) is left for the next
+-- prune rather than waited for.
+DELETE FROM workers
+WHERE worker_id IN (SELECT worker_id FROM workers WHERE last_heartbeat_at < :older_than
+                    FOR UPDATE SKIP LOCKED);
 
 -- name: select_workers
 SELECT * FROM workers ORDER BY started_at, worker_id;
@@ -330,6 +340,11 @@ SELECT pg_advisory_xact_lock(hashtext('wrighty: migrations'));
 -- name: select_current_schema
 -- The schema new tables go to (NULL when no schema of the search_path exists yet).
 SELECT current_schema() AS schema, current_setting('search_path') AS search_path;
+
+-- name: lift_call_limits
+-- A migration's transaction: no statement or lock limit of the session's (a big table may
+-- take a while to migrate; another process's migration is waited for).
+SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true);
 
 -- name: migrations_table_exists
 SELECT to_regclass('wrighty_migrations') IS NOT NULL AS present;

@@ -18,6 +18,10 @@ VALUES (:item_id, :at, :actor, :generation, :from_state, :to_state, :reason_code
 -- name: select_item
 SELECT * FROM items WHERE id = :id;
 
+-- name: select_item_to_reap
+-- The reaper's re-read of an expired claim (its BEGIN IMMEDIATE already holds the file).
+SELECT * FROM items WHERE id = :id;
+
 -- name: select_items
 -- :states is a JSON array of state names. Every item: select_all_items (an "IS NULL OR" here
 -- would keep the planner from the items_by_state index).
