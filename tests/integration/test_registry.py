@@ -3,6 +3,7 @@ heartbeats, pruning, and a registry that fails without disturbing any run."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import sqlite3
@@ -18,6 +19,7 @@ from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
+from wrighty.errors import StoreError
 from wrighty.store.sqlite import SqliteStore
 from wrighty.worker.loop import Worker, WorkerOptions
 from wrighty.worker.registry import Presence
@@ -120,8 +122,10 @@ def test_a_failing_registry_never_disturbs_a_run(
     assert store.get_item(item.id).state is ItemState.DONE  # type: ignore[union-attr]
     messages = {record.getMessage() for record in caplog.records}
     assert messages == {
-        "worker registry: heartbeat failed (OperationalError)",
-        "worker registry: remove failed (OperationalError)",
+        "worker registry: heartbeat failed (OperationalError); "
+        "tried again at the next heartbeat (every 0.05 s)",
+        "worker registry: remove failed (OperationalError); "
+        "the row stays until its heartbeat is 86400 s old and another worker prunes it",
     }
     assert "planted" not in caplog.text
 
@@ -144,6 +148,40 @@ def test_heartbeats_are_throttled_failures_included_and_stop_forgets_the_identit
     heartbeat.stop()
     heartbeat.beat(WorkerState.IDLE, (), force=True)
     assert [kind for kind, _ in spy.registry] == ["upsert", "upsert", "remove"]
+
+
+def test_a_failing_heartbeat_says_its_cause_once_and_when_it_lands_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cause = "postgresql://u@db/fleet: no answer from the database within 10 s"
+
+    class Unreachable:
+        down = True
+
+        def upsert_worker(self, row: WorkerRow) -> None:
+            if self.down:
+                raise StoreError(cause)
+
+        def prune_workers(self, *, older_than: object) -> int:
+            return 0
+
+    store = Unreachable()
+    clock = FakeClock()
+    moments = itertools.count()
+    identity = WorkerRow("w-0123456789ab", None, "inst-a", 1, 0.0, "0", WorkerState.IDLE, (),
+                         clock(), clock())  # fmt: skip
+    heartbeat = Presence(store, identity, interval_seconds=1.0, retention_seconds=3600,  # type: ignore[arg-type]
+                         now=clock, monotonic=lambda: float(next(moments)))  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="wrighty.worker.registry"):
+        for _ in range(3):
+            heartbeat.beat(WorkerState.IDLE, ())
+        store.down = False
+        heartbeat.beat(WorkerState.IDLE, ())
+    assert [record.getMessage() for record in caplog.records] == [
+        f"worker registry: heartbeat failed ({cause}); "
+        "tried again at the next heartbeat (every 1 s)",
+        "worker registry: heartbeat written again",
+    ]
 
 
 def test_rows_silent_for_longer_than_the_retention_are_pruned(project: Any) -> None:

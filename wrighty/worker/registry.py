@@ -1,6 +1,8 @@
 """A worker's own row in the registry: written at start, on a throttled heartbeat while it
-runs (idle included), and removed at a clean stop. Every write is best effort: a failure is
-logged with fixed text, the operation and the exception class, and never reaches the agents.
+runs (idle included), and removed at a clean stop. Every write is best effort: a failure never
+reaches the agents. It is logged once per cause (a StoreError's message, which names no secret;
+any other exception's class), saying when the write is tried again, and the first write that
+lands again says so.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from wrighty.domain.health import WorkerRow, WorkerState
+from wrighty.errors import StoreError
 from wrighty.store.port import Store
 
 log = logging.getLogger(__name__)
@@ -39,6 +42,7 @@ class Presence:
         self._now = now
         self._monotonic = monotonic
         self._last_attempt: float | None = None
+        self._failing: dict[str, str] = {}  # operation -> the cause last logged
 
     def beat(
         self,
@@ -78,11 +82,26 @@ class Presence:
         if row is not None:
             self._attempt("remove", lambda: self._store.remove_worker(row.worker_id))
 
-    @staticmethod
-    def _attempt(operation: str, write: Callable[[], object]) -> bool:
+    def _attempt(self, operation: str, write: Callable[[], object]) -> bool:
         try:
             write()
         except Exception as error:  # best effort: supervision goes on whatever the store does
-            log.warning("worker registry: %s failed (%s)", operation, type(error).__name__)
+            cause = str(error) if isinstance(error, StoreError) else type(error).__name__
+            if self._failing.get(operation) != cause:
+                log.warning(
+                    "worker registry: %s failed (%s); %s", operation, cause, self._when(operation)
+                )
+            self._failing[operation] = cause
             return False
+        if self._failing.pop(operation, None) is not None:
+            log.warning("worker registry: %s written again", operation)
         return True
+
+    def _when(self, operation: str) -> str:
+        """When a failed write is tried again."""
+        if operation == "remove":
+            return (
+                "the row stays until its heartbeat is "
+                f"{self._retention.total_seconds():g} s old and another worker prunes it"
+            )
+        return f"tried again at the next heartbeat (every {self._interval:g} s)"
