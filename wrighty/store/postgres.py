@@ -360,7 +360,8 @@ class BoundedConnection(psycopg.Connection[dict[str, Any]]):
     stop without an error (a partition behind a firewall that still acknowledges them) stays
     open: no keepalive or TCP user timeout sees it. So each wait ends at the call's deadline;
     the connection is then closed, in an unknown state, and the pool discards it on its return.
-    A caller's own shorter timeout (a poll for notifications) is left alone."""
+    A caller's own shorter timeout (a poll for notifications) is left alone. (psycopg 3.3's
+    ``wait(gen, interval, timeout)``, through which every round trip of a Connection goes.)"""
 
     def wait(self, gen: PQGen[RV], interval: float = 0.1, timeout: float | None = None) -> RV:
         limit = _call_seconds()
