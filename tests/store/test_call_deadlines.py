@@ -5,6 +5,7 @@ wrighty waits for"); the store works again once the fault is gone."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -71,18 +72,22 @@ def test_a_refused_server_is_a_store_error(proxy: FaultProxy) -> None:
 
 
 def test_a_sqlite_call_waits_for_a_busy_file_only_until_its_deadline(tmp_path: Path) -> None:
+    """Another process's write holds the file past the call's deadline (not past SQLite's own
+    10 s): the call gives up rather than wait for it."""
     path = tmp_path / "wrighty.db"
     store = open_sqlite(path)
-    other = sqlite3.connect(path, isolation_level=None)
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(2, other.execute, args=("ROLLBACK",))
+    release.start()
     try:
-        other.execute("BEGIN IMMEDIATE")
         with (
             call_deadline(time.monotonic() + 0.5),
             pytest.raises(StoreError, match="the store stayed busy"),
         ):
             store.prune_workers(older_than=datetime.now(UTC))
-        other.execute("ROLLBACK")
     finally:
+        release.join()
         other.close()
         store.close()
 
@@ -108,3 +113,26 @@ def test_the_reaper_skips_a_claim_another_transaction_holds(clock: FakeClock) ->
             assert change.after.reason_code == "worker-lost"
         finally:
             store.close()
+
+
+def test_a_urls_own_session_settings_and_options_are_kept() -> None:
+    import psycopg
+
+    with postgres_schema() as url:
+        schema = url.rsplit("%3D", 1)[1]
+        mine = f"{url}%20-c%20lock_timeout%3D1500ms&keepalives_idle=42"
+        store = PostgresStore.open(mine, create=True)
+        store.close()
+        assert "keepalives_idle=42" in store._conninfo
+        with psycopg.connect(store._conninfo) as connection:
+            shown = {
+                name: connection.execute(f"SHOW {name}").fetchone()[0]  # type: ignore[index]
+                for name in ("search_path", "lock_timeout", "statement_timeout",
+                             "idle_in_transaction_session_timeout")
+            }  # fmt: skip
+    assert shown == {
+        "search_path": schema,
+        "lock_timeout": "1500ms",
+        "statement_timeout": "10s",
+        "idle_in_transaction_session_timeout": "10s",
+    }
