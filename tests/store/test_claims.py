@@ -26,7 +26,7 @@ from wrighty.domain.transitions import replay, transition
 from wrighty.services import items as item_service
 from wrighty.services import reaper
 from wrighty.store import Store
-from wrighty.store.sqlstore import Tx
+from wrighty.store.sqlstore import Tx, to_db_time
 
 LEASE = 60.0
 TIMEOUT = 600.0
@@ -603,22 +603,25 @@ def test_a_reaper_that_lands_first_makes_the_renewal_lost(store: Store, clock: F
 def test_a_renewal_between_the_reapers_read_and_its_write_wins(
     store: Store, clock: FakeClock
 ) -> None:
-    """The reaper read the lease as expired; the owner's renewal commits before the reaper
+    """The reaper read the lease as expired; the owner's renewal lands before the reaper
     writes: the reaper's write re-checks the expiry and is refused (invariant 4)."""
     queued(store, clock)
     claimed = acquire(store, clock)
     clock.advance(LEASE + 1)
-    renewals: list[RenewOutcome] = []
+    renewals: list[int] = []
 
     def owner_renews(name: str, number: int, tx: Tx) -> None:
-        # select_item takes no row lock on PostgreSQL, so this renewal (a second connection)
-        # does not wait for the reaper: it commits between the reaper's read and its write.
+        # Neither store lets another transaction in here (the reaper holds SQLite's write lock,
+        # and on PostgreSQL the row it read FOR UPDATE), so the renewal is made inside the
+        # reaper's transaction, between its read and its write.
         if name == "select_reap_facts":
-            renewals.append(store.renew(claimed, now=clock(), terms=TERMS).outcome)
+            proposed = to_db_time(TERMS.lease_from(clock()))
+            guard = {"id": claimed.id, "generation": claimed.generation, "claimed_by": "w1"}
+            renewals.append(tx.run("renew_lease", {**guard, "proposed": proposed}).rowcount)
 
     with statements_hooked(store, owner_renews):
         reaped = store.reap(claimed.id, now=clock(), max_requeues=3)
-    assert renewals == [RenewOutcome.RENEWED]
+    assert renewals == [1]
     assert reaped is None
     item = store.get_item(claimed.id)
     assert item is not None
