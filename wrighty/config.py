@@ -23,6 +23,7 @@ from pydantic.alias_generators import to_camel
 
 from wrighty.domain.budgets import Budgets
 from wrighty.domain.circuits import circuit_name
+from wrighty.domain.claims import heartbeat_limit
 from wrighty.domain.durations import (
     MAX_ITEM_TIMEOUT_SECONDS,
     MAX_QUEUE_WAIT_SECONDS,
@@ -137,7 +138,11 @@ class WorkerSettings(_Section):
         60, gt=0, le=86400, description="How long a claim stays valid without renewal."
     )
     heartbeat_seconds: float = Field(
-        20, gt=0, le=86400, description="How often a worker renews its lease; below leaseSeconds."
+        20,
+        gt=0,
+        le=86400,
+        description="How often a worker renews its lease; below leaseSeconds less the lease "
+        "guard's margin (a quarter of the lease, at most 10 s).",
     )
     item_timeout_minutes: float = Field(
         60,
@@ -861,11 +866,14 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
     """Rules that relate one setting to another."""
     problems: list[Problem] = []
     worker = config.worker
-    if worker.heartbeat_seconds >= worker.lease_seconds:
+    limit = heartbeat_limit(worker.lease_seconds)
+    if worker.heartbeat_seconds >= limit:
+        margin = worker.lease_seconds - limit
         problems.append(
             Problem(
                 "worker.heartbeatSeconds",
-                f"must be < worker.leaseSeconds ({_number(worker.lease_seconds)})"
+                f"must be < {_number(limit)}: worker.leaseSeconds ({_number(worker.lease_seconds)})"
+                f" less the lease guard's margin ({_number(margin)}, docs/claims.md)"
                 f" (got {_number(worker.heartbeat_seconds)})",
             )
         )

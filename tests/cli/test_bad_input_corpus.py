@@ -977,6 +977,12 @@ CASES: list[Case] = [
         setup=config_json({"worker": {"leaseSeconds": 10, "heartbeatSeconds": 10}}),
     ),
     Case(
+        "config-heartbeat-inside-the-lease-guards-margin",
+        ("worker", "start", "--once"),
+        "worker.heartbeatSeconds: must be < 50: worker.leaseSeconds (60) less the lease",
+        setup=config_json({"worker": {"leaseSeconds": 60, "heartbeatSeconds": 50}}),
+    ),
+    Case(
         "config-retry-max-below-initial",
         ("list",),
         "maxRetryMinutes: must be >=",

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import errno
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -126,17 +128,25 @@ def test_the_run_is_settled_once_space_is_back_within_the_lease(
     assert "[wrighty: stdout.log is incomplete: no space left on device]" in run.diagnostic
 
 
-def test_a_worker_that_gives_an_item_up_exits_non_zero_saying_why(
+def test_a_finished_run_is_settled_past_its_lease_and_given_up_only_when_the_worker_stops(
     project: ProjectOnDisk, small_disk: Path, tmp_path: Path
 ) -> None:
     item_id, worker, filler, _ = fill_the_disk_under_a_running_agent(project, small_disk, tmp_path)
-    returncode, stderr = worker.finish()  # the disk stays full past the lease
+    # The agent ended on its own: its outcome is known, so the worker keeps trying to record
+    # it past the lease's end (the disk stays full), and says so...
+    pending = worker.until("settle-pending", item_id=item_id)
+    assert "no space left on device" in pending["cause"]
+    worker.until("store-unreachable")  # ...and goes on trying
+    worker.process.send_signal(signal.SIGTERM)  # until it is stopped
+    returncode, stderr = worker.finish()
     filler.unlink()
     assert returncode == 1, stderr
     assert "Traceback" not in stderr
     last = stderr.strip().splitlines()[-1]
-    assert last.startswith(f"wrighty: gave up item {item_id}: ")
+    # (done) when the disk filled before the settlement, not already before the pid's record
+    assert re.match(rf"wrighty: gave up item {item_id}: its agent's outcome( \(done\))? was not", last)
     assert "no space left on device" in last
+    assert last.endswith("the item stays running until its lease is reaped")
     [spawned] = [e for e in worker.events if e["event"] == "spawned"]
     assert process_ended(spawned["pid"], within=1)  # it was never blocked on a full pipe
     item = project.get(item_id)

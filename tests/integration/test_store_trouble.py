@@ -114,7 +114,7 @@ def test_a_lease_that_runs_out_while_the_store_is_down_stops_the_agent_and_write
     assert process_ended(spawned["pid"])
     lost = [e for e in events if e["event"] == "claim-lost"]
     assert (lost[-1]["reason"], lost[-1]["cause"]) == (
-        "store-unreachable", "the database is unreachable (planted)")  # fmt: skip
+        "lease-ended", "the database is unreachable (planted)")  # fmt: skip
     after = store.get_item(item.id)
     assert after is not None
     # Nothing was settled: the item waits, claimed, for the reaper once its lease has expired.

@@ -209,7 +209,18 @@ def test_minutes_accept_fractions() -> None:
         ),
         (
             {"worker": {"leaseSeconds": 10, "heartbeatSeconds": 10}},
-            "worker.heartbeatSeconds: must be < worker.leaseSeconds (10) (got 10)",
+            "worker.heartbeatSeconds: must be < 7.5: worker.leaseSeconds (10) less the lease "
+            "guard's margin (2.5, docs/claims.md) (got 10)",
+        ),
+        (
+            {"worker": {"leaseSeconds": 60, "heartbeatSeconds": 50}},
+            "worker.heartbeatSeconds: must be < 50: worker.leaseSeconds (60) less the lease "
+            "guard's margin (10, docs/claims.md) (got 50)",
+        ),
+        (
+            {"worker": {"leaseSeconds": 1, "heartbeatSeconds": 0.8}},
+            "worker.heartbeatSeconds: must be < 0.75: worker.leaseSeconds (1) less the lease "
+            "guard's margin (0.25, docs/claims.md) (got 0.8)",
         ),
         (
             {"worker": {"concurrency": True}},

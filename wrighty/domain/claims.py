@@ -32,6 +32,25 @@ def worker_actor(worker_id: str) -> str:
 REAPER = "reaper"
 
 
+# The lease guard (docs/claims.md#the-lease-guard): a worker that could not renew starts
+# stopping its agent this long before the lease ends by the worker's own monotonic clock: a
+# quarter of the lease, at most 10 s. Half of it is the SIGTERM grace, then SIGKILL.
+STOP_MARGIN_FRACTION = 0.25
+STOP_MARGIN_MAX_SECONDS = 10.0
+
+
+def stop_margin(lease_seconds: float) -> float:
+    """How long before a lease ends its worker starts stopping the agent, if it could not
+    renew: a quarter of the lease, at most STOP_MARGIN_MAX_SECONDS."""
+    return min(STOP_MARGIN_MAX_SECONDS, lease_seconds * STOP_MARGIN_FRACTION)
+
+
+def heartbeat_limit(lease_seconds: float) -> float:
+    """The heartbeat must come sooner than this, so that a renewal lands before the lease
+    guard's moment: the lease less the guard's margin."""
+    return lease_seconds - stop_margin(lease_seconds)
+
+
 @dataclass(frozen=True)
 class LeaseTerms:
     """How long a claim lasts and how far renewals may carry it."""
@@ -42,6 +61,12 @@ class LeaseTerms:
     def __post_init__(self) -> None:
         if self.lease_seconds <= 0 or self.default_timeout_seconds <= 0:
             raise ValueError("lease and timeout must be positive")
+
+    @property
+    def stop_margin(self) -> float:
+        """How long before its lease ends (by its own clock) a worker that could not renew
+        starts stopping the agent: see ``stop_margin``."""
+        return stop_margin(self.lease_seconds)
 
     def lease_from(self, now: datetime) -> datetime:
         """The lease a claim gets, and the one a renewal asks for (the store caps a renewal's

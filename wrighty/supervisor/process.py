@@ -473,7 +473,9 @@ def stop_earlier_run(
     run_id: str, pid: int | None, started_at: float | None, *, grace_seconds: float
 ) -> list[int]:
     """Stop whatever is still alive of an earlier run: its recorded process (same pid and
-    start time) and every process carrying its WRIGHTY_RUN_ID. The pids it had to stop."""
+    start time) and every process carrying its WRIGHTY_RUN_ID. The pids it had to stop. It
+    takes at most two graces (SIGTERM, grace, SIGKILL, grace); a zombie counts as stopped (its
+    parent, not this process, would have to reap it: a stopped parent never does)."""
     candidates = _marked(("WRIGHTY_RUN_ID", run_id), _pids_after(0))
     if pid is not None and started_at is not None and same_process_running(pid, started_at):
         candidates[pid] = started_at
@@ -483,12 +485,34 @@ def stop_earlier_run(
             process = psutil.Process(candidate)
             process.terminate()
             targets.append(process)
-    _, alive = psutil.wait_procs(targets, timeout=grace_seconds)
+    alive = _wait_gone(targets, grace_seconds)
     for process in alive:
         with _ignore_missing():
             process.kill()
-    psutil.wait_procs(alive, timeout=grace_seconds)
+    _wait_gone(alive, grace_seconds)
     return [process.pid for process in targets]
+
+
+_GONE_POLL_SECONDS = 0.05
+
+
+def _wait_gone(targets: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """The targets still running (not ended, not zombies) after up to ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = [process for process in targets if _still_running(process)]
+        left = deadline - time.monotonic()
+        if not alive or left <= 0:
+            return alive
+        psutil.wait_procs(alive, timeout=min(_GONE_POLL_SECONDS, left))
+        targets = alive
+
+
+def _still_running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _pids_after(pid: int) -> list[int]:

@@ -38,19 +38,22 @@ from wrighty.domain.claims import (
     settle,
 )
 from wrighty.domain.health import WorkerRow, WorkerState
-from wrighty.domain.model import Item
+from wrighty.domain.model import Change, Item
 from wrighty.domain.notices import Source
 from wrighty.domain.retry import CrashPolicy, UsagePolicy
+from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339, system_now
 from wrighty.errors import StoreError, UnreadableError, WrightyError
 from wrighty.notify.delivery import DeliveryThread, delivery_paused
 from wrighty.services.items import require_item
 from wrighty.services.reaper import reap_expired
 from wrighty.services.resume import resumable_here
+from wrighty.store.deadlines import call_deadline
 from wrighty.store.port import Store
 from wrighty.supervisor.process import executable_problem
 from wrighty.worker.circuit import CircuitGate
-from wrighty.worker.patient import LeaseGone, PatientStore
+from wrighty.worker.lease import LeaseGuard, Reading, lease_end, read_clocks
+from wrighty.worker.patient import LeaseGone, PatientStore, same_settlement
 from wrighty.worker.registry import Presence
 from wrighty.worker.run import ClaimRun, Setting, claim_lost, write_settlement
 from wrighty.worker.wakeup import WakeUps
@@ -63,6 +66,27 @@ STOP_GRACE_SECONDS = 10.0
 
 # How many items one claim pass may set aside as internal-error before it waits for the next.
 MAX_SET_ASIDE_PER_PASS = 10
+
+# How long a stopping worker waits for the store to say where an item it gave up stands now.
+FINAL_READ_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class _Taken:
+    """A claim, and the reading of the clocks taken just before the call that made it."""
+
+    claim: Claim
+    reading: Reading
+
+
+@dataclass(frozen=True)
+class _GaveUp:
+    """An item whose claim this worker gave up, and the settlement it could not record."""
+
+    item: Item
+    cause: str
+    pending: bool  # its agent's outcome was known: the worker was stopped before it landed
+    settlement: Change | None  # the settlement it was writing then, if it got that far
 
 
 @dataclass(frozen=True)
@@ -77,8 +101,8 @@ class WorkerOptions:
 
 
 class GaveUpError(WrightyError):
-    """The worker gave up items because the store failed until their claims' leases ran out:
-    they stay running for the reaper, and the worker exits non-zero."""
+    """The worker gave up items because the store failed until their claims' leases ran out
+    (or, with a known outcome, until the worker was stopped); the worker exits non-zero."""
 
     exit_code = 1
 
@@ -158,7 +182,7 @@ class Worker:
         self._wake_ups: WakeUps | None = None  # worker.wakeUps, from the first idle wait
         self._slot_wakes: set[threading.Event] = set()
         self._running_items: set[int] = set()
-        self._gave_up: list[str] = []  # one line per item given up: the store failed too long
+        self._gave_up: list[_GaveUp] = []  # items given up: the store failed too long
         self._last_beat: tuple[WorkerState, tuple[int, ...]] | None = None
         self._slot_lock = threading.Lock()
         settings = self._config.worker
@@ -261,9 +285,10 @@ class Worker:
             self._idle_wait(looked_at)
         self._wind_down(slots)
         self._emit("stopping", processed=claimed_count)
-        if self._gave_up:
-            more = len(self._gave_up) - 1
-            raise GaveUpError(self._gave_up[0] + (f" (and {more} more)" if more else ""))
+        lines = [line for gave_up in self._gave_up if (line := self._gave_up_line(gave_up))]
+        if lines:
+            more = len(lines) - 1
+            raise GaveUpError(lines[0] + (f" (and {more} more)" if more else ""))
         return claimed_count
 
     def _start_delivery(self) -> None:
@@ -372,7 +397,7 @@ class Worker:
 
     def _claim_next(
         self, plan: AgentPlan, options: WorkerOptions, gate: CircuitGate | None
-    ) -> Claim | None:
+    ) -> _Taken | None:
         """Claim, if the agent's day budget and its provider circuit let it; see _claim."""
         if self._budget_held(plan.name):
             return None
@@ -380,7 +405,7 @@ class Worker:
             return None
         taken = self._claim(plan, options)
         if gate is not None:
-            gate.claimed(taken)
+            gate.claimed(taken.claim if taken is not None else None)
         return taken
 
     def _budget_held(self, agent: str) -> bool:
@@ -411,7 +436,7 @@ class Worker:
         self._held = hold
         return hold is not None
 
-    def _claim(self, plan: AgentPlan, options: WorkerOptions) -> Claim | None:
+    def _claim(self, plan: AgentPlan, options: WorkerOptions) -> _Taken | None:
         """Reap, then claim; None also when the store cannot be reached (the running agents
         go on, and the next pass tries again). An item whose claim wrighty cannot compute is
         set aside as internal-error, and the claim is tried again without it."""
@@ -425,7 +450,9 @@ class Worker:
                     notify=self._notify,
                 ):
                     self._wake_delivery()
-                return self._store.acquire(request, now=self._now())
+                reading = read_clocks(self._now)  # before the call: the lease's end by it
+                taken = self._store.acquire(request, now=reading.now)
+                return None if taken is None else _Taken(taken, reading)
             except UnreadableError as error:  # a row that does not read: that item's problem
                 self._emit(
                     "claim-failed", item_id=error.item_id, error=type(error).__name__,
@@ -560,23 +587,28 @@ class Worker:
         self._emit("idle", idle_seconds=round(idle_for, 3))
         return True
 
-    def _start_slot(self, taken: Claim, setting: Setting) -> threading.Thread:
-        """Run the claim in its own thread. The thread lives as long as the agent: Linux sends
-        the parent-death signal when the spawning thread ends."""
-        claimed = taken.item
+    def _start_slot(self, taken: _Taken, setting: Setting) -> threading.Thread:
+        """Run the claim in its own thread, with its lease guard in another. The thread lives
+        as long as the agent: Linux sends the parent-death signal when the spawning thread
+        ends."""
+        claimed = taken.claim.item
 
         def work() -> None:
             wake = threading.Event()
             with self._slot_lock:
                 self._slot_wakes.add(wake)
                 self._running_items.add(claimed.id)
+            guard = self._guard(taken)
             patient = PatientStore(
-                self._store, lease_until=claimed.lease_expires_at, now=self._now, emit=self._emit
-            )
-            run = ClaimRun(setting, patient, taken, wake)
+                self._store, guard=guard, now=self._now, emit=self._emit,
+                stop_requested=self._stop_requested,
+            )  # fmt: skip
+            run = ClaimRun(setting, patient, taken.claim, wake, guard)
+            guard.start()
             try:
                 self._run_to_the_end(run, claimed)
             finally:
+                guard.close()
                 with self._slot_lock:
                     self._slot_wakes.discard(wake)
                     self._running_items.discard(claimed.id)
@@ -586,18 +618,32 @@ class Worker:
         slot.start()
         return slot
 
+    def _guard(self, taken: _Taken) -> LeaseGuard:
+        """The claim's lease guard: its lease's end by this worker's monotonic clock."""
+        claimed = taken.claim.item
+        expires = claimed.lease_expires_at or taken.reading.now  # a claim always has one
+        margin = self._terms.stop_margin
+
+        def lost(cause: str) -> None:
+            claim_lost(self._emit, claimed, reason="lease-ended", cause=cause,
+                       margin_seconds=round(margin, 3))  # fmt: skip
+
+        return LeaseGuard(
+            claimed, ends_at=lease_end(taken.reading, expires), margin=margin, on_lost=lost
+        )
+
     def _run_to_the_end(self, run: ClaimRun, claimed: Item) -> None:
         """The claim's run; whatever goes wrong in it settles this item and no other."""
         try:
             run.work()
         except LeaseGone as gone:
-            self._give_up(claimed, gone)
+            self._give_up(claimed, gone, run.pending)
         except Exception as error:  # nothing about one item may stop the worker
             self._report_internal_error(claimed, run.run_id, error)
             try:
                 run.settle_internal_error(error)
             except LeaseGone as gone:
-                self._give_up(claimed, gone)
+                self._give_up(claimed, gone, run.pending)
             except Exception as again:  # reported; the reaper settles it
                 self._report_internal_error(claimed, run.run_id, again, settled=False)
 
@@ -617,15 +663,52 @@ class Worker:
             limits=limits_of(self._config),
         )
 
-    def _give_up(self, claimed: Item, gone: LeaseGone) -> None:
-        """The store failed until the claim's lease ran out: the agent is stopped and the item
-        left running, for the reaper."""
-        claim_lost(self._emit, claimed, reason="store-unreachable", cause=str(gone))
+    def _give_up(self, claimed: Item, gone: LeaseGone, pending: Change | None) -> None:
+        """The store failed until the claim's lease guard fired (it said `claim-lost` and
+        stopped the agent), or, with the run's outcome known, until the worker was stopped:
+        the item is left to the reaper."""
+        if gone.pending:
+            claim_lost(self._emit, claimed, reason="store-unreachable", cause=str(gone))
         with self._slot_lock:
-            self._gave_up.append(
-                f"gave up item {claimed.id}: the store failed until its claim's lease ran out "
-                f"({gone}); the item stays running until its lease is reaped"
+            self._gave_up.append(_GaveUp(claimed, str(gone), gone.pending, pending))
+
+    def _gave_up_line(self, gave_up: _GaveUp) -> str | None:
+        """The exit line's words for an item given up, told from the item as the store holds
+        it now (one read, bounded: it may have been settled or reaped meanwhile); None if the
+        settlement did land after all."""
+        claimed, pending = gave_up.item, gave_up.settlement
+        if gave_up.pending:
+            outcome = f" ({pending.after.state.value})" if pending is not None else ""
+            what = (
+                f"its agent's outcome{outcome} was not recorded: the store failed until the "
+                f"worker was stopped ({gave_up.cause})"
             )
+        else:
+            what = f"the store failed until its claim's lease ran out ({gave_up.cause})"
+        try:
+            with call_deadline(time.monotonic() + FINAL_READ_SECONDS):
+                current = self._store.get_item(claimed.id)
+        except StoreError as error:
+            return f"gave up item {claimed.id}: {what}; where it stands now does not read ({error})"
+        if current is not None and pending is not None and same_settlement(current, pending.after):
+            self._emit(
+                "settled", item_id=claimed.id, state=current.state.value,
+                reason_code=current.reason_code,
+            )  # fmt: skip
+            return None
+        line = f"gave up item {claimed.id}: {what}"
+        if current is None:
+            return f"{line}; it is gone from the store"
+        if (
+            current.state is ItemState.RUNNING
+            and current.generation == claimed.generation
+            and current.claimed_by == claimed.claimed_by
+        ):
+            return f"{line}; the item stays running until its lease is reaped"
+        state = current.state.value
+        if current.reason_code:
+            state += f" ({current.reason_code})"
+        return f"{line}; it has moved on since: now {state}, generation {current.generation}"
 
     def _report_internal_error(
         self, claimed: Item, run_id: str | None, error: Exception, **fields: Any

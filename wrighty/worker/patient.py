@@ -1,24 +1,37 @@
 """The store as one claim's run sees it: patient while the claim's lease lasts.
 
-A call that fails because the store cannot be reached is retried, with backoff, for as long as
-the claim's lease lasts; then LeaseGone. A supervised agent is therefore stopped only when its
-claim is really lost: a renewal that says so once the store is back, or a lease that ran out
-while the store was unreachable. The claim loop uses the store itself: there, a failure is
-reported at once and the next pass tries again.
+A call that fails because the store cannot be reached is retried, with backoff, until the
+claim's lease guard's moment (lease.py: the lease's end by the worker's monotonic clock, less
+the guard's margin); then LeaseGone. Each call carries that moment as its deadline
+(store/deadlines.py), so no call outlasts the lease. The guard, a thread of its own, stops the
+agent at that moment whether or not a call has returned; a call that returns after it fired
+changes nothing: the claim is given up.
+
+Once the run's outcome is known (its agent ended on its own, or never started), the calls that
+record it go on past that moment, for as long as the claim lets them land, until the worker is
+asked to stop (``settle-pending`` says so once). A settlement whose commit was ambiguous (the
+call failed, but its write had landed, so the retry is refused) is recognised by reading the
+item back.
+
+The claim loop uses the store itself: there, a failure is reported at once and the next pass
+tries again.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
 
-from wrighty.domain.claims import LeaseTerms, RenewResult
+from wrighty.domain.claims import LeaseTerms, RenewOutcome, RenewResult
 from wrighty.domain.model import Change, Item, NewRun, Run, Session
 from wrighty.domain.usage import LedgerEntry, Usage
 from wrighty.errors import StoreError
+from wrighty.store.deadlines import call_deadline
 from wrighty.store.port import Store
+from wrighty.worker.lease import Clock, LeaseGuard, read_clocks
 
 T = TypeVar("T")
 
@@ -27,8 +40,28 @@ RETRY_MAX_SECONDS = 5.0
 
 
 class LeaseGone(Exception):
-    """The store stayed unreachable until the claim's lease ran out: the claim is lost. Its
-    message is the store's last error."""
+    """The claim is given up: its lease guard fired before the run had an outcome of its own,
+    or the run's known outcome could not be recorded before the worker was asked to stop
+    (``pending``). Its message is the cause: the store's last error, if it gave one."""
+
+    def __init__(self, cause: str, *, pending: bool = False) -> None:
+        super().__init__(cause)
+        self.pending = pending
+
+
+def same_settlement(current: Item, wanted: Item) -> bool:
+    """Whether ``current`` (the item as read back) is exactly the settlement ``wanted``: the
+    same generation, state, reason and counters, and no claim."""
+    return (
+        current.generation == wanted.generation
+        and current.state is wanted.state
+        and current.claimed_by is None
+        and current.reason_code == wanted.reason_code
+        and current.reason == wanted.reason
+        and current.crash_retries == wanted.crash_retries
+        and current.usage_retries == wanted.usage_retries
+        and current.requeues == wanted.requeues
+    )
 
 
 class PatientStore:
@@ -38,16 +71,21 @@ class PatientStore:
         self,
         store: Store,
         *,
-        lease_until: datetime | None,
+        guard: LeaseGuard,
         now: Callable[[], datetime],
         emit: Callable[..., None],
+        stop_requested: threading.Event,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Clock = time.monotonic,
     ) -> None:
         self._store = store
-        self._lease_until = lease_until
+        self._guard = guard
         self._now = now
         self._emit = emit
+        self._stop_requested = stop_requested
         self._sleep = sleep
+        self._clock = clock
+        self._pending_told = False  # settle-pending: said once
 
     def get_item(self, item_id: int) -> Item | None:
         return self._patiently("get_item", lambda: self._store.get_item(item_id))
@@ -96,32 +134,93 @@ class PatientStore:
     def agent_spend(self, agent: str, *, since: datetime) -> Usage:
         return self._patiently("agent_spend", lambda: self._store.agent_spend(agent, since=since))
 
-    def renew(self, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
-        """Renew the claim; from then on, patience lasts as long as the lease it got."""
-        result = self._patiently("renew", lambda: self._store.renew(claimed, now=now, terms=terms))
-        if result.lease_expires_at is not None:
-            self._lease_until = result.lease_expires_at
-        return result
+    def renew(self, claimed: Item, *, terms: LeaseTerms) -> RenewResult:
+        """Renew the claim; the guard's moment moves with the lease it got, measured from a
+        reading of the clocks taken just before each try."""
+
+        def attempt() -> RenewResult:
+            reading = read_clocks(self._now, self._clock)
+            result = self._store.renew(claimed, now=reading.now, terms=terms)
+            if result.outcome is not RenewOutcome.LOST:
+                self._guard.extend(reading, result.lease_expires_at)
+            return result
+
+        return self._patiently("renew", attempt)
 
     def write_transition(self, change: Change) -> bool:
-        return self._patiently("write_transition", lambda: self._store.write_transition(change))
+        """Write a settlement under its claim. A try that failed may have landed all the same
+        (the answer to its commit was lost): a retry refused after such a failure reads the
+        item back, and the settlement counts as written if the item holds exactly it."""
+        failed: list[StoreError] = []
+
+        def attempt() -> bool:
+            try:
+                return self._store.write_transition(change)
+            except StoreError as error:
+                failed.append(error)
+                raise
+
+        landed = self._patiently("write_transition", attempt)
+        if landed or not failed:
+            return landed
+        current = self.get_item(change.after.id)
+        return current is not None and same_settlement(current, change.after)
+
+    # -- the retries ------------------------------------------------------------------------
 
     def _patiently(self, operation: str, call: Callable[[], T]) -> T:
+        guard = self._guard
         delay = RETRY_FIRST_SECONDS
         while True:
+            self._refuse_if_lost()
+            moment = guard.stop_at
+            guard.waiting_on = operation
             try:
-                return call()
+                if self._clock() < moment:
+                    with call_deadline(moment):
+                        result = call()
+                else:  # only a known outcome is still being recorded: the default deadline
+                    result = call()
             except StoreError as error:
-                if self._lease_until is None:
-                    raise
-                if self._now() >= self._lease_until:
-                    raise LeaseGone(str(error)) from None
+                guard.trouble = str(error)  # a StoreError's message never holds a secret
+                guard.waiting_on = None
+                guard.check()  # fires now if the moment has come meanwhile
+                self._refuse_if_lost()
+                delay = self._wait_to_retry(operation, error, delay)
+                continue
+            guard.waiting_on = None
+            guard.trouble = None
+            self._refuse_if_lost()  # the guard fired while the call was under way
+            return result
+
+    def _refuse_if_lost(self) -> None:
+        guard = self._guard
+        if guard.lost:
+            raise LeaseGone(guard.cause())
+
+    def _wait_to_retry(self, operation: str, error: StoreError, delay: float) -> float:
+        """Say that the store failed, and wait before the next try: at most until the guard's
+        moment while the lease lasts; past it (a known outcome still to be recorded), until
+        the worker is asked to stop. The next delay."""
+        left = self._guard.stop_at - self._clock()
+        if left <= 0:  # settling: the guard did not give the claim up
+            if not self._pending_told:
+                self._pending_told = True
                 self._emit(
-                    "store-unreachable",
-                    operation=operation,
-                    error=type(error).__name__,
-                    cause=str(error),  # a StoreError's message never holds a secret
-                    retry_in_seconds=delay,
-                )
-                self._sleep(delay)
-                delay = min(delay * 2, RETRY_MAX_SECONDS)
+                    "settle-pending", item_id=self._guard.item_id, operation=operation,
+                    error=type(error).__name__, cause=str(error),
+                )  # fmt: skip
+            if self._stop_requested.is_set():
+                raise LeaseGone(str(error), pending=True)
+        self._emit(
+            "store-unreachable",
+            operation=operation,
+            error=type(error).__name__,
+            cause=str(error),
+            retry_in_seconds=delay,
+        )
+        if left > 0:
+            self._sleep(max(0.0, min(delay, left)))
+        else:
+            self._stop_requested.wait(delay)
+        return min(delay * 2, RETRY_MAX_SECONDS)

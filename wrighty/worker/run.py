@@ -43,6 +43,7 @@ from wrighty.supervisor.process import (
 )
 from wrighty.vendors.base import Reader, VendorError
 from wrighty.worker.circuit import CircuitGate
+from wrighty.worker.lease import LeaseGuard
 from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.runlogs import logs_of
 from wrighty.worker.spending import Spending
@@ -130,10 +131,16 @@ class ClaimRun:
     """
 
     def __init__(
-        self, setting: Setting, store: PatientStore, claim: Claim, wake: threading.Event
+        self,
+        setting: Setting,
+        store: PatientStore,
+        claim: Claim,
+        wake: threading.Event,
+        guard: LeaseGuard,
     ) -> None:
         self._setting = setting
         self._store = store
+        self._guard = guard
         self._claim = claim
         self._claimed = claim.item
         self._wake = wake
@@ -145,6 +152,7 @@ class ClaimRun:
         self.run_id: str | None = None  # set once the run is recorded
         self.agent: AgentProcess | None = None  # set once the agent is started
         self._hold: budgets.AgentHold | None = None  # the agent's day budget, if it stopped the run
+        self.pending: Change | None = None  # the settlement being written, until it is
 
     # -- the way through --------------------------------------------------------------------
 
@@ -184,7 +192,9 @@ class ClaimRun:
         self.run_id = run_id
         task = claimed.body
         if start.kind is RunKind.RESUME:
-            self._stop_earlier_runs(run_id)
+            if not self._stop_earlier_runs(run_id):
+                self._claim_lost(claimed, reason="fenced")
+                return
             self._emit("resumed", item_id=claimed.id, run_id=run_id, session_id=start.session_id)
             task = decisions.CONTINUATION_PROMPT + claimed.body
         output = _Output(self._plan.reader(), self._wake, session, spending)
@@ -195,6 +205,9 @@ class ClaimRun:
             self._settle_start_failed(run_id, str(error), resumable=start.kind is RunKind.RESUME)
             return
         self.agent = agent
+        if not self._guard.attach(agent):  # the lease guard fired while it started
+            self._stop(agent)
+            raise LeaseGone(self._guard.cause())
         self._emit("spawned", item_id=claimed.id, run_id=run_id, pid=agent.pid)
         try:
             self._watch_and_settle(agent, run_id, output)
@@ -214,6 +227,7 @@ class ClaimRun:
             )
             prior = total(entry.usage for entry in ledger)
             if prior.over(limit):
+                self._outcome_known()
                 session = self._claim.session
                 settlement = budgets.item_budget_spent(
                     claimed,
@@ -245,6 +259,7 @@ class ClaimRun:
             claimed_from=claimed_from, resume=facts, retry_reason=self._claim.claimed_reason_code
         )
         if choice.missing:
+            self._outcome_known()
             settlement = decisions.resume_state_missing(claimed, choice.missing)
             self._write_settlement(settle(claimed, settlement, at=self._now()), None)
             return None
@@ -293,18 +308,36 @@ class ClaimRun:
             marker=("WRIGHTY_RUN_ID", run_id),
         )
 
-    def _stop_earlier_runs(self, run_id: str) -> None:
+    def _stop_earlier_runs(self, run_id: str) -> bool:
         """Never two live agents on one session (invariant 5): before resuming, stop what is
-        still alive of the item's earlier runs on this installation."""
-        here = self._setting.installation_id
-        for earlier in self._store.list_runs(self._claimed.id):
-            if earlier.run_id != run_id and earlier.installation_id == here:
-                stop_earlier_run(
-                    earlier.run_id,
-                    earlier.pid,
-                    earlier.process_started_at,
-                    grace_seconds=self._setting.stop_grace_seconds,
-                )
+        still alive of the item's earlier runs on this installation. The stopping takes at
+        most two stop graces per run (SIGTERM, grace, SIGKILL, grace: stop_earlier_run); the
+        claim is renewed at every heartbeat meanwhile. False if the claim was lost."""
+        here, grace = self._setting.installation_id, self._setting.stop_grace_seconds
+        earlier = [
+            run
+            for run in self._store.list_runs(self._claimed.id)
+            if run.run_id != run_id and run.installation_id == here
+        ]
+        if not earlier:
+            return True
+        stopped = threading.Event()
+
+        def stop_them() -> None:
+            try:
+                for run in earlier:
+                    stop_earlier_run(
+                        run.run_id, run.pid, run.process_started_at, grace_seconds=grace
+                    )
+            finally:
+                stopped.set()
+
+        threading.Thread(target=stop_them, name=f"earlier-{self._claimed.id}", daemon=True).start()
+        while not stopped.wait(self._setting.heartbeat_seconds):
+            result = self._store.renew(self._claimed, terms=self._setting.terms)
+            if result.outcome is RenewOutcome.LOST:
+                return False
+        return True
 
     # -- watching ---------------------------------------------------------------------------
 
@@ -318,6 +351,7 @@ class ClaimRun:
         stopped_by = self._watch(agent, output, run_id)
         if stopped_by is StopReason.FENCED or stopped_by is StopReason.CANCELLED:
             return
+        self._outcome_known()
         self._stop(agent)  # descendants it left behind
         if not self._note(output, run_id):
             self._lost(agent)
@@ -339,7 +373,7 @@ class ClaimRun:
             why = self._why_stop(output, deadline)
             if why is None:
                 agent.refresh_descendants()
-                result = self._store.renew(claimed, now=self._now(), terms=terms)
+                result = self._store.renew(claimed, terms=terms)
                 if result.outcome is RenewOutcome.LOST:
                     return self._lost(agent)
                 if result.outcome is RenewOutcome.BUDGET_EXHAUSTED:
@@ -431,6 +465,13 @@ class ClaimRun:
         agent.stop(grace_seconds=self._setting.stop_grace_seconds)
         agent.close()
 
+    def _outcome_known(self) -> None:
+        """The run's outcome is known (its agent ended, or never started): from now on the
+        run records it for as long as its claim lets it. LeaseGone if the lease guard fired
+        first: then the agent was stopped for the lease, and nothing more is written."""
+        if not self._guard.outcome_known():
+            raise LeaseGone(self._guard.cause())
+
     # -- settling ---------------------------------------------------------------------------
 
     def _settle_exit(
@@ -512,6 +553,7 @@ class ClaimRun:
 
     def _settle_start_failed(self, run_id: str, why: str, *, resumable: bool) -> None:
         claimed = self._claimed
+        self._outcome_known()
         run_end = RunEnd(
             self._now(), OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, diagnostic=why
         )
@@ -550,6 +592,7 @@ class ClaimRun:
         self._write_settlement(change, self.run_id)
 
     def _write_settlement(self, change: Change, run_id: str | None) -> None:
+        self.pending = change
         write_settlement(
             self._store, change, run_id, self._emit,
             notify=self._setting.notify, wake=self._setting.notify_wake,
