@@ -144,7 +144,9 @@ def test_a_finished_run_is_settled_past_its_lease_and_given_up_only_when_the_wor
     assert "Traceback" not in stderr
     last = stderr.strip().splitlines()[-1]
     # (done) when the disk filled before the settlement, not already before the pid's record
-    assert re.match(rf"wrighty: gave up item {item_id}: its agent's outcome( \(done\))? was not", last)
+    assert re.match(
+        rf"wrighty: gave up item {item_id}: its agent's outcome( \(done\))? was not", last
+    )
     assert "no space left on device" in last
     assert last.endswith("the item stays running until its lease is reaped")
     [spawned] = [e for e in worker.events if e["event"] == "spawned"]

@@ -87,6 +87,7 @@ class LeaseGuard:
         self._closed = False
         self.waiting_on: str | None = None  # the store call the run is in, if any
         self.trouble: str | None = None  # the store's last error, while it fails
+        self._lost_cause: str | None = None  # the cause, as it was when the guard fired
 
     # -- the moment -------------------------------------------------------------------------
 
@@ -161,23 +162,25 @@ class LeaseGuard:
             self._lost = not (self._settling or ended)
             self._settling = not self._lost  # an agent that ended on its own: outcome known
             lost = self._lost
+            if lost:
+                self._lost_cause = self._cause()
         if lost:
-            self._tell_lost()
+            self._on_lost(self.cause())
         if agent is not None:
             agent.stop(grace_seconds=self.grace_seconds)  # its tree, or what it left behind
         return True
 
     def cause(self) -> str:
         """Why the lease could not be kept: the store's last error, or the call it did not
-        answer."""
+        answer (as it was when the guard fired, once it has)."""
+        return self._lost_cause or self._cause()
+
+    def _cause(self) -> str:
         if self.trouble is not None:
             return self.trouble
         if self.waiting_on is not None:
             return f"{self.waiting_on}: the store did not answer before the lease's end"
         return "the lease was not renewed in time"
-
-    def _tell_lost(self) -> None:
-        self._on_lost(self.cause())
 
     # -- the thread -------------------------------------------------------------------------
 
