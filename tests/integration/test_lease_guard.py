@@ -1,0 +1,200 @@
+"""The lease guard with real processes and real faults: a `wrighty worker start` whose store
+stops answering (PostgreSQL behind the tests' own TCP proxy, frozen or refusing) stops its agent
+before the lease the store holds ends, by the agent's own record of when it got SIGTERM; and a
+run whose agent finished on its own while a SQLite store stayed locked past the lease is still
+settled with its own outcome (docs/claims.md#the-lease-guard)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.conftest import postgres_schema
+from tests.faults.proxy import FaultProxy
+from tests.integration.worker_process import LiveWorker, ProjectOnDisk
+from wrighty.domain.model import NewItem
+from wrighty.domain.states import ItemState
+from wrighty.store.postgres import PostgresStore
+from wrighty.store.sqlite import SqliteStore
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+# Told a path on stdin: says it started (PATH.started), then on SIGTERM writes the wall time
+# it got it to PATH and exits; it also exits 0 on its own once PATH.go exists.
+AGENT = """
+import os, signal, sys, time
+path = sys.stdin.read().strip()
+def stopped(*_):
+    stamp = repr(time.time())
+    with open(path + ".tmp", "w") as handle:
+        handle.write(stamp)
+    os.replace(path + ".tmp", path)
+    os._exit(0)
+signal.signal(signal.SIGTERM, stopped)
+open(path + ".started", "w").close()
+while not os.path.exists(path + ".go"):
+    time.sleep(0.02)
+"""
+
+LEASE_SECONDS = 4  # the guard's margin is 1 s: SIGTERM from 1 s before the lease ends
+
+
+def project(root: Path, store_url: str | None) -> ProjectOnDisk:
+    root.mkdir(parents=True, exist_ok=True)
+    agent = root / "agent.py"
+    agent.write_text(AGENT)
+    document = {
+        **({"store": {"url": store_url}} if store_url else {}),
+        "worker": {"defaultAgent": "term", "leaseSeconds": LEASE_SECONDS,
+                   "heartbeatSeconds": 0.4, "pollSeconds": 0.1, "workspaceMode": "directory"},
+        "agents": {"term": {"adapter": "command", "command": [sys.executable, str(agent)]}},
+    }  # fmt: skip
+    (root / "wrighty.json").write_text(json.dumps(document))
+    return ProjectOnDisk(root)
+
+
+def wait_for(path: Path, within: float = 60.0) -> None:
+    deadline = time.monotonic() + within
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def stores_obey_deadlines_on_postgresql() -> bool:
+    """Whether the PostgreSQL store gives up a call at its caller's deadline
+    (wrighty/store/deadlines.py), which another part of issue 26 brings: until then a call on a
+    frozen connection blocks, and nothing tells `store-unreachable` while it does."""
+    import inspect
+
+    import wrighty.store.postgres as postgres
+
+    return "seconds_left" in inspect.getsource(postgres)
+
+
+@pytest.fixture
+def proxied() -> Iterator[tuple[FaultProxy, str, str]]:
+    """The proxy, the store's URL through it, and the direct URL (for the test's own reads)."""
+    with postgres_schema() as direct:
+        proxy = FaultProxy()
+        schema = direct.split("search_path%3D", 1)[1]
+        through = (
+            f"postgresql://postgres@127.0.0.1:{proxy.port}/test?options=-csearch_path%3D{schema}"
+        )
+        try:
+            yield proxy, through, direct
+        finally:
+            proxy.close()
+
+
+def plant(direct: str, body: str) -> int:
+    store = PostgresStore.open(direct, create=True)
+    try:
+        new = NewItem("t", body, None, None, None, ItemState.QUEUED)
+        return store.create_item(new, at=datetime.now(UTC), actor="op").id
+    finally:
+        store.close()
+
+
+def stored_lease_end(direct: str, item_id: int) -> datetime:
+    with psycopg.connect(direct, autocommit=True) as connection:
+        row = connection.execute(
+            "SELECT state, lease_expires_at FROM items WHERE id = %s", (item_id,)
+        ).fetchone()
+    assert row is not None
+    assert row[0] == "running"  # still the claim's: nobody settled or reaped it meanwhile
+    lease = row[1]
+    return lease if isinstance(lease, datetime) else datetime.fromisoformat(lease)
+
+
+def stop_time(path: Path) -> datetime:
+    return datetime.fromtimestamp(float(path.read_text()), UTC)
+
+
+def test_a_frozen_network_does_not_keep_the_agent_past_its_lease(
+    proxied: tuple[FaultProxy, str, str], tmp_path: Path
+) -> None:
+    proxy, through, direct = proxied
+    record = tmp_path / "sigterm"
+    item_id = plant(direct, str(record))
+    worker = LiveWorker(project(tmp_path / "p", through), "--once")
+    try:
+        worker.until("spawned", item_id=item_id)
+        proxy.freeze()  # packets stop, without an error
+        lost = worker.until("claim-lost", item_id=item_id)
+        wait_for(record)
+        lease_end = stored_lease_end(direct, item_id)
+        assert stop_time(record) < lease_end  # stopped before the lease the store holds ended
+        assert (lost["reason"], lost["margin_seconds"]) == ("lease-ended", 1)
+        if stores_obey_deadlines_on_postgresql():
+            names = [event["event"] for event in worker.events]
+            assert "store-unreachable" in names[names.index("spawned") :]
+    finally:
+        proxy.forward()  # the blocked call gets its answer: the worker can end
+    returncode, stderr = worker.finish()
+    assert returncode == 1, stderr
+    assert stderr.strip().splitlines()[-1].startswith(f"wrighty: gave up item {item_id}: ")
+
+
+def test_a_store_that_refuses_connections_past_the_lease_does_not_keep_the_agent(
+    proxied: tuple[FaultProxy, str, str], tmp_path: Path
+) -> None:
+    proxy, through, direct = proxied
+    record = tmp_path / "sigterm"
+    item_id = plant(direct, str(record))
+    worker = LiveWorker(project(tmp_path / "p", through), "--once")
+    try:
+        worker.until("spawned", item_id=item_id)
+        proxy.refuse()  # the server is gone: connections are cut and refused
+        worker.until("store-unreachable")
+        lost = worker.until("claim-lost", item_id=item_id)
+        wait_for(record)
+        assert stop_time(record) < stored_lease_end(direct, item_id)
+        assert lost["reason"] == "lease-ended"
+    finally:
+        proxy.forward()
+    returncode, stderr = worker.finish()
+    assert returncode == 1, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"wrighty: gave up item {item_id}: the store failed until its claim")
+    assert last.endswith("the item stays running until its lease is reaped")
+
+
+def test_a_run_that_finished_while_sqlite_stayed_locked_past_its_lease_is_settled_done(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "p"
+    on_disk = project(root, None)
+    SqliteStore.open(root / ".wrighty" / "wrighty.db").close()
+    record = tmp_path / "sigterm"
+    item_id = on_disk.plant(str(record))
+    worker = LiveWorker(on_disk, "--once")
+    worker.until("spawned", item_id=item_id)
+    wait_for(Path(f"{record}.started"))
+    store = on_disk.store()
+    while not any(run.pid for run in store.list_runs(item_id)):  # its pid is recorded
+        time.sleep(0.02)
+    store.close()
+    holder = sqlite3.connect(root / ".wrighty" / "wrighty.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock...
+    try:
+        Path(f"{record}.go").touch()  # ...while the agent finishes on its own
+        pending = worker.until("settle-pending", item_id=item_id)  # past the lease's end
+        assert "busy" in pending["cause"]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    settled = worker.until("settled", item_id=item_id)
+    returncode, stderr = worker.finish()
+    assert returncode == 0, stderr
+    assert settled["state"] == "done"
+    assert on_disk.get(item_id).state is ItemState.DONE
+    assert not record.exists()  # the agent was never stopped: it ended on its own
+    assert "claim-lost" not in {event["event"] for event in worker.events}
