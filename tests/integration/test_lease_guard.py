@@ -80,6 +80,17 @@ def stores_obey_deadlines_on_postgresql() -> bool:
 
 
 @pytest.fixture
+def started(tmp_path: Path) -> Iterator[list[LiveWorker]]:
+    """The test's workers, killed at the end if a failed assertion left one running."""
+    workers: list[LiveWorker] = []
+    yield workers
+    for worker in workers:
+        if worker.process.poll() is None:
+            worker.process.kill()
+            worker.process.communicate(timeout=30)
+
+
+@pytest.fixture
 def proxied() -> Iterator[tuple[FaultProxy, str, str]]:
     """The proxy, the store's URL through it, and the direct URL (for the test's own reads)."""
     with postgres_schema() as direct:
@@ -119,12 +130,13 @@ def stop_time(path: Path) -> datetime:
 
 
 def test_a_frozen_network_does_not_keep_the_agent_past_its_lease(
-    proxied: tuple[FaultProxy, str, str], tmp_path: Path
+    proxied: tuple[FaultProxy, str, str], tmp_path: Path, started: list[LiveWorker]
 ) -> None:
     proxy, through, direct = proxied
     record = tmp_path / "sigterm"
     item_id = plant(direct, str(record))
     worker = LiveWorker(project(tmp_path / "p", through), "--once")
+    started.append(worker)
     try:
         worker.until("spawned", item_id=item_id)
         proxy.freeze()  # packets stop, without an error
@@ -144,12 +156,13 @@ def test_a_frozen_network_does_not_keep_the_agent_past_its_lease(
 
 
 def test_a_store_that_refuses_connections_past_the_lease_does_not_keep_the_agent(
-    proxied: tuple[FaultProxy, str, str], tmp_path: Path
+    proxied: tuple[FaultProxy, str, str], tmp_path: Path, started: list[LiveWorker]
 ) -> None:
     proxy, through, direct = proxied
     record = tmp_path / "sigterm"
     item_id = plant(direct, str(record))
     worker = LiveWorker(project(tmp_path / "p", through), "--once")
+    started.append(worker)
     try:
         worker.until("spawned", item_id=item_id)
         proxy.refuse()  # the server is gone: connections are cut and refused
@@ -168,7 +181,7 @@ def test_a_store_that_refuses_connections_past_the_lease_does_not_keep_the_agent
 
 
 def test_a_run_that_finished_while_sqlite_stayed_locked_past_its_lease_is_settled_done(
-    tmp_path: Path,
+    tmp_path: Path, started: list[LiveWorker]
 ) -> None:
     root = tmp_path / "p"
     on_disk = project(root, None)
@@ -176,6 +189,7 @@ def test_a_run_that_finished_while_sqlite_stayed_locked_past_its_lease_is_settle
     record = tmp_path / "sigterm"
     item_id = on_disk.plant(str(record))
     worker = LiveWorker(on_disk, "--once")
+    started.append(worker)
     worker.until("spawned", item_id=item_id)
     wait_for(Path(f"{record}.started"))
     store = on_disk.store()
