@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -27,6 +29,7 @@ from wrighty.domain.model import Item, NewItem, NewRun, Session
 from wrighty.domain.outcomes import RunKind
 from wrighty.domain.states import ItemState
 from wrighty.store.sqlite import SqliteStore
+from wrighty.supervisor.process import stop_earlier_run
 from wrighty.worker.loop import Worker, WorkerOptions
 
 pytestmark = pytest.mark.slow
@@ -58,10 +61,13 @@ class Project:
     store: SqliteStore
     loaded: LoadedConfig
 
-    def resume_once(self) -> Item:
+    def resume_once(
+        self, *, stop_grace_seconds: float = 1, events: list[dict[str, Any]] | None = None
+    ) -> Item:
         """One worker pass as this installation; the item afterwards."""
-        worker = Worker(self.store, self.loaded, installation_id=INSTALLATION, emit=lambda _: None)
-        worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
+        told = events if events is not None else []
+        worker = Worker(self.store, self.loaded, installation_id=INSTALLATION, emit=told.append)
+        worker.run(WorkerOptions(once=True, stop_grace_seconds=stop_grace_seconds))
         [item] = self.store.list_items()
         return item
 
@@ -182,3 +188,59 @@ def test_a_process_that_reuses_the_recorded_pid_is_left_alone(project: Project) 
         assert psutil.Process(bystander.pid).create_time() == started
     finally:
         end(bystander)
+
+
+def test_the_claim_is_renewed_while_a_stubborn_earlier_run_is_stopped(project: Project) -> None:
+    # A lease of 2 s (its guard fires 1.5 s after the last renewal), and an earlier run that
+    # ignores SIGTERM for a stop grace of 3 s: only renewals during the wait keep the claim.
+    document = json.loads(project.loaded.path.read_text())  # type: ignore[union-attr]
+    document["worker"].update(leaseSeconds=2, heartbeatSeconds=0.2)
+    config, problems = check_config_text(json.dumps(document))
+    assert config is not None, problems
+    project.loaded = LoadedConfig(project.loaded.path, config)
+    orphan = spawn(marked=True)
+    try:
+        item = an_earlier_run(project, *an_ended_process(), watched=orphan.pid)
+        events: list[dict[str, Any]] = []
+        after = project.resume_once(stop_grace_seconds=3, events=events)
+        assert process_ended(orphan.pid)
+        assert project.seen_by_the_resumed_agent() is False
+        assert "claim-lost" not in [event["event"] for event in events]
+        assert after.state is ItemState.DONE, after.reason
+        assert [run.kind for run in project.store.list_runs(item.id)] == [
+            RunKind.FRESH,
+            RunKind.RESUME,
+        ]
+    finally:
+        end(orphan)
+
+
+# Starts a child that carries the earlier run's marker and ends on SIGTERM, prints its pid,
+# and never reaps it.
+NEGLECTFUL_PARENT = f"""
+import os, subprocess, sys, time
+env = dict(os.environ, WRIGHTY_RUN_ID="{EARLIER_RUN}")
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], env=env)
+print(child.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_zombie_under_a_stopped_parent_counts_as_stopped() -> None:
+    parent = subprocess.Popen(
+        [sys.executable, "-c", NEGLECTFUL_PARENT], stdout=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        started = psutil.Process(child).create_time()
+        os.kill(parent.pid, signal.SIGSTOP)  # its dead child stays a zombie
+        # A wait for the zombie to go would last the grace, then as long again after SIGKILL.
+        stopped = stop_earlier_run(EARLIER_RUN, child, started, grace_seconds=3600)
+        assert stopped == [child]
+        assert psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    finally:
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.communicate(timeout=30)

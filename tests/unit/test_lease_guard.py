@@ -285,7 +285,7 @@ def test_a_known_outcome_is_recorded_past_the_lease_saying_so_once() -> None:
     clock, events = Clock(), []
     guard = guarded(clock)
     guard.outcome_known()
-    store = FakeStore(write_transition=[DOWN] * 20 + [True])
+    store = FakeStore(write_transition=[DOWN] * 40 + [True])
     written = patient(store, clock, guard, events, ClockStop(clock)).write_transition(done_change())
     assert written
     assert clock() >= guard.stop_at + 30  # it went on well past the lease

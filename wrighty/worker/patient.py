@@ -199,9 +199,10 @@ class PatientStore:
             raise LeaseGone(guard.cause())
 
     def _wait_to_retry(self, operation: str, error: StoreError, delay: float) -> float:
-        """Say that the store failed, and wait before the next try: at most until the guard's
-        moment while the lease lasts; past it (a known outcome still to be recorded), until
-        the worker is asked to stop. The next delay."""
+        """Say that the store failed, and wait before the next try: while the lease lasts, at
+        most half of what is left of it (at least 1/4 s, never past the guard's moment); past
+        the moment (a known outcome still to be recorded), until the worker is asked to stop.
+        The next delay."""
         left = self._guard.stop_at - self._clock()
         if left <= 0:  # settling: the guard did not give the claim up
             if not self._pending_told:
@@ -219,8 +220,8 @@ class PatientStore:
             cause=str(error),
             retry_in_seconds=delay,
         )
-        if left > 0:
-            self._sleep(max(0.0, min(delay, left)))
+        if left > 0:  # tries come closer as the moment nears, so one lands just before it
+            self._sleep(min(delay, max(left / 2, min(RETRY_FIRST_SECONDS, left))))
         else:
             self._stop_requested.wait(delay)
         return min(delay * 2, RETRY_MAX_SECONDS)
