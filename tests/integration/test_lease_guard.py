@@ -176,7 +176,7 @@ def test_a_store_that_refuses_connections_past_the_lease_does_not_keep_the_agent
     returncode, stderr = worker.finish()
     assert returncode == 1, stderr
     last = stderr.strip().splitlines()[-1]
-    assert last.startswith(f"wrighty: gave up item {item_id}: the store failed until its claim")
+    assert last.startswith(f"wrighty: gave up item {item_id}: its claim's lease ran out before")
     assert last.endswith("the item stays running until its lease is reaped")
 
 

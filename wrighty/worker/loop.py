@@ -684,7 +684,7 @@ class Worker:
                 f"worker was stopped ({gave_up.cause})"
             )
         else:
-            what = f"the store failed until its claim's lease ran out ({gave_up.cause})"
+            what = f"its claim's lease ran out before the store renewed it ({gave_up.cause})"
         try:
             with call_deadline(time.monotonic() + FINAL_READ_SECONDS):
                 current = self._store.get_item(claimed.id)
