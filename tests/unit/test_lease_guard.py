@@ -212,13 +212,20 @@ def patient(
 DOWN = StoreError("the database is unreachable")
 
 
-def test_every_call_carries_the_guards_moment_as_its_deadline() -> None:
+def test_each_call_gets_half_of_what_is_left_until_the_moment_never_past_it() -> None:
     clock, events = Clock(), []
     guard = guarded(clock)
-    store = FakeStore(get_item=[DOWN, CLAIMED])
+    moment = guard.stop_at  # 50 s from now
+    clock.t = moment - 1.5  # at least a second, never past the moment
+    store = FakeStore(get_item=[DOWN, DOWN, CLAIMED])
     assert patient(store, clock, guard, events).get_item(7) == CLAIMED
-    assert store.deadlines == [guard.stop_at, guard.stop_at]
-    assert [e["event"] for e in events] == ["store-unreachable"]
+    assert store.deadlines == [moment - 0.5, moment - 0.25, moment]
+    assert [e["event"] for e in events] == ["store-unreachable", "store-unreachable"]
+    clock, events = Clock(), []
+    guard = guarded(clock)
+    store = FakeStore(get_item=[CLAIMED])
+    patient(store, clock, guard, events).get_item(7)
+    assert store.deadlines == [clock() + 25]
 
 
 def test_a_store_that_stays_down_is_retried_until_the_moment_then_the_claim_is_given_up() -> None:

@@ -2,8 +2,9 @@
 
 A call that fails because the store cannot be reached is retried, with backoff, until the
 claim's lease guard's moment (lease.py: the lease's end by the worker's monotonic clock, less
-the guard's margin); then LeaseGone. Each call carries that moment as its deadline
-(store/deadlines.py), so no call outlasts the lease. The guard, a thread of its own, stops the
+the guard's margin); then LeaseGone. Each call carries a deadline (store/deadlines.py): half of
+what is left until that moment, at least CALL_FLOOR_SECONDS, never past it; so no call outlasts
+the lease, and a store that does not answer is said while there is time to try again. The guard, a thread of its own, stops the
 agent at that moment whether or not a call has returned; a call that returns after it fired
 changes nothing: the claim is given up.
 
@@ -37,6 +38,9 @@ T = TypeVar("T")
 
 RETRY_FIRST_SECONDS = 0.25
 RETRY_MAX_SECONDS = 5.0
+# A call under a claim may take half of what is left until the guard's moment, at least this
+# (never past the moment): a store that does not answer is said, and tried again, in time.
+CALL_FLOOR_SECONDS = 1.0
 
 
 class LeaseGone(Exception):
@@ -176,8 +180,10 @@ class PatientStore:
             moment = guard.stop_at
             guard.waiting_on = operation
             try:
-                if self._clock() < moment:
-                    with call_deadline(moment):
+                now = self._clock()
+                if now < moment:
+                    left = moment - now
+                    with call_deadline(now + max(left / 2, min(left, CALL_FLOOR_SECONDS))):
                         result = call()
                 else:  # only a known outcome is still being recorded: the default deadline
                     result = call()
