@@ -4,9 +4,9 @@ A call that fails because the store cannot be reached is retried, with backoff, 
 claim's lease guard's moment (lease.py: the lease's end by the worker's monotonic clock, less
 the guard's margin); then LeaseGone. Each call carries a deadline (store/deadlines.py): half of
 what is left until that moment, at least CALL_FLOOR_SECONDS, never past it; so no call outlasts
-the lease, and a store that does not answer is said while there is time to try again. The guard, a thread of its own, stops the
-agent at that moment whether or not a call has returned; a call that returns after it fired
-changes nothing: the claim is given up.
+the lease, and a store that does not answer is said while there is time to try again. The
+guard, a thread of its own, stops the agent at that moment whether or not a call has returned;
+a call that returns after it fired changes nothing: the claim is given up.
 
 Once the run's outcome is known (its agent ended on its own, or never started), the calls that
 record it go on past that moment, for as long as the claim lets them land, until the worker is
