@@ -69,6 +69,7 @@ MAX_SET_ASIDE_PER_PASS = 10
 
 # How long a stopping worker waits for the store to say where an item it gave up stands now.
 FINAL_READ_SECONDS = 5.0
+FINAL_READ_RETRY_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -672,6 +673,19 @@ class Worker:
         with self._slot_lock:
             self._gave_up.append(_GaveUp(claimed, str(gone), gone.pending, pending))
 
+    def _read_at_the_end(self, item_id: int) -> Item | None:
+        """The item as the store holds it now, tried again (every 1/4 s) for at most
+        FINAL_READ_SECONDS while the store does not answer; StoreError after that."""
+        deadline = time.monotonic() + FINAL_READ_SECONDS
+        while True:
+            try:
+                with call_deadline(deadline):
+                    return self._store.get_item(item_id)
+            except StoreError:
+                if time.monotonic() + FINAL_READ_RETRY_SECONDS >= deadline:
+                    raise
+                time.sleep(FINAL_READ_RETRY_SECONDS)
+
     def _gave_up_line(self, gave_up: _GaveUp) -> str | None:
         """The exit line's words for an item given up, told from the item as the store holds
         it now (one read, bounded: it may have been settled or reaped meanwhile); None if the
@@ -686,8 +700,7 @@ class Worker:
         else:
             what = f"its claim's lease ran out before the store renewed it ({gave_up.cause})"
         try:
-            with call_deadline(time.monotonic() + FINAL_READ_SECONDS):
-                current = self._store.get_item(claimed.id)
+            current = self._read_at_the_end(claimed.id)
         except StoreError as error:
             return f"gave up item {claimed.id}: {what}; where it stands now does not read ({error})"
         if current is not None and pending is not None and same_settlement(current, pending.after):
