@@ -153,3 +153,39 @@ def test_postgresql_connections_terminated_mid_run_are_replaced(tmp_path: Path) 
     assert terminated[0] >= 1  # the worker's connections were cut mid-run
     assert after is not None
     assert after.state is ItemState.DONE
+
+
+class AnswerLostStore(FlakyStore):
+    """A store whose first settlement lands, but whose answer is lost: the call raises."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store, set())
+        self._store_itself = store
+        self.lost_answers = 0
+
+    def write_transition(self, change: Any) -> bool:
+        landed = self._store_itself.write_transition(change)
+        if self.lost_answers == 0:
+            self.lost_answers += 1
+            raise StoreError("the connection dropped before the commit's answer came (planted)")
+        return landed
+
+
+def test_a_settlement_whose_answer_was_lost_counts_as_settled(tmp_path: Path) -> None:
+    store = SqliteStore.open(tmp_path / ".wrighty" / "wrighty.db")
+    loaded = loaded_config(tmp_path, lease=5.0)
+    item = store.create_item(
+        NewItem("t", "0", None, None, None, ItemState.QUEUED), at=datetime.now(UTC), actor="op"
+    )
+    answer_lost = AnswerLostStore(store)
+    events: list[dict[str, Any]] = []
+    worker = Worker(answer_lost, loaded, installation_id="inst-a", emit=events.append)  # type: ignore[arg-type]
+    worker.run(WorkerOptions(once=True, stop_grace_seconds=1))  # no GaveUpError
+    after = store.get_item(item.id)
+    assert after is not None
+    assert after.state is ItemState.DONE
+    names = [event["event"] for event in events]
+    assert answer_lost.lost_answers == 1
+    assert names.index("store-unreachable") < names.index("settled")  # the retry was refused...
+    assert "claim-lost" not in names  # ...and the item read back holds exactly this settlement
+    store.close()
