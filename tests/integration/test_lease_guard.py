@@ -68,18 +68,6 @@ def wait_for(path: Path, within: float = 60.0) -> None:
         time.sleep(0.02)
 
 
-def stores_obey_deadlines_on_postgresql() -> bool:
-    """Whether the PostgreSQL store reads its caller's deadline (wrighty/store/deadlines.py),
-    which another part of issue 26 brings. Until it does, a call on a frozen connection blocks
-    until the network comes back, and nothing says `store-unreachable` meanwhile: that one
-    assertion waits for it. The guard's own promise holds either way."""
-    import wrighty.store
-
-    store_code = Path(wrighty.store.__file__).parent
-    sources = [store_code / "postgres.py", store_code / "sqlstore.py"]
-    return any("seconds_left(" in source.read_text() for source in sources)
-
-
 @pytest.fixture
 def started(tmp_path: Path) -> Iterator[list[LiveWorker]]:
     """The test's workers, killed at the end if a failed assertion left one running."""
@@ -146,9 +134,8 @@ def test_a_frozen_network_does_not_keep_the_agent_past_its_lease(
         lease_end = stored_lease_end(direct, item_id)
         assert stop_time(record) < lease_end  # stopped before the lease the store holds ended
         assert (lost["reason"], lost["margin_seconds"]) == ("lease-ended", 1)
-        if stores_obey_deadlines_on_postgresql():
-            names = [event["event"] for event in worker.events]
-            assert "store-unreachable" in names[names.index("spawned") :]
+        names = [event["event"] for event in worker.events]
+        assert "store-unreachable" in names[names.index("spawned") :]
     finally:
         proxy.forward()  # the blocked call gets its answer: the worker can end
     returncode, stderr = worker.finish()
