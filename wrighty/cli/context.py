@@ -19,6 +19,7 @@ import typer
 from wrighty.domain.text import printable_line
 from wrighty.domain.times import system_now
 from wrighty.errors import ConfigError, UnreadableError
+from wrighty.services.clock import StoreClock
 from wrighty.store import Store, StoreTarget, open_store, parse_store_url
 
 if TYPE_CHECKING:
@@ -40,9 +41,18 @@ class AppContext:
     store_option: str | None
     cwd: Path = field(default_factory=Path.cwd)
     _loaded: LoadedConfig | None = None
+    _clock: StoreClock | None = None
 
     def now(self) -> datetime:
-        return clock()
+        """The fleet's time: on PostgreSQL, ``clock`` corrected by this machine's offset from
+        the database's clock, measured when the store was opened (docs/fleet.md)."""
+        return clock() if self._clock is None else self._clock.now()
+
+    @property
+    def store_clock(self) -> StoreClock | None:
+        """The clock measured against the store (None until a store was opened): a worker
+        measures it again at each heartbeat."""
+        return self._clock
 
     def sleep(self, seconds: float) -> None:
         sleep(seconds)
@@ -75,11 +85,21 @@ class AppContext:
         target = self.store_target()
         store = open_store(target)
         try:
+            self._clock = StoreClock(store.store_time, base=_command_clock)
+            self._clock.measure(attempts=MEASURE_ATTEMPTS)
             yield store
             for error in store.unreadable_rows():  # left out of what the command shows
                 tell_unreadable(error)
         finally:
             store.close()
+
+
+def _command_clock() -> datetime:
+    return clock()  # read at each call: tests replace it
+
+
+# How many readings of the store's clock a command takes at most, when a round trip is too long.
+MEASURE_ATTEMPTS = 3
 
 
 def tell_unreadable(error: UnreadableError) -> None:

@@ -433,6 +433,7 @@ def agent_json(info: AgentInfo, check: Classification | None) -> dict[str, Any]:
 
 def worker_json(view: WorkerView) -> dict[str, Any]:
     row = view.row
+    offset = row.clock_offset_seconds
     return {
         "worker_id": row.worker_id,
         "label": row.label,
@@ -446,6 +447,8 @@ def worker_json(view: WorkerView) -> dict[str, Any]:
         "heartbeat_age_seconds": round(view.heartbeat_age_seconds, 3),
         "liveness": view.liveness.value,
         "agent": row.agent,
+        "clock_offset_seconds": None if offset is None else round(offset, 3),
+        "clock_skewed": view.clock_skewed,
     }
 
 
@@ -546,6 +549,7 @@ WARNING_CHECKS = (
     "stale_workers",
     "blocked_items",
     "unserved_agent",
+    "clock_skew",
 )
 
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 def workers_table(views: list[WorkerView]) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("WORKER", "LABEL", "AGENT", "INSTALLATION", "PID", "STATE", "ITEMS",
-                   "HEARTBEAT", "LIVENESS"):  # fmt: skip
+                   "HEARTBEAT", "LIVENESS", "CLOCK"):  # fmt: skip
         table.add_column(column)
     styles = {"live": "green", "stale": "yellow", "dead": "red"}
     for view in views:
@@ -45,8 +45,18 @@ def workers_table(views: list[WorkerView]) -> Table:
             ",".join(str(item) for item in row.items) or "-",
             f"{view.heartbeat_age_seconds:.0f} s ago",
             Text(view.liveness.value, style=styles[view.liveness.value]),
+            _clock_text(view),
         )
     return table
+
+
+def _clock_text(view: WorkerView) -> Text:
+    """How far the worker's clock is from the store's (``-``: not measured, on SQLite), in
+    yellow when beyond the bound (docs/fleet.md#one-time-for-the-fleet)."""
+    offset = view.row.clock_offset_seconds
+    if offset is None:
+        return Text("-")
+    return Text(f"{offset:+.1f} s", style="yellow" if view.clock_skewed else "")
 
 
 _NOTICE_STYLES = {"pending": "yellow", "given-up": "bold red", "delivered": "green"}

@@ -44,8 +44,8 @@ def usage(
     app_ctx = app_context(ctx)
     config = app_ctx.config().config
     budgets = budgets_of(config)
-    now = app_ctx.now()
     with app_ctx.store() as store:
+        now = app_ctx.now()
         report = usage_report(
             store,
             since=now - timedelta(seconds=seconds),

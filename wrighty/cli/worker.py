@@ -89,6 +89,7 @@ def worker_start(
             installation_id=installation_id(),
             emit=_print_json_line if as_json else _print_event_line,
             now=app_ctx.now,
+            clock=app_ctx.store_clock,
         )
         # First SIGINT/SIGTERM: stop claiming and settle the running agents cleanly. Second:
         # force (KeyboardInterrupt).

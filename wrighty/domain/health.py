@@ -18,6 +18,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from wrighty.domain.clocks import CLOCK_BOUND_SECONDS, describe_offset
 from wrighty.domain.states import ItemState
 
 if TYPE_CHECKING:
@@ -283,9 +284,11 @@ def concerns(
     workers: WorkerCounts,
     thresholds: Thresholds,
     unserved: Collection[Unserved] = (),
+    skewed: Collection[WorkerRow] = (),
 ) -> list[Concern]:
     """What looks wrong that no threshold that was set already reports as a problem;
-    ``unserved``: the agents whose items no live worker runs (`unserved_agents`)."""
+    ``unserved``: the agents whose items no live worker runs (`unserved_agents`); ``skewed``:
+    the live workers whose clock is off by more than the bound (`domain/clocks.skewed`)."""
     found: list[Concern] = []
     if thresholds.max_expired_leases is None and figures.expired_leases:
         found.append(
@@ -305,6 +308,16 @@ def concerns(
                 "unserved_agent",
                 f"{agent.waiting} {'items wait' if agent.waiting != 1 else 'item waits'} for "
                 f"agent {agent.agent}; no live worker runs it",
+            )
+        )
+    for row in skewed:
+        offset = row.clock_offset_seconds or 0.0
+        found.append(
+            Concern(
+                "clock_skew",
+                f"worker {row.worker_id}'s clock is {describe_offset(offset)}, more than "
+                f"{CLOCK_BOUND_SECONDS:g} s: it uses the store's time, but fix its machine's "
+                "clock (NTP)",
             )
         )
     if workers.dead:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from wrighty.domain.budgets import Budgets
+from wrighty.domain.clocks import skewed
 from wrighty.domain.health import (
     Concern,
     Liveness,
@@ -46,6 +47,12 @@ class WorkerView:
     row: WorkerRow
     liveness: Liveness
     heartbeat_age_seconds: float
+
+    @property
+    def clock_skewed(self) -> bool:
+        """A live worker whose clock is off by more than the bound (a stale or dead one's
+        offset is old news)."""
+        return self.liveness is Liveness.LIVE and skewed(self.row.clock_offset_seconds)
 
 
 @dataclass(frozen=True)
@@ -170,7 +177,10 @@ def status_report(
     )
     live_agents = {view.row.agent for view in workers if view.liveness is Liveness.LIVE}
     unserved = unserved_agents(figures, default_agent=default_agent, live_agents=live_agents)
-    seen = health_concerns(figures, workers=counts, thresholds=thresholds, unserved=unserved)
+    seen = health_concerns(
+        figures, workers=counts, thresholds=thresholds, unserved=unserved,
+        skewed=[view.row for view in workers if view.clock_skewed],
+    )  # fmt: skip
     spent, lifetime = _ledger(store, ledger, now) if ledger is not None else (None, None)
     return StatusReport(
         now,

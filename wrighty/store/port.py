@@ -53,6 +53,13 @@ class Store(Protocol):
         """The newest migration applied to this store."""
         ...
 
+    def store_time(self) -> datetime | None:
+        """The store's own clock now, the fleet's time (PostgreSQL: the database's
+        ``clock_timestamp()``); None when the store has no clock of its own (SQLite: its
+        workers share one machine, whose clock is the fleet's). One round trip
+        (docs/fleet.md#one-time-for-the-fleet)."""
+        ...
+
     # -- items ------------------------------------------------------------------------------
 
     def create_item(self, new: NewItem, *, at: datetime, actor: str) -> Item:

@@ -18,6 +18,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
@@ -315,6 +316,13 @@ class PostgresStore(SqlStore):
         with self._snapshot() as tx:
             rows = tx.run("select_applied_migrations").fetchall()
         return int(rows[-1]["version"]) if rows else 0
+
+    def store_time(self) -> datetime:
+        """The database's clock: ``clock_timestamp()``, the time of the reading itself (not of
+        the transaction's start, as ``now()``), in UTC."""
+        [row] = self._rows("select_store_time", {})
+        moment: datetime = row["store_time"]
+        return moment.astimezone(UTC)
 
     # -- wake-ups (worker.wakeUps) -------------------------------------------------------------
 

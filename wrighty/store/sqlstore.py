@@ -347,6 +347,10 @@ class SqlStore(ABC):
     @abstractmethod
     def schema_version(self) -> int: ...
 
+    def store_time(self) -> datetime | None:
+        """None: the machine's clock is the store's (SQLite); PostgreSQL reads its own."""
+        return None
+
     def _migrate_in(self, tx: Tx, dialect: str, run_script: Callable[[str], None]) -> None:
         """Bring the schema up to date inside ``tx``: a new database gets schema.sql in one
         go, an older one the migrations it lacks; each is recorded."""

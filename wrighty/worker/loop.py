@@ -45,6 +45,7 @@ from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339, system_now
 from wrighty.errors import StoreError, UnreadableError, WrightyError
 from wrighty.notify.delivery import DeliveryThread, delivery_paused
+from wrighty.services.clock import StoreClock
 from wrighty.services.items import require_item
 from wrighty.services.reaper import reap_expired
 from wrighty.services.resume import resumable_here
@@ -153,8 +154,12 @@ class Worker:
         emit: Emit,
         now: Callable[[], datetime] = system_now,
         agent_env: dict[str, str] | None = None,
+        clock: StoreClock | None = None,
     ) -> None:
+        """``now``: the fleet's time (on PostgreSQL, ``clock.now``: the database's clock, which
+        ``clock`` measures again at each heartbeat, docs/fleet.md)."""
         self._store = store
+        self._clock = clock
         self._config = loaded.config
         self._budgets = budgets_of(loaded.config)
         self._held: AgentHold | None = None  # the agent's day budget, while it is spent
@@ -213,6 +218,8 @@ class Worker:
             interval_seconds=settings.heartbeat_seconds,
             retention_seconds=settings.registry_retention_hours * 3600,
             now=self._now,
+            clock=self._clock,
+            emit=self._emit,
         )
 
     def _beat(self, *, force: bool = False) -> None:

@@ -13,8 +13,10 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from wrighty.domain.clocks import CLOCK_BOUND_SECONDS, describe_offset, skewed
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.errors import StoreError
+from wrighty.services.clock import StoreClock
 from wrighty.store.port import Store
 
 log = logging.getLogger(__name__)
@@ -34,7 +36,12 @@ class Presence:
         retention_seconds: float,
         now: Callable[[], datetime],
         monotonic: Callable[[], float] = time.monotonic,
+        clock: StoreClock | None = None,
+        emit: Callable[..., None] | None = None,
     ) -> None:
+        """``clock``: measured again at each heartbeat the interval makes due (docs/fleet.md),
+        its offset written in the row; ``emit`` tells when it goes beyond the bound, and when it
+        is back within."""
         self._store = store
         self._row: WorkerRow | None = identity  # None once stopped: the identity is forgotten
         self._interval = interval_seconds
@@ -43,6 +50,9 @@ class Presence:
         self._monotonic = monotonic
         self._last_attempt: float | None = None
         self._failing: dict[str, str] = {}  # operation -> the cause last logged
+        self._clock = clock
+        self._emit = emit
+        self._told_skewed = False
 
     def beat(
         self,
@@ -62,13 +72,48 @@ class Presence:
         recent = self._last_attempt is not None and moment - self._last_attempt < spacing
         if recent and not force:
             return
+        due = self._last_attempt is None or moment - self._last_attempt >= self._interval
         self._last_attempt = moment
+        if due or force:
+            self._measure_clock()
         now = self._now()
-        row = dataclasses.replace(self._row, state=state, items=items, last_heartbeat_at=now)
+        row = dataclasses.replace(
+            self._row,
+            state=state,
+            items=items,
+            last_heartbeat_at=now,
+            clock_offset_seconds=None if self._clock is None else self._clock.offset_seconds,
+        )
         if self._attempt("heartbeat", lambda: self._store.upsert_worker(row)):
             self._attempt(
                 "prune", lambda: self._store.prune_workers(older_than=now - self._retention)
             )
+
+    def _measure_clock(self) -> None:
+        """Measure the clock's offset from the store's again; say when it goes beyond the bound
+        (once) and when it is back within (once)."""
+        clock = self._clock
+        if clock is None or not self._attempt("clock reading", clock.measure):
+            return
+        offset = clock.offset_seconds
+        off = skewed(offset)
+        if off == self._told_skewed or offset is None:
+            return
+        self._told_skewed = off
+        if self._emit is None:
+            return
+        if off:
+            self._emit(
+                "clock-skewed",
+                offset_seconds=round(offset, 3),
+                bound_seconds=CLOCK_BOUND_SECONDS,
+                message=f"this machine's clock is {describe_offset(offset)}, more than "
+                f"{CLOCK_BOUND_SECONDS:g} s; the worker uses the store's time, but fix the "
+                "machine's clock (NTP)",
+            )
+        else:
+            self._emit("clock-in-step", offset_seconds=round(offset, 3),
+                       bound_seconds=CLOCK_BOUND_SECONDS)  # fmt: skip
 
     def runs(self, agent: str) -> None:
         """Name the agent this worker runs, for its next write (`status` says which agents'

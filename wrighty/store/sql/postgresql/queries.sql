@@ -255,6 +255,10 @@ CREATE TABLE IF NOT EXISTS wrighty_migrations (
     applied_at TEXT NOT NULL
 );
 
+-- name: select_store_time
+-- The database's clock, the fleet's time (docs/fleet.md): the reading's own instant.
+SELECT clock_timestamp() AS store_time;
+
 -- name: select_applied_migrations
 SELECT version FROM wrighty_migrations ORDER BY version;
 
