@@ -6,6 +6,7 @@ given up, not left claimed. The poisons are written past wrighty, as a hand edit
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -16,6 +17,7 @@ from tests.store.test_contract import new_item
 from tests.store.txhooks import execute_raw
 from wrighty.cli.documents import json_text
 from wrighty.domain.circuits import Circuit
+from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import DEFAULT_PRIORITY, NewRun
 from wrighty.domain.notices import Notice
 from wrighty.domain.outcomes import RunKind
@@ -111,6 +113,29 @@ def test_a_run_value_that_does_not_read_is_left_out_of_the_ledger(
     ledger = store.list_ledger(default_agent="claude")
     assert ledger == []
     assert [e.field for e in ledger.unreadable] == [column]
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("1e8", "100000000.0 is not a number -1e+07..1e+07"),
+     ("-1e8", "-100000000.0 is not a number -1e+07..1e+07")],
+)  # fmt: skip
+def test_a_worker_clock_offset_out_of_range_does_not_read(
+    store: Store, clock: FakeClock, value: str, problem: str
+) -> None:
+    """A worker's clock offset from the store's (docs/fleet.md): about 115 days at most."""
+    row = WorkerRow("w-000000000001", None, "inst-a", 1, 0.0, "0", WorkerState.IDLE, (),
+                    clock(), clock(), clock_offset_seconds=-600.0)  # fmt: skip
+    store.upsert_worker(row)
+    store.upsert_worker(dataclasses.replace(row, worker_id="w-000000000002"))
+    assert [w.clock_offset_seconds for w in store.list_workers()] == [-600.0, -600.0]
+    poison(store, f"UPDATE workers SET clock_offset_seconds = {value} "
+                  "WHERE worker_id = 'w-000000000001'")  # fmt: skip
+    listed = store.list_workers()
+    assert [w.worker_id for w in listed] == ["w-000000000002"]
+    [error] = listed.unreadable
+    assert (error.row, error.field) == ("worker w-000000000001", "clock_offset_seconds")
+    assert problem in str(error)
 
 
 def test_a_cost_postgresql_holds_as_nan_does_not_read(store: Store, clock: FakeClock) -> None:
