@@ -244,6 +244,39 @@ def test_workers_are_live_stale_or_dead(initialised: Path, clock: FakeClock) -> 
     assert document["live_workers"] == 1
 
 
+def test_status_and_workers_name_a_live_worker_whose_clock_is_off(
+    initialised: Path, clock: FakeClock
+) -> None:
+    """docs/fleet.md#one-time-for-the-fleet: beyond 2 s from the store's clock; a stale worker's
+    offset is old news, and one within the bound is no warning."""
+    elsewhere = {"installation_id": "inst-elsewhere", "pid": 4242}
+    register(initialised, clock, worker_id="w-0000000000fa", clock_offset_seconds=600.25,
+             **elsewhere)  # fmt: skip
+    register(initialised, clock, worker_id="w-000000000510", clock_offset_seconds=-1.5,
+             **elsewhere)  # fmt: skip
+    register(initialised, clock, worker_id="w-0000000057a1", clock_offset_seconds=-900.0,
+             last_heartbeat_at=clock() - timedelta(seconds=61), **elsewhere)  # fmt: skip
+    code, document = status()
+    assert code == 0  # a warning, never an exit code
+    warned = [w["message"] for w in document["warnings"] if w["check"] == "clock_skew"]
+    assert warned == [
+        "worker w-0000000000fa's clock is 600.2 s ahead of the store's, more than 2 s: it uses "
+        "the store's time, but fix its machine's clock (NTP)"
+    ]
+    by_id = {row["worker_id"]: row for row in document["workers"]}
+    assert {
+        key: (row["clock_offset_seconds"], row["clock_skewed"]) for key, row in by_id.items()
+    } == {
+        "w-0000000000fa": (600.25, True),
+        "w-000000000510": (-1.5, False),
+        "w-0000000057a1": (-900.0, False),
+    }
+    table = wrighty("workers").stdout
+    assert re.search(r"w-0000000000fa .* \+600\.2 s *\n", table)
+    assert re.search(r"w-000000000510 .* -1\.5 s *\n", table)
+    assert "warning: worker w-0000000000fa's clock is 600.2 s ahead" in wrighty("status").stdout
+
+
 def test_watch_redraws_until_stopped(initialised: Path, clock: FakeClock) -> None:
     drawn: list[int] = []
     console = Console(record=True, width=100)
