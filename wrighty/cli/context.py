@@ -19,11 +19,11 @@ import typer
 from wrighty.domain.text import printable_line
 from wrighty.domain.times import system_now
 from wrighty.errors import ConfigError, UnreadableError
-from wrighty.services.clock import StoreClock
 from wrighty.store import Store, StoreTarget, open_store, parse_store_url
 
 if TYPE_CHECKING:
     from wrighty.config import LoadedConfig
+    from wrighty.services.clock import StoreClock
 
 
 # The clock every command reads; tests replace it to control time.
@@ -85,6 +85,8 @@ class AppContext:
         target = self.store_target()
         store = open_store(target)
         try:
+            from wrighty.services.clock import StoreClock  # a command without a store needs none
+
             self._clock = StoreClock(store.store_time, base=_command_clock)
             self._clock.measure(attempts=MEASURE_ATTEMPTS)
             yield store
