@@ -46,9 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.faults.proxy import FaultProxy  # noqa: E402
-
-FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-SHIM = ROOT / "tests" / "faults" / "faketime"  # sitecustomize for Python under libfaketime
+from tests.faults.skewed import skewed_env  # noqa: E402
 
 AGENT = """
 import os, signal, sys, time
@@ -308,9 +306,7 @@ def hold(fleet: Fleet) -> dict[str, Any]:
 def skew(fleet: Fleet) -> dict[str, Any]:
     project_a, env_a = fleet.project("a", through_proxy=False)
     project_b, env_b = fleet.project("b", through_proxy=False)
-    path = os.pathsep.join(filter(None, [str(SHIM), env_b.get("PYTHONPATH")]))
-    env_b = {**env_b, "LD_PRELOAD": FAKETIME, "FAKETIME": "+10m",
-             "FAKETIME_DONT_FAKE_MONOTONIC": "1", "PYTHONPATH": path}  # fmt: skip
+    env_b = skewed_env(env_b, "+10m")
     items = [fleet.create(project_a, env_a, "3") for _ in range(6)]
     a = fleet.start(project_a, env_a, "--idle-timeout", "5s")
     b = fleet.start(project_b, env_b, "--idle-timeout", "5s")
@@ -322,7 +318,7 @@ def skew(fleet: Fleet) -> dict[str, Any]:
         "items done": sum(1 for (state,) in rows if state == "done"), "items": len(items),
         "worker-lost (reclaims spent)": lost,
         "claimed by A / B": (len(a.named("claimed")), len(b.named("claimed"))),
-        "skew events": [e["event"] for e in b.events if "clock" in e.get("event", "")],
+        "B's clock events": [e["event"] for e in b.events if "clock" in e.get("event", "")],
     }  # fmt: skip
 
 
