@@ -11,6 +11,7 @@ Two installations share one PostgreSQL database, each with one `wrighty worker s
           transaction, holding the row); once A's lease has ended, items are queued for the
           idle B, and `wrighty reap` is run.
 - skew:   B's clock is 10 minutes ahead (libfaketime); items run on both.
+- skew-kill: B's clock is 2 minutes ahead; B is killed while its agent runs; A reaps the item.
 - full:   A cannot create workspaces (they live on a file system with no inode left: a tmpfs
           mounted for the run, so this one needs root); items are queued.
 
@@ -187,7 +188,7 @@ def _figure(ready: Callable[[], Any], timeout: float) -> Any:
 
 
 def _after(moment: float | None, reference: float) -> float | str:
-    return "not within 120 s" if moment is None else round(moment - reference, 2)
+    return "not within the wait" if moment is None else round(moment - reference, 2)
 
 
 def _when(text: str) -> float:
@@ -322,6 +323,21 @@ def skew(fleet: Fleet) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def skew_kill(fleet: Fleet) -> dict[str, Any]:
+    """A worker two minutes ahead is killed (SIGKILL) while its agent runs: how long its item
+    stays running before the correct worker reaps it."""
+    project_a, env_a = fleet.project("a", through_proxy=False)
+    project_b, env_b = fleet.project("b", through_proxy=False)
+    item = fleet.create(project_b, env_b, "600")
+    b = fleet.start(project_b, skewed_env(env_b, "+2m"))
+    _wait("B's agent", lambda: b.named("spawned"), 60)
+    b.process.kill()
+    killed = time.time()
+    fleet.start(project_a, env_a)
+    reaped = _figure(lambda: _reaped_at(fleet, item), 300)
+    return {"item running after the kill (s)": _after(reaped, killed)}
+
+
 def full(fleet: Fleet) -> dict[str, Any]:
     project_a, env_a = fleet.project("a", through_proxy=False)
     project_b, env_b = fleet.project("b", through_proxy=False)
@@ -350,6 +366,7 @@ SCENARIOS: dict[str, Callable[[Fleet], dict[str, Any]]] = {
     "refuse": lambda fleet: cut_off(fleet, "refuse"),
     "hold": hold,
     "skew": skew,
+    "skew-kill": skew_kill,
     "full": full,
 }
 
