@@ -37,10 +37,23 @@ class Case:
     setup: Setup | None = None
     stdin: bytes = b""
     stdout_allowed: bool = False  # config validate lists the problems on stdout
+    env: tuple[str, ...] = ()  # NAME=value, set for the command (through env(1))
 
 
-def run(project: Path, args: tuple[str | bytes, ...], *, stdin: bytes = b""):
-    return run_installed(project, *args, stdin=stdin, text=False)
+def run(
+    project: Path, args: tuple[str | bytes, ...], *, stdin: bytes = b"", env: tuple[str, ...] = ()
+):
+    prefix = ("env", *env) if env else ()
+    return run_installed(project, *args, stdin=stdin, text=False, prefix=prefix)
+
+
+# Inside a run: what the worker gives the agent (docs/worker.md#the-agents-environment).
+IN_RUN = ("WRIGHTY_RUN_ID=r-0123456789ab", "WRIGHTY_CLAIM_TOKEN=token")
+NO_STORE = "WRIGHTY_RUN_STORE=sqlite:////nonexistent/wrighty.db"  # read, never reached
+
+
+def in_run(name: str, args: tuple[str, ...], says: str, *variables: str) -> Case:
+    return Case(name, args, says, env=(*IN_RUN, *variables))
 
 
 # -- setups -------------------------------------------------------------------------------------
@@ -817,6 +830,60 @@ CASES: list[Case] = [
     Case("check-without-yes", ("agents", "--check"), "add --yes to go ahead"),
     Case("finish-outside-a-run", ("finish",), "WRIGHTY_RUN_ID and WRIGHTY_CLAIM_TOKEN"),
     Case("fail-outside-a-run", ("fail", "--reason", "x"), "WRIGHTY_RUN_ID and WRIGHTY_CLAIM_TOKEN"),
+    in_run("run-store-empty", ("finish",), "WRIGHTY_RUN_STORE is empty", "WRIGHTY_RUN_STORE="),
+    in_run(
+        "run-store-scheme",
+        ("fail", "--reason", "x"),
+        "WRIGHTY_RUN_STORE: unsupported store URL scheme",
+        f"WRIGHTY_RUN_STORE=mysql://u:{SECRET}@db/queue",
+    ),
+    in_run(
+        "run-store-relative",
+        ("finish",),
+        "WRIGHTY_RUN_STORE must be an absolute store URL",
+        "WRIGHTY_RUN_STORE=sqlite:///wrighty.db",
+    ),
+    in_run(
+        "run-store-unreadable-url",
+        ("report-usage", "--input-tokens", "1"),
+        "WRIGHTY_RUN_STORE: ",
+        f"WRIGHTY_RUN_STORE=postgresql://u:{SECRET}@[::1/queue",
+    ),
+    in_run(
+        "run-pricing-not-json",
+        ("report-usage", "--input-tokens", "1"),
+        "WRIGHTY_RUN_PRICING is not JSON",
+        NO_STORE,
+        "WRIGHTY_RUN_PRICING={",
+    ),
+    in_run(
+        "run-pricing-not-an-object",
+        ("report-usage", "--input-tokens", "1"),
+        "WRIGHTY_RUN_PRICING is not a JSON object",
+        NO_STORE,
+        "WRIGHTY_RUN_PRICING=[1, 2, 3, 4]",
+    ),
+    in_run(
+        "run-pricing-short",
+        ("report-usage", "--input-tokens", "1"),
+        'the price of "m" is not four numbers',
+        NO_STORE,
+        'WRIGHTY_RUN_PRICING={"m": [1, 2]}',
+    ),
+    in_run(
+        "run-pricing-negative",
+        ("report-usage", "--input-tokens", "1"),
+        'the price of "m" is not four numbers from 0 to 10000',
+        NO_STORE,
+        'WRIGHTY_RUN_PRICING={"m": [-1, 2, 0, 0]}',
+    ),
+    in_run(
+        "run-pricing-unnamed-model",
+        ("report-usage", "--input-tokens", "1"),
+        "WRIGHTY_RUN_PRICING: a model name has 1 to 200 characters",
+        NO_STORE,
+        'WRIGHTY_RUN_PRICING={"": [1, 2, 0, 0]}',
+    ),
     # stores
     Case("store-mysql", ("--store", "mysql://x/y", "list"), "unsupported store URL scheme"),
     Case("store-typo", ("--store", "typo.db", "show", "1"), "no store here; run `wrighty init`"),
@@ -1712,7 +1779,7 @@ def test_bad_input_gets_one_clear_line_and_changes_nothing(
     if case.setup is not None:
         case.setup(project)
     before = snapshot(project)
-    result = run(project, case.args, stdin=case.stdin)
+    result = run(project, case.args, stdin=case.stdin, env=case.env)
     stdout = result.stdout.decode("utf-8", "replace")
     stderr = result.stderr.decode("utf-8", "replace")
     assert result.returncode == 2, f"exit {result.returncode}\n{stdout}\n{stderr}"

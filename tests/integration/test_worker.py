@@ -362,6 +362,44 @@ def test_an_agent_can_report_failure_from_inside_its_run(project: Project) -> No
     assert project.store.list_runs(item.id)[0].agent_report == "failed"
 
 
+def test_an_agents_reports_land_though_it_half_wrote_wrighty_json(project: Project) -> None:
+    """Issue 26: `wrighty fail` and `report-usage` work from what the worker gave the run
+    (WRIGHTY_RUN_STORE, WRIGHTY_RUN_PRICING), not from re-reading wrighty.json, which the
+    agent has left half-written: the item ends as the agent said, with the usage it
+    reported, priced from the worker's pricing."""
+    document = json.loads((project.root / "wrighty.json").read_text())
+    document["pricing"] = {"house-model": {"inputPerMtok": 10, "outputPerMtok": 30}}
+    (project.root / "wrighty.json").write_text(json.dumps(document))
+    item = project.item("""
+        import subprocess
+        config = open("wrighty.json").read()
+        open("wrighty.json", "w").write(config[: len(config) // 2])
+        for argv in (["report-usage", "--input-tokens", "1000", "--output-tokens", "1000",
+                      "--model", "house-model"], ["fail", "--reason", "the build is red"]):
+            done = subprocess.run([sys.executable, "-m", "wrighty", *argv],
+                                  capture_output=True, text=True)
+            print(done.returncode, done.stdout, done.stderr, flush=True)
+    """)  # fmt: skip
+    worker = subprocess.run(
+        [sys.executable, "-m", "wrighty", "--config", str(project.root / "wrighty.json"),
+         "worker", "start", "--once", "--json"],
+        cwd=project.root, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert worker.returncode == 0, worker.stderr
+    after = project.store.get_item(item.id)
+    assert after is not None
+    assert (after.state, after.reason_code) == (ItemState.NEEDS_ATTENTION, "agent-failure")
+    assert "the build is red" in (after.reason or "")
+    [run] = project.store.list_runs(item.id)
+    assert run.agent_report == "failed"
+    assert run.usage is not None
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (1000, 1000)
+    assert run.usage.cost_source == "estimated"
+    assert run.usage.cost_usd == pytest.approx(0.04)
+    with pytest.raises(json.JSONDecodeError):  # the agent did leave it half-written
+        json.loads((project.root / "wrighty.json").read_text())
+
+
 def test_finish_outside_a_run_is_bad_usage(project: Project) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
     outside = subprocess.run(

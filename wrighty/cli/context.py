@@ -81,9 +81,9 @@ class AppContext:
         return parse_store_url(loaded.config.store.url, base=loaded.root)
 
     @contextmanager
-    def store(self) -> Iterator[Store]:
-        target = self.store_target()
-        store = open_store(target)
+    def store(self, target: StoreTarget | None = None) -> Iterator[Store]:
+        """The store at ``target``, by default the one the options and wrighty.json name."""
+        store = open_store(target or self.store_target())
         try:
             from wrighty.services.clock import StoreClock  # a command without a store needs none
 

@@ -90,6 +90,7 @@ def worker_start(
             emit=_print_json_line if as_json else _print_event_line,
             now=app_ctx.now,
             clock=app_ctx.store_clock,
+            store_target=app_ctx.store_target(),
         )
         # First SIGINT/SIGTERM: stop claiming and settle the running agents cleanly. Second:
         # force (KeyboardInterrupt).
@@ -162,6 +163,7 @@ def report_usage(
     from wrighty.cli.common import amount_option, count_option
     from wrighty.config import pricing_of
     from wrighty.domain.usage import Usage, priced, reported
+    from wrighty.runenv import run_pricing, run_store
     from wrighty.services.items import report_run_usage
 
     run_id, token = _run_identity()
@@ -176,8 +178,10 @@ def report_usage(
         final=final,
     )
     app_ctx = app_context(ctx)
-    usage = priced(reported(usage), pricing_of(app_ctx.config().config))
-    with app_ctx.store() as store:
+    target = run_store(os.environ)  # what the worker gave the run: wrighty.json is not read
+    pricing = run_pricing(os.environ) if target else pricing_of(app_ctx.config().config)
+    usage = priced(reported(usage), pricing)
+    with app_ctx.store(target) as store:
         landed = report_run_usage(store, run_id, claim_token=token, usage=usage)
     if not landed:
         raise WrightyError(_no_claim(run_id))
@@ -215,13 +219,15 @@ def _no_claim(run_id: str) -> str:
 
 def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None) -> None:
     from wrighty.domain.redact import redact
+    from wrighty.runenv import run_store
     from wrighty.services.items import record_agent_report
 
     run_id, token = _run_identity()
     if reason is not None:
         # One line, bounded, and no secrets: it ends up in the run's diagnostic.
         reason = redact(" ".join(reason.split()))[:MAX_AGENT_REASON]
-    with app_context(ctx).store() as store:
+    # The store the worker gave the run, without reading wrighty.json (runenv.py).
+    with app_context(ctx).store(run_store(os.environ)) as store:
         landed = record_agent_report(
             store, run_id, claim_token=token, report=report.value, reason=reason
         )

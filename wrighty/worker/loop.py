@@ -45,10 +45,12 @@ from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339, system_now
 from wrighty.errors import StoreError, UnreadableError, WrightyError
 from wrighty.notify.delivery import DeliveryThread, delivery_paused
+from wrighty.runenv import run_variables
 from wrighty.services.clock import StoreClock
 from wrighty.services.items import require_item
 from wrighty.services.reaper import reap_expired
 from wrighty.services.resume import resumable_here
+from wrighty.store import StoreTarget
 from wrighty.store.deadlines import call_deadline
 from wrighty.store.port import Store
 from wrighty.supervisor.process import executable_problem
@@ -144,6 +146,14 @@ def usage_policy(settings: WorkerSettings) -> UsagePolicy:
     )
 
 
+def _variables_for_runs(loaded: LoadedConfig, target: StoreTarget | None) -> dict[str, str]:
+    """What each run is given (runenv.py); without the store's target (a worker built in a
+    test), only the config's path."""
+    if target is not None:
+        return run_variables(target, pricing_of(loaded.config), config_path=loaded.path)
+    return {"WRIGHTY_CONFIG": str(loaded.path)} if loaded.path is not None else {}
+
+
 class Worker:
     def __init__(
         self,
@@ -155,6 +165,7 @@ class Worker:
         now: Callable[[], datetime] = system_now,
         agent_env: dict[str, str] | None = None,
         clock: StoreClock | None = None,
+        store_target: StoreTarget | None = None,
     ) -> None:
         """``now``: the fleet's time (on PostgreSQL, ``clock.now``: the database's clock, which
         ``clock`` measures again at each heartbeat, docs/fleet.md)."""
@@ -176,10 +187,8 @@ class Worker:
         self._installation_id = installation_id
         self._emit_event = emit
         self._now = now
-        # How `wrighty finish` / `wrighty fail` inside the run find this store.
-        self._agent_env = agent_env or (
-            {"WRIGHTY_CONFIG": str(loaded.path)} if loaded.path is not None else {}
-        )
+        # What `wrighty finish`, `fail` and `report-usage` inside the run work from (runenv.py).
+        self._agent_env = agent_env or _variables_for_runs(loaded, store_target)
         self.worker_id = "w-" + secrets.token_hex(6)
         if loaded.config.notify.enabled:
             self._notify = Source(installation_id, self.worker_id)
