@@ -40,7 +40,7 @@ def _private_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     """Every test gets its own user config dir (installation id) and no ambient wrighty env."""
     home = tmp_path_factory.mktemp("xdg")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
-    for name in ("WRIGHTY_CONFIG", "WRIGHTY_STORE"):
+    for name in ("WRIGHTY_CONFIG", "WRIGHTY_STORE", "WRIGHTY_RUN_STORE", "WRIGHTY_RUN_PRICING"):
         monkeypatch.delenv(name, raising=False)
 
 
