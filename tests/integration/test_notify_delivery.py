@@ -26,7 +26,6 @@ from wrighty.errors import StoreError
 from wrighty.notify.delivery import (
     Attempt,
     DeliveryThread,
-    attempt_next,
     deliver_due,
     lease_seconds,
     note_quiet_workers,
@@ -87,6 +86,13 @@ def add(store: Store, *notices: Notice) -> None:
 
 def deliver(store: Store, sinks: list[FakeSink], clock: FakeClock) -> list[Attempt]:
     return deliver_due(store, list[Sink](sinks), deliverer="w-a", now=clock, max_attempts=3)
+
+
+def another_deliverer(store: Store, sinks: list[FakeSink], clock: FakeClock) -> Attempt | None:
+    """One attempt by another deliverer, w-b: None when it finds no notice to take."""
+    attempts = deliver_due(store, list[Sink](sinks), deliverer="w-b", now=clock, max_attempts=3,
+                           limit=1)  # fmt: skip
+    return attempts[0] if attempts else None
 
 
 def test_a_due_notice_goes_once_to_each_sink_that_wants_it(store: Store, clock: FakeClock) -> None:
@@ -156,9 +162,7 @@ def test_one_deliverer_at_a_time_holds_a_notice(store: Store, clock: FakeClock) 
     seen: list[object] = []
 
     def other_deliverer() -> None:
-        seen.append(
-            attempt_next(store, [], deliverer="w-b", now=clock, max_attempts=3)  # type: ignore[list-item]
-        )
+        seen.append(another_deliverer(store, [], clock))
 
     add(store, notice(1, clock()))
     slow = FakeSink("slow", during=other_deliverer)
@@ -175,9 +179,7 @@ def test_a_claim_that_outlived_its_lease_writes_nothing(store: Store, clock: Fak
     def stall_then_lose_the_claim() -> None:
         clock.advance(DELIVERY_LEASE_SECONDS + 60)
         other = FakeSink("chat")
-        taken_over.append(
-            attempt_next(store, [other], deliverer="w-b", now=clock, max_attempts=3)  # type: ignore[list-item]
-        )
+        taken_over.append(another_deliverer(store, [other], clock))
 
     add(store, notice(1, clock()))
     sink = FakeSink("chat", during=stall_then_lose_the_claim)

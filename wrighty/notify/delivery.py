@@ -11,12 +11,13 @@ other notices only, never a renewal or a settle.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from wrighty.config import NotifySettings
 from wrighty.domain.decisions import describe_error
@@ -45,6 +46,11 @@ PRUNE_INTERVAL_SECONDS = 3600.0
 QUIET_INTERVAL_SECONDS = 30.0
 # Attempts in one pass, at most (the next pass goes on).
 MAX_ATTEMPTS_PER_PASS = 100
+# Notices one deliverer sends at once, at most: while a slow sink's lane works through them,
+# the other sinks' lanes go on with them.
+MAX_SENDING = 100
+# How often a deliverer with notices under way looks at them (renews their claims), at least.
+TURN_SECONDS = 1.0
 # A claim lasts the longest its sinks may take, and a margin, or DELIVERY_LEASE_SECONDS.
 LEASE_MARGIN_SECONDS = 30.0
 # How long a stopping worker gives its thread to finish the delivery it is in.
@@ -53,6 +59,7 @@ STOP_WAIT_SECONDS = 10.0
 RELEASE_WAIT_SECONDS = 5.0
 
 Emit = Callable[..., None]
+_T = TypeVar("_T")
 
 
 def delivery_paused(environ: Mapping[str, str]) -> bool:
@@ -81,51 +88,220 @@ class Attempt:
     cut_short: bool = False
 
 
-def attempt_next(
-    store: Store,
-    sinks: list[Sink],
-    *,
-    deliverer: str,
-    now: Callable[[], datetime],
-    max_attempts: int,
-    interrupted: Callable[[], bool] = lambda: False,
-) -> Attempt | None:
-    """Claim the oldest due notice and deliver it; None when none is due. When
-    ``interrupted`` turns true during the attempt (its deliverer stops), the sinks not tried
-    yet are skipped, a sink cut short counts as no failure, and the notice is let go."""
-    claimed = store.claim_notice(deliverer, now=now(), lease_seconds=lease_seconds(sinks))
-    if claimed is None:
-        return None
-    reached: list[str] = []
-    sent: list[str] = []
-    failures: dict[str, str] = {}
-    cut_short = False
-    for sink in sinks:
-        if sink.id in claimed.delivered_to or not sink.wants(claimed.notice):
-            continue
-        if interrupted():
-            cut_short = True
-            break
-        label = sink.label()
-        why = sink.deliver(claimed.notice)
-        if why is None:
-            reached.append(sink.id)
-            sent.append(label)
-        elif interrupted():
-            cut_short = True
-            break
+@dataclass
+class _Sending:
+    """A claimed notice while its sinks are sent to: who has answered, and how."""
+
+    claimed: StoredNotice
+    waiting: dict[str, Sink]  # by sink id: the sinks that have not answered yet
+    started: set[str] = field(default_factory=set)  # of those, the ones whose lane began it
+    reached: list[str] = field(default_factory=list)  # sink ids
+    sent: list[str] = field(default_factory=list)  # labels
+    failures: dict[str, str] = field(default_factory=dict)  # label -> why
+    cut_short: bool = False
+    lost: bool = False  # its claim expired and was taken again: nothing is written
+
+
+class _Lane:
+    """One sink's deliveries, one at a time in the order they were claimed, in a thread of its
+    own: a sink that hangs holds up its own lane, never another sink's."""
+
+    def __init__(
+        self,
+        sink: Sink,
+        interruption: Interruption,
+        began: Callable[[str, str], bool],
+        answered: Callable[[str, str, str | None, bool], None],
+    ) -> None:
+        self.sink = sink
+        self._interruption = interruption
+        self._began = began
+        self._answered = answered
+        self._jobs: queue.SimpleQueue[Notice | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=f"notify {sink.id}", daemon=True)
+        self._thread.start()
+
+    def send(self, notice: Notice) -> None:
+        self._jobs.put(notice)
+
+    def close(self) -> None:
+        self._jobs.put(None)
+
+    def _run(self) -> None:
+        while (notice := self._jobs.get()) is not None:
+            sink_id = self.sink.id
+            if not self._began(notice.id, sink_id):  # its deliverer stopped: let go
+                self._answered(notice.id, sink_id, None, True)
+                continue
+            try:
+                why = self.sink.deliver(notice)
+            except Exception as error:  # a sink never raises; if one does, it failed
+                why = f"failed ({type(error).__name__})"
+            self._answered(notice.id, sink_id, why, why is not None and self._interruption.fired)
+
+
+class Deliverer:
+    """Delivers claimed notices through its sinks, each sink in a lane of its own
+    (docs/notifications.md#the-outbox): a notice is claimed once for all its sinks, handed to
+    the lane of each sink that wants it and lacks it, and its outcome is written under the
+    claim once every one of them has answered. While a sink is slow, the claim is renewed (and
+    the sinks reached so far recorded), and the other sinks' lanes go on with the next
+    notices. Its calls to the store are made by the thread that calls ``turn``."""
+
+    def __init__(
+        self,
+        store: Store,
+        sinks: list[Sink],
+        *,
+        deliverer: str,
+        now: Callable[[], datetime],
+        max_attempts: int,
+        interruption: Interruption | None = None,
+        answered: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._store = store
+        self._deliverer = deliverer
+        self._now = now
+        self._max_attempts = max_attempts
+        self._lease = lease_seconds(sinks)
+        self._interruption = interruption or Interruption()
+        self._lock = threading.Lock()
+        self._answers = threading.Event()
+        self._on_answer = answered
+        self.claimed = 0  # notices claimed so far
+        self.drained = False  # the last claim found no due notice
+        self._sending: dict[str, _Sending] = {}  # by notice id, in the order claimed
+        self._sinks = sinks
+        self._lanes = {
+            sink.id: _Lane(sink, self._interruption, self._began, self._answered) for sink in sinks
+        }
+
+    @property
+    def busy(self) -> int:
+        """How many claimed notices are still being sent."""
+        with self._lock:
+            return len(self._sending)
+
+    def turn(self, *, claim: int) -> list[Attempt]:
+        """Finish the notices whose sinks have all answered, renew the claims of those still
+        being sent, then claim up to ``claim`` due notices and hand them to the lanes; the
+        attempts finished in this turn."""
+        attempts = self._finish_answered()
+        self._renew()
+        for _ in range(max(0, min(claim, MAX_SENDING - self.busy))):
+            self.drained = False
+            claimed = self._store.claim_notice(
+                self._deliverer, now=self._now(), lease_seconds=self._lease
+            )
+            if claimed is None:
+                self.drained = True
+                break
+            self.claimed += 1
+            self._hand_out(claimed)
+            attempts += self._finish_answered()
+        return attempts
+
+    def wait(self, seconds: float) -> None:
+        """Until a sink answers, or ``seconds``."""
+        self._answers.wait(seconds)
+        self._answers.clear()
+
+    def let_go(self) -> list[Attempt]:
+        """After the interruption: the notices whose every unanswered sink never began are let
+        go (released, their reached sinks kept); one still inside a sink that cannot be cut
+        (Apprise, in this process) is left to its claim, which expires."""
+        with self._lock:
+            for sending in self._sending.values():
+                if not sending.waiting.keys() & sending.started:
+                    sending.waiting.clear()
+                    sending.cut_short = True
+        return self._finish_answered()
+
+    def close(self) -> None:
+        for lane in self._lanes.values():
+            lane.close()
+
+    def _hand_out(self, claimed: StoredNotice) -> None:
+        notice = claimed.notice
+        wanted = {
+            sink.id: sink
+            for sink in self._sinks
+            if sink.id not in claimed.delivered_to and sink.wants(notice)
+        }
+        with self._lock:
+            self._sending[notice.id] = _Sending(claimed, dict(wanted))
+        for sink_id in wanted:
+            self._lanes[sink_id].send(notice)
+
+    def _began(self, notice_id: str, sink_id: str) -> bool:
+        """Whether the lane may send: not once its deliverer stopped, nor a notice let go."""
+        with self._lock:
+            sending = self._sending.get(notice_id)
+            if self._interruption.fired or sending is None or sink_id not in sending.waiting:
+                return False
+            sending.started.add(sink_id)
+            return True
+
+    def _answered(self, notice_id: str, sink_id: str, why: str | None, cut: bool) -> None:
+        with self._lock:
+            sending = self._sending.get(notice_id)
+            if sending is None or sink_id not in sending.waiting:
+                return  # let go already
+            sink = sending.waiting.pop(sink_id)
+            if cut:
+                sending.cut_short = True
+            elif why is None:
+                sending.reached.append(sink_id)
+                sending.sent.append(sink.label())
+            else:
+                sending.failures[sink.label()] = why
+        self._answers.set()
+        self._on_answer()
+
+    def _finish_answered(self) -> list[Attempt]:
+        with self._lock:
+            done = [s for s in self._sending.values() if not s.waiting]
+            for sending in done:
+                del self._sending[sending.claimed.notice.id]
+        return [self._finish(sending) for sending in done]
+
+    def _finish(self, sending: _Sending) -> Attempt:
+        claimed, reached = sending.claimed, tuple(sending.reached)
+        if sending.cut_short:
+            outcome = released(claimed, reached)
         else:
-            failures[label] = why
-    if cut_short:
-        outcome = released(claimed, tuple(reached))
-    else:
-        outcome = after_attempt(
-            claimed, failures, tuple(reached), now=now(), max_attempts=max_attempts
-        )
-    recorded = store.finish_notice(claimed, outcome)
-    return Attempt(
-        claimed, outcome, tuple(sent), {} if cut_short else failures, recorded, cut_short
-    )
+            outcome = after_attempt(
+                claimed, sending.failures, reached, now=self._now(),
+                max_attempts=self._max_attempts,
+            )  # fmt: skip
+        recorded = not sending.lost and self._store.finish_notice(claimed, outcome)
+        failures = {} if sending.cut_short else sending.failures
+        return Attempt(claimed, outcome, tuple(sending.sent), failures, recorded, sending.cut_short)
+
+    def _renew(self) -> None:
+        """Renew each claim that has used half its lease, with the sinks reached so far."""
+        now = self._now()
+        with self._lock:
+            due = [
+                s
+                for s in self._sending.values()
+                if not s.lost
+                and s.claimed.claim_expires_at is not None
+                and 0 < (s.claimed.claim_expires_at - now).total_seconds() < self._lease / 2
+            ]  # a claim past its expiry is not renewed: another deliverer may hold it now
+            progress = {s.claimed.notice.id: tuple(s.reached) for s in due}
+        for sending in due:
+            claimed = sending.claimed
+            reached = progress[claimed.notice.id]
+            delivered_to = tuple(dict.fromkeys((*claimed.delivered_to, *reached)))
+            renewed = self._store.renew_notice(
+                claimed, until=now + timedelta(seconds=self._lease), delivered_to=delivered_to
+            )
+            with self._lock:
+                if renewed is None:
+                    sending.lost = True
+                else:
+                    sending.claimed = renewed
 
 
 def deliver_due(
@@ -136,23 +312,24 @@ def deliver_due(
     now: Callable[[], datetime],
     max_attempts: int,
     limit: int = MAX_ATTEMPTS_PER_PASS,
-    keep_going: Callable[[], bool] = lambda: True,
     on_attempt: Callable[[Attempt], None] = lambda attempt: None,
-    interrupted: Callable[[], bool] = lambda: False,
 ) -> list[Attempt]:
-    """Attempt every due notice, one after the other, up to ``limit`` (a notice that fails is
-    not due again before its backoff, so a pass ends)."""
+    """Attempt every due notice, up to ``limit``, each sink in its own lane, and wait for
+    them all (`wrighty notify flush`; a notice that fails is not due again before its
+    backoff, so a pass ends)."""
+    engine = Deliverer(store, sinks, deliverer=deliverer, now=now, max_attempts=max_attempts)
     attempts: list[Attempt] = []
-    while len(attempts) < limit and keep_going() and not interrupted():
-        attempt = attempt_next(
-            store, sinks, deliverer=deliverer, now=now, max_attempts=max_attempts,
-            interrupted=interrupted,
-        )  # fmt: skip
-        if attempt is None:
-            break
-        attempts.append(attempt)
-        on_attempt(attempt)
-    return attempts
+    try:
+        while True:
+            done = engine.turn(claim=limit - engine.claimed)
+            for attempt in done:
+                on_attempt(attempt)
+            attempts += done
+            if engine.busy == 0 and (engine.drained or engine.claimed >= limit):
+                return attempts
+            engine.wait(TURN_SECONDS)
+    finally:
+        engine.close()
 
 
 def wants_quiet_workers(sinks: list[Sink], now: datetime) -> bool:
@@ -246,52 +423,81 @@ class DeliveryThread:
             self._thread.join(wait_seconds)
         if self._thread.is_alive():
             self._interruption.fire()
+            self._wake.set()
             self._thread.join(RELEASE_WAIT_SECONDS)
 
     def _in_time(self) -> bool:
         return self._stop_by is None or time.monotonic() < self._stop_by
 
     def _run(self) -> None:
+        engine = Deliverer(
+            self._store,
+            self._sinks,
+            deliverer=self.deliverer,
+            now=self._now,
+            max_attempts=self._settings.max_attempts,
+            interruption=self._interruption,
+            answered=self._wake.set,
+        )
+        try:
+            self._deliver(engine)
+        finally:
+            engine.close()
+
+    def _deliver(self, engine: Deliverer) -> None:
+        """Turns until the stop: after it, what is due is still delivered until nothing is
+        due and nothing under way, or until the interruption, after which what can be let go
+        is, for up to RELEASE_WAIT_SECONDS."""
+        let_go_by: float | None = None
         while True:
             self._wake.clear()
-            last = self._stopping.is_set()  # the pass that starts after the stop is the last
-            self._pass()
-            if last:
-                return
-            self._wake.wait(self._interval)
+            stopping = self._stopping.is_set()
+            if self._interruption.fired:
+                let_go_by = let_go_by or time.monotonic() + RELEASE_WAIT_SECONDS
+                self._turn(lambda: engine.let_go())
+                if engine.busy == 0 or time.monotonic() >= let_go_by:
+                    return
+            else:
+                self._pass(engine, claim=self._in_time())
+                if stopping and engine.busy == 0 and (engine.drained or not self._in_time()):
+                    return
+            self._wake.wait(TURN_SECONDS if engine.busy else self._interval)
 
-    def _pass(self) -> None:
-        """One pass; nothing that goes wrong in it stops the thread."""
-        try:
-            if self._watch_quiet and self._quiet.due():
-                note_quiet_workers(
+    def _pass(self, engine: Deliverer, *, claim: bool) -> None:
+        """One turn, and the outbox's upkeep."""
+        if self._watch_quiet and self._quiet.due():
+            self._guarded(
+                lambda: note_quiet_workers(
                     self._store,
                     now=self._now(),
                     max_age_seconds=self._worker_max_age,
                     source=self._source,
                 )
-            deliver_due(
-                self._store,
-                self._sinks,
-                deliverer=self.deliverer,
-                now=self._now,
-                max_attempts=self._settings.max_attempts,
-                keep_going=self._in_time,
-                on_attempt=self._report,
-                interrupted=lambda: self._interruption.fired,
             )
-            if self._prune.due():
-                retention = timedelta(hours=self._settings.retention_hours)
-                self._store.prune_notices(before=self._now() - retention)
+        self._turn(lambda: engine.turn(claim=MAX_ATTEMPTS_PER_PASS if claim else 0))
+        if self._prune.due():
+            retention = timedelta(hours=self._settings.retention_hours)
+            self._guarded(lambda: self._store.prune_notices(before=self._now() - retention))
+
+    def _turn(self, step: Callable[[], list[Attempt]]) -> None:
+        for attempt in self._guarded(step) or []:
+            self._report(attempt)
+
+    def _guarded(self, step: Callable[[], _T]) -> _T | None:
+        """``step``; nothing that goes wrong in it stops the thread (the next turn tries
+        again)."""
+        try:
+            return step()
         except StoreError as error:
             if self._in_time():  # past the stop, the worker's output may be gone
                 self._emit(
                     "store-unreachable", operation="notify", error=type(error).__name__,
                     cause=str(error),
                 )  # fmt: skip
-        except Exception as error:  # a bug: said, and the next pass tries again
+        except Exception as error:  # a bug: said, and the next turn tries again
             if self._in_time():
                 self._emit("notify-error", error=type(error).__name__, cause=describe_error(error))
+        return None
 
     def _report(self, attempt: Attempt) -> None:
         name, fields = attempt_event(attempt)

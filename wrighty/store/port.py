@@ -280,6 +280,14 @@ class Store(Protocol):
         changed nothing, when that claim expired and was taken again."""
         ...
 
+    def renew_notice(
+        self, claimed: StoredNotice, *, until: datetime, delivered_to: tuple[str, ...]
+    ) -> StoredNotice | None:
+        """Hold the claim ``claimed`` came with until ``until``, recording the sinks that have
+        the notice so far; the notice as now claimed, or None, having changed nothing, when
+        that claim expired and was taken again."""
+        ...
+
     def list_notices(self, states: Collection[str], *, limit: int = 1000) -> Rows[StoredNotice]:
         """Notices in any of ``states``, oldest first."""
         ...

@@ -907,6 +907,24 @@ class SqlStore(ABC):
             )
         return cursor.rowcount == 1
 
+    def renew_notice(
+        self, claimed: StoredNotice, *, until: datetime, delivered_to: tuple[str, ...]
+    ) -> StoredNotice | None:
+        with self._write() as tx:
+            cursor = tx.run(
+                "renew_notice_claim",
+                {
+                    "id": claimed.notice.id,
+                    "deliverer": claimed.claimed_by,
+                    "claimed_until": to_db_time(claimed.claim_expires_at),
+                    "until": to_db_time(until),
+                    "delivered_to": json.dumps(list(delivered_to)),
+                },
+            )
+        if cursor.rowcount != 1:
+            return None
+        return dataclasses.replace(claimed, claim_expires_at=until, delivered_to=delivered_to)
+
     def list_notices(self, states: Collection[str], *, limit: int = 1000) -> Rows[StoredNotice]:
         rows = self._rows("select_notices", {"states": json.dumps(sorted(states)), "limit": limit})
         return self._read_all(rows, _stored_notice_from_row)

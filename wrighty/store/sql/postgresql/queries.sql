@@ -500,6 +500,13 @@ SET state = :state, attempts = :attempts, next_attempt_at = :next_attempt_at,
     delivered_to = :delivered_to, last_error = :last_error, finished_at = :finished_at,
     claimed_by = NULL, claim_expires_at = NULL
 WHERE id = :id AND claimed_by = :deliverer AND claim_expires_at = :claimed_until;
+-- name: renew_notice_claim
+-- A deliverer still sending a notice (one of its sinks is slow) keeps its claim, and records the
+-- sinks that have it so far; only under the claim it holds (the same deliverer and expiry).
+UPDATE notices
+SET claim_expires_at = :until, delivered_to = :delivered_to
+WHERE id = :id AND state = 'pending' AND claimed_by = :deliverer
+  AND claim_expires_at = :claimed_until;
 -- name: select_notices
 SELECT * FROM notices
 WHERE state IN (SELECT value FROM json_array_elements_text(CAST(:states AS json)))
