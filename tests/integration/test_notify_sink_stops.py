@@ -12,8 +12,10 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import psutil
@@ -179,3 +181,100 @@ def test_a_sigkilled_worker_takes_its_sink_program_with_it(tmp_path: Path) -> No
         worker.kill()
         worker.wait()
     _all_gone(pids, mark)
+
+
+class _Webhook:
+    """A json:// sink's server: the notice ids Apprise posted to it, in order."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.lock = threading.Lock()
+        webhook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with webhook.lock:
+                    webhook.ids.append(json.loads(body["message"])["id"])
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"json://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def got(self) -> list[str]:
+        with self.lock:
+            return list(self.ids)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _notices(root: Path) -> list[tuple[str, str, int, str | None, list[str]]]:
+    with sqlite3.connect(root / ".wrighty" / "wrighty.db") as db:
+        rows = db.execute(
+            "SELECT id, state, attempts, claimed_by, delivered_to FROM notices ORDER BY created_at"
+        ).fetchall()
+    return [(i, state, n, by, json.loads(to)) for i, state, n, by, to in rows]
+
+
+@pytest.mark.slow
+def test_a_hung_command_holds_up_no_other_sink(tmp_path: Path) -> None:
+    """Issue 26: each sink delivers independently. A json:// sink gets every notice while the
+    command sink still hangs on the first one (it has started once, and is still running); the
+    hung command is then handled as before: the worker's stop kills its process tree and lets
+    its notices go, and the json:// sink, which has them, is not sent them again."""
+    root, mark = tmp_path / "project", uuid.uuid4().hex
+    script, pids = _project(root, HANG)
+    webhook = _Webhook()
+    try:
+        document = json.loads((root / "wrighty.json").read_text())
+        document["notify"]["urls"] = [webhook.url]
+        (root / "wrighty.json").write_text(json.dumps(document))
+        _queue_a_failing_item(root, mark)
+        for title in ("Fix that", "Fix the rest"):
+            code, _, err = _run(root, mark, "create", "--title", title, "--body", "go", "--queue")
+            assert code == 0, err
+        worker = _wrighty(root, mark, "worker", "start", "--json")
+        try:
+            deadline = time.monotonic() + 60
+            while len(webhook.got()) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            sink_pid = int(pids.read_text().split()[0])
+            # Every notice reached the webhook while the command is still on its first one.
+            assert len(webhook.got()) == 3, webhook.got()
+            assert not process_ended(sink_pid)
+            assert len(pids.read_text().split()) == 3  # one run of the command, still hung
+            worker.send_signal(signal.SIGTERM)
+            out, err = worker.communicate(timeout=60)
+        finally:
+            worker.kill()
+            worker.wait()
+        assert worker.returncode == 130, err
+        events = [json.loads(line) for line in out.splitlines()]
+        released = [e["notice_id"] for e in events if e["event"] == "notify-released"]
+        notices = _notices(root)
+        assert sorted(released) == sorted(webhook.got()) == sorted(n[0] for n in notices)
+        _all_gone(pids, mark)  # the hung command's whole tree, as before
+        for _, state, attempts, claimed_by, delivered_to in notices:
+            assert (state, attempts, claimed_by, len(delivered_to)) == ("pending", 0, None, 1)
+        # Fixed, the command gets each of them; the webhook has them already.
+        script.write_text(DELIVER.format(out=root / "delivered.jsonl"))
+        code, out, err = _run(root, mark, "notify", "flush")
+        assert (code, out) == (
+            0,
+            "delivered 3 notifications, 0 failed (retried later), 0 given up\n",
+        ), err
+        lines = (root / "delivered.jsonl").read_text().splitlines()
+        assert sorted(json.loads(line)["id"] for line in lines) == sorted(webhook.got())
+        assert len(webhook.got()) == 3
+    finally:
+        webhook.close()
