@@ -193,6 +193,48 @@ def test_a_claim_that_outlived_its_lease_writes_nothing(store: Store, clock: Fak
     assert stored.attempts == 1
 
 
+def test_a_slow_sink_keeps_the_claim_and_the_others_notices_go_on(
+    store: Store, clock: FakeClock
+) -> None:
+    """Each sink in its own lane: while one sink is still on the first notice, the other has
+    every notice; the first notice's claim is renewed (with the sink that has it) so that no
+    other deliverer takes it past its first expiry; then its outcome is written under it."""
+    add(store, notice(1, clock()), notice(2, clock()))
+    fast = FakeSink("fast")
+    lease = lease_seconds([fast, FakeSink("slow")])
+    seen: list[object] = []
+
+    def hold_past_the_first_expiry() -> None:
+        wait_for(lambda: fast.got == ["ntc-test-1", "ntc-test-2"])  # not behind this sink
+        [first, _] = store.list_notices(ALL)
+        clock.advance(lease * 0.75)  # the deliverer's next turn renews its claim
+        wait_for(lambda: store.list_notices(ALL)[0].claim_expires_at != first.claim_expires_at)
+        assert store.list_notices(ALL)[0].delivered_to == ("fake:fast",)  # recorded so far
+        clock.advance(lease * 0.5)  # past the first expiry
+        seen.append(another_deliverer(store, [FakeSink("other")], clock))
+
+    slow = SlowOnce("slow", during_first=hold_past_the_first_expiry)
+    attempts = deliver(store, [fast, slow], clock)
+    assert seen == [None]  # nobody took the held notice
+    assert [(a.claimed.notice.id, a.outcome.state, a.recorded) for a in attempts] == [
+        ("ntc-test-1", "delivered", True), ("ntc-test-2", "delivered", True)]  # fmt: skip
+    assert [n.delivered_to for n in store.list_notices(ALL)] == [
+        ("fake:fast", "fake:slow"), ("fake:fast", "fake:slow")]  # fmt: skip
+
+
+@dataclass
+class SlowOnce(FakeSink):
+    """A sink that runs ``during_first`` inside its first delivery only."""
+
+    during_first: Callable[[], None] | None = None
+
+    def deliver(self, notice: Notice) -> str | None:
+        if self.during_first is not None:
+            first, self.during_first = self.during_first, None
+            first()
+        return super().deliver(notice)
+
+
 def test_a_notice_is_added_once_under_its_id(store: Store, clock: FakeClock) -> None:
     assert store.add_notice_once(notice(1, clock()))
     assert not store.add_notice_once(notice(1, clock.advance(5)))

@@ -63,6 +63,7 @@ NOTICE_NOT_DUE = OUTBOX + "test_a_notice_is_not_claimed_before_it_is_due[{backen
 NOTICE_HELD = OUTBOX + "test_a_notice_held_by_a_live_claim_is_not_claimed_again[{backend}]"
 NOTICE_LOCKED = OUTBOX + "test_a_claim_skips_a_notice_row_another_transaction_holds"
 NOTICE_OTHER = OUTBOX + "test_a_finish_by_another_deliverer_changes_nothing[{backend}]"
+NOTICE_RENEWED = OUTBOX + "test_a_claim_taken_again_is_not_renewed[{backend}]"
 NOTICE_EARLIER = (
     OUTBOX + "test_a_finish_under_the_deliverers_own_earlier_claim_changes_nothing[{backend}]"
 )
@@ -237,6 +238,10 @@ GUARDS: list[Guard] = [
              "AND claimed_by = :deliverer", "AND 1 = 1", NOTICE_OTHER),
     *_guards("notice finish: claim expiry", BOTH, "finish_notice_guarded",
              "AND claim_expires_at = :claimed_until", "AND 1 = 1", NOTICE_EARLIER),
+    *_guards("notice renew: deliverer", BOTH, "renew_notice_claim",
+             "AND claimed_by = :deliverer", "AND 1 = 1", NOTICE_RENEWED),
+    *_guards("notice renew: claim expiry", BOTH, "renew_notice_claim",
+             "AND claim_expires_at = :claimed_until", "AND 1 = 1", NOTICE_RENEWED),
     # Scheduling (docs/scheduling.md): the claim's choice skips an item whose dependencies are
     # not all done, and one whose agent's or label's limit the running items reach; the
     # guarded write re-checks the dependencies; on PostgreSQL a claim under a limit takes the

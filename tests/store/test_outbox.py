@@ -670,3 +670,45 @@ def test_a_store_from_before_the_outbox_migrates_to_an_empty_one(
         assert taken.notice == notice
         assert store.finish_notice(taken, delivered(taken, clock))
         assert [s.state for s in outbox(store)] == ["delivered"]
+
+
+# -- renewing a claim while a slow sink still sends ------------------------------------------------
+
+
+def test_a_renewed_claim_holds_the_notice_and_records_the_sinks_reached(
+    store: Store, clock: FakeClock
+) -> None:
+    notice_of_a_settlement(store, clock)
+    taken = claimed_one(store, clock, "d1")
+    assert taken.claim_expires_at is not None
+    until = taken.claim_expires_at + timedelta(seconds=DELIVERY_LEASE)
+    renewed = store.renew_notice(taken, until=until, delivered_to=("slack",))
+    assert renewed is not None
+    [held] = outbox(store)
+    assert (held.claimed_by, held.claim_expires_at, held.delivered_to) == ("d1", until, ("slack",))
+    assert held.state == "pending"
+    clock.current = taken.claim_expires_at + timedelta(seconds=1)  # the first expiry passed
+    assert claim(store, clock, "d2") is None  # the renewed claim still holds it
+    assert store.finish_notice(taken, delivered(taken, clock)) is False  # the old claim is spent
+    assert store.finish_notice(renewed, delivered(renewed, clock, "webhook"))
+    [final] = outbox(store)
+    assert (final.state, final.delivered_to) == ("delivered", ("slack", "webhook"))
+
+
+def test_a_claim_taken_again_is_not_renewed(store: Store, clock: FakeClock) -> None:
+    """Only the claim itself renews: not the deliverer's own earlier claim, nor the same
+    expiry under another deliverer's name, nor a finished notice (its claim is gone)."""
+    notice_of_a_settlement(store, clock)
+    earlier = claimed_one(store, clock, "d1")
+    assert earlier.claim_expires_at is not None
+    clock.current = earlier.claim_expires_at + timedelta(seconds=1)
+    newer = claimed_one(store, clock, "d1")
+    later = clock() + timedelta(seconds=DELIVERY_LEASE)
+    impostor = dataclasses.replace(newer, claimed_by="d2")
+    for stale in (earlier, impostor):
+        assert store.renew_notice(stale, until=later, delivered_to=("slack",)) is None
+        assert outbox(store) == [newer]
+    assert store.finish_notice(newer, delivered(newer, clock))
+    finished = outbox(store)
+    assert store.renew_notice(newer, until=later, delivered_to=("slack",)) is None
+    assert outbox(store) == finished

@@ -505,8 +505,7 @@ WHERE id = :id AND claimed_by = :deliverer AND claim_expires_at = :claimed_until
 -- sinks that have it so far; only under the claim it holds (the same deliverer and expiry).
 UPDATE notices
 SET claim_expires_at = :until, delivered_to = :delivered_to
-WHERE id = :id AND state = 'pending' AND claimed_by = :deliverer
-  AND claim_expires_at = :claimed_until;
+WHERE id = :id AND claimed_by = :deliverer AND claim_expires_at = :claimed_until;
 -- name: select_notices
 SELECT * FROM notices
 WHERE state IN (SELECT value FROM json_array_elements_text(CAST(:states AS json)))
