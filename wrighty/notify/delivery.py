@@ -1,12 +1,17 @@
-"""Delivering the outbox (docs/notifications.md#the-outbox): one pass, and the worker's thread.
+"""Delivering the outbox (docs/notifications.md#the-outbox): the deliverer, a pass, and the
+worker's thread.
 
-One attempt claims the oldest due notice for one deliverer (a guarded write: in a fleet, one
-deliverer at a time holds a notice), sends it to each sink that wants it and does not have it
-yet, and writes the outcome under that claim: delivered once no sink is left to reach,
-otherwise retried with backoff, then given up (wrighty/domain/notices.after_attempt). A pass
-makes attempts until no notice is due. The worker runs passes in a thread of its own, woken
-after each settlement it commits and every few seconds, so that a slow or failing sink delays
-other notices only, never a renewal or a settle.
+An attempt claims the oldest due notice for one deliverer (a guarded write: in a fleet, one
+deliverer at a time holds a notice), hands it to the lane of each sink that wants it and does
+not have it yet, and writes the outcome under that claim once they have all answered:
+delivered once no sink is left to reach, otherwise retried with backoff, then given up
+(wrighty/domain/notices.after_attempt). Each sink has a lane of its own, a thread that sends
+its notices one at a time in the order they were claimed, so a sink that hangs holds up only
+its own deliveries: the other sinks' lanes go on with the next notices, while the claim of a
+notice a slow sink still holds is renewed (with the sinks that have it so far). A pass makes
+attempts until no notice is due and none is under way. The worker runs its deliverer in a
+thread of its own, woken after each settlement it commits, when a sink answers, and every few
+seconds, so that a slow or failing sink never delays a renewal or a settle.
 """
 
 from __future__ import annotations
