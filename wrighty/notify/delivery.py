@@ -174,6 +174,7 @@ class Deliverer:
         self._answers = threading.Event()
         self._on_answer = answered
         self.claimed = 0  # notices claimed so far
+        self._finished: list[Attempt] = []
         self.drained = False  # the last claim found no due notice
         self._sending: dict[str, _Sending] = {}  # by notice id, in the order claimed
         self._sinks = sinks
@@ -190,8 +191,8 @@ class Deliverer:
     def turn(self, *, claim: int) -> list[Attempt]:
         """Finish the notices whose sinks have all answered, renew the claims of those still
         being sent, then claim up to ``claim`` due notices and hand them to the lanes; the
-        attempts finished in this turn."""
-        attempts = self._finish_answered()
+        attempts finished in this turn (and in a turn the store failed)."""
+        self._finish_answered()
         self._renew()
         for _ in range(max(0, min(claim, MAX_SENDING - self.busy))):
             self.drained = False
@@ -203,8 +204,13 @@ class Deliverer:
                 break
             self.claimed += 1
             self._hand_out(claimed)
-            attempts += self._finish_answered()
-        return attempts
+            self._finish_answered()
+        return self.take_finished()
+
+    def take_finished(self) -> list[Attempt]:
+        """The attempts finished since the last call."""
+        finished, self._finished = self._finished, []
+        return finished
 
     def wait(self, seconds: float) -> None:
         """Until a sink answers, or ``seconds``."""
@@ -220,7 +226,8 @@ class Deliverer:
                 if not sending.waiting.keys() & sending.started:
                     sending.waiting.clear()
                     sending.cut_short = True
-        return self._finish_answered()
+        self._finish_answered()
+        return self.take_finished()
 
     def close(self) -> None:
         for lane in self._lanes.values():
@@ -263,12 +270,13 @@ class Deliverer:
         self._answers.set()
         self._on_answer()
 
-    def _finish_answered(self) -> list[Attempt]:
+    def _finish_answered(self) -> None:
         with self._lock:
             done = [s for s in self._sending.values() if not s.waiting]
             for sending in done:
                 del self._sending[sending.claimed.notice.id]
-        return [self._finish(sending) for sending in done]
+        for sending in done:  # if the store fails, these are left to their claims
+            self._finished.append(self._finish(sending))
 
     def _finish(self, sending: _Sending) -> Attempt:
         claimed, reached = sending.claimed, tuple(sending.reached)
@@ -401,7 +409,8 @@ class DeliveryThread:
         self._now = now
         self._emit = emit
         self._interval = interval_seconds
-        self._wake = threading.Event()
+        self._wake = threading.Event()  # a turn now: woken, a sink answered, the stop
+        self._look = threading.Event()  # and in it, a look for due notices
         self._stopping = threading.Event()
         self._stop_by: float | None = None  # after the stop: no new attempt past this moment
         self._prune = _Every(PRUNE_INTERVAL_SECONDS)
@@ -414,6 +423,7 @@ class DeliveryThread:
 
     def wake(self) -> None:
         """Look for due notices now (a settlement just committed one)."""
+        self._look.set()
         self._wake.set()
 
     def stop(self, wait_seconds: float = STOP_WAIT_SECONDS) -> None:
@@ -454,16 +464,23 @@ class DeliveryThread:
         due and nothing under way, or until the interruption, after which what can be let go
         is, for up to RELEASE_WAIT_SECONDS."""
         let_go_by: float | None = None
+        next_look = 0.0
         while True:
             self._wake.clear()
             stopping = self._stopping.is_set()
             if self._interruption.fired:
                 let_go_by = let_go_by or time.monotonic() + RELEASE_WAIT_SECONDS
-                self._turn(lambda: engine.let_go())
+                self._turn(engine, engine.let_go)
                 if engine.busy == 0 or time.monotonic() >= let_go_by:
                     return
             else:
-                self._pass(engine, claim=self._in_time())
+                # Due notices are looked for when woken, after the stop, and every interval;
+                # the other turns finish what the sinks answered and renew claims.
+                look = self._look.is_set() or stopping or time.monotonic() >= next_look
+                if look:
+                    self._look.clear()
+                    next_look = time.monotonic() + self._interval
+                self._pass(engine, claim=look and self._in_time())
                 if stopping and engine.busy == 0 and (engine.drained or not self._in_time()):
                     return
             self._wake.wait(TURN_SECONDS if engine.busy else self._interval)
@@ -479,13 +496,13 @@ class DeliveryThread:
                     source=self._source,
                 )
             )
-        self._turn(lambda: engine.turn(claim=MAX_ATTEMPTS_PER_PASS if claim else 0))
+        self._turn(engine, lambda: engine.turn(claim=MAX_ATTEMPTS_PER_PASS if claim else 0))
         if self._prune.due():
             retention = timedelta(hours=self._settings.retention_hours)
             self._guarded(lambda: self._store.prune_notices(before=self._now() - retention))
 
-    def _turn(self, step: Callable[[], list[Attempt]]) -> None:
-        for attempt in self._guarded(step) or []:
+    def _turn(self, engine: Deliverer, step: Callable[[], list[Attempt]]) -> None:
+        for attempt in self._guarded(step) or engine.take_finished():
             self._report(attempt)
 
     def _guarded(self, step: Callable[[], _T]) -> _T | None:
