@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -362,16 +363,31 @@ def test_an_agent_can_report_failure_from_inside_its_run(project: Project) -> No
     assert project.store.list_runs(item.id)[0].agent_report == "failed"
 
 
-def test_an_agents_reports_land_though_it_half_wrote_wrighty_json(project: Project) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_an_agents_reports_land_though_it_half_wrote_wrighty_json(
+    project: Project, backend: str, request: pytest.FixtureRequest
+) -> None:
     """Issue 26: `wrighty fail` and `report-usage` work from what the worker gave the run
     (WRIGHTY_RUN_STORE, WRIGHTY_RUN_PRICING), not from re-reading wrighty.json, which the
     agent has left half-written: the item ends as the agent said, with the usage it
-    reported, priced from the worker's pricing."""
+    reported, priced from the worker's pricing. The store given to the run holds no password
+    (on PostgreSQL the worker was given one in its URL)."""
     document = json.loads((project.root / "wrighty.json").read_text())
     document["pricing"] = {"house-model": {"inputPerMtok": 10, "outputPerMtok": 30}}
     (project.root / "wrighty.json").write_text(json.dumps(document))
+    store_option: list[str] = []
+    expected_store = f"sqlite:///{project.root}/.wrighty/wrighty.db"
+    if backend == "postgresql":
+        from tests.conftest import open_postgres, postgres_schema
+
+        stack = contextlib.ExitStack()
+        request.addfinalizer(stack.close)  # the store closed, then its schema dropped
+        url = stack.enter_context(postgres_schema())
+        project.store = stack.enter_context(contextlib.closing(open_postgres(url)))  # type: ignore[assignment]
+        store_option = ["--store", url.replace("postgres@", "postgres:Hunter2Secret@", 1)]
+        expected_store = url
     item = project.item("""
-        import subprocess
+        import json, subprocess
         config = open("wrighty.json").read()
         open("wrighty.json", "w").write(config[: len(config) // 2])
         for argv in (["report-usage", "--input-tokens", "1000", "--output-tokens", "1000",
@@ -379,10 +395,12 @@ def test_an_agents_reports_land_though_it_half_wrote_wrighty_json(project: Proje
             done = subprocess.run([sys.executable, "-m", "wrighty", *argv],
                                   capture_output=True, text=True)
             print(done.returncode, done.stdout, done.stderr, flush=True)
+        json.dump({k: v for k, v in os.environ.items() if k.startswith("WRIGHTY_")},
+                  open("env.json", "w"))
     """)  # fmt: skip
     worker = subprocess.run(
         [sys.executable, "-m", "wrighty", "--config", str(project.root / "wrighty.json"),
-         "worker", "start", "--once", "--json"],
+         *store_option, "worker", "start", "--once", "--json"],
         cwd=project.root, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert worker.returncode == 0, worker.stderr
@@ -398,6 +416,9 @@ def test_an_agents_reports_land_though_it_half_wrote_wrighty_json(project: Proje
     assert run.usage.cost_usd == pytest.approx(0.04)
     with pytest.raises(json.JSONDecodeError):  # the agent did leave it half-written
         json.loads((project.root / "wrighty.json").read_text())
+    given = (project.root / "env.json").read_text()
+    assert json.loads(given)["WRIGHTY_RUN_STORE"] == expected_store
+    assert "Hunter2Secret" not in given
 
 
 def test_finish_outside_a_run_is_bad_usage(project: Project) -> None:
