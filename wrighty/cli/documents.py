@@ -449,6 +449,7 @@ def worker_json(view: WorkerView) -> dict[str, Any]:
         "agent": row.agent,
         "clock_offset_seconds": None if offset is None else round(offset, 3),
         "clock_skewed": view.clock_skewed,
+        "held_reason": row.held_reason,
     }
 
 
@@ -550,6 +551,7 @@ WARNING_CHECKS = (
     "blocked_items",
     "unserved_agent",
     "clock_skew",
+    "held_workers",
 )
 
 

@@ -47,9 +47,11 @@ def workers(
     if as_json:
         print_json([worker_json(view) for view in views])
     elif views:
-        from wrighty.cli.status_views import workers_table
+        from wrighty.cli.status_views import held_lines, workers_table
 
         console().print(workers_table(views))
+        for line in held_lines(views):
+            console().print(line)
     else:
         typer.echo("no registered workers")
 

@@ -41,7 +41,7 @@ def workers_table(views: list[WorkerView]) -> Table:
             outside(row.agent or "-"),
             outside(row.installation_id),
             str(row.pid),
-            row.state.value,
+            Text("held", style="yellow") if row.held_reason else row.state.value,
             ",".join(str(item) for item in row.items) or "-",
             f"{view.heartbeat_age_seconds:.0f} s ago",
             Text(view.liveness.value, style=styles[view.liveness.value]),
@@ -57,6 +57,17 @@ def _clock_text(view: WorkerView) -> Text:
     if offset is None:
         return Text("-")
     return Text(f"{offset:+.1f} s", style="yellow" if view.clock_skewed else "")
+
+
+def held_lines(views: list[WorkerView]) -> list[Text]:
+    """Why each held worker claims nothing (its reason is outside text)."""
+    lines = []
+    for view in views:
+        if view.row.held_reason:
+            line = Text("held ", style="yellow")
+            line.append_text(outside(f"{view.row.worker_id}: {view.row.held_reason}"))
+            lines.append(line)
+    return lines
 
 
 _NOTICE_STYLES = {"pending": "yellow", "given-up": "bold red", "delivered": "green"}

@@ -285,10 +285,12 @@ def concerns(
     thresholds: Thresholds,
     unserved: Collection[Unserved] = (),
     skewed: Collection[WorkerRow] = (),
+    held: Collection[WorkerRow] = (),
 ) -> list[Concern]:
     """What looks wrong that no threshold that was set already reports as a problem;
     ``unserved``: the agents whose items no live worker runs (`unserved_agents`); ``skewed``:
-    the live workers whose clock is off by more than the bound (`domain/clocks.skewed`)."""
+    the live workers whose clock is off by more than the bound (`domain/clocks.skewed`);
+    ``held``: the live workers that hold, as their machine cannot start runs (docs/worker.md)."""
     found: list[Concern] = []
     if thresholds.max_expired_leases is None and figures.expired_leases:
         found.append(
@@ -320,6 +322,9 @@ def concerns(
                 "clock (NTP)",
             )
         )
+    for row in held:
+        name = f"{row.worker_id} ({row.label})" if row.label else row.worker_id
+        found.append(Concern("held_workers", f"worker {name} claims nothing: {row.held_reason}"))
     if workers.dead:
         found.append(
             Concern(

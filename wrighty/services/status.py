@@ -177,9 +177,10 @@ def status_report(
     )
     live_agents = {view.row.agent for view in workers if view.liveness is Liveness.LIVE}
     unserved = unserved_agents(figures, default_agent=default_agent, live_agents=live_agents)
+    held = [view.row for view in workers if view.liveness is Liveness.LIVE and view.row.held_reason]
     seen = health_concerns(
         figures, workers=counts, thresholds=thresholds, unserved=unserved,
-        skewed=[view.row for view in workers if view.clock_skewed],
+        skewed=[view.row for view in workers if view.clock_skewed], held=held,
     )  # fmt: skip
     spent, lifetime = _ledger(store, ledger, now) if ledger is not None else (None, None)
     return StatusReport(

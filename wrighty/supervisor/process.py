@@ -29,6 +29,7 @@ from typing import IO
 
 import psutil
 
+from wrighty.domain.machine import StartFailure, Step
 from wrighty.domain.model import Stream
 from wrighty.domain.redact import redact_bytes_tail
 from wrighty.files import make_private_dirs
@@ -45,7 +46,13 @@ LineObserver = Callable[[Stream, bytes], None]
 
 
 class LaunchError(Exception):
-    """The agent could not be started: the run's outcome is start-failed."""
+    """The agent could not be started: the run's outcome is start-failed. ``failure`` says
+    at which step and with which OS error (wrighty/domain/machine.py tells the worker's
+    machine's failures from the item's)."""
+
+    def __init__(self, message: str, step: Step, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.failure = StartFailure(step, message, errno)
 
 
 @dataclass(frozen=True)
@@ -381,13 +388,13 @@ def _lines(spec: LaunchSpec, stream: Stream) -> LineSplitter | None:
 def launch(spec: LaunchSpec) -> AgentProcess:
     """Start the agent; LaunchError (start-failed) when it cannot be started at all."""
     if not spec.argv:
-        raise LaunchError("no command to run")
+        raise LaunchError("no command to run", Step.ARGV)
     if not spec.cwd.is_dir():
-        raise LaunchError(f"workspace {spec.cwd} does not exist")
+        raise LaunchError(f"workspace {spec.cwd} does not exist", Step.CWD)
     executable = spec.argv[0]
     problem = executable_problem(executable, spec.env.get("PATH"))
     if problem is not None:
-        raise LaunchError(f"agent executable {problem}")
+        raise LaunchError(f"agent executable {problem}", Step.PROGRAM)
     logs = _open_logs(spec.log_dir)
     argv, pre_exec = with_parent_death_signal(list(spec.argv), os.getpid())
     try:
@@ -406,9 +413,10 @@ def launch(spec: LaunchSpec) -> AgentProcess:
         for log in logs:
             log.close()
         if isinstance(error, OSError):
-            raise LaunchError(f"cannot start {executable!r}: {_why(error)}") from None
+            why = f"cannot start {executable!r}: {_why(error)}"
+            raise LaunchError(why, Step.SPAWN, error.errno) from None
         if isinstance(error, ValueError):  # an argument or variable with a NUL byte
-            raise LaunchError(f"cannot start {executable!r}: {error}") from None
+            raise LaunchError(f"cannot start {executable!r}: {error}", Step.ARGV) from None
         raise
     return AgentProcess(popen, spec, logs)
 
@@ -420,12 +428,17 @@ def _open_logs(log_dir: Path) -> tuple[FileIO, FileIO]:
         make_private_dirs(log_dir)  # runs/, runs/<item>/ and the run's own: each 0700
         stdout = _open_log(log_dir / "stdout.log")
     except OSError as error:
-        raise LaunchError(f"cannot create the run's logs in {log_dir}: {_why(error)}") from None
+        raise _logs_error(log_dir, error) from None
     try:
         return stdout, _open_log(log_dir / "stderr.log")
     except OSError as error:
         stdout.close()
-        raise LaunchError(f"cannot create the run's logs in {log_dir}: {_why(error)}") from None
+        raise _logs_error(log_dir, error) from None
+
+
+def _logs_error(log_dir: Path, error: OSError) -> LaunchError:
+    why = f"cannot create the run's logs in {log_dir}: {_why(error)}"
+    return LaunchError(why, Step.LOGS, error.errno)
 
 
 def _why(error: OSError) -> str:

@@ -56,6 +56,7 @@ from wrighty.store.port import Store
 from wrighty.supervisor.process import executable_problem
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.lease import LeaseGuard, Reading, lease_end, read_clocks
+from wrighty.worker.machine import MachineWatch
 from wrighty.worker.patient import LeaseGone, PatientStore, same_settlement
 from wrighty.worker.registry import Presence
 from wrighty.worker.run import ClaimRun, Setting, claim_lost, write_settlement
@@ -206,6 +207,8 @@ class Worker:
             default_timeout_seconds=settings.item_timeout_minutes * 60,
         )
         self._presence = self._presence_for(settings)
+        # Runs its machine could not start: the back-off and hold (docs/worker.md).
+        self._machine = MachineWatch(self._emit, self._presence.held)
 
     def _presence_for(self, settings: WorkerSettings) -> Presence:
         started = self._now()
@@ -279,7 +282,8 @@ class Worker:
             self._beat()
             taken = None
             looked_at = None
-            if len(slots) < self._slot_limit(options) and self._workspace_free():
+            pause = self._machine.pause_seconds()  # after its machine failed: wait
+            if not pause and len(slots) < self._slot_limit(options) and self._workspace_free():
                 looked_at = self._now()
                 taken = self._claim_next(plan, options, gate)
                 if taken is None and self._current_lock is not None:
@@ -299,7 +303,7 @@ class Worker:
                 or self._idle_too_long(options, idle_since)
             ):
                 break
-            self._idle_wait(looked_at)
+            self._idle_wait(looked_at, at_most=pause or None)
         self._wind_down(slots)
         self._emit("stopping", processed=claimed_count)
         lines = [line for gave_up in self._gave_up if (line := self._gave_up_line(gave_up))]
@@ -368,6 +372,7 @@ class Worker:
             now=self._now,
             emit=self._emit,
             notify_wake=self._wake_delivery,
+            machine=self._machine,
         )
 
     def _refuse_unclaimable(self, item_id: int, agent_name: str) -> None:
@@ -379,11 +384,16 @@ class Worker:
         if why is not None:
             raise WrightyError(why)
 
-    def _idle_wait(self, looked_at: datetime | None) -> None:
+    def _idle_wait(self, looked_at: datetime | None, *, at_most: float | None = None) -> None:
         """Wait for a slot to free up, a stop request, or the poll. With wake-ups
         (worker.wakeUps, wakeup.py), also for work that became claimable, and after a claim
-        that found nothing (at ``looked_at``) at most until the next retry is due."""
+        that found nothing (at ``looked_at``) at most until the next retry is due.
+        ``at_most``: the back-off after a machine failure, which no wake-up shortens."""
         poll = self._config.worker.poll_seconds
+        if at_most is not None:
+            self._wake.wait(at_most)
+            self._wake.clear()
+            return
         if self._wake_ups is None and self._config.worker.wake_ups and looked_at is not None:
             self._wake_ups = WakeUps(
                 self._store, name=self.worker_id, wake=self._wake.set, emit=self._emit,

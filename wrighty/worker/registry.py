@@ -121,6 +121,13 @@ class Presence:
         if self._row is not None:
             self._row = dataclasses.replace(self._row, agent=agent)
 
+    def held(self, reason: str | None) -> None:
+        """Say why the worker claims nothing (None: it claims again), at the next beat, which
+        is not throttled."""
+        if self._row is not None:
+            self._row = dataclasses.replace(self._row, held_reason=reason)
+            self._last_attempt = None
+
     def stop(self) -> None:
         """Remove the row; the identity is forgotten even if that fails."""
         row, self._row = self._row, None

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from wrighty.agents import AgentPlan
-from wrighty.domain import budgets, decisions
+from wrighty.domain import budgets, decisions, machine
 from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, settle
 from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
 from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session, Stream
@@ -44,6 +44,7 @@ from wrighty.supervisor.process import (
 from wrighty.vendors.base import Reader, VendorError
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.lease import LeaseGuard
+from wrighty.worker.machine import MachineWatch
 from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.runlogs import logs_of
 from wrighty.worker.spending import Spending
@@ -77,6 +78,7 @@ class Setting:
     now: Callable[[], datetime]
     emit: Emit  # emit("event-name", **fields)
     notify_wake: Callable[[], None] | None = None  # the deliverer's: a notice just committed
+    machine: MachineWatch | None = None  # the worker's machine: its back-off and hold
 
 
 @dataclass(frozen=True)
@@ -202,12 +204,14 @@ class ClaimRun:
             spec = self._launch_spec(run_id, start, claim_token, task)
             agent = launch(dataclasses.replace(spec, wake=self._wake, on_line=output.on_line))
         except LaunchError as error:
-            self._settle_start_failed(run_id, str(error), resumable=start.kind is RunKind.RESUME)
+            self._settle_start_failed(run_id, error.failure, kind=start.kind)
             return
         self.agent = agent
         if not self._guard.attach(agent):  # the lease guard fired while it started
             self._stop(agent)
             raise LeaseGone(self._guard.cause())
+        if setting.machine is not None:
+            setting.machine.started()
         self._emit("spawned", item_id=claimed.id, run_id=run_id, pid=agent.pid)
         try:
             self._watch_and_settle(agent, run_id, output)
@@ -282,8 +286,12 @@ class ClaimRun:
                 if resumed_id
                 else plan.start_argv(session_id, max_cost_usd=left)
             )
-        except (WorkspaceError, VendorError) as error:
-            self._settle_start_failed(run_id, str(error), resumable=resume)
+        except WorkspaceError as error:
+            self._settle_start_failed(run_id, error.failure, kind=choice.kind)
+            return None
+        except VendorError as error:
+            failure = machine.StartFailure(machine.Step.ARGV, str(error))
+            self._settle_start_failed(run_id, failure, kind=choice.kind)
             return None
         return _Start(choice.kind, workspace, session_id, argv)
 
@@ -551,17 +559,33 @@ class ClaimRun:
                 change, outcome, run_started_at=self.started_at, hint=hint
             )
 
-    def _settle_start_failed(self, run_id: str, why: str, *, resumable: bool) -> None:
-        claimed = self._claimed
+    def _settle_start_failed(
+        self, run_id: str, failure: machine.StartFailure, *, kind: RunKind
+    ) -> None:
+        """The run could not start: the item goes back where it was when the worker's machine
+        failed (no attempt spent, and the worker backs off), else a person looks."""
+        claimed, why = self._claimed, failure.message
         self._outcome_known()
-        run_end = RunEnd(
-            self._now(), OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, diagnostic=why
-        )
         self._emit("exited", item_id=claimed.id, run_id=run_id, outcome_class="start-failed")
-        settlement = decisions.start_failed(claimed, run_end, why=why, resumable=resumable)
+        what = machine.machine_cannot(failure)
+        if what is not None:
+            cause = machine.cause_of(failure, what)
+            settlement = machine.after_machine_failure(
+                claimed_from=self._claim.claimed_from, kind=kind,
+                worker_id=self._setting.worker_id, cause=cause, at=self._now(),
+                run_recorded=self.run_id is not None,
+            )  # fmt: skip
+        else:
+            run_end = RunEnd(
+                self._now(), OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, diagnostic=why
+            )
+            resumable = kind is RunKind.RESUME
+            settlement = decisions.start_failed(claimed, run_end, why=why, resumable=resumable)
         change = settle(claimed, settlement, at=self._now())
         self._move_circuit(change, OutcomeClass.START_FAILED)
         self._write_settlement(change, run_id)
+        if what is not None and self._setting.machine is not None:
+            self._setting.machine.failed(claimed.id, cause)
 
     def settle_internal_error(self, error: Exception) -> None:
         """wrighty failed on this item: stop its agent, if one runs, and settle the item as

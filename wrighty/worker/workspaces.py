@@ -21,13 +21,20 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from wrighty.domain.machine import StartFailure, Step
 from wrighty.domain.model import Item, Session
 from wrighty.domain.text import printable_line
 from wrighty.files import make_private_dirs
 
 
 class WorkspaceError(Exception):
-    """The workspace could not be prepared: the run is start-failed."""
+    """The workspace could not be prepared: the run does not start. ``failure`` says at which
+    step and with which OS error, so the worker can tell its machine's failures from the
+    item's (wrighty/domain/machine.py)."""
+
+    def __init__(self, message: str, step: Step, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.failure = StartFailure(step, message, errno)
 
 
 def choose_workspace(
@@ -56,27 +63,32 @@ def choose_workspace(
         if resume or not start_over:
             raise WorkspaceError(
                 f"{problem}; `wrighty requeue {item.id} --fresh` starts over in the item's own "
-                "workspace"
+                "workspace",
+                Step.RECORDED_WORKSPACE,
             )
     if item.workspace:
         problem = workspace_problem(
             item.workspace, item=item, project_root=project_root, state_dir=state_dir
         )
         if problem is not None:
-            raise WorkspaceError(f"{problem}; `wrighty cancel {item.id}` and create it anew")
+            raise WorkspaceError(
+                f"{problem}; `wrighty cancel {item.id}` and create it anew", Step.PINNED_WORKSPACE
+            )
         pinned = Path(item.workspace)
         if not pinned.is_dir():
             raise WorkspaceError(
                 f"the workspace {pinned} that item {item.id} was created with (--workspace) is "
                 f"gone; make that folder again and run `wrighty requeue {item.id} --fresh`, or "
-                f"`wrighty cancel {item.id}` and create the item anew"
+                f"`wrighty cancel {item.id}` and create the item anew",
+                Step.PINNED_WORKSPACE,
             )
         return pinned
     if mode == "current":
         return project_root
     if mode == "directory":
         path = state_dir / "workspaces" / str(item.id)
-        _make_folder(path)
+        _make_folder(path.parent, Step.WORKSPACE_ROOT)
+        _make_folder(path, Step.WORKSPACE)
         return path
     return _worktree(project_root, state_dir / "worktrees" / str(item.id))
 
@@ -106,12 +118,14 @@ def workspace_problem(
     return None
 
 
-def _make_folder(path: Path) -> None:
+def _make_folder(path: Path, step: Step) -> None:
     try:
         make_private_dirs(path)
     except OSError as error:
         why = error.strerror or error
-        raise WorkspaceError(f"cannot create the workspace {path}: {why}") from None
+        raise WorkspaceError(
+            f"cannot create the workspace {path}: {why}", step, error.errno
+        ) from None
 
 
 def _worktree(project_root: Path, path: Path) -> Path:
@@ -119,8 +133,8 @@ def _worktree(project_root: Path, path: Path) -> Path:
         return path
     git = shutil.which("git")
     if git is None:
-        raise WorkspaceError("workspaceMode is worktree but git is not installed")
-    _make_folder(path.parent)
+        raise WorkspaceError("workspaceMode is worktree but git is not installed", Step.GIT)
+    _make_folder(path.parent, Step.WORKSPACE_ROOT)
     # --force: a worktree of this item that someone deleted is still registered with git,
     # which would otherwise refuse to add it again.
     add = ["worktree", "add", "--force", "--detach", str(path), "HEAD"]
@@ -132,7 +146,7 @@ def _worktree(project_root: Path, path: Path) -> Path:
     )
     if done.returncode != 0:
         last_line = (done.stderr.strip().splitlines() or ["git failed"])[-1]
-        raise WorkspaceError(f"cannot create a git worktree at {path}: {last_line}")
+        raise WorkspaceError(f"cannot create a git worktree at {path}: {last_line}", Step.GIT)
     return path
 
 
