@@ -693,10 +693,12 @@ def test_a_closed_output_does_not_interrupt_supervision(project: Project) -> Non
     assert after.state is ItemState.DONE
 
 
-def test_a_vendor_cli_missing_from_the_agents_path_is_start_failed(
+def test_a_vendor_cli_missing_from_the_agents_path_puts_the_item_back_unspent(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The worker finds `claude` on its own PATH, but the agent's configured PATH lacks it.
+    # The worker finds `claude` on its own PATH, but the agent's configured PATH lacks it: the
+    # worker's machine cannot start any item, so the item goes back to the queue (docs/worker.md
+    # #when-the-workers-machine-fails).
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "claude").write_text("#!/bin/sh\nexit 0\n")
@@ -711,8 +713,15 @@ def test_a_vendor_cli_missing_from_the_agents_path_is_start_failed(
     project.item("print('never runs')")
     item = project.run_once()
     assert (item.state, item.reason_code, item.claimed_by) == (
-        ItemState.NEEDS_ATTENTION, "start-failed", None)  # fmt: skip
+        ItemState.QUEUED, "machine-failure", None)  # fmt: skip
+    assert (item.crash_retries, item.usage_retries, item.requeues) == (0, 0, 0)
+    assert item.reason is not None
+    assert "machine could not find the agent's program: agent executable 'claude' not found" in (
+        item.reason
+    )
     [run] = project.store.list_runs(item.id)
     assert (run.outcome_class, run.pid) == (OutcomeClass.START_FAILED, None)
     assert run.diagnostic is not None
     assert "'claude' not found" in run.diagnostic
+    [failure] = [e for e in project.events if e["event"] == "machine-failure"]
+    assert (failure["item_id"], failure["failures"]) == (item.id, 1)

@@ -122,8 +122,8 @@ class Presence:
             self._row = dataclasses.replace(self._row, agent=agent)
 
     def held(self, reason: str | None) -> None:
-        """Say why the worker claims nothing (None: it claims again), at the next beat, which
-        is not throttled."""
+        """Say why the worker claims nothing (None: it claims again), at the next beat (not
+        throttled)."""
         if self._row is not None:
             self._row = dataclasses.replace(self._row, held_reason=reason)
             self._last_attempt = None

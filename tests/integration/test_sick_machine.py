@@ -1,0 +1,197 @@
+"""A worker whose own machine cannot make workspaces (a tmpfs with no inodes left where it makes
+them, as root; a folder it may not write, otherwise) beside a healthy worker on the same store:
+the sick one puts each item back unspent, backs off, holds and says so in `workers` and
+`status`; the healthy one does every item (docs/worker.md#when-the-workers-machine-fails)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import postgres_schema
+from tests.integration.worker_process import EXAMPLE_AGENT
+from wrighty.domain.model import NewItem
+from wrighty.domain.states import ItemState
+from wrighty.domain.transitions import replay
+from wrighty.store import open_store, parse_store_url
+from wrighty.store.port import Store
+
+ITEMS = 4
+
+
+def project(root: Path, url: str) -> Path:
+    root.mkdir(exist_ok=True)
+    document = {
+        "store": {"url": url},
+        "worker": {"defaultAgent": "example", "workspaceMode": "directory", "leaseSeconds": 5,
+                   "heartbeatSeconds": 0.5, "pollSeconds": 0.1},
+        "agents": {"example": {"adapter": "command", "command": EXAMPLE_AGENT}},
+    }  # fmt: skip
+    (root / "wrighty.json").write_text(json.dumps(document))
+    return root
+
+
+@pytest.fixture
+def no_room(tmp_path: Path) -> Iterator[Path]:
+    """A folder where no directory can be made: a tmpfs with no inode left (as root), or a
+    folder of mode 0500 (otherwise: root writes in it anyway)."""
+    folder = tmp_path / "a" / ".wrighty" / "workspaces"
+    folder.mkdir(parents=True)
+    if os.geteuid() != 0:
+        folder.chmod(0o500)
+        yield folder
+        folder.chmod(0o700)
+        return
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k,nr_inodes=1", "tmpfs", str(folder)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'shared.db'}"
+        return
+    with postgres_schema() as url:
+        yield url
+
+
+def shared(url: str, *, create: bool = False) -> Store:
+    return open_store(parse_store_url(url, base=Path("/")), create=create)
+
+
+def wrighty(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wrighty", "--config", str(folder / "wrighty.json"), *args],
+        cwd=folder, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def reading(folder: Path, *args: str) -> subprocess.Popen[str]:
+    """`wrighty ARGS` started in the background (the reads run side by side)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "wrighty", "--config", str(folder / "wrighty.json"), *args],
+        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def events_until(worker: subprocess.Popen[str], wanted: str) -> list[dict[str, Any]]:
+    """The worker's events up to the first ``wanted``; the test fails if the worker ends, or
+    a minute passes, before it (a worker that never holds must not hang the test)."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert worker.stdout is not None
+        for line in worker.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            line = None
+        if line is None:
+            pytest.fail(f"no {wanted} event from the worker: {seen[-20:]}")
+        seen.append(json.loads(line))
+        if seen[-1]["event"] == wanted:
+            return seen
+
+
+def test_a_worker_that_cannot_make_workspaces_holds_and_a_healthy_one_does_every_item(
+    tmp_path: Path, no_room: Path, store_url: str
+) -> None:
+    sick = project(tmp_path / "a", store_url)  # its workspaces folder: no room (no_room)
+    healthy = project(tmp_path / "b", store_url)
+    store = shared(store_url, create=True)
+    try:
+        for n in range(ITEMS):
+            new = NewItem(f"item {n}", "do it", None, None, None, ItemState.QUEUED)
+            store.create_item(new, at=datetime.now(UTC), actor="test")
+    finally:
+        store.close()
+
+    a = subprocess.Popen(
+        [sys.executable, "-m", "wrighty", "--config", str(sick / "wrighty.json"), "worker",
+         "start", "--json"],
+        cwd=sick, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        told = events_until(a, "worker-held")
+        reads = [reading(healthy, *args) for args in (["workers", "--json"], ["status", "--json"],
+                                                       ["workers"])]  # fmt: skip
+        workers, status, table = (read.communicate(timeout=60)[0] for read in reads)
+        workers, status = json.loads(workers), json.loads(status)
+        b = wrighty(healthy, "worker", "start", "--idle-timeout", "1s", "--json")
+    finally:
+        a.send_signal(signal.SIGTERM)
+        a.wait(timeout=60)
+        assert a.stderr is not None
+        a_err = a.stderr.read()
+    assert b.returncode == 0, b.stderr
+    assert a.returncode == 130, a_err
+
+    # A: three machine failures in a row (1 s, then 2 s apart), then held; it said why.
+    failures = [e for e in told if e["event"] == "machine-failure"]
+    assert [e["retry_in_seconds"] for e in failures] == [1, 2, 120]
+    assert "no space left on device" in failures[0]["cause"].lower() or (
+        "permission denied" in failures[0]["cause"].lower()
+    )
+    assert [e["state"] for e in told if e["event"] == "settled"] == ["queued"] * 3
+    [held] = [e for e in told if e["event"] == "worker-held"]
+    a_id = held["worker_id"]
+    [row] = [w for w in workers if w["worker_id"] == a_id]
+    assert row["held_reason"] == held["reason"]
+    assert "could not create the workspace" in row["held_reason"]
+    assert "(3 times in a row)" in row["held_reason"]
+    [warning] = [w for w in status["warnings"] if w["check"] == "held_workers"]
+    assert warning["message"].startswith(f"worker {a_id} claims nothing: its machine could not")
+    assert f"held {a_id}: its machine could not create the workspace" in table
+
+    # B did every item; none spent an attempt; every history replays.
+    store = shared(store_url)
+    try:
+        items = store.list_items()
+        assert [item.state for item in items] == [ItemState.DONE] * ITEMS
+        b_ids = {e["worker_id"] for e in json.loads("[" + ",".join(b.stdout.splitlines()) + "]")}
+        for item in items:
+            assert (item.crash_retries, item.usage_retries, item.requeues) == (0, 0, 0)
+            assert {run.worker_id for run in store.list_runs(item.id)} <= b_ids
+            history = store.list_events(item.id)
+            assert replay(history) is ItemState.DONE
+            for event in history:
+                if event.reason_code == "machine-failure":
+                    assert event.actor == f"worker:{a_id}"
+                    assert (event.from_state, event.to_state) == (
+                        ItemState.RUNNING, ItemState.QUEUED)  # fmt: skip
+        put_back = [
+            e
+            for item in items
+            for e in store.list_events(item.id)
+            if e.reason_code == "machine-failure"
+        ]
+        assert len(put_back) == 3
+    finally:
+        store.close()
