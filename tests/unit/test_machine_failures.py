@@ -217,7 +217,8 @@ def test_the_worker_says_once_that_it_holds_and_once_that_it_claims_again() -> N
     assert (held["failures"], held["cause"]) == (
         3, "could not create the workspace: no space left on device")  # fmt: skip
     assert seen.holds[0] == held["reason"]  # the row then counts on: 4 times in a row
-    assert seen.holds[-1] is not None and "(4 times in a row)" in seen.holds[-1]
+    assert seen.holds[-1] is not None
+    assert "(4 times in a row)" in seen.holds[-1]
     assert watch.pause_seconds() == 120
     seen.clock += 120
     assert watch.pause_seconds() == 0  # the held worker tries one claim

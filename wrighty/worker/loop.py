@@ -208,7 +208,7 @@ class Worker:
         )
         self._presence = self._presence_for(settings)
         # Runs its machine could not start: the back-off and hold (docs/worker.md).
-        self._machine = MachineWatch(self._emit, self._held)
+        self._machine = MachineWatch(self._emit, self._say_held)
 
     def _presence_for(self, settings: WorkerSettings) -> Presence:
         started = self._now()
@@ -247,7 +247,7 @@ class Worker:
         self._last_beat = (state, items)
         self._presence.beat(state, items, force=force, changed=changed)
 
-    def _held(self, reason: str | None) -> None:
+    def _say_held(self, reason: str | None) -> None:
         """Say in the registry why the worker claims nothing (None: it claims again), before
         the event that tells of it."""
         self._presence.held(reason)
