@@ -22,7 +22,7 @@ from tests.conftest import START, FakeClock
 from wrighty.cli import context
 from wrighty.cli.documents import status_prometheus
 from wrighty.cli.render import attention_table, items_table, print_item_detail
-from wrighty.cli.status_views import providers_table, status_view, workers_table
+from wrighty.cli.status_views import held_lines, providers_table, status_view, workers_table
 from wrighty.cli.suggestions import Standing
 from wrighty.cli.worker import _print_event_line
 from wrighty.domain.circuits import Circuit
@@ -246,7 +246,7 @@ def test_any_text_renders_with_no_control_character_left(
     )
     standing = Standing(resumable=False, has_logs=True, lease_expired=False)
     row = WorkerRow(other, other, other, 1, 0.0, other, WorkerState.IDLE, (1,), START, START,
-                    agent=other)  # fmt: skip
+                    agent=other, held_reason=other or "x")  # fmt: skip
     outputs = [
         rendered(lambda console: console.print(items_table([detail.item]))),
         rendered(
@@ -257,6 +257,8 @@ def test_any_text_renders_with_no_control_character_left(
         rendered(
             lambda console: console.print(workers_table([WorkerView(row, Liveness.LIVE, 1.0)]))
         ),
+        # Why a worker holds, read back from its row (`wrighty workers`).
+        rendered(lambda console: console.print(*held_lines([WorkerView(row, Liveness.LIVE, 1.0)]))),
     ]
     # A provider circuit whose name, reason and probe holder are outside text, half-open with
     # its probe running, and open.
@@ -269,7 +271,7 @@ def test_any_text_renders_with_no_control_character_left(
     # An agent's name, read back from an item or a worker's row, in a warning and a label.
     unserved = [Unserved(other, 2)]
     warned = concerns(figures, workers=WorkerCounts(live=1), thresholds=Thresholds(),
-                      unserved=unserved)  # fmt: skip
+                      unserved=unserved, held=[row])  # fmt: skip
     report = StatusReport(START, figures, [], Thresholds(), 60.0, [], warned, circuits,
                           unserved=unserved)  # fmt: skip
     outputs += [
