@@ -271,3 +271,35 @@ def test_a_worker_killed_inside_the_settle_leaves_the_claim_held_for_the_reaper(
     assert after.claimed_by is not None
     [run] = project.store.list_runs(item.id)
     assert run.ended_at is None
+
+
+def test_a_due_retry_its_machine_cannot_start_stays_due_with_its_session_and_attempts(
+    project: Project,
+) -> None:
+    # The worker's machine cannot write the run's logs (a file where their folder goes): the
+    # resume is not the item's fault (docs/worker.md#when-the-workers-machine-fails).
+    item = project.item("wrighty-example: crash-kill-until 1")
+    project.run_once()
+    [crashed] = project.store.list_runs(item.id)
+    runs = project.root / ".wrighty" / "runs" / str(item.id)
+    moved = runs.rename(runs.with_name("moved"))
+    runs.write_text("not a folder")
+    project.clock.advance(120)
+    project.run_once()
+    after = project.get(item.id)
+    assert (after.state, after.reason_code, after.not_before) == (
+        ItemState.RETRY_SCHEDULED, "machine-failure", project.clock())  # fmt: skip
+    assert (after.crash_retries, after.usage_retries, after.requeues) == (1, 0, 0)
+    assert "machine could not write the run's logs" in (after.reason or "")
+    session = project.store.get_session(item.id)
+    assert session is not None
+    assert session.session_id == crashed.session_id
+    failed = project.store.list_runs(item.id)[-1]
+    assert (failed.kind, failed.outcome_class) == (RunKind.RESUME, OutcomeClass.START_FAILED)
+
+    runs.unlink()
+    moved.rename(runs)
+    project.run_once()  # the machine works again: the same session resumes, and succeeds
+    assert project.get(item.id).state is ItemState.DONE
+    last = project.store.list_runs(item.id)[-1]
+    assert (last.kind, last.session_id) == (RunKind.RESUME, crashed.session_id)
