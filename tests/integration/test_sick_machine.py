@@ -195,3 +195,41 @@ def test_a_worker_that_cannot_make_workspaces_holds_and_a_healthy_one_does_every
         assert len(put_back) == 3
     finally:
         store.close()
+
+
+def test_a_held_worker_lets_go_of_the_project_directory_in_current_mode(tmp_path: Path) -> None:
+    # Worker A's agent cannot be found on the PATH the agent gets (its `env`): every start
+    # fails on A's side. In "current" mode one agent at a time works in the project directory;
+    # a held A must not keep it from B, which runs another agent there.
+    agent = str(Path(EXAMPLE_AGENT[1]))
+    folder = project(tmp_path / "p", "sqlite:///.wrighty/wrighty.db")
+    document = json.loads((folder / "wrighty.json").read_text())
+    document["worker"]["workspaceMode"] = "current"
+    document["agents"]["broken"] = {"adapter": "command", "command": ["python3", agent],
+                                    "env": {"PATH": str(tmp_path / "empty")}}  # fmt: skip
+    (folder / "wrighty.json").write_text(json.dumps(document))
+    store = shared(f"sqlite:///{folder / '.wrighty' / 'wrighty.db'}", create=True)
+    try:
+        for agent_name in ("broken", "example"):
+            new = NewItem(agent_name, "do it", agent_name, None, None, ItemState.QUEUED)
+            store.create_item(new, at=datetime.now(UTC), actor="test")
+    finally:
+        store.close()
+    a = reading(folder, "worker", "start", "--agent", "broken", "--json")
+    try:
+        told = events_until(a, "worker-held")
+        b = wrighty(folder, "worker", "start", "--agent", "example", "--once", "--json")
+    finally:
+        a.send_signal(signal.SIGTERM)
+        a.wait(timeout=60)
+    assert "could not find the agent's program" in told[-1]["cause"]
+    assert b.returncode == 0, b.stderr
+    assert [json.loads(line)["event"] for line in b.stdout.splitlines()][1:3] == [
+        "claimed", "spawned"]  # fmt: skip
+    store = shared(f"sqlite:///{folder / '.wrighty' / 'wrighty.db'}")
+    try:
+        broken, example = store.list_items()
+    finally:
+        store.close()
+    assert (broken.state, broken.reason_code) == (ItemState.QUEUED, "machine-failure")
+    assert example.state is ItemState.DONE

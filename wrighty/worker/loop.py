@@ -288,7 +288,7 @@ class Worker:
             self._beat()
             taken = None
             looked_at = None
-            pause = self._machine.pause_seconds()  # after its machine failed: wait
+            pause = self._backing_off(slots)
             if not pause and len(slots) < self._slot_limit(options) and self._workspace_free():
                 looked_at = self._now()
                 taken = self._claim_next(plan, options, gate)
@@ -317,6 +317,15 @@ class Worker:
             more = len(lines) - 1
             raise GaveUpError(lines[0] + (f" (and {more} more)" if more else ""))
         return claimed_count
+
+    def _backing_off(self, slots: list[threading.Thread]) -> float:
+        """How long the worker waits before it claims, after its machine failed (0: it may
+        claim now); meanwhile, in "current" mode, it lets go of the project directory, so that
+        another worker of the project may claim."""
+        pause = self._machine.pause_seconds()
+        if pause and not slots and self._current_lock is not None:
+            self._current_lock.release()
+        return pause
 
     def _start_delivery(self) -> None:
         """Deliver the outbox from a thread of its own, unless the test hook pauses it."""
