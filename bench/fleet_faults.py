@@ -277,6 +277,7 @@ def hold(fleet: Fleet) -> dict[str, Any]:
     watch = LeaseWatch(fleet, item, generation)
     fleet.proxy.hold_after(b"SET lease_expires_at = greatest(")
     _wait("A's held renewal", lambda: fleet.proxy.held(), 60)
+    stalled = time.time()
     b = fleet.start(project_b, env_b)
     _wait("B", lambda: b.named("started"), 60)
     time.sleep(max(0.0, (watch.last or time.time()) + 2 - time.time()))  # A's lease has ended
@@ -292,14 +293,18 @@ def hold(fleet: Fleet) -> dict[str, Any]:
         reap_took = "did not return within 60 s"
     _figure(lambda: {e["item_id"] for e in b.named("claimed")} >= set(queued), 120)
     claimed = {e["item_id"]: e["seen"] for e in reversed(b.named("claimed"))}
-    waits = [claimed[n] - at if n in claimed else float("inf") for n, at in queued.items()]
+    waits = [claimed[n] - at for n, at in queued.items() if n in claimed]
+    taken_by_a = sorted({e["item_id"] for e in a.named("claimed")} & set(queued))
     term = _figure(lambda: _term_time(fleet, item), 120)
     reaped = _figure(lambda: _reaped_at(fleet, item), 120)
     lease_end = watch.stop()
     return {
         "agent stopped after lease end (s)": _after(term, lease_end),
         "reaped after lease end (s)": _after(reaped, lease_end),
-        "B's wait from queued to claimed, max (s)": round(max(waits), 2),
+        "reaped after A's transaction stalled (s)": _after(reaped, stalled),
+        "B's wait from queued to claimed, max (s)": round(max(waits), 2) if waits else None,
+        "new items B claimed": len(waits),
+        "new items A claimed": len(taken_by_a),
         "`wrighty reap` took (s)": reap_took,
     }
 
