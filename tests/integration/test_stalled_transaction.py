@@ -2,8 +2,9 @@
 transaction"). Worker A reaches PostgreSQL through a proxy that stops forwarding A's bytes once
 its lease renewal's UPDATE went through: the UPDATE reached the server, its COMMIT never does,
 and A's session sits idle in transaction holding the item's row. Worker B, direct, keeps
-claiming and settling new items meanwhile; `wrighty reap` returns at once; and once the
-server has ended A's session (idle_in_transaction_session_timeout), B reaps A's item."""
+claiming and settling new items meanwhile; `wrighty reap` returns at once; A's lease guard stops
+A's agent before its lease ends; and once the server has ended A's session
+(idle_in_transaction_session_timeout), B reaps A's item."""
 
 from __future__ import annotations
 
@@ -30,7 +31,22 @@ from wrighty.domain.states import ItemState
 from wrighty.store.postgres import PostgresStore
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENT = [sys.executable, str(ROOT / "examples" / "agent.py")]
+# Sleeps as long as its task says; on SIGTERM, writes the wall time it got it to a file named
+# by its pid in $SIGTERM_RECORDS, then exits.
+AGENT = [
+    sys.executable,
+    "-c",
+    (
+        "import os, signal, sys, time\n"
+        "def stopped(*_):\n"
+        "    path = os.path.join(os.environ['SIGTERM_RECORDS'], str(os.getpid()))\n"
+        "    with open(path, 'w') as record:\n"
+        "        record.write(repr(time.time()))\n"
+        "    sys.exit(143)\n"
+        "signal.signal(signal.SIGTERM, stopped)\n"
+        "time.sleep(float(sys.stdin.read() or 0))\n"
+    ),
+]
 # Bytes only the renewal's UPDATE carries (wrighty/store/sql/postgresql/queries.sql, renew_lease).
 RENEWAL = b"greatest(lease_expires_at, least("
 GIVE_UP_SECONDS = 60  # only for a broken build: a wait that would otherwise never end
@@ -51,6 +67,7 @@ class Worker:
         (project / "wrighty.json").write_text(json.dumps(document))
         env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
         env["XDG_CONFIG_HOME"] = str(root / f"{name}-config")
+        env["SIGTERM_RECORDS"] = str(root)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "wrighty", "worker", "start", "--json", *args],
             cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -103,7 +120,7 @@ def test_a_worker_stalled_inside_its_renewal_holds_up_no_one(
         fresh: list[int] = []
         try:
             held = store.create_item(
-                NewItem("a's", "wrighty-example: slow 30", None, None, None, ItemState.QUEUED),
+                NewItem("a's", "30", None, None, None, ItemState.QUEUED),
                 at=datetime.now(UTC), actor="test",
             )  # fmt: skip
             proxy.hold_after(RENEWAL)
@@ -116,6 +133,10 @@ def test_a_worker_stalled_inside_its_renewal_holds_up_no_one(
                 "A's lease has ended",
                 lambda: held.id in [i.id for i in store.expired_claims(now=_now(), limit=10)],
             )
+            lease_end = _get(store, held.id).lease_expires_at  # the last that A committed
+            [a_agent] = [e["pid"] for e in a.named("spawned")]
+            record = tmp_path / str(a_agent)
+            eventually("A's agent got SIGTERM", record.exists)
 
             reap = subprocess.run(
                 [sys.executable, "-m", "wrighty", "--store", url, "reap", "--json"],
@@ -149,6 +170,12 @@ def test_a_worker_stalled_inside_its_renewal_holds_up_no_one(
     assert max(settled) < reaped.at
     assert after.reason_code == "worker-lost"
     assert {e["item_id"] for e in b.named("settled")} == set(fresh)
+    # A's agent was stopped before the lease the store held ended (its own record of SIGTERM),
+    # so no other agent ever ran the item while it lived (B may run it once reaped).
+    stopped_at = datetime.fromtimestamp(float(record.read_text()), UTC)
+    assert lease_end is not None
+    assert stopped_at < lease_end
+    assert all(stopped_at < _time(e["at"]) for e in b.named("spawned") if e["item_id"] == held.id)
 
 
 def _through(url: str, proxy: FaultProxy) -> str:
@@ -156,6 +183,10 @@ def _through(url: str, proxy: FaultProxy) -> str:
     user = f"{parts.username}@" if parts.username else ""
     query = f"{parts.query}&application_name=wrighty-held-{uuid.uuid4().hex[:8]}"
     return urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{proxy.port}", query=query))
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def _now() -> datetime:

@@ -96,7 +96,11 @@ class LeaseGuard:
         """When the guard starts stopping the agent (monotonic): the lease's end less the
         margin."""
         with self._cond:
-            return self._ends_at - self.margin
+            return self._moment()
+
+    def _moment(self) -> float:
+        """The guard's moment (the caller holds the lock)."""
+        return self._ends_at - self.margin
 
     def extend(self, reading: Reading, lease_expires_at: datetime | None) -> None:
         """A store call made at ``reading`` set the lease to ``lease_expires_at``."""
@@ -154,7 +158,7 @@ class LeaseGuard:
         with self._cond:
             if self._reached:
                 return True
-            if self._closed or self._clock() < self._ends_at - self.margin:
+            if self._closed or self._clock() < self._moment():
                 return False
             self._reached = True
             agent = self._agent
@@ -192,7 +196,7 @@ class LeaseGuard:
             with self._cond:
                 if self._closed or self._reached:
                     return
-                left = self._ends_at - self.margin - self._clock()
+                left = self._moment() - self._clock()
                 if left > 0:
                     self._cond.wait(left)
                     continue
