@@ -13,7 +13,7 @@ from wrighty.cli import context
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.services.items import release_item
-from wrighty.worker.runlogs import LogReader
+from wrighty.services.runlogs import LogReader
 
 KEY = "sk-ant-" + "q9w8e7r6" * 6
 

@@ -1,4 +1,4 @@
-"""The inbox's log tail (worker/runlogs.tail_output): what it keeps, and its count of what it
+"""The inbox's log tail (services/runlogs.tail_output): what it keeps, and its count of what it
 left out."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from wrighty.worker.runlogs import tail_output
+from wrighty.services.runlogs import tail_output
 
 SECRET = "sk-ant-api03-" + "Q" * 40
 

@@ -502,7 +502,7 @@ def _has_logs(app_ctx: AppContext, runs: list[Run]) -> bool:
     """Whether `wrighty logs` would print the last run's output here."""
     from wrighty.config import STATE_DIRNAME
     from wrighty.installation import installation_id
-    from wrighty.worker.runlogs import logs_problem, run_log_dir
+    from wrighty.services.runlogs import logs_problem, run_log_dir
 
     if not runs:
         return False
@@ -580,7 +580,7 @@ def logs(
     from wrighty.config import STATE_DIRNAME
     from wrighty.installation import installation_id
     from wrighty.services import items as item_service
-    from wrighty.worker.runlogs import (
+    from wrighty.services.runlogs import (
         LogReader,
         check_logs_here,
         follow_output,

@@ -145,7 +145,7 @@ def circuit_words(view: CircuitView) -> str:
 def log_tail(state_dir: Path, run: Run, *, installation_id: str) -> tuple[str | None, str | None]:
     """The tail of ``run``'s output (redacted, printable), or why this machine has none."""
     # Loaded here: a board refresh reads no logs.
-    from wrighty.worker.runlogs import logs_problem, run_log_dir, tail_output
+    from wrighty.services.runlogs import logs_problem, run_log_dir, tail_output
 
     log_dir = run_log_dir(state_dir, run)
     problem = logs_problem(run, log_dir, installation_id=installation_id)

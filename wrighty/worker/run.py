@@ -34,6 +34,7 @@ from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import OPERATOR_REQUEUE
 from wrighty.domain.usage import Price, Usage, total
 from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
+from wrighty.services.runlogs import logs_of
 from wrighty.supervisor.process import (
     AgentProcess,
     LaunchError,
@@ -46,7 +47,6 @@ from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.lease import LeaseGuard
 from wrighty.worker.machine import MachineWatch
 from wrighty.worker.patient import LeaseGone, PatientStore
-from wrighty.worker.runlogs import logs_of
 from wrighty.worker.spending import Spending
 from wrighty.worker.workspaces import WorkspaceError, choose_workspace
 

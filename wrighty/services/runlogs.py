@@ -1,7 +1,9 @@
-"""A run's captured output read back for `wrighty logs`: where it is, and as redacted text.
+"""A run's captured output read back for `wrighty logs` and the inbox: where it is, and as
+redacted text.
 
 The worker writes each run's standard output and error, raw and size-capped, to
-``.wrighty/runs/<item>/<run_id>/stdout.log`` and ``stderr.log`` on the machine that ran it.
+``.wrighty/runs/<item>/<run_id>/stdout.log`` and ``stderr.log`` on the machine that ran it
+(`logs_of` is that layout, for both sides; the writing is supervisor/process.py's).
 Reading them back replaces secrets (the files keep them) and hands out whole lines while the run
 goes on, so a secret is never printed in two halves that the redaction could not see whole.
 The text handed out keeps bytes that are not UTF-8 (as "surrogateescape" surrogates): a
