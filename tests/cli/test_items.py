@@ -210,11 +210,11 @@ def test_show_never_runs_a_long_label_into_its_value() -> None:
 
     from tests.unit.test_transitions import make_item
     from wrighty.cli.render import print_item_detail
-    from wrighty.cli.suggestions import Standing
     from wrighty.domain.model import Run
     from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
     from wrighty.domain.states import ItemState
     from wrighty.services.items import ItemDetail
+    from wrighty.services.show import Standing
 
     at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     refused = Run(

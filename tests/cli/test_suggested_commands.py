@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from wrighty.cli.app import app
 from wrighty.cli.common import UsageError
-from wrighty.cli.suggestions import Standing, next_commands
+from wrighty.cli.suggestions import next_commands
 from wrighty.config import AGENT_NAME_PATTERN
 from wrighty.domain.budgets import MAX_ITEM_COST_USD, MAX_ITEM_TOKENS, raise_command, raise_flags
 from wrighty.domain.claims import requeue_command
@@ -33,6 +33,7 @@ from wrighty.domain.scheduling import dependency_wait
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import Limit, Usage
 from wrighty.errors import WrightyError
+from wrighty.services.show import Standing
 
 ROOT = typer.main.get_command(app)
 NOW = datetime(2025, 6, 1, tzinfo=UTC)

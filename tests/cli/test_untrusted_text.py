@@ -23,7 +23,6 @@ from wrighty.cli import context
 from wrighty.cli.documents import status_prometheus
 from wrighty.cli.render import attention_table, items_table, print_item_detail
 from wrighty.cli.status_views import held_lines, providers_table, status_view, workers_table
-from wrighty.cli.suggestions import Standing
 from wrighty.cli.worker import _print_event_line
 from wrighty.domain.circuits import Circuit
 from wrighty.domain.health import (
@@ -40,6 +39,7 @@ from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
 from wrighty.services.circuits import circuit_view
 from wrighty.services.items import ItemDetail, WaitingItem, item_detail
+from wrighty.services.show import Standing
 from wrighty.services.status import StatusReport, WorkerView
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07 clip"

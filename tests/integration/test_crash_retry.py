@@ -21,13 +21,13 @@ from rich.console import Console
 from tests.conftest import FakeClock
 from wrighty.cli.documents import item_detail_json
 from wrighty.cli.render import print_item_detail
-from wrighty.cli.suggestions import Standing
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.services import items as item_service
+from wrighty.services.show import Standing
 from wrighty.store.sqlite import SqliteStore
 from wrighty.worker.loop import Worker, WorkerOptions
 

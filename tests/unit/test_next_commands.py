@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from wrighty.cli.suggestions import Standing, next_commands
+from wrighty.cli.suggestions import next_commands
 from wrighty.domain.states import ItemState
+from wrighty.services.show import Standing
 
 
 def commands(

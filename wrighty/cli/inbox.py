@@ -67,10 +67,11 @@ class OperatorDesk:
         return read_board(self.store, self.settings, now=self.app_ctx.now(), order=order)
 
     def detail(self, item_id: int) -> DetailView:
-        from wrighty.cli.items import print_show, show_facts
+        from wrighty.cli.items import print_show
         from wrighty.config import STATE_DIRNAME
         from wrighty.inbox.views import Collector, DetailView
         from wrighty.services.inbox import log_tail
+        from wrighty.services.show import show_facts
 
         facts = show_facts(self.app_ctx, self.store, item_id)
         shown = Collector()

@@ -4,10 +4,8 @@ requeue, release, reap)."""
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -36,8 +34,6 @@ from wrighty.cli.documents import (
     status_circuit_json,
     waiting_item_json,
 )
-from wrighty.cli.suggestions import Standing
-from wrighty.domain.claims import lease_expired
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.model import (
     DEFAULT_PRIORITY,
@@ -46,9 +42,8 @@ from wrighty.domain.model import (
     Change,
     Item,
     NewItem,
-    Run,
 )
-from wrighty.domain.states import TERMINAL_STATES, ItemState, parse_state
+from wrighty.domain.states import ItemState, parse_state
 from wrighty.domain.text import printable_line
 from wrighty.domain.transitions import validate_new_item
 from wrighty.errors import WrightyError
@@ -57,13 +52,8 @@ from wrighty.inputs import InputError, read_text_file, read_text_stream
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from wrighty.agents import AgentPlan
-    from wrighty.domain.budgets import AgentHold, Budgets
     from wrighty.domain.model import Dependency, Stream
-    from wrighty.domain.scheduling import ConcurrencyLimits
-    from wrighty.domain.usage import Limit, Usage
-    from wrighty.services.circuits import CircuitView
-    from wrighty.services.items import ItemDetail
+    from wrighty.services.show import ShowFacts
     from wrighty.store.port import Store
 
 MAX_REAP_LIMIT = 100_000
@@ -285,20 +275,21 @@ def list_items(
     from wrighty.domain.usage import total
     from wrighty.services import items as item_service
     from wrighty.services import usage as usage_service
+    from wrighty.services.show import held, ledger_settings, scheduling_settings
 
     app_ctx = app_context(ctx)
     with app_ctx.store() as store:
         items = item_service.list_items(store, states)
-        holds = _held(app_ctx, store, items)
+        holds = held(app_ctx, store, items)
         edges = store.list_dependencies()
         labels = store.list_labels()
-        limits, default_agent = _scheduling_settings(app_ctx)
+        limits, default_agent = scheduling_settings(app_ctx)
         waits = item_service.scheduling_waits(
             store, items, limits=limits, default_agent=default_agent, edges=edges, labels=labels
         )
         # One read of the ledger for every item's total.
         totals = (
-            usage_service.item_totals(store, default_agent=_ledger_settings(app_ctx)[1])
+            usage_service.item_totals(store, default_agent=ledger_settings(app_ctx)[1])
             if as_json
             else {}
         )
@@ -330,48 +321,16 @@ def list_items(
             console().print(line)
 
 
-def _ledger_settings(app_ctx: AppContext) -> tuple[Budgets, str]:
-    """The budgets and the default agent (wrighty.json's; its defaults when it cannot be
-    read)."""
-    from wrighty.config import WrightyConfig, budgets_of
-
-    try:
-        config = app_ctx.config().config
-    except WrightyError:
-        config = WrightyConfig()
-    return budgets_of(config), config.worker.default_agent
-
-
-def _scheduling_settings(app_ctx: AppContext) -> tuple[ConcurrencyLimits, str]:
-    """The concurrency limits and the default agent (wrighty.json's; none and its default
-    when it cannot be read)."""
-    from wrighty.config import WrightyConfig, limits_of
-
-    try:
-        config = app_ctx.config().config
-    except WrightyError:
-        config = WrightyConfig()
-    return limits_of(config), config.worker.default_agent
-
-
-def _held(app_ctx: AppContext, store: Store, items: list[Item]) -> dict[int, AgentHold]:
-    """The waiting items among ``items`` whose agent's budget for the day is spent (one read
-    per agent with a budget, as the worker checks before a claim)."""
-    from wrighty.services.usage import held_items
-
-    budgets, default_agent = _ledger_settings(app_ctx)
-    return held_items(store, items, budgets=budgets, default_agent=default_agent, now=app_ctx.now())
-
-
 def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:
     from wrighty.domain.usage import total
     from wrighty.services import items as item_service
     from wrighty.services import usage as usage_service
+    from wrighty.services.show import ledger_settings
 
     with app_ctx.store() as store:
         waiting = item_service.items_needing_attention(store)
         totals = (
-            usage_service.item_totals(store, default_agent=_ledger_settings(app_ctx)[1])
+            usage_service.item_totals(store, default_agent=ledger_settings(app_ctx)[1])
             if as_json
             else {}
         )
@@ -388,59 +347,10 @@ def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:
         console().print(attention_table(waiting))
 
 
-@dataclass(frozen=True)
-class ShowFacts:
-    """What `wrighty show` reports about an item (and the inbox's detail shows)."""
-
-    detail: ItemDetail
-    standing: Standing
-    resumable: bool
-    circuit: CircuitView | None
-    hold: AgentHold | None
-    budget: Limit
-    spent: Usage
-    crash_limit: int | None
-    usage_limit: int | None
-    default_agent: str  # worker.defaultAgent: the agent of an item that names none
-
-
-def show_facts(app_ctx: AppContext, store: Store, item_id: int) -> ShowFacts:
-    """The item's detail and what this installation knows about it: whether it can resume its
-    session, the circuit or budget that holds it, its budget and spend, the retry limits."""
-    from wrighty.domain.budgets import raise_flags
-    from wrighty.domain.ledger import runs_total
-    from wrighty.installation import installation_id
-    from wrighty.services import items as item_service
-    from wrighty.services.resume import resumable_here
-
-    limits, default_agent = _scheduling_settings(app_ctx)
-    detail = item_service.item_detail(store, item_id, limits=limits, default_agent=default_agent)
-    circuit = _holding_back(app_ctx, store, detail.item)
-    hold = _held(app_ctx, store, [detail.item]).get(item_id)
-    budget = _ledger_settings(app_ctx)[0].item_limit(detail.item)
-    spent = runs_total(run.usage for run in detail.runs)
-    # The agent is planned (vendors loaded) only when there is a session it could resume.
-    could_resume = detail.session is not None and detail.item.state not in TERMINAL_STATES
-    plan = _item_agent(app_ctx, detail.item.agent) if could_resume else None
-    resumable = resumable_here(
-        detail.item, detail.session, plan, installation_id=installation_id(), environ=os.environ
-    )
-    crash_limit, usage_limit = _retry_limits(app_ctx)
-    standing = Standing(
-        resumable=resumable,
-        has_logs=_has_logs(app_ctx, detail.runs),
-        lease_expired=detail.item.state is ItemState.RUNNING
-        and lease_expired(detail.item.lease_expires_at, app_ctx.now()),
-        raise_budget=raise_flags(budget, spent),
-    )
-    return ShowFacts(
-        detail, standing, resumable, circuit, hold, budget, spent, crash_limit, usage_limit,
-        default_agent,
-    )  # fmt: skip
-
-
 def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Show an item: its fields, session, runs and history."""
+    from wrighty.services.show import show_facts
+
     app_ctx = app_context(ctx)
     with app_ctx.store() as store:
         facts = show_facts(app_ctx, store, item_id)
@@ -478,64 +388,6 @@ def print_show(out: Console, facts: ShowFacts) -> None:
         hold=facts.hold,
         default_agent=facts.default_agent,
     )
-
-
-def _holding_back(app_ctx: AppContext, store: Store, item: Item) -> CircuitView | None:
-    """The provider circuit that keeps a waiting item's agent from being launched, if one
-    does (only under a usage retry policy; see docs/usage-limits.md)."""
-    from wrighty.config import agent_circuit
-    from wrighty.installation import installation_id
-    from wrighty.services.circuits import holding
-
-    if item.state not in (ItemState.QUEUED, ItemState.RETRY_SCHEDULED):
-        return None
-    try:
-        config = app_ctx.config().config
-    except WrightyError:
-        return None
-    agent = item.agent or config.worker.default_agent
-    name = agent_circuit(config, agent, installation_id=installation_id())
-    return holding(store, name, app_ctx.now()) if name is not None else None
-
-
-def _has_logs(app_ctx: AppContext, runs: list[Run]) -> bool:
-    """Whether `wrighty logs` would print the last run's output here."""
-    from wrighty.config import STATE_DIRNAME
-    from wrighty.installation import installation_id
-    from wrighty.services.runlogs import logs_problem, run_log_dir
-
-    if not runs:
-        return False
-    last = max(runs, key=lambda run: run.attempt)  # as `wrighty logs` picks it
-    log_dir = run_log_dir(app_ctx.config().root / STATE_DIRNAME, last)
-    return logs_problem(last, log_dir, installation_id=installation_id()) is None
-
-
-def _retry_limits(app_ctx: AppContext) -> tuple[int | None, int | None]:
-    """worker.processCrash's and worker.usageFailure's maxAttempts, each when its policy
-    retries; None otherwise or unknown."""
-    try:
-        worker = app_ctx.config().config.worker
-    except WrightyError:
-        return None, None
-    crash, usage = worker.process_crash, worker.usage_failure
-    return (
-        crash.max_attempts if crash.action == "retry" else None,
-        usage.max_attempts if usage.action == "retry" else None,
-    )
-
-
-def _item_agent(app_ctx: AppContext, agent: str | None) -> AgentPlan | None:
-    """The agent that runs an item (whether it can resume; where its vendor keeps
-    transcripts); None when the config does not say."""
-    from wrighty.agents import plan_agent
-
-    try:
-        loaded = app_ctx.config()
-        name = agent or loaded.config.worker.default_agent
-        return plan_agent(loaded.config, name, project_root=loaded.root)
-    except WrightyError:
-        return None
 
 
 class LogStreams(StrEnum):

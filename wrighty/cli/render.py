@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wrighty.cli.documents import crash_retry_json, usage_retry_json
-from wrighty.cli.suggestions import Standing, next_commands
+from wrighty.cli.suggestions import next_commands
 from wrighty.domain.budgets import spend
 from wrighty.domain.circuits import CircuitState
 from wrighty.domain.classify import signal_name
@@ -24,6 +24,7 @@ from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.text import printable, printable_line
 from wrighty.domain.transitions import is_edit
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage
+from wrighty.services.show import Standing
 
 if TYPE_CHECKING:
     from wrighty.agents import AgentInfo

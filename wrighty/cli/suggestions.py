@@ -5,26 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wrighty.domain.states import ItemState
+from wrighty.services.show import Standing
 
 
 @dataclass(frozen=True)
 class Suggestion:
     command: str  # exactly what to type: a whole line, nothing after it
     purpose: str
-
-
-@dataclass(frozen=True)
-class Standing:
-    """What `show` found out about an item beyond its record; it decides what is offered, so
-    that no offered command refuses when it is run."""
-
-    resumable: bool  # this installation can resume the item's session
-    has_logs: bool  # `wrighty logs N` prints the last run's output here
-    lease_expired: bool  # running, but its worker stopped renewing the claim
-    # The requeue options that lift the item's spent budget (without them it is settled
-    # budget-exceeded again before it launches); empty while its budget is not spent; None
-    # when no budget requeue takes lifts it (then no requeue is offered).
-    raise_budget: tuple[str, ...] | None = ()
 
 
 def next_commands(item_id: int, state: ItemState, standing: Standing) -> list[Suggestion]:

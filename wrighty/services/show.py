@@ -1,0 +1,196 @@
+"""What `wrighty show` reports about an item, the inbox's detail shows, and any other entry
+point asks: the item's detail and what this installation knows about it (`show_facts`).
+
+wrighty.json is read through the caller's `Settings`; when it cannot be read, each fact falls
+back to what holds without it (no limits, no budget, the default agent, no retry limits, no
+circuit), so that `show` still shows the item.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from wrighty.domain.claims import lease_expired
+from wrighty.domain.states import TERMINAL_STATES, ItemState
+from wrighty.errors import WrightyError
+
+if TYPE_CHECKING:
+    from wrighty.agents import AgentPlan
+    from wrighty.config import LoadedConfig
+    from wrighty.domain.budgets import AgentHold, Budgets
+    from wrighty.domain.model import Item, Run
+    from wrighty.domain.scheduling import ConcurrencyLimits
+    from wrighty.domain.usage import Limit, Usage
+    from wrighty.services.circuits import CircuitView
+    from wrighty.services.items import ItemDetail
+    from wrighty.store.port import Store
+
+
+class Settings(Protocol):
+    """What the gathering reads beside the store: wrighty.json (WrightyError when it cannot be
+    read) and the fleet's time. The CLI's `AppContext` is one."""
+
+    def config(self) -> LoadedConfig: ...
+
+    def now(self) -> datetime: ...
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What `show` found out about an item beyond its record; it decides what is offered, so
+    that no offered command refuses when it is run."""
+
+    resumable: bool  # this installation can resume the item's session
+    has_logs: bool  # `wrighty logs N` prints the last run's output here
+    lease_expired: bool  # running, but its worker stopped renewing the claim
+    # The requeue options that lift the item's spent budget (without them it is settled
+    # budget-exceeded again before it launches); empty while its budget is not spent; None
+    # when no budget requeue takes lifts it (then no requeue is offered).
+    raise_budget: tuple[str, ...] | None = ()
+
+
+@dataclass(frozen=True)
+class ShowFacts:
+    """What `wrighty show` reports about an item (and the inbox's detail shows)."""
+
+    detail: ItemDetail
+    standing: Standing
+    resumable: bool
+    circuit: CircuitView | None
+    hold: AgentHold | None
+    budget: Limit
+    spent: Usage
+    crash_limit: int | None
+    usage_limit: int | None
+    default_agent: str  # worker.defaultAgent: the agent of an item that names none
+
+
+def show_facts(settings: Settings, store: Store, item_id: int) -> ShowFacts:
+    """The item's detail and what this installation knows about it: whether it can resume its
+    session, the circuit or budget that holds it, its budget and spend, the retry limits."""
+    from wrighty.domain.budgets import raise_flags
+    from wrighty.domain.ledger import runs_total
+    from wrighty.installation import installation_id
+    from wrighty.services import items as item_service
+    from wrighty.services.resume import resumable_here
+
+    limits, default_agent = scheduling_settings(settings)
+    detail = item_service.item_detail(store, item_id, limits=limits, default_agent=default_agent)
+    circuit = _holding_back(settings, store, detail.item)
+    hold = held(settings, store, [detail.item]).get(item_id)
+    budget = ledger_settings(settings)[0].item_limit(detail.item)
+    spent = runs_total(run.usage for run in detail.runs)
+    # The agent is planned (vendors loaded) only when there is a session it could resume.
+    could_resume = detail.session is not None and detail.item.state not in TERMINAL_STATES
+    plan = _item_agent(settings, detail.item.agent) if could_resume else None
+    resumable = resumable_here(
+        detail.item, detail.session, plan, installation_id=installation_id(), environ=os.environ
+    )
+    crash_limit, usage_limit = _retry_limits(settings)
+    standing = Standing(
+        resumable=resumable,
+        has_logs=_has_logs(settings, detail.runs),
+        lease_expired=detail.item.state is ItemState.RUNNING
+        and lease_expired(detail.item.lease_expires_at, settings.now()),
+        raise_budget=raise_flags(budget, spent),
+    )
+    return ShowFacts(
+        detail, standing, resumable, circuit, hold, budget, spent, crash_limit, usage_limit,
+        default_agent,
+    )  # fmt: skip
+
+
+def ledger_settings(settings: Settings) -> tuple[Budgets, str]:
+    """The budgets and the default agent (wrighty.json's; its defaults when it cannot be
+    read)."""
+    from wrighty.config import WrightyConfig, budgets_of
+
+    try:
+        config = settings.config().config
+    except WrightyError:
+        config = WrightyConfig()
+    return budgets_of(config), config.worker.default_agent
+
+
+def scheduling_settings(settings: Settings) -> tuple[ConcurrencyLimits, str]:
+    """The concurrency limits and the default agent (wrighty.json's; none and its default
+    when it cannot be read)."""
+    from wrighty.config import WrightyConfig, limits_of
+
+    try:
+        config = settings.config().config
+    except WrightyError:
+        config = WrightyConfig()
+    return limits_of(config), config.worker.default_agent
+
+
+def held(settings: Settings, store: Store, items: list[Item]) -> dict[int, AgentHold]:
+    """The waiting items among ``items`` whose agent's budget for the day is spent (one read
+    per agent with a budget, as the worker checks before a claim)."""
+    from wrighty.services.usage import held_items
+
+    budgets, default_agent = ledger_settings(settings)
+    return held_items(
+        store, items, budgets=budgets, default_agent=default_agent, now=settings.now()
+    )
+
+
+def _holding_back(settings: Settings, store: Store, item: Item) -> CircuitView | None:
+    """The provider circuit that keeps a waiting item's agent from being launched, if one
+    does (only under a usage retry policy; see docs/usage-limits.md)."""
+    from wrighty.config import agent_circuit
+    from wrighty.installation import installation_id
+    from wrighty.services.circuits import holding
+
+    if item.state not in (ItemState.QUEUED, ItemState.RETRY_SCHEDULED):
+        return None
+    try:
+        config = settings.config().config
+    except WrightyError:
+        return None
+    agent = item.agent or config.worker.default_agent
+    name = agent_circuit(config, agent, installation_id=installation_id())
+    return holding(store, name, settings.now()) if name is not None else None
+
+
+def _has_logs(settings: Settings, runs: list[Run]) -> bool:
+    """Whether `wrighty logs` would print the last run's output here."""
+    from wrighty.config import STATE_DIRNAME
+    from wrighty.installation import installation_id
+    from wrighty.services.runlogs import logs_problem, run_log_dir
+
+    if not runs:
+        return False
+    last = max(runs, key=lambda run: run.attempt)  # as `wrighty logs` picks it
+    log_dir = run_log_dir(settings.config().root / STATE_DIRNAME, last)
+    return logs_problem(last, log_dir, installation_id=installation_id()) is None
+
+
+def _retry_limits(settings: Settings) -> tuple[int | None, int | None]:
+    """worker.processCrash's and worker.usageFailure's maxAttempts, each when its policy
+    retries; None otherwise or unknown."""
+    try:
+        worker = settings.config().config.worker
+    except WrightyError:
+        return None, None
+    crash, usage = worker.process_crash, worker.usage_failure
+    return (
+        crash.max_attempts if crash.action == "retry" else None,
+        usage.max_attempts if usage.action == "retry" else None,
+    )
+
+
+def _item_agent(settings: Settings, agent: str | None) -> AgentPlan | None:
+    """The agent that runs an item (whether it can resume; where its vendor keeps
+    transcripts); None when the config does not say."""
+    from wrighty.agents import plan_agent
+
+    try:
+        loaded = settings.config()
+        name = agent or loaded.config.worker.default_agent
+        return plan_agent(loaded.config, name, project_root=loaded.root)
+    except WrightyError:
+        return None
