@@ -16,9 +16,9 @@ from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import create_queued, open_store, start_run
 from tests.conftest import FakeClock
 from wrighty.cli import context
-from wrighty.cli.render import local_time
 from wrighty.domain.circuits import Circuit, closed, opened, probing, take_probe
 from wrighty.domain.times import rfc3339
+from wrighty.richtext import local_time
 from wrighty.store.sqlite import SqliteStore
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07 clip"

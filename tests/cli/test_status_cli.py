@@ -345,7 +345,7 @@ def test_status_with_no_circuit_says_nothing_of_them(initialised: Path, clock: F
 
 
 def test_status_shows_the_circuits_that_are_not_closed(initialised: Path, clock: FakeClock) -> None:
-    from wrighty.cli.render import local_time
+    from wrighty.richtext import local_time
 
     three_circuits(initialised, clock)
     code, document = status()
@@ -464,8 +464,8 @@ def test_status_gives_each_agents_spend_for_the_budget_day_and_the_last_24_hours
     initialised: Path, clock: FakeClock
 ) -> None:
     from tests.cli.usage_helpers import configure, run
-    from wrighty.cli.render import local_time
     from wrighty.domain.usage import Usage
+    from wrighty.richtext import local_time
 
     configure(initialised, perDay={"claude": {"maxTokens": 1000}, "gemini": {"maxCostUsd": 5}})
     today = Usage(600, 100, 200, 100, 0.03, ("claude-opus",), final=True, cost_source="reported")

@@ -78,7 +78,7 @@ def reset(
     if not done.changed:
         typer.echo(f"provider circuit {shown} was closed already")
         return
-    from wrighty.cli.render import local_time
+    from wrighty.richtext import local_time
 
     before = done.before
     when = "until" if before.state is CircuitState.OPEN else "since"

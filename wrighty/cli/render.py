@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleDimensions, Group, RenderableType
@@ -24,6 +23,7 @@ from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.text import printable, printable_line
 from wrighty.domain.transitions import is_edit
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage
+from wrighty.richtext import local_time, outside
 from wrighty.services.show import Standing
 
 if TYPE_CHECKING:
@@ -55,13 +55,6 @@ class OutputConsole(Console):
         self.width, self.height = new_size
 
 
-def outside(text: str, style: str = "") -> Text:
-    """Text from outside wrighty (a store, a file, an agent, a vendor's tool) as one line:
-    control and invisible characters shown as escapes (`printable_line`), and brackets taken
-    as text, not as rich markup."""
-    return Text(printable_line(text), style=style)
-
-
 _STATE_STYLES = {
     "todo": "dim",
     "queued": "cyan",
@@ -77,17 +70,6 @@ def styled_state(state: str) -> Text:
     return Text(state, style=_STATE_STYLES.get(state, ""))
 
 
-def _local(moment: datetime | None) -> str:
-    if moment is None:
-        return "-"
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-
-
-def local_time(moment: datetime | None) -> str:
-    """A time as plain output shows it: local time, to the second; "-" when not set."""
-    return _local(moment)
-
-
 def items_table(items: list[Item]) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("ID", "STATE", "PRI", "AGENT", "TITLE", "UPDATED", "REASON"):
@@ -99,7 +81,7 @@ def items_table(items: list[Item]) -> Table:
             priority_name(item.priority),
             outside(item.agent or "-"),
             outside(item.title),
-            _local(item.updated_at),
+            local_time(item.updated_at),
             outside(item.reason_code or ""),
         )
     return table
@@ -173,7 +155,7 @@ def attention_table(entries: list[WaitingItem]) -> Table:
             str(entry.item.id),
             outside(entry.item.title),
             outside(entry.item.reason_code or "-"),
-            _local(entry.since),
+            local_time(entry.since),
             str(entry.attempts),
         )
     return table
@@ -185,7 +167,7 @@ _NOT_HERE = " (not resumable here)"
 def _circuit_wait(view: CircuitView) -> str:
     circuit = view.circuit
     if view.state is CircuitState.OPEN:
-        when = f"open until {_local(circuit.until)}"
+        when = f"open until {local_time(circuit.until)}"
     elif view.probe_held and circuit.probe_item is not None:
         when = f"half-open: item {circuit.probe_item} probes the provider first"
     else:
@@ -209,7 +191,7 @@ def _retry_fields(
         if retry is None:
             continue
         of = f" of {retry['max_attempts']}" if retry["max_attempts"] is not None else ""
-        due = f", next due {_local(detail.item.not_before)}" if retry["next_due"] else ""
+        due = f", next due {local_time(detail.item.not_before)}" if retry["next_due"] else ""
         fields.append((label, f"{retry['retries']}{of}{due}"))
         if retry[last_key]:
             last = retry[last_key]
@@ -341,13 +323,15 @@ def print_item_detail(
             or (detail.session.workspace if detail.session else "(chosen at the first run)"),
         ),
         ("timeout", format_duration(item.timeout_seconds) if item.timeout_seconds else "(default)"),
-        ("queued at", _local(item.queued_at)),
+        ("queued at", local_time(item.queued_at)),
         *_scheduling_fields(detail),
     ]
     if item.not_before:
-        fields.append(("not before", _local(item.not_before)))
+        fields.append(("not before", local_time(item.not_before)))
     if item.claimed_by:
-        fields.append(("claimed by", f"{item.claimed_by} until {_local(item.lease_expires_at)}"))
+        fields.append(
+            ("claimed by", f"{item.claimed_by} until {local_time(item.lease_expires_at)}")
+        )
     if item.reason_code:
         fields.append(("reason", f"{item.reason_code}: {item.reason or ''}".rstrip(": ")))
     if item.next_action:
@@ -412,18 +396,19 @@ def _print_next_steps(console: Console, detail: ItemDetail, standing: Standing) 
         # The command alone on its line, so that the line pastes into any shell as it is.
         parts += [Text(f"  {suggestion.command}"), Text(f"      {suggestion.purpose}", style="dim")]
     moves = [event for event in detail.events if not is_edit(event)]  # an edit is no move
-    since = f" since {_local(moves[-1].at)}" if moves else ""
+    since = f" since {local_time(moves[-1].at)}" if moves else ""
     title = Text(f"{item.state}{since}", style=_STATE_STYLES.get(item.state.value, ""))
     console.print(Panel(Group(*parts), title=title, title_align="left", expand=False))
 
 
 def _running_by(item: Item, standing: Standing) -> str:
     if standing.lease_expired:
+        expired = local_time(item.lease_expires_at)
         return (
-            f"the claim of worker {item.claimed_by} expired at {_local(item.lease_expires_at)}: "
+            f"the claim of worker {item.claimed_by} expired at {expired}: "
             "that worker stopped renewing it (it died, or lost the store)"
         )
-    return f"worker {item.claimed_by} holds it until {_local(item.lease_expires_at)}"
+    return f"worker {item.claimed_by} holds it until {local_time(item.lease_expires_at)}"
 
 
 def _run_duration(run: Run) -> str:
@@ -464,7 +449,7 @@ def _print_runs(console: Console, runs: list[Run]) -> None:
         cells = [
             str(run.attempt),
             run.kind.value,
-            _local(run.started_at),
+            local_time(run.started_at),
             _run_duration(run),
             run.outcome_class.value if run.outcome_class else "(running)",
             exit_text,
@@ -505,7 +490,7 @@ def _print_events(console: Console, events: list[Event]) -> None:
             change = Text(f"{event.from_state or 'created'} -> ")
         change.append_text(styled_state(event.to_state.value))
         table.add_row(
-            _local(event.at),
+            local_time(event.at),
             outside(event.actor),
             str(event.generation),
             change,

@@ -15,9 +15,10 @@ from rich.table import Table
 from rich.text import Text
 
 from wrighty.cli.documents import status_json
-from wrighty.cli.render import local_time, outside, spend_text, styled_state
+from wrighty.cli.render import spend_text, styled_state
 from wrighty.domain.circuits import CircuitState
 from wrighty.domain.text import printable_line
+from wrighty.richtext import local_time, outside
 from wrighty.styles import VERDICT_STYLES
 
 if TYPE_CHECKING:

@@ -63,7 +63,8 @@ def usage(
             )
         )
         return
-    from wrighty.cli.render import local_time, usage_table
+    from wrighty.cli.render import usage_table
+    from wrighty.richtext import local_time
 
     heading = f"runs started since {local_time(report.since)}"
     if by is Grouping.DAY:

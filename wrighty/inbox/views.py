@@ -14,7 +14,6 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from wrighty.cli.render import local_time, outside
 from wrighty.domain.board import Row, Section, section_counts
 from wrighty.domain.budgets import spend
 from wrighty.domain.health import Liveness, Verdict
@@ -22,6 +21,7 @@ from wrighty.domain.model import Item, Run
 from wrighty.domain.scheduling import priority_name
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import printable
+from wrighty.richtext import local_time, outside
 from wrighty.services.inbox import Board, circuit_words
 from wrighty.services.status import StatusReport
 from wrighty.styles import VERDICT_STYLES
