@@ -35,7 +35,6 @@ from wrighty.domain.claims import (
     claim,
     claim_to_set_aside,
     not_claimable_reason,
-    settle,
 )
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import Change, Item
@@ -49,7 +48,6 @@ from wrighty.runenv import run_variables
 from wrighty.services.clock import StoreClock
 from wrighty.services.items import require_item
 from wrighty.services.reaper import reap_expired
-from wrighty.services.resume import resumable_here
 from wrighty.store import StoreTarget
 from wrighty.store.deadlines import call_deadline
 from wrighty.store.port import Store
@@ -59,7 +57,13 @@ from wrighty.worker.lease import LeaseGuard, Reading, lease_end, read_clocks
 from wrighty.worker.machine import MachineWatch
 from wrighty.worker.patient import LeaseGone, PatientStore, same_settlement
 from wrighty.worker.registry import Presence
-from wrighty.worker.run import ClaimRun, Setting, claim_lost, write_settlement
+from wrighty.worker.run import (
+    ClaimRun,
+    Setting,
+    claim_lost,
+    internal_error_change,
+    write_settlement,
+)
 from wrighty.worker.wakeup import WakeUps
 from wrighty.worker.workspaces import CurrentDirectoryLock
 
@@ -566,22 +570,10 @@ class Worker:
                 return False
             claimed = change.after
             self._emit("claimed", item_id=claimed.id, generation=claimed.generation)
-            resumable = resumable_here(
-                claimed,
-                self._store.get_session(claimed.id),
-                plan,
-                installation_id=self._installation_id,
-                environ=os.environ,
-            )
-            settlement = decisions.internal_error(
-                claimed,
-                error,
-                at=self._now(),
-                run_recorded=False,
-                process_started=False,
-                resumable=resumable,
-            )
-            change = settle(claimed, settlement, at=self._now())
+            change = internal_error_change(
+                self._store, claimed, error, plan=plan, installation_id=self._installation_id,
+                now=self._now, run_recorded=False, process_started=False,
+            )  # fmt: skip
             write_settlement(
                 self._store, change, None, self._emit, notify=self._notify,
                 wake=self._wake_delivery,

@@ -595,23 +595,12 @@ class ClaimRun:
         if self.agent is not None:
             self._stop(self.agent)
             diagnostic = self.agent.diagnostic_tail()
-        resumable = resumable_here(
-            claimed,
-            self._store.get_session(claimed.id),
-            self._plan,
-            installation_id=self._setting.installation_id,
-            environ=os.environ,
-        )
-        settlement = decisions.internal_error(
-            claimed,
-            error,
-            at=self._now(),
-            run_recorded=self.run_id is not None,
-            process_started=self.agent is not None,
-            resumable=resumable,
+        change = internal_error_change(
+            self._store, claimed, error, plan=self._plan,
+            installation_id=self._setting.installation_id, now=self._now,
+            run_recorded=self.run_id is not None, process_started=self.agent is not None,
             diagnostic=diagnostic,
-        )
-        change = settle(claimed, settlement, at=self._now())
+        )  # fmt: skip
         self._move_circuit(change, OutcomeClass.INTERNAL_ERROR)
         self._write_settlement(change, self.run_id)
 
@@ -636,6 +625,44 @@ def _usage_facts(reader: Reader | None) -> decisions.UsageFacts | None:
 
 class TransitionWriter(Protocol):
     def write_transition(self, change: Change) -> bool: ...
+
+
+class SessionReader(Protocol):
+    def get_session(self, item_id: int) -> Session | None: ...
+
+
+def internal_error_change(
+    store: SessionReader,
+    claimed: Item,
+    error: Exception,
+    *,
+    plan: AgentPlan,
+    installation_id: str,
+    now: Callable[[], datetime],
+    run_recorded: bool,
+    process_started: bool,
+    diagnostic: str = "",
+) -> Change:
+    """The settlement of ``claimed``, under its claim, when wrighty failed on it: a run's
+    unexpected exception (`ClaimRun.settle_internal_error`) or a claim the loop could not
+    compute (it sets the item aside); whether its session resumes here is in its reason."""
+    resumable = resumable_here(
+        claimed,
+        store.get_session(claimed.id),
+        plan,
+        installation_id=installation_id,
+        environ=os.environ,
+    )
+    settlement = decisions.internal_error(
+        claimed,
+        error,
+        at=now(),
+        run_recorded=run_recorded,
+        process_started=process_started,
+        resumable=resumable,
+        diagnostic=diagnostic,
+    )
+    return settle(claimed, settlement, at=now())
 
 
 def write_settlement(
