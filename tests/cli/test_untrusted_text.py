@@ -20,7 +20,7 @@ from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import open_store, settle, start_run
 from tests.conftest import START, FakeClock
 from wrighty.cli import context
-from wrighty.cli.documents import status_prometheus
+from wrighty.cli.prometheus import status_prometheus
 from wrighty.cli.render import attention_table, items_table, print_item_detail
 from wrighty.cli.status_views import held_lines, providers_table, status_view, workers_table
 from wrighty.cli.worker import _print_event_line

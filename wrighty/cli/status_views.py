@@ -1,7 +1,8 @@
 """The terminal views of `wrighty status`, `wrighty workers`, `wrighty providers` and
-`wrighty notify pending`, with rich (their JSON and Prometheus documents: documents.py). Only
-counts, times, worker identities, the provider circuits and the notifications' outbox are
-shown; a circuit's name and reason, and a notification's error, are outside text."""
+`wrighty notify pending`, with rich (their JSON documents: documents.py; the Prometheus text:
+prometheus.py). Only counts, times, worker identities, the provider circuits and the
+notifications' outbox are shown; a circuit's name and reason, and a notification's error, are
+outside text."""
 
 from __future__ import annotations
 
