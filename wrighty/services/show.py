@@ -1,9 +1,10 @@
 """What `wrighty show` reports about an item, the inbox's detail shows, and any other entry
 point asks: the item's detail and what this installation knows about it (`show_facts`).
 
-wrighty.json is read through the caller's `Settings`; when it cannot be read, each fact falls
-back to what holds without it (no limits, no budget, the default agent, no retry limits, no
-circuit), so that `show` still shows the item.
+wrighty.json is read through the caller's `Context`. When it cannot be read, the facts taken
+from it fall back to what holds without it (no limits, no budget, the default agent, no retry
+limits, no circuit, no agent to resume with); only whether the last run's logs are here needs
+it (they are in the state directory beside it).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from wrighty.store.port import Store
 
 
-class Settings(Protocol):
+class Context(Protocol):
     """What the gathering reads beside the store: wrighty.json (WrightyError when it cannot be
     read) and the fleet's time. The CLI's `AppContext` is one."""
 
@@ -68,7 +69,7 @@ class ShowFacts:
     default_agent: str  # worker.defaultAgent: the agent of an item that names none
 
 
-def show_facts(settings: Settings, store: Store, item_id: int) -> ShowFacts:
+def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
     """The item's detail and what this installation knows about it: whether it can resume its
     session, the circuit or budget that holds it, its budget and spend, the retry limits."""
     from wrighty.domain.budgets import raise_flags
@@ -77,24 +78,24 @@ def show_facts(settings: Settings, store: Store, item_id: int) -> ShowFacts:
     from wrighty.services import items as item_service
     from wrighty.services.resume import resumable_here
 
-    limits, default_agent = scheduling_settings(settings)
+    limits, default_agent = scheduling_settings(context)
     detail = item_service.item_detail(store, item_id, limits=limits, default_agent=default_agent)
-    circuit = _holding_back(settings, store, detail.item)
-    hold = held(settings, store, [detail.item]).get(item_id)
-    budget = ledger_settings(settings)[0].item_limit(detail.item)
+    circuit = _holding_back(context, store, detail.item)
+    hold = held(context, store, [detail.item]).get(item_id)
+    budget = ledger_settings(context)[0].item_limit(detail.item)
     spent = runs_total(run.usage for run in detail.runs)
     # The agent is planned (vendors loaded) only when there is a session it could resume.
     could_resume = detail.session is not None and detail.item.state not in TERMINAL_STATES
-    plan = _item_agent(settings, detail.item.agent) if could_resume else None
+    plan = _item_agent(context, detail.item.agent) if could_resume else None
     resumable = resumable_here(
         detail.item, detail.session, plan, installation_id=installation_id(), environ=os.environ
     )
-    crash_limit, usage_limit = _retry_limits(settings)
+    crash_limit, usage_limit = _retry_limits(context)
     standing = Standing(
         resumable=resumable,
-        has_logs=_has_logs(settings, detail.runs),
+        has_logs=_has_logs(context, detail.runs),
         lease_expired=detail.item.state is ItemState.RUNNING
-        and lease_expired(detail.item.lease_expires_at, settings.now()),
+        and lease_expired(detail.item.lease_expires_at, context.now()),
         raise_budget=raise_flags(budget, spent),
     )
     return ShowFacts(
@@ -103,42 +104,40 @@ def show_facts(settings: Settings, store: Store, item_id: int) -> ShowFacts:
     )  # fmt: skip
 
 
-def ledger_settings(settings: Settings) -> tuple[Budgets, str]:
+def ledger_settings(context: Context) -> tuple[Budgets, str]:
     """The budgets and the default agent (wrighty.json's; its defaults when it cannot be
     read)."""
     from wrighty.config import WrightyConfig, budgets_of
 
     try:
-        config = settings.config().config
+        config = context.config().config
     except WrightyError:
         config = WrightyConfig()
     return budgets_of(config), config.worker.default_agent
 
 
-def scheduling_settings(settings: Settings) -> tuple[ConcurrencyLimits, str]:
+def scheduling_settings(context: Context) -> tuple[ConcurrencyLimits, str]:
     """The concurrency limits and the default agent (wrighty.json's; none and its default
     when it cannot be read)."""
     from wrighty.config import WrightyConfig, limits_of
 
     try:
-        config = settings.config().config
+        config = context.config().config
     except WrightyError:
         config = WrightyConfig()
     return limits_of(config), config.worker.default_agent
 
 
-def held(settings: Settings, store: Store, items: list[Item]) -> dict[int, AgentHold]:
+def held(context: Context, store: Store, items: list[Item]) -> dict[int, AgentHold]:
     """The waiting items among ``items`` whose agent's budget for the day is spent (one read
     per agent with a budget, as the worker checks before a claim)."""
     from wrighty.services.usage import held_items
 
-    budgets, default_agent = ledger_settings(settings)
-    return held_items(
-        store, items, budgets=budgets, default_agent=default_agent, now=settings.now()
-    )
+    budgets, default_agent = ledger_settings(context)
+    return held_items(store, items, budgets=budgets, default_agent=default_agent, now=context.now())
 
 
-def _holding_back(settings: Settings, store: Store, item: Item) -> CircuitView | None:
+def _holding_back(context: Context, store: Store, item: Item) -> CircuitView | None:
     """The provider circuit that keeps a waiting item's agent from being launched, if one
     does (only under a usage retry policy; see docs/usage-limits.md)."""
     from wrighty.config import agent_circuit
@@ -148,15 +147,15 @@ def _holding_back(settings: Settings, store: Store, item: Item) -> CircuitView |
     if item.state not in (ItemState.QUEUED, ItemState.RETRY_SCHEDULED):
         return None
     try:
-        config = settings.config().config
+        config = context.config().config
     except WrightyError:
         return None
     agent = item.agent or config.worker.default_agent
     name = agent_circuit(config, agent, installation_id=installation_id())
-    return holding(store, name, settings.now()) if name is not None else None
+    return holding(store, name, context.now()) if name is not None else None
 
 
-def _has_logs(settings: Settings, runs: list[Run]) -> bool:
+def _has_logs(context: Context, runs: list[Run]) -> bool:
     """Whether `wrighty logs` would print the last run's output here."""
     from wrighty.config import STATE_DIRNAME
     from wrighty.installation import installation_id
@@ -165,15 +164,15 @@ def _has_logs(settings: Settings, runs: list[Run]) -> bool:
     if not runs:
         return False
     last = max(runs, key=lambda run: run.attempt)  # as `wrighty logs` picks it
-    log_dir = run_log_dir(settings.config().root / STATE_DIRNAME, last)
+    log_dir = run_log_dir(context.config().root / STATE_DIRNAME, last)
     return logs_problem(last, log_dir, installation_id=installation_id()) is None
 
 
-def _retry_limits(settings: Settings) -> tuple[int | None, int | None]:
+def _retry_limits(context: Context) -> tuple[int | None, int | None]:
     """worker.processCrash's and worker.usageFailure's maxAttempts, each when its policy
     retries; None otherwise or unknown."""
     try:
-        worker = settings.config().config.worker
+        worker = context.config().config.worker
     except WrightyError:
         return None, None
     crash, usage = worker.process_crash, worker.usage_failure
@@ -183,13 +182,13 @@ def _retry_limits(settings: Settings) -> tuple[int | None, int | None]:
     )
 
 
-def _item_agent(settings: Settings, agent: str | None) -> AgentPlan | None:
+def _item_agent(context: Context, agent: str | None) -> AgentPlan | None:
     """The agent that runs an item (whether it can resume; where its vendor keeps
     transcripts); None when the config does not say."""
     from wrighty.agents import plan_agent
 
     try:
-        loaded = settings.config()
+        loaded = context.config()
         name = agent or loaded.config.worker.default_agent
         return plan_agent(loaded.config, name, project_root=loaded.root)
     except WrightyError:
