@@ -530,3 +530,84 @@ def test_the_schema_refuses_what_the_models_refuse() -> None:
     assert len(list(validator.iter_errors(bad))) == 2
     bad = {"worker": {"usageFailure": {"maxAttempts": 51, "resetGraceMinutes": -1, "extra": 1}}}
     assert len(list(validator.iter_errors(bad))) == 3
+
+
+def test_every_spelling_of_the_adapters_follows_the_one_list() -> None:
+    """wrighty/domain/adapters.py names the adapters; the vendor adapters that exist, the
+    schema's choices, the agents known without a config and the messages follow it."""
+    from wrighty.domain.adapters import ADAPTERS, COMMAND_ADAPTER, VENDOR_ADAPTERS
+    from wrighty.vendors import VENDORS
+
+    assert sorted(VENDORS) == sorted(VENDOR_ADAPTERS)
+    assert set(ADAPTERS) == {*VENDOR_ADAPTERS, COMMAND_ADAPTER}
+    agent = config_json_schema()["$defs"]["AgentSettings"]["properties"]["adapter"]
+    assert [option.get("enum") for option in agent["anyOf"]] == [list(ADAPTERS), None]
+    config, _ = check_config_text("{}")
+    assert config is not None
+    assert config.agent_names() == sorted(ADAPTERS)
+    assert problems_of({"agents": {"helper": {}}}) == [
+        "agents.helper.adapter: is required for an agent not named after an adapter "
+        f"({', '.join(ADAPTERS)})"
+    ]
+    tool = {"adapter": COMMAND_ADAPTER, "command": ["t"], "permission": "full"}
+    assert problems_of({"agents": {"tool": tool}}) == [
+        "agents.tool.permission: applies only to the vendor adapters "
+        f"({', '.join(VENDOR_ADAPTERS)})"
+    ]
+
+
+def test_the_worker_settings_become_the_policies_and_terms_it_runs_under() -> None:
+    """Minutes in the file, seconds in the domain (docs/config.md#worker)."""
+    from wrighty.config import crash_policy_of, lease_terms_of, usage_policy_of
+    from wrighty.domain.claims import LeaseTerms
+    from wrighty.domain.retry import CrashPolicy, UsagePolicy
+
+    config, problems = check_config_text(
+        json.dumps(
+            {
+                "worker": {
+                    "leaseSeconds": 90,
+                    "heartbeatSeconds": 20,
+                    "itemTimeoutMinutes": 45,
+                    "processCrash": {"action": "retry", "initialRetryMinutes": 1.5,
+                                     "backoffMultiplier": 3, "maxRetryMinutes": 20,
+                                     "maxAttempts": 4},
+                    "usageFailure": {"action": "retry", "initialRetryMinutes": 10,
+                                     "backoffMultiplier": 2.5, "maxRetryMinutes": 120,
+                                     "maxAttempts": 7, "resetGraceMinutes": 0.5},
+                }
+            }
+        )
+    )  # fmt: skip
+    assert problems == []
+    assert config is not None
+    assert crash_policy_of(config) == CrashPolicy(
+        action="retry", initial_seconds=90, multiplier=3, max_seconds=1200, max_attempts=4
+    )
+    assert usage_policy_of(config) == UsagePolicy(
+        action="retry", initial_seconds=600, multiplier=2.5, max_seconds=7200, max_attempts=7,
+        reset_grace_seconds=30,
+    )  # fmt: skip
+    assert lease_terms_of(config) == LeaseTerms(lease_seconds=90, default_timeout_seconds=2700)
+    defaults, _ = check_config_text("{}")
+    assert defaults is not None  # the domain's defaults are the file's
+    assert (crash_policy_of(defaults), usage_policy_of(defaults)) == (CrashPolicy(), UsagePolicy())
+
+
+def test_an_agent_has_a_provider_circuit_only_under_a_usage_policy_that_retries() -> None:
+    from wrighty.config import agent_circuit
+
+    def circuits(usage: str) -> tuple[str | None, str | None]:
+        document = {
+            "worker": {"usageFailure": {"action": usage}},
+            "agents": {"claude": {"account": "team"}},
+        }
+        config, _ = check_config_text(json.dumps(document))
+        assert config is not None
+        return (
+            agent_circuit(config, "claude", installation_id="inst"),
+            agent_circuit(config, "codex", installation_id="inst"),
+        )
+
+    assert circuits("retry") == ("account:team", "agent:codex@inst")
+    assert circuits("needs-attention") == (None, None)

@@ -1,4 +1,5 @@
-"""The built-in vendor adapters, by adapter name."""
+"""The built-in vendor adapters, by adapter name (wrighty/domain/adapters.py lists the names;
+a test keeps the two in step)."""
 
 from __future__ import annotations
 

@@ -22,15 +22,24 @@ import psutil
 
 from wrighty import __version__
 from wrighty.agents import AgentPlan, plan_agent
-from wrighty.config import STATE_DIRNAME, LoadedConfig, WorkerSettings, budgets_of, pricing_of
+from wrighty.config import (
+    STATE_DIRNAME,
+    LoadedConfig,
+    WorkerSettings,
+    agent_circuit,
+    budgets_of,
+    crash_policy_of,
+    lease_terms_of,
+    limits_of,
+    pricing_of,
+    usage_policy_of,
+)
 from wrighty.domain import decisions
 from wrighty.domain.budgets import AgentHold, agent_hold
-from wrighty.domain.circuits import circuit_name
 from wrighty.domain.claims import (
     CLAIMABLE_STATES,
     Claim,
     ClaimRequest,
-    LeaseTerms,
     PeriodBudget,
     claim,
     claim_to_set_aside,
@@ -39,7 +48,6 @@ from wrighty.domain.claims import (
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import Change, Item
 from wrighty.domain.notices import Source
-from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339, system_now
 from wrighty.errors import StoreError, UnreadableError, WrightyError
@@ -128,29 +136,6 @@ def _refuse_unrunnable(plan: AgentPlan) -> None:
     )
 
 
-def crash_policy(settings: WorkerSettings) -> CrashPolicy:
-    crash = settings.process_crash
-    return CrashPolicy(
-        action=crash.action,
-        initial_seconds=crash.initial_retry_minutes * 60,
-        multiplier=crash.backoff_multiplier,
-        max_seconds=crash.max_retry_minutes * 60,
-        max_attempts=crash.max_attempts,
-    )
-
-
-def usage_policy(settings: WorkerSettings) -> UsagePolicy:
-    usage = settings.usage_failure
-    return UsagePolicy(
-        action=usage.action,
-        initial_seconds=usage.initial_retry_minutes * 60,
-        multiplier=usage.backoff_multiplier,
-        max_seconds=usage.max_retry_minutes * 60,
-        max_attempts=usage.max_attempts,
-        reset_grace_seconds=usage.reset_grace_minutes * 60,
-    )
-
-
 def _variables_for_runs(loaded: LoadedConfig, target: StoreTarget | None) -> dict[str, str]:
     """What each run is given (runenv.py); without the store's target (a worker built in a
     test), only the config's path."""
@@ -205,12 +190,8 @@ class Worker:
         self._gave_up: list[_GaveUp] = []  # items given up: the store failed too long
         self._last_beat: tuple[WorkerState, tuple[int, ...]] | None = None
         self._slot_lock = threading.Lock()
-        settings = self._config.worker
-        self._terms = LeaseTerms(
-            lease_seconds=settings.lease_seconds,
-            default_timeout_seconds=settings.item_timeout_minutes * 60,
-        )
-        self._presence = self._presence_for(settings)
+        self._terms = lease_terms_of(self._config)
+        self._presence = self._presence_for(self._config.worker)
         # Runs its machine could not start: the back-off and hold (docs/worker.md).
         self._machine = MachineWatch(self._emit, self._say_held)
 
@@ -352,18 +333,12 @@ class Worker:
     def _gate(self, plan: AgentPlan) -> CircuitGate | None:
         """The agent's provider circuit, under a usage policy that retries (without one, a
         refusal waits for a person and nothing is held back)."""
-        policy = usage_policy(self._config.worker)
-        if policy.action != "retry":
+        name = agent_circuit(self._config, plan.name, installation_id=self._installation_id)
+        if name is None:
             return None
-        settings = self._config.agents.get(plan.name)
-        name = circuit_name(
-            plan.name,
-            account=settings.account if settings is not None else None,
-            installation_id=self._installation_id,
-        )
         return CircuitGate(
-            self._store, name, worker_id=self.worker_id, policy=policy, now=self._now,
-            emit=self._emit, notify=self._notify,
+            self._store, name, worker_id=self.worker_id, policy=usage_policy_of(self._config),
+            now=self._now, emit=self._emit, notify=self._notify,
         )  # fmt: skip
 
     def _setting(
@@ -374,8 +349,8 @@ class Worker:
             installation_id=self._installation_id,
             plan=plan,
             terms=self._terms,
-            crash_policy=crash_policy(self._config.worker),
-            usage_policy=usage_policy(self._config.worker),
+            crash_policy=crash_policy_of(self._config),
+            usage_policy=usage_policy_of(self._config),
             circuit=gate,
             budgets=self._budgets,
             pricing=pricing_of(self._config),
@@ -682,8 +657,6 @@ class Worker:
                 self._report_internal_error(claimed, run.run_id, again, settled=False)
 
     def _request(self, agent_name: str, options: WorkerOptions) -> ClaimRequest:
-        from wrighty.config import limits_of  # the concurrency limits (docs/scheduling.md)
-
         limit = self._budgets.agent_limit(agent_name)
         since = self._budgets.period(self._now()).start
         return ClaimRequest(

@@ -1,0 +1,292 @@
+"""Checking wrighty.json: the rules that relate one setting to another, the store URL, and
+(asked for) whether Apprise can use each notification URL."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from wrighty.config.models import (
+    AGENT_NAME_PATTERN,
+    MAX_MODEL_NAME,
+    AgentSettings,
+    CommandSink,
+    NotifySettings,
+    ProcessCrashPolicy,
+    UrlSink,
+    UsageFailurePolicy,
+    WorkerSettings,
+    WrightyConfig,
+)
+from wrighty.config.problems import (
+    EMPTY_PROGRAM,
+    Problem,
+    echo_value,
+    json_path,
+    number_text,
+    problems_from,
+    read_json,
+)
+from wrighty.config.translate import zone_named
+from wrighty.domain.adapters import ADAPTERS, COMMAND_ADAPTER, VENDOR_ADAPTERS
+from wrighty.domain.claims import heartbeat_limit
+from wrighty.domain.scheduling import LABEL_PATTERN
+from wrighty.errors import StoreError
+
+
+def check_config_text(
+    text: str, *, deep: bool = False
+) -> tuple[WrightyConfig | None, list[Problem]]:
+    """Validate wrighty.json contents; every problem found, with its JSON path. ``deep`` also
+    asks Apprise whether it can use each notification URL (`config validate`, a worker's
+    start): that loads Apprise, which no other command needs."""
+    data, problems = read_json(text)
+    if data is None:
+        return None, problems
+    try:
+        config = WrightyConfig.model_validate(data)
+    except ValidationError as error:
+        return None, problems_from(error.errors())
+    problems = _store_url_problems(config.store.url) + _cross_checks(config)
+    if deep:
+        problems.extend(notify_url_problems(config.notify))
+    return (None if problems else config), problems
+
+
+def _store_url_problems(url: str) -> list[Problem]:
+    """The check of the store URL that opening a store makes, opening nothing."""
+    from wrighty.store import parse_store_url  # loaded only where a config is checked
+
+    try:
+        parse_store_url(url, base=Path())
+    except StoreError as error:
+        return [Problem("store.url", str(error))]
+    return []
+
+
+def _unpassable_text(name: str, agent: AgentSettings) -> list[Problem]:
+    """Values no program can be given: a NUL byte in an argument or an environment value, an
+    environment name that is empty or holds '=' (it would set another variable)."""
+    problems = []
+    texts: list[tuple[tuple[str | int, ...], str]] = [(("executable",), agent.executable or "")]
+    for key, argv in (("args", agent.args), ("command", agent.command),
+                      ("resumeCommand", agent.resume_command)):  # fmt: skip
+        texts += [((key, index), arg) for index, arg in enumerate(argv or [])]
+    texts += [(("env", variable), value) for variable, value in agent.env.items()]
+    for where, text in texts:
+        if "\x00" in text:
+            problems.append(Problem(json_path("agents", name, *where), "holds a NUL byte"))
+    for variable in agent.env:
+        if not variable or "=" in variable or "\x00" in variable:
+            problems.append(
+                Problem(
+                    json_path("agents", name, "env", variable),
+                    "is not an environment variable name (empty, or holds '=' or NUL)",
+                )
+            )
+    return problems
+
+
+def _retry_window_problems(worker: WorkerSettings) -> list[Problem]:
+    """A retry policy whose first wait is longer than its longest one."""
+    policies: tuple[tuple[str, ProcessCrashPolicy | UsageFailurePolicy], ...] = (
+        ("processCrash", worker.process_crash),
+        ("usageFailure", worker.usage_failure),
+    )
+    return [
+        Problem(
+            f"worker.{key}.maxRetryMinutes",
+            f"must be >= initialRetryMinutes ({number_text(policy.initial_retry_minutes)})"
+            f" (got {number_text(policy.max_retry_minutes)})",
+        )
+        for key, policy in policies
+        if policy.max_retry_minutes < policy.initial_retry_minutes
+    ]
+
+
+def _cross_checks(config: WrightyConfig) -> list[Problem]:
+    """Rules that relate one setting to another."""
+    problems: list[Problem] = []
+    worker = config.worker
+    limit = heartbeat_limit(worker.lease_seconds)
+    if worker.heartbeat_seconds >= limit:
+        margin = worker.lease_seconds - limit
+        problems.append(
+            Problem(
+                "worker.heartbeatSeconds",
+                f"must be < {number_text(limit)}: "
+                f"worker.leaseSeconds ({number_text(worker.lease_seconds)})"
+                f" less the lease guard's margin ({number_text(margin)}, docs/claims.md)"
+                f" (got {number_text(worker.heartbeat_seconds)})",
+            )
+        )
+    problems.extend(_retry_window_problems(worker))
+    for name, agent in config.agents.items():
+        problems.extend(_unpassable_text(name, agent))
+        if not re.fullmatch(AGENT_NAME_PATTERN, name):
+            problems.append(
+                Problem(
+                    json_path("agents", name),
+                    "agent names use lowercase letters, digits, '-' and '_', "
+                    "starting with a letter",
+                )
+            )
+        elif agent.adapter is None and name not in ADAPTERS:
+            problems.append(
+                Problem(
+                    json_path("agents", name, "adapter"),
+                    f"is required for an agent not named after an adapter ({', '.join(ADAPTERS)})",
+                )
+            )
+        elif agent.adapter_for(name) == COMMAND_ADAPTER and not agent.command:
+            problems.append(
+                Problem(json_path("agents", name, "command"), "is required by the command adapter")
+            )
+        elif agent.adapter_for(name) == COMMAND_ADAPTER and "permission" in agent.model_fields_set:
+            problems.append(
+                Problem(
+                    json_path("agents", name, "permission"),
+                    f"applies only to the vendor adapters ({', '.join(VENDOR_ADAPTERS)})",
+                )
+            )
+        elif agent.adapter_for(name) != COMMAND_ADAPTER:
+            problems.extend(
+                Problem(json_path("agents", name, key), "applies only to the command adapter")
+                for key, value in (
+                    ("command", agent.command),
+                    ("resumeCommand", agent.resume_command),
+                )
+                if value is not None
+            )
+    problems.extend(_budget_problems(config))
+    problems.extend(
+        Problem(
+            json_path("limits", "labels", label),
+            "labels use lowercase letters, digits, '-' and '_', starting with a letter "
+            "(at most 40 characters)",
+        )
+        for label in config.limits.labels
+        if not re.fullmatch(LABEL_PATTERN, label)
+    )
+    problems.extend(_notify_shape_problems(config.notify))
+    if worker.default_agent not in config.agent_names():
+        problems.append(
+            Problem(
+                "worker.defaultAgent",
+                f"unknown agent {worker.default_agent!r} "
+                f"(known: {', '.join(config.agent_names())})",
+            )
+        )
+    return problems
+
+
+def _budget_problems(config: WrightyConfig) -> list[Problem]:
+    problems: list[Problem] = []
+    known = set(config.agent_names()) | {"*"}
+    problems.extend(
+        Problem(
+            json_path("budgets", "perDay", name),
+            f'unknown agent {name!r} (known: {", ".join(config.agent_names())}, or "*")',
+        )
+        for name in config.budgets.per_day
+        if name not in known
+    )
+    zone = config.budgets.time_zone
+    try:
+        zone_named(zone)
+    except ValueError:
+        # The name as the other problems echo a value: short ones only, JSON-escaped.
+        problems.append(
+            Problem(
+                "budgets.timeZone",
+                f"unknown time zone{echo_value(zone, ('budgets', 'timeZone'))}; "
+                "use an IANA name such as Europe/Berlin",
+            )
+        )
+    # The JSON Schema's propertyNames for `pricing`, which the model alone does not check.
+    problems.extend(
+        Problem(json_path("pricing", model), "a model name has 1 to 200 characters")
+        for model in config.pricing
+        if not 1 <= len(model) <= MAX_MODEL_NAME
+    )
+    return problems
+
+
+def _notify_shape_problems(notify: NotifySettings) -> list[Problem]:
+    """A URL sink names its URL or its variable, one of the two; an argv can be passed."""
+    problems: list[Problem] = [
+        Problem(json_path("notify", "urls", index), "give url or env, one of the two")
+        for index, entry in enumerate(notify.urls)
+        if isinstance(entry, UrlSink) and (entry.url is None) == (entry.env is None)
+    ]
+    command = notify.command
+    argv = command.argv if isinstance(command, CommandSink) else command
+    for index, arg in enumerate(argv or []):
+        where = json_path("notify", "command", *(("argv",) if isinstance(command, CommandSink)
+                                                 else ()), index)  # fmt: skip
+        if "\x00" in arg:
+            problems.append(Problem(where, "holds a NUL byte"))
+        elif index == 0 and not arg:
+            problems.append(Problem(where, EMPTY_PROGRAM))
+    return problems
+
+
+def notify_url_problems(notify: NotifySettings) -> list[Problem]:
+    """Whether Apprise can use each URL written in the file (a URL from the environment is
+    read, and checked, when it is used). Apprise is imported only when there are such URLs."""
+    problems: list[Problem] = []
+    for index, entry in enumerate(notify.urls):
+        url = entry if isinstance(entry, str) else entry.url
+        if url is not None:
+            problem = apprise_url_problem(url)
+            if problem is not None:
+                problems.append(Problem(json_path("notify", "urls", index), problem))
+    return problems
+
+
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{0,31})://")
+# A plugin's page on Apprise's site: shown as the place to check a URL (it is Apprise's, not
+# the user's: no part of the URL).
+_GUIDE = re.compile(r"https://[a-z0-9.-]+/[A-Za-z0-9/_.-]*")
+
+
+def url_scheme(url: str) -> str | None:
+    """The scheme of a sink's URL, lowercase (None: it has none). The one part of a URL that
+    messages show: the rest may be a token."""
+    found = _URL_SCHEME.match(url)
+    return found.group(1).lower() if found else None
+
+
+def apprise_url_problem(url: str) -> str | None:
+    """Why Apprise cannot use ``url`` (None: it can), without quoting any of it but its
+    scheme. A service that Apprise knows but cannot run on this machine (a desktop without
+    its libraries) is no problem here: the machine that delivers may have them."""
+    scheme = url_scheme(url)
+    if scheme is None:
+        return "is not an Apprise URL: it needs a scheme such as slack://, ntfy:// or json://"
+    import logging  # loaded with Apprise, only when the file has URLs to check
+
+    import apprise
+    from apprise.utils.parse import parse_urls
+
+    logging.getLogger("apprise").propagate = False  # it may quote the URL
+    if len(parse_urls(url)) != 1:  # type: ignore[no-untyped-call]
+        return "holds more than one URL: give each its own entry"
+    parsed = apprise.plugins.url_to_dict(url)  # type: ignore[no-untyped-call]
+    manager = apprise.manager_plugins.NotificationManager()  # type: ignore[no-untyped-call]
+    if parsed is None or parsed.get("schema") not in manager:
+        return f"Apprise cannot read this {scheme}:// URL (an unknown service, or no host)"
+    plugin = manager[parsed["schema"]]
+    if not plugin.enabled:
+        return None
+    try:
+        apprise.Apprise.instantiate(url, suppress_exceptions=False)
+    except Exception:
+        # Not its words: Apprise decodes the URL, and its message may quote a token in any
+        # encoding (docs/notifications.md#secrets).
+        guide = getattr(plugin, "setup_url", None)
+        see = f"; see {guide}" if isinstance(guide, str) and _GUIDE.fullmatch(guide) else ""
+        return f"Apprise cannot use this {scheme}:// URL: it refused a token or an option{see}"
+    return None

@@ -1,0 +1,471 @@
+"""wrighty.json's sections as pydantic models, their bounds and defaults.
+
+The JSON Schema in ``schemas/wrighty.schema.json`` is generated from these models
+(``wrighty config schema``, loading.config_json_schema); a test keeps the two equal.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic.alias_generators import to_camel
+
+from wrighty.domain.adapters import ADAPTERS, AdapterName
+from wrighty.domain.durations import (
+    MAX_ITEM_TIMEOUT_SECONDS,
+    MAX_QUEUE_WAIT_SECONDS,
+    MAX_WORKER_AGE_SECONDS,
+)
+from wrighty.domain.scheduling import LABEL_PATTERN
+from wrighty.inputs import MIB
+
+CONFIG_FILENAME = "wrighty.json"
+STATE_DIRNAME = ".wrighty"
+SCHEMA_FILENAME = "wrighty.schema.json"
+SCHEMA_VERSION: Literal[1] = 1
+DEFAULT_STORE_URL = "sqlite:///.wrighty/wrighty.db"
+BUILTIN_VENDORS = ADAPTERS  # an agent named after an adapter needs no `adapter`
+MAX_CRASH_RETRY_ATTEMPTS = 20
+MAX_USAGE_RETRY_ATTEMPTS = 50  # a night of limits
+AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
+MAX_CONFIG_BYTES = MIB
+MAX_CONFIG_DEPTH = 32  # the deepest real wrighty.json is 4 levels
+MAX_NUMBER_DIGITS = 30
+MAX_CONCURRENT = 10_000  # a bound for typos (agents.<name>.maxConcurrent, limits.labels)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        alias_generator=to_camel,
+        validate_by_name=False,
+        validate_by_alias=True,
+    )
+
+
+class StoreSettings(_Section):
+    url: str = Field(
+        DEFAULT_STORE_URL,
+        description=(
+            "Where the state lives: sqlite:///relative/or/absolute.db (relative to this file) "
+            "or postgresql://... Overridden by --store and WRIGHTY_STORE."
+        ),
+    )
+
+
+class ProcessCrashPolicy(_Section):
+    action: Literal["needs-attention", "retry"] = Field(
+        "needs-attention",
+        description="What a process crash leads to: needs-attention (default) or a bounded retry.",
+    )
+    initial_retry_minutes: float = Field(
+        2, gt=0, le=1440, description="Delay before the first retry, in minutes."
+    )
+    backoff_multiplier: float = Field(
+        2, ge=1, le=100, description="Each further retry waits this many times longer."
+    )
+    max_retry_minutes: float = Field(
+        15, gt=0, le=10080, description="No retry waits longer than this, in minutes."
+    )
+    max_attempts: int = Field(
+        2,
+        ge=1,
+        le=MAX_CRASH_RETRY_ATTEMPTS,
+        description="Retries after the first run (2 means at most 3 runs in all).",
+    )
+
+
+class UsageFailurePolicy(_Section):
+    action: Literal["needs-attention", "retry"] = Field(
+        "needs-attention",
+        description="What a rate-limited or provider-unavailable run leads to: "
+        "needs-attention (default) or a bounded retry.",
+    )
+    initial_retry_minutes: float = Field(
+        30,
+        gt=0,
+        le=1440,
+        description="Delay before the first retry when the provider reports no reset, in minutes.",
+    )
+    backoff_multiplier: float = Field(
+        2,
+        ge=1,
+        le=100,
+        description="Each further retry without a reported reset waits this many times longer.",
+    )
+    max_retry_minutes: float = Field(
+        360,
+        gt=0,
+        le=10080,
+        description="No retry waits longer than this, in minutes, counted from the end of the "
+        "run, whether a reported reset or the backoff set the wait.",
+    )
+    max_attempts: int = Field(
+        5,
+        ge=1,
+        le=MAX_USAGE_RETRY_ATTEMPTS,
+        description="Usage retries after the first run, on their own counter (crash retries "
+        "and requeues do not count).",
+    )
+    reset_grace_minutes: float = Field(
+        2,
+        ge=0,
+        le=60,
+        description="Added to the provider's reported reset before the retry is due, in minutes.",
+    )
+
+
+class WorkerSettings(_Section):
+    lease_seconds: float = Field(
+        60, gt=0, le=86400, description="How long a claim stays valid without renewal."
+    )
+    heartbeat_seconds: float = Field(
+        20,
+        gt=0,
+        le=86400,
+        description="How often a worker renews its lease; below leaseSeconds less the lease "
+        "guard's margin (a quarter of the lease, at most 10 s).",
+    )
+    item_timeout_minutes: float = Field(
+        60,
+        gt=0,
+        le=MAX_ITEM_TIMEOUT_SECONDS / 60,
+        description="Default limit on one run; an item may set its own.",
+    )
+    poll_seconds: float = Field(
+        5, gt=0, le=3600, description="How often an idle worker looks for work."
+    )
+    wake_ups: bool = Field(
+        True,
+        description="Whether an idle worker starts new work at once, told by the store "
+        "(PostgreSQL LISTEN/NOTIFY, SQLite a local socket), and a retry when it is due, rather "
+        "than at its next poll. false: it only polls.",
+    )
+    concurrency: int = Field(1, ge=1, le=64, description="Items one worker runs at once.")
+    default_agent: str = Field("claude", description="Agent used for items that do not name one.")
+    max_requeues: int = Field(
+        3,
+        ge=0,
+        le=100,
+        description="How often the reaper may hand an item of a lost worker to another one.",
+    )
+    workspace_mode: Literal["current", "worktree", "directory"] = Field(
+        "current",
+        description="Where agents work: the project directory (one at a time), a git worktree "
+        "per item, or a folder per item.",
+    )
+    process_crash: ProcessCrashPolicy = Field(default_factory=ProcessCrashPolicy)
+    usage_failure: UsageFailurePolicy = Field(
+        default_factory=UsageFailurePolicy,
+        description="What a run classified rate-limited or provider-unavailable leads to; no "
+        "other outcome (never auth, permission, billing, context-limit, agent failure, timeout, "
+        "cancellation or fencing). A retry is due at the provider's reported reset plus "
+        "resetGraceMinutes, capped at maxRetryMinutes; without a reported reset, after "
+        "initialRetryMinutes x backoffMultiplier^(n-1), capped at maxRetryMinutes, with a small "
+        "jitter. maxAttempts counts usage retries on their own counter.",
+    )
+    label: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9._-]{1,40}$",
+        description="A name for this project's workers in `wrighty workers` and `status` "
+        "(letters, digits, '.', '_', '-'). wrighty never uses host or user names.",
+    )
+    registry_retention_hours: float = Field(
+        24, gt=0, le=8760, description="Forget registered workers silent for this long."
+    )
+
+
+class StatusSettings(_Section):
+    """Health thresholds of `wrighty status`; a command-line option overrides each."""
+
+    max_queue_wait_seconds: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_QUEUE_WAIT_SECONDS,
+        description="Unhealthy when an item has waited longer than this.",
+    )
+    min_workers: int | None = Field(
+        None, ge=0, le=10000, description="Unhealthy with fewer live workers than this."
+    )
+    worker_max_age_seconds: float = Field(
+        60,
+        gt=0,
+        le=MAX_WORKER_AGE_SECONDS,
+        description="A worker is live if its heartbeat is this recent.",
+    )
+    max_expired_leases: int | None = Field(
+        None, ge=0, description="Unhealthy with more running items whose lease expired."
+    )
+    max_needs_attention: int | None = Field(
+        None, ge=0, description="Unhealthy with more items waiting for a person."
+    )
+    max_open_circuits: int | None = Field(
+        None,
+        ge=0,
+        le=10000,
+        description="Unhealthy with more provider circuits open or half-open than this.",
+    )
+    max_notify_age_seconds: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_QUEUE_WAIT_SECONDS,
+        description="Unhealthy when an undelivered notification (notify) is older than this.",
+    )
+
+
+MAX_BUDGET_USD = 1_000_000  # a bound for typos, not a spending policy
+MAX_BUDGET_TOKENS = 10**12
+MAX_PRICE_PER_MTOK = 10_000
+MAX_MODEL_NAME = 200  # characters of a `pricing` key
+
+
+class BudgetLimit(_Section):
+    """A budget's bounds; either or both. A run's spend counts every token kind."""
+
+    max_cost_usd: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_BUDGET_USD,
+        description="Spend at most this many US dollars (the vendor's reported cost, or the "
+        "estimate from `pricing`; a run whose cost is unknown counts only its tokens).",
+    )
+    max_tokens: int | None = Field(
+        None,
+        gt=0,
+        le=MAX_BUDGET_TOKENS,
+        description="Spend at most this many tokens: input, output, cache read and write.",
+    )
+
+
+class BudgetSettings(_Section):
+    per_item: BudgetLimit = Field(
+        default_factory=BudgetLimit,
+        description="Each item's budget across all its runs; `create --max-cost-usd` / "
+        "`--max-tokens` override it for one item. Past it, the run is stopped and the item "
+        "goes to needs-attention (budget-exceeded) with its session kept.",
+    )
+    per_day: dict[str, BudgetLimit] = Field(
+        default_factory=dict,
+        description='Each agent\'s budget per day, keyed by agent name; "*" for every agent '
+        "without an entry of its own (each agent counted separately). A spent budget holds "
+        "the agent's items queued until the next day.",
+    )
+    day_starts_at: str = Field(
+        "00:00",
+        pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$",
+        description="When a budget day begins, as HH:MM in timeZone.",
+    )
+    time_zone: str = Field(
+        "UTC", description="The IANA time zone of dayStartsAt, such as Europe/Berlin."
+    )
+
+
+class ModelPrice(_Section):
+    """US dollars per million tokens of each kind."""
+
+    input_per_mtok: float = Field(..., ge=0, le=MAX_PRICE_PER_MTOK)
+    output_per_mtok: float = Field(..., ge=0, le=MAX_PRICE_PER_MTOK)
+    cache_read_per_mtok: float = Field(0, ge=0, le=MAX_PRICE_PER_MTOK)
+    cache_write_per_mtok: float = Field(0, ge=0, le=MAX_PRICE_PER_MTOK)
+
+
+NotifyEvent = Literal[
+    "needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open", "worker-lost",
+    "retry-scheduled", "done", "worker-quiet",
+]  # fmt: skip
+_DEFAULT_NOTIFY_EVENTS: tuple[NotifyEvent, ...] = (
+    "needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open", "worker-lost",
+)  # fmt: skip
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+DEFAULT_COMMAND_TIMEOUT_SECONDS = 30
+MAX_COMMAND_TIMEOUT_SECONDS = 600
+
+
+class _SinkFilter(_Section):
+    events: list[NotifyEvent] | None = Field(
+        None, description="The events this sink gets (default: notify.events)."
+    )
+    reason_codes: list[str] | None = Field(
+        None,
+        description="Only items with one of these reason codes (events without an item, such "
+        "as circuit-open, always pass).",
+    )
+
+
+class UrlSink(_SinkFilter):
+    url: str | None = Field(
+        None, description="An Apprise URL (slack://, ntfy://, mailto://, json://, ...)."
+    )
+    env: str | None = Field(
+        None,
+        pattern=ENV_NAME_PATTERN,
+        description="The environment variable that holds the URL (keeps tokens out of the file).",
+    )
+
+
+class CommandSink(_SinkFilter):
+    argv: list[str] = Field(
+        ..., min_length=1, description="The program and its arguments; the event as JSON on stdin."
+    )
+    timeout_seconds: float = Field(
+        DEFAULT_COMMAND_TIMEOUT_SECONDS,
+        gt=0,
+        le=MAX_COMMAND_TIMEOUT_SECONDS,
+        description="How long one delivery may take before it counts as failed.",
+    )
+
+
+def _entry_kind(value: Any) -> str | None:
+    """Which form a sink entry takes (None: neither, refused as such)."""
+    if isinstance(value, dict | BaseModel):
+        return "object"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    return None
+
+
+# A sink is written as a string (an argv: a list) or as an object with a filter; the form is
+# chosen by the JSON type, so that a mistake is reported against the form that was written.
+UrlEntry = Annotated[
+    Annotated[str, Tag("string")] | Annotated[UrlSink, Tag("object")],
+    Discriminator(
+        _entry_kind,
+        custom_error_type="sink_form",
+        custom_error_message="must be an Apprise URL (a string) or an object with url or env",
+    ),
+]
+CommandEntry = Annotated[
+    Annotated[list[str], Field(min_length=1), Tag("list")] | Annotated[CommandSink, Tag("object")],
+    Discriminator(
+        _entry_kind,
+        custom_error_type="sink_form",
+        custom_error_message="must be an argv (a list of strings) or an object with argv",
+    ),
+]
+
+
+class NotifySettings(_Section):
+    urls: list[UrlEntry] = Field(
+        default_factory=list,
+        description="Apprise URLs, as strings or objects with url (or env) and a filter.",
+    )
+    command: CommandEntry | None = Field(
+        None, description="A program (argv, no shell) that gets each event as JSON on stdin."
+    )
+    events: list[NotifyEvent] = Field(
+        default_factory=lambda: list(_DEFAULT_NOTIFY_EVENTS),
+        description="The events a sink gets unless it names its own.",
+    )
+    max_attempts: int = Field(
+        8, ge=1, le=50, description="Delivery attempts of one event before it is given up."
+    )
+    retention_hours: float = Field(
+        168, gt=0, le=24 * 365, description="How long delivered events are kept."
+    )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any sink is configured (otherwise nothing is written to the outbox)."""
+        return bool(self.urls) or self.command is not None
+
+
+class AgentSettings(_Section):
+    adapter: AdapterName | None = Field(
+        None, description="Which adapter runs this agent; defaults to the agent's name."
+    )
+    executable: str | None = Field(
+        None, description="Program to start; defaults to the vendor's usual command on PATH."
+    )
+    args: list[str] = Field(
+        default_factory=list, description="Extra arguments after wrighty's own."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables added for the agent."
+    )
+    command: list[str] | None = Field(
+        None, description="command adapter: the program and its arguments (argv, no shell)."
+    )
+    resume_command: list[str] | None = Field(
+        None, description="command adapter: argv that resumes a run's session, if it can."
+    )
+    permission: Literal["workspace", "full"] = Field(
+        "workspace",
+        description="Vendor adapters: what the agent may do unasked. workspace: edit files in "
+        "its workspace; full: everything (the vendor's bypass flag). Opt in with care.",
+    )
+    resume: bool = Field(
+        True, description="Whether a retry may resume the recorded session (false: never)."
+    )
+    account: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9._@-]{1,80}$",
+        description="A label for the provider account this agent uses. Under "
+        "worker.usageFailure, agents that name the same account share one provider circuit, "
+        "across installations: a refusal stops them all until the reset. Without it, each agent "
+        "of each installation has its own. A label only: never a key or a secret.",
+    )
+
+    max_concurrent: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CONCURRENT,
+        description="At most this many of this agent's items run at once, across every worker "
+        "and installation on the store (checked inside the claim). Without it: no limit but "
+        "the workers' slots.",
+    )
+
+    def adapter_for(self, name: str) -> str:
+        return self.adapter or name
+
+
+class LabelLimit(_Section):
+    max_concurrent: int = Field(
+        ...,
+        ge=1,
+        le=MAX_CONCURRENT,
+        description="At most this many items with the label run at once, across every worker "
+        "and installation on the store (checked inside the claim).",
+    )
+
+
+class LimitSettings(_Section):
+    labels: dict[str, LabelLimit] = Field(
+        default_factory=dict,
+        description="Concurrency limits by item label (`create --label`), keyed by label; an "
+        "item with several labels waits while any of its limits is reached.",
+        json_schema_extra={"propertyNames": {"pattern": LABEL_PATTERN}},
+    )
+
+
+class WrightyConfig(_Section):
+    schema_uri: str | None = Field(None, alias="$schema", description="Editor schema hint.")
+    schema_version: Literal[1] = Field(SCHEMA_VERSION, description="Version of this file's layout.")
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    status: StatusSettings = Field(default_factory=StatusSettings)
+    agents: dict[str, AgentSettings] = Field(
+        default_factory=dict,
+        description="Per-agent settings, keyed by the name items use.",
+        json_schema_extra={"propertyNames": {"pattern": AGENT_NAME_PATTERN}},
+    )
+    budgets: BudgetSettings = Field(default_factory=BudgetSettings)
+    limits: LimitSettings = Field(
+        default_factory=LimitSettings,
+        description="Concurrency limits beyond each agent's own (agents.<name>.maxConcurrent).",
+    )
+    notify: NotifySettings = Field(default_factory=NotifySettings)
+    pricing: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description='Estimated prices by model name ("*" for any other), for runs whose '
+        "vendor reports no cost; such costs are labelled estimated. wrighty ships no price "
+        "list: prices change.",
+        json_schema_extra={"propertyNames": {"minLength": 1, "maxLength": MAX_MODEL_NAME}},
+    )
+
+    def agent_names(self) -> list[str]:
+        return sorted(set(BUILTIN_VENDORS) | set(self.agents))

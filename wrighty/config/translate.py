@@ -1,0 +1,127 @@
+"""Every translation of wrighty.json into the domain's objects: budgets, prices, concurrency
+limits, health thresholds, lease terms, retry policies and the provider circuit an agent's
+items wait on. Nothing else reads settings to build a domain object. The config given is a
+valid one (checks.py has run)."""
+
+from __future__ import annotations
+
+from datetime import UTC, time, tzinfo
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from wrighty.domain.budgets import Budgets
+from wrighty.domain.circuits import circuit_name
+from wrighty.domain.claims import LeaseTerms
+from wrighty.domain.health import Thresholds
+from wrighty.domain.retry import CrashPolicy, UsagePolicy
+from wrighty.domain.scheduling import ConcurrencyLimits
+from wrighty.domain.usage import Limit, Price
+
+if TYPE_CHECKING:
+    from wrighty.config.models import BudgetLimit, WrightyConfig
+
+
+def zone_named(name: str) -> tzinfo:
+    """The IANA zone ``name`` (ValueError, saying so, when this machine knows none)."""
+    if name == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValueError(
+            f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin)"
+        ) from None
+
+
+def budgets_of(config: WrightyConfig) -> Budgets:
+    """The budgets wrighty.json sets, as the domain reads them (after validation)."""
+    settings = config.budgets
+    hour, minute = (int(part) for part in settings.day_starts_at.split(":"))
+    return Budgets(
+        per_item=_limit(settings.per_item),
+        per_day={name: _limit(limit) for name, limit in settings.per_day.items()},
+        day_starts_at=time(hour, minute),
+        time_zone=zone_named(settings.time_zone),
+    )
+
+
+def _limit(settings: BudgetLimit) -> Limit:
+    return Limit(settings.max_cost_usd, settings.max_tokens)
+
+
+def thresholds_of(config: WrightyConfig) -> Thresholds:
+    """The health thresholds status.* sets (`wrighty status`'s options override each)."""
+    settings = config.status
+    return Thresholds(
+        max_queue_wait_seconds=settings.max_queue_wait_seconds,
+        min_workers=settings.min_workers,
+        max_expired_leases=settings.max_expired_leases,
+        max_needs_attention=settings.max_needs_attention,
+        max_open_circuits=settings.max_open_circuits,
+        max_notify_age_seconds=settings.max_notify_age_seconds,
+    )
+
+
+def agent_circuit(config: WrightyConfig, agent: str, *, installation_id: str) -> str | None:
+    """The provider circuit that can hold ``agent``'s items back: only under a usage policy
+    that retries (docs/usage-limits.md); None otherwise."""
+    if config.worker.usage_failure.action != "retry":
+        return None
+    settings = config.agents.get(agent)
+    account = settings.account if settings is not None else None
+    return circuit_name(agent, account=account, installation_id=installation_id)
+
+
+def limits_of(config: WrightyConfig) -> ConcurrencyLimits:
+    """The concurrency limits wrighty.json sets (after validation), as a claim carries them."""
+    return ConcurrencyLimits(
+        agents={
+            name: agent.max_concurrent
+            for name, agent in sorted(config.agents.items())
+            if agent.max_concurrent is not None
+        },
+        labels={
+            label: limit.max_concurrent for label, limit in sorted(config.limits.labels.items())
+        },
+    )
+
+
+def pricing_of(config: WrightyConfig) -> dict[str, Price]:
+    return {
+        model: Price(p.input_per_mtok, p.output_per_mtok, p.cache_read_per_mtok,
+                     p.cache_write_per_mtok)
+        for model, p in config.pricing.items()
+    }  # fmt: skip
+
+
+def crash_policy_of(config: WrightyConfig) -> CrashPolicy:
+    """What a process crash leads to (worker.processCrash)."""
+    crash = config.worker.process_crash
+    return CrashPolicy(
+        action=crash.action,
+        initial_seconds=crash.initial_retry_minutes * 60,
+        multiplier=crash.backoff_multiplier,
+        max_seconds=crash.max_retry_minutes * 60,
+        max_attempts=crash.max_attempts,
+    )
+
+
+def usage_policy_of(config: WrightyConfig) -> UsagePolicy:
+    """What a rate-limited or provider-unavailable run leads to (worker.usageFailure)."""
+    usage = config.worker.usage_failure
+    return UsagePolicy(
+        action=usage.action,
+        initial_seconds=usage.initial_retry_minutes * 60,
+        multiplier=usage.backoff_multiplier,
+        max_seconds=usage.max_retry_minutes * 60,
+        max_attempts=usage.max_attempts,
+        reset_grace_seconds=usage.reset_grace_minutes * 60,
+    )
+
+
+def lease_terms_of(config: WrightyConfig) -> LeaseTerms:
+    """How long a worker's claim lasts, and a run without a timeout of its own."""
+    return LeaseTerms(
+        lease_seconds=config.worker.lease_seconds,
+        default_timeout_seconds=config.worker.item_timeout_minutes * 60,
+    )
