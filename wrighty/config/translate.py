@@ -6,7 +6,7 @@ valid one (checks.py has run)."""
 from __future__ import annotations
 
 from datetime import UTC, time, tzinfo
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from wrighty.domain.budgets import Budgets
@@ -18,7 +18,12 @@ from wrighty.domain.scheduling import ConcurrencyLimits
 from wrighty.domain.usage import Limit, Price
 
 if TYPE_CHECKING:
-    from wrighty.config.models import BudgetLimit, WrightyConfig
+    from wrighty.config.models import (
+        BudgetLimit,
+        ProcessCrashPolicy,
+        UsageFailurePolicy,
+        WrightyConfig,
+    )
 
 
 def zone_named(name: str) -> tzinfo:
@@ -97,13 +102,7 @@ def pricing_of(config: WrightyConfig) -> dict[str, Price]:
 def crash_policy_of(config: WrightyConfig) -> CrashPolicy:
     """What a process crash leads to (worker.processCrash)."""
     crash = config.worker.process_crash
-    return CrashPolicy(
-        action=crash.action,
-        initial_seconds=crash.initial_retry_minutes * 60,
-        multiplier=crash.backoff_multiplier,
-        max_seconds=crash.max_retry_minutes * 60,
-        max_attempts=crash.max_attempts,
-    )
+    return CrashPolicy(action=crash.action, max_attempts=crash.max_attempts, **_backoff(crash))
 
 
 def usage_policy_of(config: WrightyConfig) -> UsagePolicy:
@@ -111,11 +110,24 @@ def usage_policy_of(config: WrightyConfig) -> UsagePolicy:
     usage = config.worker.usage_failure
     return UsagePolicy(
         action=usage.action,
-        initial_seconds=usage.initial_retry_minutes * 60,
-        multiplier=usage.backoff_multiplier,
-        max_seconds=usage.max_retry_minutes * 60,
         max_attempts=usage.max_attempts,
         reset_grace_seconds=usage.reset_grace_minutes * 60,
+        **_backoff(usage),
+    )
+
+
+class _Backoff(TypedDict):
+    initial_seconds: float
+    multiplier: float
+    max_seconds: float
+
+
+def _backoff(policy: ProcessCrashPolicy | UsageFailurePolicy) -> _Backoff:
+    """A retry policy's waits, from minutes in the file to seconds."""
+    return _Backoff(
+        initial_seconds=policy.initial_retry_minutes * 60,
+        multiplier=policy.backoff_multiplier,
+        max_seconds=policy.max_retry_minutes * 60,
     )
 
 
