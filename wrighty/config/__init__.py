@@ -29,7 +29,6 @@ from wrighty.config.loading import (
 )
 from wrighty.config.models import (
     AGENT_NAME_PATTERN,
-    BUILTIN_VENDORS,
     CONFIG_FILENAME,
     DEFAULT_COMMAND_TIMEOUT_SECONDS,
     DEFAULT_STORE_URL,
@@ -89,7 +88,6 @@ from wrighty.config.translate import (
 
 __all__ = [
     "AGENT_NAME_PATTERN",
-    "BUILTIN_VENDORS",
     "CONFIG_FILENAME",
     "DEFAULT_COMMAND_TIMEOUT_SECONDS",
     "DEFAULT_STORE_URL",

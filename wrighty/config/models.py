@@ -25,7 +25,6 @@ STATE_DIRNAME = ".wrighty"
 SCHEMA_FILENAME = "wrighty.schema.json"
 SCHEMA_VERSION: Literal[1] = 1
 DEFAULT_STORE_URL = "sqlite:///.wrighty/wrighty.db"
-BUILTIN_VENDORS = ADAPTERS  # an agent named after an adapter needs no `adapter`
 MAX_CRASH_RETRY_ATTEMPTS = 20
 MAX_USAGE_RETRY_ATTEMPTS = 50  # a night of limits
 AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
@@ -468,4 +467,4 @@ class WrightyConfig(_Section):
     )
 
     def agent_names(self) -> list[str]:
-        return sorted(set(BUILTIN_VENDORS) | set(self.agents))
+        return sorted(set(ADAPTERS) | set(self.agents))
