@@ -6,7 +6,8 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +54,15 @@ def run_installed(
     text: bool = True,
     prefix: Sequence[str] = (),
     timeout: float = 60,
+    command: str | None = None,
 ) -> subprocess.CompletedProcess[Any]:
     """Run the installed command as a user would: in ``cwd``, no ambient WRIGHTY_ variable,
-    and wrighty's commands on PATH, as in an activated virtual environment."""
-    command = installed_wrighty()
+    and wrighty's commands on PATH, as in an activated virtual environment. ``command``, when
+    given, runs in place of the executable (the fork server's shim, `fork_server`)."""
+    if command is None:
+        command = installed_wrighty()
     env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
-    env["PATH"] = f"{Path(command).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = f"{Path(installed_wrighty()).parent}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run(
         [*prefix, command, *args],
         cwd=cwd,
@@ -70,3 +74,38 @@ def run_installed(
         check=False,
         umask=0o022,
     )
+
+
+@contextmanager
+def fork_server(folder: Path) -> Iterator[Path]:
+    """A `wrighty` that starts without an interpreter start-up of its own: the shim of the fork
+    server (tests/docs/zygote.py), which has imported wrighty once and forks each command's
+    process from there, running the executable's entry point with the shim's argv, folder,
+    environment and standard streams. Its path; the server and whatever it started end after."""
+    from tests.docs.zygote import SHIM
+
+    root = Path(__file__).resolve().parents[1]
+    socket_path = str(folder / "socket")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.docs.zygote", socket_path],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        text=True,
+        umask=0o022,  # as run_installed's commands have
+    )
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline() == "ready\n"
+        shim = folder / "bin" / "wrighty"
+        shim.parent.mkdir()
+        shim.write_text(SHIM.format(python=sys.executable, socket_path=socket_path))
+        shim.chmod(0o700)
+        yield shim
+    finally:
+        # The server and every command it started (one stopped by a timeout may be left).
+        family = psutil.Process(server.pid).children(recursive=True)
+        server.kill()
+        server.wait()
+        for process in family:
+            with suppress(psutil.NoSuchProcess):
+                process.kill()

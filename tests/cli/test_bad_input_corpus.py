@@ -1,10 +1,16 @@
-"""The bad-input corpus: every way of holding wrighty wrong that we know of, run against the
-installed executable in a scratch project.
+"""The bad-input corpus: every way of holding wrighty wrong that we know of, each run as a
+command of its own in a scratch project.
 
 Each case must get exit code 2 and exactly one line on stderr that starts with `wrighty:` and
 says what is wrong; no traceback; no raw control character on stdout or stderr; no planted
 secret echoed; and the project's files (wrighty.json, the store with its -wal and -shm, all of
 .wrighty/) byte for byte as they were. A new option or config key adds its cases here.
+
+Every case runs through the fork server (tests/docs/zygote.py): a process of its own, started
+by the executable's entry point with its own argv, folder, environment and standard streams,
+but without the half second of interpreter start-up and imports each. A sample of the cases
+(every SAMPLE_EVERY-th, and every case that sets a variable) runs on the installed executable
+itself as well, with the same checks.
 """
 
 from __future__ import annotations
@@ -14,13 +20,14 @@ import os
 import re
 import shutil
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_installed, snapshot
+from tests.helpers import fork_server, run_installed, snapshot
 
 SECRET = "Hunter2Secret"  # planted in URLs and config values; must never be echoed
 API_KEY = "sk-ant-api03-" + "Zq9Wx8Ev7Rt6" * 4
@@ -40,11 +47,20 @@ class Case:
     env: tuple[str, ...] = ()  # NAME=value, set for the command (through env(1))
 
 
+# The `wrighty` a case's setup runs: the one the case itself runs (None: the executable).
+SETUP_COMMAND: ContextVar[str | None] = ContextVar("SETUP_COMMAND", default=None)
+
+
 def run(
-    project: Path, args: tuple[str | bytes, ...], *, stdin: bytes = b"", env: tuple[str, ...] = ()
+    project: Path,
+    args: tuple[str | bytes, ...],
+    *,
+    stdin: bytes = b"",
+    env: tuple[str, ...] = (),
+    command: str | None = None,
 ):
     prefix = ("env", *env) if env else ()
-    return run_installed(project, *args, stdin=stdin, text=False, prefix=prefix)
+    return run_installed(project, *args, stdin=stdin, text=False, prefix=prefix, command=command)
 
 
 # Inside a run: what the worker gives the agent (docs/worker.md#the-agents-environment).
@@ -115,14 +131,16 @@ def item(*extra: str) -> Setup:
     """One item, made with the executable as a user would."""
 
     def create(project: Path) -> None:
-        made = run(project, ("create", "--title", "t", "--body", "b", *extra))
+        made = run(
+            project, ("create", "--title", "t", "--body", "b", *extra), command=SETUP_COMMAND.get()
+        )
         assert made.returncode == 0, made.stderr
 
     return create
 
 
 def _cancel(project: Path, item_id: int) -> None:
-    cancelled = run(project, ("cancel", str(item_id)))
+    cancelled = run(project, ("cancel", str(item_id)), command=SETUP_COMMAND.get())
     assert cancelled.returncode == 0, cancelled.stderr
 
 
@@ -1753,6 +1771,11 @@ CASES: list[Case] = [
 ]
 
 
+# Of the cases, those that also run on the installed executable itself.
+SAMPLE_EVERY = 8
+SAMPLE = [case for n, case in enumerate(CASES) if n % SAMPLE_EVERY == 0 or case.env]
+
+
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An initialised project, copied for each case."""
@@ -1761,6 +1784,13 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     made = run(project, ("init",))
     assert made.returncode == 0, made.stderr
     return project
+
+
+@pytest.fixture(scope="module")
+def shim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The fork server's `wrighty` (tests/helpers.py fork_server)."""
+    with fork_server(tmp_path_factory.mktemp("corpus-server")) as path:
+        yield str(path)
 
 
 def test_the_corpus_is_large_and_its_names_unique() -> None:
@@ -1772,14 +1802,28 @@ def test_the_corpus_is_large_and_its_names_unique() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_bad_input_gets_one_clear_line_and_changes_nothing(
-    case: Case, template: Path, tmp_path: Path
+    case: Case, template: Path, tmp_path: Path, shim: str
 ) -> None:
+    _refused_cleanly(case, template, tmp_path, shim)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", SAMPLE, ids=[case.name for case in SAMPLE])
+def test_bad_input_on_the_installed_executable(case: Case, template: Path, tmp_path: Path) -> None:
+    _refused_cleanly(case, template, tmp_path, None)
+
+
+def _refused_cleanly(case: Case, template: Path, tmp_path: Path, command: str | None) -> None:
     project = tmp_path / "project"
     shutil.copytree(template, project)
     if case.setup is not None:
-        case.setup(project)
+        chosen = SETUP_COMMAND.set(command)
+        try:
+            case.setup(project)
+        finally:
+            SETUP_COMMAND.reset(chosen)
     before = snapshot(project)
-    result = run(project, case.args, stdin=case.stdin, env=case.env)
+    result = run(project, case.args, stdin=case.stdin, env=case.env, command=command)
     stdout = result.stdout.decode("utf-8", "replace")
     stderr = result.stderr.decode("utf-8", "replace")
     assert result.returncode == 2, f"exit {result.returncode}\n{stdout}\n{stderr}"

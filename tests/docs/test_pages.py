@@ -3,16 +3,12 @@ print what the page says (docs/testing.md#the-docs-examples-run)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.docs.examples import (
@@ -26,10 +22,12 @@ from tests.docs.examples import (
     read_page,
     run_page,
 )
-from tests.docs.zygote import SHIM
-from tests.helpers import installed_wrighty
+from tests.helpers import fork_server, installed_wrighty
 
 ROOT = Path(__file__).resolve().parents[2]
+# The pages run on one xdist worker: `page_runs` starts them all at once, in its own threads.
+pytestmark = pytest.mark.xdist_group("docs-pages")
+
 PAGES = ["README.md", *sorted(f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md"))]
 
 
@@ -45,30 +43,8 @@ def wrighty_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if os.environ.get("WRIGHTY_DOCS_EXECUTABLE") == "1":
         yield bin_dir
         return
-    folder = tmp_path_factory.mktemp("zygote")
-    socket_path = str(folder / "socket")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tests.docs.zygote", socket_path],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        assert server.stdout.readline() == "ready\n"
-        shim = folder / "bin" / "wrighty"
-        shim.parent.mkdir()
-        shim.write_text(SHIM.format(python=sys.executable, socket_path=socket_path))
-        shim.chmod(0o700)
+    with fork_server(tmp_path_factory.mktemp("zygote")) as shim:
         yield f"{shim.parent}:{bin_dir}"
-    finally:
-        # The server and every command it started (a page stopped by its timeout may leave one).
-        family = psutil.Process(server.pid).children(recursive=True)
-        server.kill()
-        server.wait()
-        for process in family:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                process.kill()
 
 
 def scratch_env(home: Path, wrighty_dirs: str) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 Each row of GUARDS names a guard (its exact text in a dialect's SQL, and a replacement that
 makes it always true, or a trigger never fire) and the contract tests that defend it. For each
-row a pytest subprocess runs those tests against the SQL with that guard replaced
+row a pytest process of its own (forked from tests/store/guard_runner.py, which has imported
+pytest and the test modules once) runs those tests against the SQL with that guard replaced
 (tests/store/guard_mutation.py does the replacing) and every one of them must fail. The same
 tests, unmutated, must pass, and every guard text must occur in the SQL exactly once, so the
 table cannot rot while the SQL changes. docs/testing.md says how to add a row.
@@ -28,8 +29,13 @@ from tests.store.guard_mutation import (
     Mutation,
     as_environment,
 )
+from tests.store.guard_runner import run_row
 
 ROOT = Path(__file__).resolve().parents[2]
+# The table runs on one xdist worker (its `runs` fixture starts every row's pytest, two at a
+# time); `-n 0` keeps each row's pytest a single process.
+pytestmark = pytest.mark.xdist_group("guard-mutation")
+
 CLAIMS = "tests/store/test_claims.py::"
 CONTRACT = "tests/store/test_contract.py::"
 
@@ -305,7 +311,11 @@ def _defending(dialect: str) -> tuple[str, ...]:
 
 
 def _run(
-    tests: tuple[str, ...], mutation: Mutation | None, folder: Path, environment: dict[str, str]
+    server: str,
+    tests: tuple[str, ...],
+    mutation: Mutation | None,
+    folder: Path,
+    environment: dict[str, str],
 ) -> dict[str, str]:
     """Run ``tests`` in a pytest of their own, with ``mutation`` applied; their outcomes."""
     folder.mkdir(parents=True)
@@ -314,12 +324,13 @@ def _run(
     env.pop(MUTATION_VARIABLE, None)
     if mutation is not None:
         env[MUTATION_VARIABLE] = as_environment(mutation)
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "-p", "no:hypothesispytest", "--assert=plain", "--basetemp", str(folder / "tmp"),
-               "-p", "tests.store.guard_mutation", *tests]  # fmt: skip
-    finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    args = ["-q", "-n", "0", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+            "--assert=plain", "--basetemp", str(folder / "tmp"),
+            "-p", "tests.store.guard_mutation", *tests]  # fmt: skip
+    output = folder / "output.txt"
+    run_row(server, args, env, output)
     if not outcomes.exists():
-        raise AssertionError(f"pytest did not run the tests:\n{finished.stdout}{finished.stderr}")
+        raise AssertionError(f"pytest did not run the tests:\n{output.read_text()}")
     found: dict[str, str] = json.loads(outcomes.read_text(encoding="utf-8"))
     return found
 
@@ -331,8 +342,9 @@ Runs = dict[str, Future[dict[str, str]]]
 def runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Runs]:
-    """The subprocesses of every selected test of this module, started together, two at a
-    time: the rows are independent, and this keeps the whole table near half a minute."""
+    """The pytest of every selected test of this module, started together, two at a time, from
+    a fork server that has imported pytest and the test modules once (tests/store/guard_runner.py):
+    the rows are independent, and this keeps the whole table near half a minute."""
     wanted = {
         item.callspec.id: item.callspec.params["subject"]
         for item in request.session.items
@@ -340,19 +352,34 @@ def runs(
     }
     folder = tmp_path_factory.mktemp("guards")
     environment = dict(os.environ)  # read here: the tests' monkeypatching does not race it
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        started: Runs = {}
-        for key, subject in wanted.items():
-            tests, mutation = (
-                (subject.tests, subject.mutation)
-                if isinstance(subject, Guard)
-                else (_defending(str(subject)), None)
-            )
-            place = folder / f"run-{len(started)}"
-            started[key] = pool.submit(_run, tests, mutation, place, environment)
-        yield started
-        for future in started.values():
-            future.cancel()
+    files = sorted({test.split("::")[0] for guard in GUARDS for test in guard.tests})
+    server_path = str(folder / "socket")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.store.guard_runner", server_path, *files],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline() == "ready\n"
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            started: Runs = {}
+            for key, subject in wanted.items():
+                tests, mutation = (
+                    (subject.tests, subject.mutation)
+                    if isinstance(subject, Guard)
+                    else (_defending(str(subject)), None)
+                )
+                place = folder / f"run-{len(started)}"
+                started[key] = pool.submit(_run, server_path, tests, mutation, place, environment)
+            yield started
+            for future in started.values():
+                future.cancel()
+    finally:
+        server.kill()
+        server.wait()
 
 
 def _skip_without_server(dialect: str) -> None:
