@@ -84,7 +84,10 @@ def _become_the_command(request: dict[str, object], fds: list[int]) -> None:
     # the installed executable's __main__ has none, so neither may this one.
     sys.modules["__main__"].__package__ = None
     unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    # Buffered, as an interpreter's own stdin is: a read of N bytes waits for them (or EOF).
+    sys.stdin = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8"
+    )
     for name, fd in (("stdout", 1), ("stderr", 2)):
         stream = io.TextIOWrapper(
             io.FileIO(fd, "w", closefd=False),

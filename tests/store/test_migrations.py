@@ -87,7 +87,10 @@ _PG_SHAPE = {
     "constraints": "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
     "WHERE connamespace = current_schema()::regnamespace ORDER BY conname",
     "triggers": "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger "
-    "WHERE tgrelid::regclass::text NOT LIKE 'pg_%' AND NOT tgisinternal ORDER BY tgname",
+    "WHERE tgrelid::regclass::text NOT LIKE 'pg_%' AND NOT tgisinternal "
+    # this schema's alone: other tests build and drop schemas of their own meanwhile
+    "AND tgrelid IN (SELECT oid FROM pg_class WHERE relnamespace = current_schema()::regnamespace) "
+    "ORDER BY tgname",
     "functions": "SELECT proname, prosrc FROM pg_proc "
     "WHERE pronamespace = current_schema()::regnamespace ORDER BY proname",
 }

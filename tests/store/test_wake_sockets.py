@@ -20,8 +20,15 @@ from wrighty.store.sqlite import SqliteStore, send_wakes
 
 
 @pytest.fixture
-def sqlite(tmp_path: Path) -> SqliteStore:
-    return SqliteStore.open(tmp_path / ".wrighty" / "wrighty.db")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A short folder: a socket's path has room for 107 bytes, and a test's own tmp_path (its
+    name, under an xdist worker's folder) can take most of them."""
+    return tmp_path_factory.mktemp("w")
+
+
+@pytest.fixture
+def sqlite(folder: Path) -> SqliteStore:
+    return SqliteStore.open(folder / ".wrighty" / "wrighty.db")
 
 
 def sockets(directory: Path) -> list[str]:
@@ -29,10 +36,10 @@ def sockets(directory: Path) -> list[str]:
 
 
 def test_the_sockets_live_beside_the_database_private_and_go_with_their_worker(
-    sqlite: SqliteStore, tmp_path: Path
+    sqlite: SqliteStore, folder: Path
 ) -> None:
     line = sqlite.listen_for_work("w-0123456789ab")
-    directory = tmp_path / ".wrighty" / "wrighty.db-wake"
+    directory = folder / ".wrighty" / "wrighty.db-wake"
     assert sqlite.wake_directory == directory
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
     path = directory / "w-0123456789ab.sock"
