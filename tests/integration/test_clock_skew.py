@@ -67,9 +67,11 @@ def wrighty(project: Path, env: dict[str, str], *args: str) -> Any:
 
 
 def start_worker(project: Path, env: dict[str, str], log: Path) -> subprocess.Popen[str]:
+    # Idle for 10 s before it stops: both workers must still be registered when `workers` and
+    # `status` read the fleet, however slowly a loaded machine starts those commands.
     return subprocess.Popen(
         [sys.executable, "-m", "wrighty", "worker", "start", "--concurrency", "2",
-         "--idle-timeout", "2s", "--json"],
+         "--idle-timeout", "10s", "--json"],
         cwd=project, env=env, stdout=log.open("w"), stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
