@@ -159,13 +159,18 @@ def serve(socket_path: str) -> None:
         connection.close()
         for fd in fds:
             os.close(fd)
-        while True:  # reap the runners that have ended
-            try:
-                ended, _status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if ended == 0:
-                break
+        reap_ended_children()
+
+
+def reap_ended_children() -> None:
+    """Collect the forked runs that have ended, without waiting for the others."""
+    while True:
+        try:
+            ended, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if ended == 0:
+            return
 
 
 if __name__ == "__main__":

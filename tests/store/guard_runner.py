@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs.zygote import reap_ended_children
+
 
 def _run_row(connection: socket.socket) -> None:
     """In the row's process: its variables, its output file, its pytest session."""
@@ -74,13 +76,7 @@ def serve(socket_path: str, files: list[str]) -> None:
             finally:
                 os._exit(0)
         connection.close()
-        while True:  # reap the rows that have ended
-            try:
-                ended, _status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if ended == 0:
-                break
+        reap_ended_children()
 
 
 def run_row(socket_path: str, args: list[str], env: dict[str, str], output: Path) -> None:

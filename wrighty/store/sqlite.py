@@ -49,6 +49,7 @@ class SqliteStore(SqlStore):
         self._lock = threading.RLock()
         self._sql = queries(DIALECT)
         self._wakes: list[str] = []  # what the open write transaction made claimable
+        self._busy_ms = BUSY_TIMEOUT_MS  # the busy timeout the connection has now
 
     @classmethod
     def open(cls, path: Path, *, create: bool = True) -> SqliteStore:
@@ -118,9 +119,11 @@ class SqliteStore(SqlStore):
         if not self._lock.acquire(timeout=max(seconds_left(), 0.001)):
             raise StoreError(f"{self._path}: {BUSY}")
         try:
-            with _as_store_error(self._path):
-                busy_ms = round(seconds_left() * 1000)
-                self._connection.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            busy_ms = round(seconds_left() * 1000)
+            if busy_ms != self._busy_ms:  # most calls keep the default: no statement for it
+                with _as_store_error(self._path):
+                    self._connection.execute(f"PRAGMA busy_timeout = {busy_ms}")
+                self._busy_ms = busy_ms
             yield
         finally:
             self._lock.release()
