@@ -75,6 +75,11 @@ def json_record(line: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def stdout_record(stream: Stream, line: bytes) -> dict[str, Any] | None:
+    """The JSON object on a line of standard output; None for stderr and anything else."""
+    return json_record(line) if stream == "stdout" else None
+
+
 def text_of(value: Any) -> str | None:
     """A string field, bounded; None when absent or not a string."""
     return value[:_KEPT_TEXT_CHARS] if isinstance(value, str) else None
@@ -347,11 +352,13 @@ class Reader(ABC):
     """Reads one run's output, a line at a time, keeping only what classification needs."""
 
     session_id: str | None = None
+    hint: ResetHint | None = None  # the last reset the output reported
+    answered = False  # the provider answered at least once with model output
 
     def reset_hint(self) -> ResetHint | None:
         """The last reset the run's output reported (when the provider's limit lifts), or
-        None. Vendors that report none keep the default."""
-        return None
+        None."""
+        return self.hint
 
     def usage(self) -> Usage | None:
         """What the run spent as its output reported it so far: partial (``final`` False) until
@@ -363,7 +370,7 @@ class Reader(ABC):
     def provider_answered(self) -> bool:
         """True once the output shows that the provider answered at least once with model
         output: a run refused before that did no work."""
-        return False
+        return self.answered
 
     @abstractmethod
     def feed(self, stream: Stream, line: bytes) -> None:

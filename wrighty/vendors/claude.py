@@ -51,11 +51,11 @@ from wrighty.vendors.base import (
     home_dir,
     inside,
     int_of,
-    json_record,
     model_names,
     moment_of_epoch,
     no_terminal_record,
     status_class,
+    stdout_record,
     text_of,
     verdict,
 )
@@ -183,9 +183,6 @@ class ClaudeReader(Reader):
         self.models: tuple[str, ...] = ()
         self.final_usage: Usage | None = None  # from the result record
 
-    def reset_hint(self) -> ResetHint | None:
-        return self.hint
-
     def usage(self) -> Usage | None:
         if self.final_usage is not None:
             return self.final_usage
@@ -202,14 +199,8 @@ class ClaudeReader(Reader):
             models=self.models,
         )
 
-    @property
-    def provider_answered(self) -> bool:
-        return self.answered
-
     def feed(self, stream: Stream, line: bytes) -> None:
-        if stream != "stdout":
-            return
-        record = json_record(line)
+        record = stdout_record(stream, line)
         if record is None:
             return
         session_id = text_of(record.get("session_id"))

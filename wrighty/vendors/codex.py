@@ -42,6 +42,7 @@ from wrighty.vendors.base import (
     inside,
     json_record,
     no_terminal_record,
+    stdout_record,
     text_of,
     verdict,
 )
@@ -61,9 +62,6 @@ class CodexReader(Reader):
         self.summed: Usage | None = None  # the usage of the completed turns
         self.last_turn_completed = False
 
-    def reset_hint(self) -> ResetHint | None:
-        return self.hint
-
     def usage(self) -> Usage | None:
         if self.summed is None:
             return None
@@ -75,14 +73,8 @@ class CodexReader(Reader):
             final=self.last_turn_completed,
         )
 
-    @property
-    def provider_answered(self) -> bool:
-        return self.answered
-
     def feed(self, stream: Stream, line: bytes) -> None:
-        if stream != "stdout":
-            return
-        record = json_record(line)
+        record = stdout_record(stream, line)
         if record is None:
             return
         kind = record.get("type")

@@ -79,15 +79,8 @@ class GeminiReader(Reader):
         self.answered = False  # model text or a tool call was printed
         self.final_usage: Usage | None = None  # from the result event's stats
 
-    def reset_hint(self) -> ResetHint | None:
-        return self.hint
-
     def usage(self) -> Usage | None:
         return self.final_usage
-
-    @property
-    def provider_answered(self) -> bool:
-        return self.answered
 
     def feed(self, stream: Stream, line: bytes) -> None:
         record = json_record(line)
