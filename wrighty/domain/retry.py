@@ -24,10 +24,7 @@ class CrashPolicy:
     def delay_seconds(self, retry: int) -> float:
         """The wait before retry number ``retry`` (1-based): initial x multiplier^(n-1),
         capped at the maximum; never zero, never unbounded."""
-        if retry < 1:
-            raise ValueError("retries are numbered from 1")
-        # Attempts are at most 20 and the multiplier at most 100: the power stays finite.
-        return min(self.initial_seconds * self.multiplier ** (retry - 1), self.max_seconds)
+        return _capped_backoff(self.initial_seconds, self.multiplier, self.max_seconds, retry)
 
 
 # A usage retry never comes sooner than this after the run, whatever the provider said (or
@@ -80,9 +77,7 @@ class UsagePolicy:
         initial x multiplier^(n-1), capped at the maximum, less a jitter of up to
         USAGE_JITTER that ``key`` (the item) and ``retry`` fix: the same item and retry always
         wait the same, two items rarely do."""
-        if retry < 1:
-            raise ValueError("retries are numbered from 1")
-        delay = min(self.initial_seconds * self.multiplier ** (retry - 1), self.max_seconds)
+        delay = _capped_backoff(self.initial_seconds, self.multiplier, self.max_seconds, retry)
         return max(self.shortest_wait, delay * (1 - USAGE_JITTER * _fraction(key, retry)))
 
     @property
@@ -103,6 +98,14 @@ class UsagePolicy:
         latest = ended_at + timedelta(seconds=max(self.max_seconds, self.shortest_wait))
         wanted = reset + timedelta(seconds=self.reset_grace_seconds)
         return UsageDue(min(max(wanted, earliest), latest), "reset", reset)
+
+
+def _capped_backoff(initial: float, multiplier: float, maximum: float, retry: int) -> float:
+    """initial x multiplier^(retry-1), capped at ``maximum``, for retry 1, 2, ..."""
+    if retry < 1:
+        raise ValueError("retries are numbered from 1")
+    # Attempts are at most 20 and the multiplier at most 100: the power stays finite.
+    return min(initial * multiplier ** (retry - 1), maximum)
 
 
 def _fraction(key: int, retry: int) -> float:
