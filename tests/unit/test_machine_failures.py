@@ -117,6 +117,7 @@ def test_a_fresh_run_goes_back_to_the_queue_keeping_its_place_and_its_attempts()
     assert after.queued_at == NOW - timedelta(hours=1)  # its place in the queue
     assert after.reason is not None
     assert "worker w-aaaaaaaaaaaa's machine could not x: No space left" in after.reason
+    assert after.reason.endswith("; back in the queue, no attempt spent")
     assert change.event.reason_code == MACHINE_FAILURE
     assert change.run_end is not None  # no run was recorded: the store ends none
     assert settlement.run_end is None
@@ -131,6 +132,8 @@ def test_a_resume_stays_a_due_retry_and_a_recorded_run_ends_start_failed() -> No
     after = settle(claimed, settlement, at=NOW).after
     assert (after.state, after.not_before, after.reason_code) == (
         ItemState.RETRY_SCHEDULED, NOW, MACHINE_FAILURE)  # fmt: skip
+    assert (after.reason or "").endswith(
+        "; the retry is due again, its session kept, no attempt spent")  # fmt: skip
     assert (after.crash_retries, after.usage_retries, after.requeues) == (2, 1, 1)
     assert settlement.run_end is not None
     assert settlement.run_end.outcome_class is OutcomeClass.START_FAILED

@@ -134,21 +134,18 @@ def after_machine_failure(
         if run_recorded
         else None
     )
-    if resume:
-        return Settlement(
-            ItemState.RETRY_SCHEDULED,
-            process_started=False,
-            run_end=run_end,
-            reason_code=MACHINE_FAILURE,
-            reason=f"{said}; the retry is due again, its session kept, no attempt spent",
-            not_before=at,
-        )
+    state, then, not_before = (
+        (ItemState.RETRY_SCHEDULED, "the retry is due again, its session kept", at)
+        if resume
+        else (ItemState.QUEUED, "back in the queue", None)
+    )
     return Settlement(
-        ItemState.QUEUED,
+        state,
         process_started=False,
         run_end=run_end,
         reason_code=MACHINE_FAILURE,
-        reason=f"{said}; back in the queue, no attempt spent",
+        reason=f"{said}; {then}, no attempt spent",
+        not_before=not_before,
     )
 
 
