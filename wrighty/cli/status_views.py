@@ -6,6 +6,7 @@ outside text."""
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -244,6 +245,7 @@ def watch_status(
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     """Redraw ``frame()`` every WATCH_INTERVAL_SECONDS until interrupted (or ``frames``)."""
+    gc.enable()  # a read command collects no garbage (cli/app.py), but this one runs on
     shown = 0
     with Live(frame(), console=console, auto_refresh=False) as live:
         while frames is None or shown < frames:
