@@ -66,7 +66,7 @@ def wrighty_loop(runs: int, scratch: Path) -> float:
     root.mkdir()
     store, loaded = make_project(root, ["/bin/true"])
     queue_items(store, root, runs)
-    worker = Worker(store, loaded, installation_id="inst-bench", emit=lambda _: None)
+    worker = Worker(store, loaded, installation_id="inst-bench", output=lambda _: None)
     began = time.perf_counter()
     processed = worker.run(WorkerOptions(max_items=runs, stop_grace_seconds=1))
     elapsed = time.perf_counter() - began
@@ -107,7 +107,7 @@ def settle_latencies(
         if event["event"] == event_name:
             committed_at[event["item_id"]] = time.time()
 
-    worker_ = Worker(store, loaded, installation_id="inst-bench", emit=on_event)
+    worker_ = Worker(store, loaded, installation_id="inst-bench", output=on_event)
     worker_.run(WorkerOptions(max_items=runs, stop_grace_seconds=1))
     latencies = []
     for item in store.list_items():

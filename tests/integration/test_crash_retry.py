@@ -52,7 +52,7 @@ class Project:
             self.store,
             self.loaded,
             installation_id=installation_id,
-            emit=self.events.append,
+            output=self.events.append,
             now=self.clock,
         )
         worker.run(WorkerOptions(once=True, stop_grace_seconds=1))

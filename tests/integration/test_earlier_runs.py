@@ -66,7 +66,7 @@ class Project:
     ) -> Item:
         """One worker pass as this installation; the item afterwards."""
         told = events if events is not None else []
-        worker = Worker(self.store, self.loaded, installation_id=INSTALLATION, emit=told.append)
+        worker = Worker(self.store, self.loaded, installation_id=INSTALLATION, output=told.append)
         worker.run(WorkerOptions(once=True, stop_grace_seconds=stop_grace_seconds))
         [item] = self.store.list_items()
         return item

@@ -49,7 +49,9 @@ class Project:
         )
 
     def worker(self) -> Worker:
-        return Worker(self.store, self.loaded, installation_id="inst-test", emit=self.events.append)
+        return Worker(
+            self.store, self.loaded, installation_id="inst-test", output=self.events.append
+        )
 
     def named(self, name: str) -> list[dict[str, Any]]:
         return [event for event in self.events if event["event"] == name]

@@ -73,7 +73,7 @@ def test_a_worker_registers_beats_while_it_runs_and_leaves_on_a_clean_stop(proje
         NewItem("t", "0.5", None, None, None, ItemState.QUEUED), at=FakeClock()(), actor="op"
     )
     spy = SpyStore(store)
-    worker = Worker(spy, loaded, installation_id="inst-a", emit=lambda _: None)  # type: ignore[arg-type]
+    worker = Worker(spy, loaded, installation_id="inst-a", output=lambda _: None)  # type: ignore[arg-type]
     worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
     upserts = [what for kind, what in spy.registry if kind == "upsert"]
     assert upserts[0] == (WorkerState.IDLE, ())  # registered before the first claim
@@ -92,7 +92,7 @@ def test_every_registry_write_names_the_agent_the_worker_runs(
     if agent is not None:
         loaded.config.agents[agent] = loaded.config.agents["py"]
     spy = SpyStore(store)
-    worker = Worker(spy, loaded, installation_id="inst-a", emit=lambda _: None)  # type: ignore[arg-type]
+    worker = Worker(spy, loaded, installation_id="inst-a", output=lambda _: None)  # type: ignore[arg-type]
     worker.run(WorkerOptions(agent=agent, idle_timeout_seconds=0.2, stop_grace_seconds=1))
     assert len(spy.rows) >= 2
     assert {row.agent for row in spy.rows} == {agent or "py"}
@@ -101,7 +101,7 @@ def test_every_registry_write_names_the_agent_the_worker_runs(
 def test_an_idle_worker_heartbeats_too(project: Any) -> None:
     store, loaded = project
     spy = SpyStore(store)
-    worker = Worker(spy, loaded, installation_id="inst-a", emit=lambda _: None)  # type: ignore[arg-type]
+    worker = Worker(spy, loaded, installation_id="inst-a", output=lambda _: None)  # type: ignore[arg-type]
     worker.run(WorkerOptions(idle_timeout_seconds=0.3, stop_grace_seconds=1))
     idle_beats = [what for kind, what in spy.registry if kind == "upsert"]
     assert len(idle_beats) >= 2
@@ -116,7 +116,7 @@ def test_a_failing_registry_never_disturbs_a_run(
         NewItem("t", "0.3", None, None, None, ItemState.QUEUED), at=FakeClock()(), actor="op"
     )
     spy = SpyStore(store, fail=True)
-    worker = Worker(spy, loaded, installation_id="inst-a", emit=lambda _: None)  # type: ignore[arg-type]
+    worker = Worker(spy, loaded, installation_id="inst-a", output=lambda _: None)  # type: ignore[arg-type]
     with caplog.at_level(logging.WARNING, logger="wrighty.worker.registry"):
         worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
     assert store.get_item(item.id).state is ItemState.DONE  # type: ignore[union-attr]

@@ -78,7 +78,7 @@ def test_a_store_down_for_less_than_a_lease_does_not_disturb_the_run(tmp_path: P
             flaky.down.set()  # the store goes away while the agent works...
             threading.Timer(2.5, flaky.down.clear).start()  # ...and comes back
 
-    Worker(flaky, loaded, installation_id="inst-a", emit=emit).run(  # type: ignore[arg-type]
+    Worker(flaky, loaded, installation_id="inst-a", output=emit).run(  # type: ignore[arg-type]
         WorkerOptions(once=True, stop_grace_seconds=1)
     )
     after = store.get_item(item.id)
@@ -107,7 +107,7 @@ def test_a_lease_that_runs_out_while_the_store_is_down_stops_the_agent_and_write
         if event["event"] == "spawned":
             flaky.down.set()  # gone for good
 
-    worker = Worker(flaky, loaded, installation_id="inst-a", emit=emit)  # type: ignore[arg-type]
+    worker = Worker(flaky, loaded, installation_id="inst-a", output=emit)  # type: ignore[arg-type]
     with pytest.raises(GaveUpError, match=r"gave up item \d+: .*\(the database is unreachable"):
         worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
     [spawned] = [e for e in events if e["event"] == "spawned"]
@@ -145,7 +145,7 @@ def test_postgresql_connections_terminated_mid_run_are_replaced(tmp_path: Path) 
                     ).fetchall()
                 terminated.append(len(rows))
 
-        Worker(store, loaded, installation_id="inst-a", emit=emit).run(
+        Worker(store, loaded, installation_id="inst-a", output=emit).run(
             WorkerOptions(once=True, stop_grace_seconds=1)
         )
         after = store.get_item(item.id)
@@ -179,7 +179,7 @@ def test_a_settlement_whose_answer_was_lost_counts_as_settled(tmp_path: Path) ->
     )
     answer_lost = AnswerLostStore(store)
     events: list[dict[str, Any]] = []
-    worker = Worker(answer_lost, loaded, installation_id="inst-a", emit=events.append)  # type: ignore[arg-type]
+    worker = Worker(answer_lost, loaded, installation_id="inst-a", output=events.append)  # type: ignore[arg-type]
     worker.run(WorkerOptions(once=True, stop_grace_seconds=1))  # no GaveUpError
     after = store.get_item(item.id)
     assert after is not None

@@ -55,7 +55,9 @@ class Project:
         )  # fmt: skip
 
     def worker(self) -> Worker:
-        return Worker(self.store, self.loaded, installation_id="inst-test", emit=self.events.append)
+        return Worker(
+            self.store, self.loaded, installation_id="inst-test", output=self.events.append
+        )
 
     def run_once(self, **options: Any) -> Item:
         self.worker().run(WorkerOptions(once=True, stop_grace_seconds=1, **options))
@@ -686,7 +688,7 @@ def test_a_closed_output_does_not_interrupt_supervision(project: Project) -> Non
     def closed(_: dict[str, object]) -> None:
         raise BrokenPipeError(32, "Broken pipe")  # stdout piped into `head`, which has exited
 
-    worker = Worker(project.store, project.loaded, installation_id="inst-a", emit=closed)
+    worker = Worker(project.store, project.loaded, installation_id="inst-a", output=closed)
     worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
     after = project.store.get_item(item.id)
     assert after is not None

@@ -87,7 +87,7 @@ def worker_start(
             store,
             loaded,
             installation_id=installation_id(),
-            emit=_print_json_line if as_json else _print_event_line,
+            output=_print_json_line if as_json else _print_event_line,
             now=app_ctx.now,
             clock=app_ctx.store_clock,
             store_target=app_ctx.store_target(),

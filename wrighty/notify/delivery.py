@@ -36,6 +36,7 @@ from wrighty.domain.notices import (
     quiet_worker_notice,
     released,
 )
+from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import StoreError
 from wrighty.notify.sinks import Interruption, Sink, sinks_of
 from wrighty.store.port import Store
@@ -63,7 +64,6 @@ STOP_WAIT_SECONDS = 10.0
 # Then, once its command sinks are killed, how long it gives it to let the notice go.
 RELEASE_WAIT_SECONDS = 5.0
 
-Emit = Callable[..., None]
 _T = TypeVar("_T")
 
 
@@ -513,12 +513,16 @@ class DeliveryThread:
         except StoreError as error:
             if self._in_time():  # past the stop, the worker's output may be gone
                 self._emit(
-                    "store-unreachable", operation="notify", error=type(error).__name__,
+                    WorkerEvent.STORE_UNREACHABLE, operation="notify", error=type(error).__name__,
                     cause=str(error),
                 )  # fmt: skip
         except Exception as error:  # a bug: said, and the next turn tries again
             if self._in_time():
-                self._emit("notify-error", error=type(error).__name__, cause=describe_error(error))
+                self._emit(
+                    WorkerEvent.NOTIFY_ERROR,
+                    error=type(error).__name__,
+                    cause=describe_error(error),
+                )
         return None
 
     def _report(self, attempt: Attempt) -> None:
@@ -526,7 +530,7 @@ class DeliveryThread:
         self._emit(name, **fields)
 
 
-def attempt_event(attempt: Attempt) -> tuple[str, dict[str, Any]]:
+def attempt_event(attempt: Attempt) -> tuple[WorkerEvent, dict[str, Any]]:
     """The worker's event for an attempt: notify-delivered, notify-failed, or
     notify-released (the worker stopped during it)."""
     notice, outcome = attempt.claimed.notice, attempt.outcome
@@ -539,13 +543,13 @@ def attempt_event(attempt: Attempt) -> tuple[str, dict[str, Any]]:
         "recorded": attempt.recorded,
     }
     if attempt.cut_short:
-        return "notify-released", fields
+        return WorkerEvent.NOTIFY_RELEASED, fields
     if outcome.state == "delivered":
-        return "notify-delivered", fields
+        return WorkerEvent.NOTIFY_DELIVERED, fields
     fields["state"] = outcome.state
     fields["error"] = outcome.last_error
     if outcome.state == "pending":
         from wrighty.domain.times import rfc3339
 
         fields["next_attempt_at"] = rfc3339(outcome.next_attempt_at)
-    return "notify-failed", fields
+    return WorkerEvent.NOTIFY_FAILED, fields

@@ -36,6 +36,7 @@ from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.retry import ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
+from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import StoreError, UnreadableError
 from wrighty.store.port import Store
 
@@ -54,7 +55,7 @@ class CircuitGate:
         worker_id: str,
         policy: UsagePolicy,
         now: Callable[[], datetime],
-        emit: Callable[..., None],
+        emit: Emit,
         notify: Source | None = None,
     ) -> None:
         self.name = name
@@ -99,7 +100,7 @@ class CircuitGate:
             self._write(probe, give_back_probe(probe))
             return False
         if self._write(probe, probing(probe, item_id=taken.item.id)):
-            self._emit("circuit-probe", circuit=self.name, item_id=taken.item.id)
+            self._emit(WorkerEvent.CIRCUIT_PROBE, circuit=self.name, item_id=taken.item.id)
         return True
 
     def _take_probe(self, circuit: Circuit, now: datetime) -> bool:
@@ -109,7 +110,7 @@ class CircuitGate:
             return False
         self._probe = dataclasses.replace(taken, version=circuit.version + 1)  # as stored
         self._told = None
-        self._emit("circuit-half-open", circuit=self.name, probe_by=self._worker_id)
+        self._emit(WorkerEvent.CIRCUIT_HALF_OPEN, circuit=self.name, probe_by=self._worker_id)
         return True
 
     def _tell(self, circuit: Circuit, state: CircuitState) -> None:
@@ -118,7 +119,7 @@ class CircuitGate:
             return
         self._told = (state, circuit.until)
         self._emit(
-            "circuit-wait",
+            WorkerEvent.CIRCUIT_WAIT,
             circuit=self.name,
             state=state.value,
             until=rfc3339(circuit.until),
@@ -209,10 +210,12 @@ class CircuitGate:
         now = self._now()
         state = after.state(now)
         if state is CircuitState.CLOSED and before.state(now) is not CircuitState.CLOSED:
-            self._emit("circuit-closed", circuit=self.name)
+            self._emit(WorkerEvent.CIRCUIT_CLOSED, circuit=self.name)
         elif state is CircuitState.OPEN and after.until != before.until:
             fields: dict[str, Any] = {"until": rfc3339(after.until), "reason": after.reason}
-            self._emit("circuit-open", circuit=self.name, failures=after.failures, **fields)
+            self._emit(
+                WorkerEvent.CIRCUIT_OPEN, circuit=self.name, failures=after.failures, **fields
+            )
 
     def _unreadable(self, error: UnreadableError) -> None:
         """Say once (until it reads again) that the circuit's row does not read, and the way
@@ -222,7 +225,7 @@ class CircuitGate:
             return
         self._told = told
         self._emit(
-            "circuit-unreadable",
+            WorkerEvent.CIRCUIT_UNREADABLE,
             circuit=self.name,
             cause=str(error),
             fix=f"wrighty providers reset {self.name}",
@@ -230,5 +233,8 @@ class CircuitGate:
 
     def _unreachable(self, operation: str, error: StoreError) -> None:
         self._emit(
-            "store-unreachable", operation=operation, error=type(error).__name__, cause=str(error)
+            WorkerEvent.STORE_UNREACHABLE,
+            operation=operation,
+            error=type(error).__name__,
+            cause=str(error),
         )

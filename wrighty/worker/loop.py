@@ -50,6 +50,7 @@ from wrighty.domain.model import Change, Item
 from wrighty.domain.notices import Source
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339, system_now
+from wrighty.domain.worker_events import WorkerEvent
 from wrighty.errors import StoreError, UnreadableError, WrightyError
 from wrighty.notify.delivery import DeliveryThread, delivery_paused
 from wrighty.runenv import run_variables
@@ -75,7 +76,9 @@ from wrighty.worker.run import (
 from wrighty.worker.wakeup import WakeUps
 from wrighty.worker.workspaces import CurrentDirectoryLock
 
-Emit = Callable[[dict[str, Any]], None]
+# Where the worker's events go, each as one whole line's record: `event`, `at`, `worker_id`,
+# then its keys (`wrighty worker start` prints it as JSON or plain text).
+Output = Callable[[dict[str, Any]], None]
 
 # How long a stopping worker waits for an agent to exit before it kills the agent's tree.
 STOP_GRACE_SECONDS = 10.0
@@ -151,7 +154,7 @@ class Worker:
         loaded: LoadedConfig,
         *,
         installation_id: str,
-        emit: Emit,
+        output: Output,
         now: Callable[[], datetime] = system_now,
         agent_env: dict[str, str] | None = None,
         clock: StoreClock | None = None,
@@ -175,7 +178,7 @@ class Worker:
             CurrentDirectoryLock(self._state_dir) if self._mode == "current" else None
         )
         self._installation_id = installation_id
-        self._emit_event = emit
+        self._output = output
         self._now = now
         # What `wrighty finish`, `fail` and `report-usage` inside the run work from (runenv.py).
         self._agent_env = agent_env or _variables_for_runs(loaded, store_target)
@@ -258,7 +261,7 @@ class Worker:
             self._refuse_unclaimable(options.item_id, agent_name)
         gate = self._gate(plan)
         setting = self._setting(plan, options, gate)
-        self._emit("started", agent=agent_name, installation_id=self._installation_id)
+        self._emit(WorkerEvent.STARTED, agent=agent_name, installation_id=self._installation_id)
         self._say_concurrency(options)
         self._presence.runs(agent_name)
         self._start_delivery()
@@ -296,7 +299,7 @@ class Worker:
                 break
             self._idle_wait(looked_at, at_most=pause or None)
         self._wind_down(slots)
-        self._emit("stopping", processed=claimed_count)
+        self._emit(WorkerEvent.STOPPING, processed=claimed_count)
         lines = [line for gave_up in self._gave_up if (line := self._gave_up_line(gave_up))]
         if lines:
             more = len(lines) - 1
@@ -317,7 +320,7 @@ class Worker:
         if self._notify is None:
             return
         if delivery_paused(os.environ):
-            self._emit("notify-paused")
+            self._emit(WorkerEvent.NOTIFY_PAUSED)
             return
         self._delivery = DeliveryThread(
             self._store, self._config.notify, source=self._notify,
@@ -442,7 +445,7 @@ class Worker:
         except UnreadableError as error:  # held: what the agent spent cannot be read
             if not self._spend_unreadable:
                 cause = decisions.describe_error(error)
-                self._emit("budget-unreadable", agent=agent, cause=cause)
+                self._emit(WorkerEvent.BUDGET_UNREADABLE, agent=agent, cause=cause)
             self._spend_unreadable = True
             return True
         except StoreError as error:
@@ -451,9 +454,14 @@ class Worker:
         self._spend_unreadable = False
         hold = agent_hold(self._budgets, agent, spent, now=now)
         if hold is not None and self._held is None:
-            self._emit("budget-held", agent=agent, until=rfc3339(hold.until), reason=hold.reason())
+            self._emit(
+                WorkerEvent.BUDGET_HELD,
+                agent=agent,
+                until=rfc3339(hold.until),
+                reason=hold.reason(),
+            )
         elif hold is None and self._held is not None:
-            self._emit("budget-released", agent=agent)
+            self._emit(WorkerEvent.BUDGET_RELEASED, agent=agent)
         self._held = hold
         return hold is not None
 
@@ -476,7 +484,7 @@ class Worker:
                 return None if taken is None else _Taken(taken, reading)
             except UnreadableError as error:  # a row that does not read: that item's problem
                 self._emit(
-                    "claim-failed", item_id=error.item_id, error=type(error).__name__,
+                    WorkerEvent.CLAIM_FAILED, item_id=error.item_id, error=type(error).__name__,
                     cause=decisions.describe_error(error),
                 )  # fmt: skip
                 if not self._set_aside_unreadable(error, request, plan):
@@ -486,7 +494,7 @@ class Worker:
                 return None
             except Exception as error:  # a bug, or a value in the store it cannot handle
                 self._emit(
-                    "claim-failed",
+                    WorkerEvent.CLAIM_FAILED,
                     error=type(error).__name__,
                     cause=decisions.describe_error(error),
                 )
@@ -496,7 +504,10 @@ class Worker:
 
     def _store_unreachable(self, operation: str, error: StoreError) -> None:
         self._emit(
-            "store-unreachable", operation=operation, error=type(error).__name__, cause=str(error)
+            WorkerEvent.STORE_UNREACHABLE,
+            operation=operation,
+            error=type(error).__name__,
+            cause=str(error),
         )
 
     def _set_aside_unclaimable(self, request: ClaimRequest, plan: AgentPlan) -> bool:
@@ -544,7 +555,7 @@ class Worker:
             if not self._store.write_transition(change):
                 return False
             claimed = change.after
-            self._emit("claimed", item_id=claimed.id, generation=claimed.generation)
+            self._emit(WorkerEvent.CLAIMED, item_id=claimed.id, generation=claimed.generation)
             change = internal_error_change(
                 self._store, claimed, error, plan=plan, installation_id=self._installation_id,
                 now=self._now, run_recorded=False, process_started=False,
@@ -557,7 +568,7 @@ class Worker:
             raise
         except Exception as again:  # reported; the loop goes on
             self._emit(
-                "claim-failed",
+                WorkerEvent.CLAIM_FAILED,
                 item_id=item.id,
                 error=type(again).__name__,
                 cause=decisions.describe_error(again),
@@ -572,7 +583,7 @@ class Worker:
         if runs >= options.concurrency:
             return
         self._emit(
-            "concurrency-limited",
+            WorkerEvent.CONCURRENCY_LIMITED,
             requested=options.concurrency,
             runs=runs,
             workspace_mode=self._mode,
@@ -593,7 +604,7 @@ class Worker:
         idle_for = time.monotonic() - idle_since
         if options.idle_timeout_seconds is None or idle_for < options.idle_timeout_seconds:
             return False
-        self._emit("idle", idle_seconds=round(idle_for, 3))
+        self._emit(WorkerEvent.IDLE, idle_seconds=round(idle_for, 3))
         return True
 
     def _start_slot(self, taken: _Taken, setting: Setting) -> threading.Thread:
@@ -711,7 +722,7 @@ class Worker:
             return f"gave up item {claimed.id}: {what}; where it stands now does not read ({error})"
         if current is not None and pending is not None and same_settlement(current, pending.after):
             self._emit(
-                "settled", item_id=claimed.id, state=current.state.value,
+                WorkerEvent.SETTLED, item_id=claimed.id, state=current.state.value,
                 reason_code=current.reason_code,
             )  # fmt: skip
             return None
@@ -733,7 +744,7 @@ class Worker:
         self, claimed: Item, run_id: str | None, error: Exception, **fields: Any
     ) -> None:
         self._emit(
-            "internal-error",
+            WorkerEvent.INTERNAL_ERROR,
             item_id=claimed.id,
             run_id=run_id,
             error=type(error).__name__,
@@ -741,10 +752,15 @@ class Worker:
             **fields,
         )
 
-    def _emit(self, event: str, **fields: Any) -> None:
+    def _emit(self, event: WorkerEvent, /, **fields: Any) -> None:
         """Tell the worker's output. Events only report what the store already holds, so a
         closed output (a reader that went away, `| head`) must not interrupt supervision."""
         with contextlib.suppress(OSError):
-            self._emit_event(
-                {"event": event, "at": rfc3339(self._now()), "worker_id": self.worker_id, **fields}
+            self._output(
+                {
+                    "event": event.value,
+                    "at": rfc3339(self._now()),
+                    "worker_id": self.worker_id,
+                    **fields,
+                }
             )

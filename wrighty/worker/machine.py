@@ -20,8 +20,7 @@ from wrighty.domain.machine import (
     machine_failed,
     machine_started,
 )
-
-Emit = Callable[..., None]
+from wrighty.domain.worker_events import Emit, WorkerEvent
 
 
 class MachineWatch:
@@ -53,12 +52,14 @@ class MachineWatch:
             health = self._health
         fields: dict[str, Any] = {"item_id": item_id, "cause": cause, "failures": health.failures}
         pause = self._policy.delay(health.failures)
-        self._emit("machine-failure", **fields, retry_in_seconds=pause)
+        self._emit(WorkerEvent.MACHINE_FAILURE, **fields, retry_in_seconds=pause)
         if health.held:
             reason = health.held_reason(self._policy)
             self._on_hold(reason)
             if not was_held:
-                self._emit("worker-held", cause=cause, failures=health.failures, reason=reason)
+                self._emit(
+                    WorkerEvent.WORKER_HELD, cause=cause, failures=health.failures, reason=reason
+                )
 
     def started(self) -> None:
         """An agent started: the count starts over, and a held worker claims again."""
@@ -69,7 +70,7 @@ class MachineWatch:
             self._health = machine_started(before)
         if before.held:
             self._on_hold(None)
-            self._emit("worker-unheld", failures=before.failures)
+            self._emit(WorkerEvent.WORKER_UNHELD, failures=before.failures)
 
     def pause_seconds(self) -> float:
         """How long the claim loop waits before it claims (0: it may claim now)."""

@@ -29,6 +29,7 @@ from typing import TypeVar
 from wrighty.domain.claims import LeaseTerms, RenewOutcome, RenewResult
 from wrighty.domain.model import Change, Item, NewRun, Run, Session
 from wrighty.domain.usage import LedgerEntry, Usage
+from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import StoreError
 from wrighty.store.deadlines import call_deadline
 from wrighty.store.port import Store
@@ -77,7 +78,7 @@ class PatientStore:
         *,
         guard: LeaseGuard,
         now: Callable[[], datetime],
-        emit: Callable[..., None],
+        emit: Emit,
         stop_requested: threading.Event,
         sleep: Callable[[float], None] = time.sleep,
         clock: Clock = time.monotonic,
@@ -214,13 +215,13 @@ class PatientStore:
             if not self._pending_told:
                 self._pending_told = True
                 self._emit(
-                    "settle-pending", item_id=self._guard.item_id, operation=operation,
+                    WorkerEvent.SETTLE_PENDING, item_id=self._guard.item_id, operation=operation,
                     error=type(error).__name__, cause=str(error),
                 )  # fmt: skip
             if self._stop_requested.is_set():
                 raise LeaseGone(str(error), pending=True)
         self._emit(
-            "store-unreachable",
+            WorkerEvent.STORE_UNREACHABLE,
             operation=operation,
             error=type(error).__name__,
             cause=str(error),

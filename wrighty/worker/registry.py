@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from wrighty.domain.clocks import CLOCK_BOUND_SECONDS, describe_offset, skewed
 from wrighty.domain.health import WorkerRow, WorkerState
+from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import StoreError
 from wrighty.services.clock import StoreClock
 from wrighty.store.port import Store
@@ -37,7 +38,7 @@ class Presence:
         now: Callable[[], datetime],
         monotonic: Callable[[], float] = time.monotonic,
         clock: StoreClock | None = None,
-        emit: Callable[..., None] | None = None,
+        emit: Emit | None = None,
     ) -> None:
         """``clock``: measured again at each heartbeat the interval makes due (docs/fleet.md),
         its offset written in the row; ``emit`` tells when it goes beyond the bound, and when it
@@ -104,7 +105,7 @@ class Presence:
             return
         if off:
             self._emit(
-                "clock-skewed",
+                WorkerEvent.CLOCK_SKEWED,
                 offset_seconds=round(offset, 3),
                 bound_seconds=CLOCK_BOUND_SECONDS,
                 message=f"this machine's clock is {describe_offset(offset)}, more than "
@@ -112,7 +113,7 @@ class Presence:
                 "machine's clock (NTP)",
             )
         else:
-            self._emit("clock-in-step", offset_seconds=round(offset, 3),
+            self._emit(WorkerEvent.CLOCK_IN_STEP, offset_seconds=round(offset, 3),
                        bound_seconds=CLOCK_BOUND_SECONDS)  # fmt: skip
 
     def runs(self, agent: str) -> None:

@@ -33,6 +33,7 @@ from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import OPERATOR_REQUEUE
 from wrighty.domain.usage import Price, Usage, total
+from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
 from wrighty.services.runlogs import logs_of
 from wrighty.supervisor.process import (
@@ -49,8 +50,6 @@ from wrighty.worker.machine import MachineWatch
 from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.spending import Spending
 from wrighty.worker.workspaces import WorkspaceError, choose_workspace
-
-Emit = Callable[..., None]
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ class Setting:
     agent_env: dict[str, str]  # how `wrighty finish` / `wrighty fail` find the store
     stop_requested: threading.Event
     now: Callable[[], datetime]
-    emit: Emit  # emit("event-name", **fields)
+    emit: Emit
     notify_wake: Callable[[], None] | None = None  # the deliverer's: a notice just committed
     machine: MachineWatch | None = None  # the worker's machine: its back-off and hold
 
@@ -161,7 +160,9 @@ class ClaimRun:
     def work(self) -> None:
         claimed = self._claimed
         run_id = f"run-{uuid.uuid4().hex[:12]}"
-        self._emit("claimed", item_id=claimed.id, generation=claimed.generation, run_id=run_id)
+        self._emit(
+            WorkerEvent.CLAIMED, item_id=claimed.id, generation=claimed.generation, run_id=run_id
+        )
         spending = self._spending()
         if spending is None:
             return
@@ -197,7 +198,9 @@ class ClaimRun:
             if not self._stop_earlier_runs(run_id):
                 self._claim_lost(claimed, reason="fenced")
                 return
-            self._emit("resumed", item_id=claimed.id, run_id=run_id, session_id=start.session_id)
+            self._emit(
+                WorkerEvent.RESUMED, item_id=claimed.id, run_id=run_id, session_id=start.session_id
+            )
             task = decisions.CONTINUATION_PROMPT + claimed.body
         output = _Output(self._plan.reader(), self._wake, session, spending)
         try:
@@ -212,7 +215,7 @@ class ClaimRun:
             raise LeaseGone(self._guard.cause())
         if setting.machine is not None:
             setting.machine.started()
-        self._emit("spawned", item_id=claimed.id, run_id=run_id, pid=agent.pid)
+        self._emit(WorkerEvent.SPAWNED, item_id=claimed.id, run_id=run_id, pid=agent.pid)
         try:
             self._watch_and_settle(agent, run_id, output)
         except LeaseGone:
@@ -415,7 +418,10 @@ class ClaimRun:
             return False
         output.recorded = learned
         self._emit(
-            "session", item_id=self._claimed.id, run_id=run_id, session_id=learned.session_id
+            WorkerEvent.SESSION,
+            item_id=self._claimed.id,
+            run_id=run_id,
+            session_id=learned.session_id,
         )
         return True
 
@@ -461,7 +467,7 @@ class ClaimRun:
         self._stop(agent)
         status = agent.status
         self._emit(
-            "exited",
+            WorkerEvent.EXITED,
             item_id=claimed.id,
             outcome_class=reason.value,
             exit_code=status.exit_code if status else None,
@@ -498,7 +504,7 @@ class ClaimRun:
         if agent_reason:
             result = dataclasses.replace(result, summary=f"{result.summary}: {agent_reason}")
         self._emit(
-            "exited",
+            WorkerEvent.EXITED,
             item_id=claimed.id,
             run_id=run_id,
             outcome_class=result.outcome_class.value,
@@ -566,7 +572,9 @@ class ClaimRun:
         failed (no attempt spent, and the worker backs off), else a person looks."""
         claimed, why = self._claimed, failure.message
         self._outcome_known()
-        self._emit("exited", item_id=claimed.id, run_id=run_id, outcome_class="start-failed")
+        self._emit(
+            WorkerEvent.EXITED, item_id=claimed.id, run_id=run_id, outcome_class="start-failed"
+        )
         what = machine.machine_cannot(failure)
         if what is not None:
             cause = machine.cause_of(failure, what)
@@ -685,7 +693,7 @@ def write_settlement(
     if told.notices and wake is not None:
         wake()
     emit(
-        "settled",
+        WorkerEvent.SETTLED,
         item_id=claimed.id,
         run_id=run_id,
         state=after.state.value,
@@ -693,7 +701,7 @@ def write_settlement(
     )
     if after.state is ItemState.RETRY_SCHEDULED:
         emit(
-            "retry-scheduled",
+            WorkerEvent.RETRY_SCHEDULED,
             item_id=claimed.id,
             run_id=run_id,
             crash_retries=after.crash_retries,
@@ -703,19 +711,14 @@ def write_settlement(
         )
 
 
-# The event's old name (docs/worker.md): it fired for a fenced claim too, not only when a heartbeat
-# failed.
-CLAIM_LOST_ALIAS = "heartbeat-lost"
-
-
 def claim_lost(emit: Emit, claimed: Item, **fields: Any) -> None:
     """Tell that the claim of ``claimed`` is gone (fenced, cancelled, or given up on), under
     the event's name and, for readers written against it, its old one."""
-    emit("claim-lost", item_id=claimed.id, generation=claimed.generation, **fields)
+    emit(WorkerEvent.CLAIM_LOST, item_id=claimed.id, generation=claimed.generation, **fields)
     emit(
-        CLAIM_LOST_ALIAS,
-        item_id=claimed.id,
+        WorkerEvent.HEARTBEAT_LOST,  # its old name (docs/worker.md): it fires for a fenced
+        item_id=claimed.id,  # claim too, not only when a heartbeat failed
         generation=claimed.generation,
-        alias_of="claim-lost",
+        alias_of=WorkerEvent.CLAIM_LOST.value,
         **fields,
     )

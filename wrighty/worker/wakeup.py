@@ -24,10 +24,9 @@ from collections.abc import Callable
 from datetime import datetime
 
 from wrighty.domain.decisions import describe_error
+from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import StoreError
 from wrighty.store.port import Store, WorkListener
-
-Emit = Callable[..., None]
 
 # A line that broke is opened again after this long, doubling up to the most.
 REOPEN_FIRST_SECONDS = 0.5
@@ -108,7 +107,7 @@ class WakeUps:
             return False
         self._line = line
         self._said_lost = False
-        self._emit("wake-ups-on", via=line.via)
+        self._emit(WorkerEvent.WAKE_UPS_ON, via=line.via)
         return True
 
     def _hear(self) -> None:
@@ -151,7 +150,7 @@ class WakeUps:
             return
         self._said_lost = True
         cause = str(error) if isinstance(error, StoreError) else describe_error(error)
-        self._emit("wake-ups-lost", error=type(error).__name__, cause=cause)
+        self._emit(WorkerEvent.WAKE_UPS_LOST, error=type(error).__name__, cause=cause)
 
     @staticmethod
     def _close(line: WorkListener) -> None:

@@ -1,0 +1,68 @@
+"""The worker's events: every name `wrighty worker start` prints a line under
+(docs/json.md#wrighty-worker-start---json lists each with its keys), and `Emit`, the one way
+every part of the worker tells one. Pure.
+
+Not to be confused with an item's history events (`model.Event`) or a notification's events
+(`notices.EVENTS`).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Protocol
+
+
+class WorkerEvent(StrEnum):
+    # The worker's life.
+    STARTED = "started"
+    CONCURRENCY_LIMITED = "concurrency-limited"
+    IDLE = "idle"
+    STOPPING = "stopping"
+    # One item's run, in order (docs/worker.md#events).
+    CLAIMED = "claimed"
+    RESUMED = "resumed"
+    SPAWNED = "spawned"
+    SESSION = "session"
+    CLAIM_LOST = "claim-lost"
+    HEARTBEAT_LOST = "heartbeat-lost"  # claim-lost's old name, sent right after it
+    EXITED = "exited"
+    SETTLED = "settled"
+    RETRY_SCHEDULED = "retry-scheduled"
+    SETTLE_PENDING = "settle-pending"
+    # When wrighty or the store fails.
+    STORE_UNREACHABLE = "store-unreachable"
+    CLAIM_FAILED = "claim-failed"
+    INTERNAL_ERROR = "internal-error"
+    # The worker's machine.
+    MACHINE_FAILURE = "machine-failure"
+    WORKER_HELD = "worker-held"
+    WORKER_UNHELD = "worker-unheld"
+    # The agent's provider circuit.
+    CIRCUIT_OPEN = "circuit-open"
+    CIRCUIT_WAIT = "circuit-wait"
+    CIRCUIT_HALF_OPEN = "circuit-half-open"
+    CIRCUIT_PROBE = "circuit-probe"
+    CIRCUIT_CLOSED = "circuit-closed"
+    CIRCUIT_UNREADABLE = "circuit-unreadable"
+    # The agent's day budget.
+    BUDGET_HELD = "budget-held"
+    BUDGET_RELEASED = "budget-released"
+    BUDGET_UNREADABLE = "budget-unreadable"
+    # The notification deliverer.
+    NOTIFY_DELIVERED = "notify-delivered"
+    NOTIFY_RELEASED = "notify-released"
+    NOTIFY_FAILED = "notify-failed"
+    NOTIFY_PAUSED = "notify-paused"
+    NOTIFY_ERROR = "notify-error"
+    # Wake-ups and the fleet's clock.
+    WAKE_UPS_ON = "wake-ups-on"
+    WAKE_UPS_LOST = "wake-ups-lost"
+    CLOCK_SKEWED = "clock-skewed"
+    CLOCK_IN_STEP = "clock-in-step"
+
+
+class Emit(Protocol):
+    """Tell the worker's output of ``event``, with its keys (docs/json.md says which); the
+    worker adds `event`, `at` and `worker_id` first."""
+
+    def __call__(self, event: WorkerEvent, /, **fields: Any) -> None: ...
