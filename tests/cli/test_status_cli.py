@@ -511,7 +511,7 @@ def test_status_gives_each_agents_spend_for_the_budget_day_and_the_last_24_hours
         "  spend claude: budget day 1 run, $0.0300, 1,000 tokens of 1,000 tokens; "
         "last 24 h 2 runs, $0.0400, 1,100 tokens"
     ) in text
-    assert "  spend codex: budget day 1 run, $0.0020 estimated, 2,400 tokens;" in text
+    assert "  spend codex: budget day 1 run, $0.0020 est., 2,400 tokens;" in text
     assert "  held claude's budget for the day (1,000 tokens) is spent" in text
 
     prometheus = wrighty("status", "--format", "prometheus").stdout

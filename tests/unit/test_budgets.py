@@ -16,7 +16,7 @@ from wrighty.domain.budgets import (
     agent_hold,
     item_budget_spent,
     raise_command,
-    spend,
+    usage_text,
 )
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass
@@ -179,10 +179,10 @@ def test_an_unknown_cost_never_holds_on_a_dollar_limit() -> None:
 
 
 def test_a_spend_says_its_cost_when_known_and_labels_an_estimate() -> None:
-    assert spend(Usage(1234, 5)) == "1,239 tokens"
-    assert spend(SPENT) == "$10.5000, 10,000 tokens"
+    assert usage_text(Usage(1234, 5)) == "1,239 tokens"
+    assert usage_text(SPENT) == "$10.5000, 10,000 tokens"
     estimate = Usage(100, cost_usd=0.25, cost_source="estimated")
-    assert spend(estimate) == "$0.2500 estimated, 100 tokens"
+    assert usage_text(estimate) == "$0.2500 est., 100 tokens"
 
 
 # -- an item stopped by its budget ---------------------------------------------------------------
@@ -256,5 +256,5 @@ def test_an_item_found_spent_before_a_launch_starts_no_run() -> None:
     settlement = item_budget_spent(item(id=12), limit, spent, run_end=None, resumable=False)
     assert (settlement.process_started, settlement.run_end) == (False, None)
     assert "no new run was started" in (settlement.reason or "")
-    assert "($1.0000 estimated, 100 tokens over its runs)" in (settlement.reason or "")
+    assert "($1.0000 est., 100 tokens over its runs)" in (settlement.reason or "")
     assert settlement.next_action == "wrighty requeue 12 --fresh --max-cost-usd 2"

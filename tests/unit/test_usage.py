@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from wrighty.domain.usage import Limit, Price, Usage, priced, reported, total
+from wrighty.domain.usage import Limit, Price, Usage, priced, total, with_reported_cost
 
 CLAUDE = Usage(1200, 300, 50, 10, cost_usd=0.0081, models=("claude-sonnet-4-5",), turns=1,
                api_ms=900, final=True)  # fmt: skip
@@ -93,7 +93,7 @@ def test_a_price_counts_each_kind_per_million() -> None:
 def test_a_reported_cost_is_never_replaced_by_an_estimate() -> None:
     pricing = {"claude-sonnet-4-5": SONNET, "*": HOUSE}
     assert priced(CLAUDE, pricing) is CLAUDE
-    assert priced(reported(CLAUDE), pricing).cost_source == "reported"
+    assert priced(with_reported_cost(CLAUDE), pricing).cost_source == "reported"
     zero = Usage(100, cost_usd=0.0)  # a vendor's own zero is a figure too
     assert priced(zero, pricing) is zero
 
@@ -124,10 +124,10 @@ def test_without_a_matching_price_the_cost_stays_unknown() -> None:
 
 
 def test_a_readers_cost_is_the_vendors_own() -> None:
-    assert reported(Usage(cost_usd=0.5)).cost_source == "reported"
-    assert reported(CODEX) is CODEX  # no cost: no source
+    assert with_reported_cost(Usage(cost_usd=0.5)).cost_source == "reported"
+    assert with_reported_cost(CODEX) is CODEX  # no cost: no source
     estimate = Usage(cost_usd=0.5, cost_source="estimated")
-    assert reported(estimate) is estimate
+    assert with_reported_cost(estimate) is estimate
 
 
 # -- totals ------------------------------------------------------------------------------------
@@ -135,15 +135,16 @@ def test_a_readers_cost_is_the_vendors_own() -> None:
 
 def test_a_total_with_an_estimated_part_is_an_estimate() -> None:
     estimated = priced(CODEX, {"*": HOUSE})
-    mixed = total([reported(CLAUDE), estimated])
+    mixed = total([with_reported_cost(CLAUDE), estimated])
     assert mixed.cost_source == "estimated"
     assert mixed.cost_usd == pytest.approx(0.0081 + HOUSE.cost_of(CODEX))
-    assert total([estimated, reported(CLAUDE)]).cost_source == "estimated"  # in either order
+    # in either order
+    assert total([estimated, with_reported_cost(CLAUDE)]).cost_source == "estimated"
 
 
 def test_a_total_of_reported_costs_is_reported_and_of_none_has_no_source() -> None:
-    assert total([reported(CLAUDE), reported(CLAUDE)]).cost_source == "reported"
-    assert total([reported(CLAUDE), CODEX]).cost_source == "reported"  # one unknown part
+    assert total([with_reported_cost(CLAUDE), with_reported_cost(CLAUDE)]).cost_source == "reported"
+    assert total([with_reported_cost(CLAUDE), CODEX]).cost_source == "reported"  # one unknown part
     assert total([CODEX, CODEX]).cost_source is None
     assert total([CODEX, CODEX]).cost_usd is None
 

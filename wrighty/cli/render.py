@@ -12,7 +12,7 @@ from rich.text import Text
 
 from wrighty.cli.documents import crash_retry_json, usage_retry_json
 from wrighty.cli.suggestions import next_commands
-from wrighty.domain.budgets import spend
+from wrighty.domain.budgets import usage_text
 from wrighty.domain.circuits import CircuitState
 from wrighty.domain.classify import signal_name
 from wrighty.domain.durations import format_duration
@@ -22,7 +22,7 @@ from wrighty.domain.scheduling import priority_name
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.text import printable, printable_line
 from wrighty.domain.transitions import is_edit
-from wrighty.domain.usage import NO_LIMIT, Limit, Usage
+from wrighty.domain.usage import NO_LIMIT, Limit, Usage, cost_label
 from wrighty.richtext import local_time, outside
 from wrighty.services.show import Standing
 
@@ -206,10 +206,7 @@ UNKNOWN_COST = "—"
 
 def cost_text(usage: Usage) -> str:
     """``$0.0123``, ``$0.0123 est.`` for wrighty's estimate, ``—`` when no cost is known."""
-    if usage.cost_usd is None:
-        return UNKNOWN_COST
-    estimated = " est." if usage.cost_source == "estimated" else ""
-    return f"${usage.cost_usd:.4f}{estimated}"
+    return cost_label(usage) or UNKNOWN_COST
 
 
 def spend_text(group: Spend) -> str:
@@ -220,7 +217,7 @@ def spend_text(group: Spend) -> str:
         if group.usage.cost_usd is not None and not group.cost_complete
         else ""
     )
-    return f"{runs}, {spend(group.usage)}{without}"
+    return f"{runs}, {usage_text(group.usage)}{without}"
 
 
 def _usage_fields(
@@ -233,7 +230,7 @@ def _usage_fields(
     if counted:
         partial = "" if total.final else " (partial: a run's final figures are not in)"
         over = f"{len(counted)} run{'' if len(counted) == 1 else 's'}"
-        fields.append(("usage", f"{spend(total)} over {over}{partial}"))
+        fields.append(("usage", f"{usage_text(total)} over {over}{partial}"))
     if total.models:
         fields.append(("models", ", ".join(total.models)))
     if not limit.unbounded:

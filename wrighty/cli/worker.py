@@ -162,7 +162,7 @@ def report_usage(
     report replaces the last, so sending one twice is harmless)."""
     from wrighty.cli.common import amount_option, count_option
     from wrighty.config import pricing_of
-    from wrighty.domain.usage import Usage, priced, reported
+    from wrighty.domain.usage import Usage, priced, with_reported_cost
     from wrighty.runenv import run_pricing, run_store
     from wrighty.services.items import report_run_usage
 
@@ -180,7 +180,7 @@ def report_usage(
     app_ctx = app_context(ctx)
     target = run_store(os.environ)  # what the worker gave the run: wrighty.json is not read
     pricing = run_pricing(os.environ) if target else pricing_of(app_ctx.config().config)
-    usage = priced(reported(usage), pricing)
+    usage = priced(with_reported_cost(usage), pricing)
     with app_ctx.store(target) as store:
         landed = report_run_usage(store, run_id, claim_token=token, usage=usage)
     if not landed:

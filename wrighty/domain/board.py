@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from wrighty.domain.budgets import spend
+from wrighty.domain.budgets import usage_text
 from wrighty.domain.claims import lease_expired
 from wrighty.domain.decisions import USAGE_RETRY_FRESH
 from wrighty.domain.ledger import reported
@@ -112,7 +112,7 @@ def _why(entry: OpenItem, section: Section, held: str | None, now: datetime) -> 
             return f"lease expired: {worker}, which stopped renewing it (release or reap)"
         run = entry.last_run  # the open run, while it runs
         if run is not None and run.ended_at is None and reported(run.usage):
-            return f"{worker}; {spend(run.usage)}"
+            return f"{worker}; {usage_text(run.usage)}"
         return worker
     return "to do: `wrighty queue` makes it claimable" if item.state is ItemState.TODO else ""
 

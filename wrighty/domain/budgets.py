@@ -18,7 +18,7 @@ from wrighty.domain.claims import Settlement, requeue_command
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
-from wrighty.domain.usage import NO_LIMIT, Limit, Usage
+from wrighty.domain.usage import NO_LIMIT, Limit, Usage, cost_label
 
 # The `budgets.perDay` entry for every agent that has none of its own.
 ANY_AGENT = "*"
@@ -78,7 +78,7 @@ class AgentHold:
     def reason(self) -> str:
         return (
             f"{self.agent}'s budget for the day ({self.limit.describe()}) is spent "
-            f"({spend(self.spent)}); new runs wait until {rfc3339(self.until)} "
+            f"({usage_text(self.spent)}); new runs wait until {rfc3339(self.until)} "
             "(budgets.perDay)"
         )
 
@@ -91,13 +91,11 @@ def agent_hold(budgets: Budgets, agent: str, spent: Usage, *, now: datetime) -> 
     return AgentHold(agent, limit, spent, budgets.period(now).end)
 
 
-def spend(usage: Usage) -> str:
-    """``$1.23, 45,678 tokens`` (the cost only when known; an estimate says so)."""
+def usage_text(usage: Usage) -> str:
+    """``$1.2300, 45,678 tokens`` (the cost only when known; an estimate says so)."""
     tokens = f"{usage.tokens:,} tokens"
-    if usage.cost_usd is None:
-        return tokens
-    estimated = " estimated" if usage.cost_source == "estimated" else ""
-    return f"${usage.cost_usd:.4f}{estimated}, {tokens}"
+    cost = cost_label(usage)
+    return tokens if cost is None else f"{cost}, {tokens}"
 
 
 def raise_command(item_id: int, limit: Limit, spent: Usage, *, resumable: bool = True) -> str:
@@ -162,7 +160,7 @@ def item_budget_spent(
         run_end=run_end,
         reason_code=BUDGET_EXCEEDED,
         reason=(
-            f"the item's budget ({limit.describe()}) is spent ({spend(spent)} over its runs); "
+            f"the item's budget ({limit.describe()}) is spent ({usage_text(spent)} over its runs); "
             f"{when}; the workspace and session are kept"
         ),
         next_action=raise_command(item.id, limit, spent, resumable=resumable),

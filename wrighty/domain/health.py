@@ -171,14 +171,16 @@ class Concern:
 
 
 @dataclass(frozen=True)
-class Problem:
+class Breach:
+    """A figure past its threshold: one of the problems `status` reports."""
+
     check: str
     value: float
     limit: float
     message: str
 
 
-def verdict(problems: list[Problem], thresholds: Thresholds) -> Verdict:
+def verdict(problems: list[Breach], thresholds: Thresholds) -> Verdict:
     """Healthy only when thresholds were set and all of them pass: with none set, nothing was
     checked, and a quiet registry proves nothing."""
     if problems:
@@ -207,16 +209,16 @@ def problems(
     thresholds: Thresholds,
     open_circuits: int = 0,
     outbox: OutboxFigures | None = None,
-) -> list[Problem]:
+) -> list[Breach]:
     """The failed checks; an exact-threshold value passes. ``open_circuits``: the provider
     circuits that are open or half-open (wrighty/domain/circuits.py); ``outbox``: the
     notifications not delivered yet (wrighty/domain/notices.py)."""
-    found: list[Problem] = []
+    found: list[Breach] = []
     wait = oldest_wait_seconds(figures, now)
     limit = thresholds.max_queue_wait_seconds
     if limit is not None and wait is not None and wait > limit:
         found.append(
-            Problem(
+            Breach(
                 "max_queue_wait",
                 round(wait, 3),
                 limit,
@@ -225,7 +227,7 @@ def problems(
         )
     if thresholds.min_workers is not None and live_workers < thresholds.min_workers:
         found.append(
-            Problem(
+            Breach(
                 "min_workers",
                 live_workers,
                 thresholds.min_workers,
@@ -235,7 +237,7 @@ def problems(
     expired = figures.expired_leases
     if thresholds.max_expired_leases is not None and expired > thresholds.max_expired_leases:
         found.append(
-            Problem(
+            Breach(
                 "max_expired_leases",
                 expired,
                 thresholds.max_expired_leases,
@@ -246,7 +248,7 @@ def problems(
     attention = figures.counts.get(ItemState.NEEDS_ATTENTION, 0)
     if thresholds.max_needs_attention is not None and attention > thresholds.max_needs_attention:
         found.append(
-            Problem(
+            Breach(
                 "max_needs_attention",
                 attention,
                 thresholds.max_needs_attention,
@@ -256,7 +258,7 @@ def problems(
     limit_open = thresholds.max_open_circuits
     if limit_open is not None and open_circuits > limit_open:
         found.append(
-            Problem(
+            Breach(
                 "max_open_circuits",
                 open_circuits,
                 limit_open,
@@ -267,7 +269,7 @@ def problems(
     limit_age = thresholds.max_notify_age_seconds
     if limit_age is not None and notice_age is not None and notice_age > limit_age:
         found.append(
-            Problem(
+            Breach(
                 "max_notify_age",
                 round(notice_age, 3),
                 limit_age,

@@ -51,7 +51,7 @@ class BadImport(ValueError):
 
 
 @dataclass(frozen=True)
-class Section:
+class MarkdownSection:
     """One item to be, as the file says it."""
 
     key: str
@@ -81,11 +81,11 @@ def slug(title: str) -> str:
     return "-".join(words)[:MAX_KEY_CHARS].strip("-") or "section"
 
 
-def parse_markdown(text: str) -> list[Section]:
+def parse_markdown(text: str) -> list[MarkdownSection]:
     """The sections of a Markdown file (BadImport, naming the line, for one that is not what
     `wrighty import` takes)."""
     lines = text.splitlines()
-    sections: list[Section] = []
+    sections: list[MarkdownSection] = []
     heading: tuple[int, str] | None = None
     for number, level, title in _headings(lines):
         if heading is not None:
@@ -121,7 +121,7 @@ def _headings(lines: list[str]) -> Iterator[tuple[int, int, str]]:
         raise BadImport(len(lines), "a fenced block is never closed")
 
 
-def _section(heading: tuple[int, str], body_lines: list[str]) -> Section:
+def _section(heading: tuple[int, str], body_lines: list[str]) -> MarkdownSection:
     number, title = heading
     if not title:
         raise BadImport(number, "a heading with no title")
@@ -129,7 +129,7 @@ def _section(heading: tuple[int, str], body_lines: list[str]) -> Section:
     body = "\n".join(rest).strip("\n")
     if not body.strip():
         raise BadImport(number, f"section {title!r} has no text: its text is the agent's task")
-    return _with_settings(Section(slug(title), title, body + "\n", number), settings)
+    return _with_settings(MarkdownSection(slug(title), title, body + "\n", number), settings)
 
 
 _Settings = dict[str, tuple[int, str]]  # name -> (line, value)
@@ -167,7 +167,7 @@ def _settings(heading_line: int, body_lines: list[str]) -> tuple[_Settings, list
     raise AssertionError("unreachable: a settings block that is never closed")
 
 
-def _with_settings(section: Section, settings: _Settings) -> Section:
+def _with_settings(section: MarkdownSection, settings: _Settings) -> MarkdownSection:
     values: dict[str, object] = {}
     for name, (number, value) in settings.items():
         values.update(_setting(name, value, number))
@@ -224,8 +224,8 @@ _READERS: dict[str, Callable[[str], dict[str, object]]] = {
 }
 
 
-def _check_keys(sections: list[Section]) -> None:
-    seen: dict[str, Section] = {}
+def _check_keys(sections: list[MarkdownSection]) -> None:
+    seen: dict[str, MarkdownSection] = {}
     for section in sections:
         if section.key in seen:
             raise BadImport(
@@ -243,7 +243,7 @@ def _check_keys(sections: list[Section]) -> None:
     _refuse_cycles(sections)
 
 
-def _refuse_cycles(sections: list[Section]) -> None:
+def _refuse_cycles(sections: list[MarkdownSection]) -> None:
     """BadImport when the sections' `after` settings go round in a circle.
 
     A depth-first walk with its own stack, not recursion: a file of MAX_SECTIONS sections
@@ -271,19 +271,19 @@ def _refuse_cycles(sections: list[Section]) -> None:
                 path.append((before, iter(edges[before])))
 
 
-def in_order(sections: list[Section]) -> list[Section]:
+def in_order(sections: list[MarkdownSection]) -> list[MarkdownSection]:
     """Sections ordered so that each comes after those it waits for (file order otherwise).
 
     The sections have no cycle (parse_markdown refused it); walked with a stack of its own,
     like _refuse_cycles."""
     by_key = {section.key: section for section in sections}
     done: set[str] = set()
-    ordered: list[Section] = []
+    ordered: list[MarkdownSection] = []
     for section in sections:
         if section.key in done:
             continue
         done.add(section.key)
-        path: list[tuple[Section, Iterator[str]]] = [(section, iter(section.after_keys))]
+        path: list[tuple[MarkdownSection, Iterator[str]]] = [(section, iter(section.after_keys))]
         while path:
             current, pending = path[-1]
             key = next(pending, None)

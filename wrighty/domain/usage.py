@@ -145,7 +145,16 @@ def priced(usage: Usage, pricing: Mapping[str, Price]) -> Usage:
     return dataclasses.replace(usage, cost_usd=price.cost_of(usage), cost_source="estimated")
 
 
-def reported(usage: Usage) -> Usage:
+def cost_label(usage: Usage) -> str | None:
+    """``$0.0123``, or ``$0.0123 est.`` for wrighty's estimate; None when no cost is known.
+    Every place that shows a cost writes it so."""
+    if usage.cost_usd is None:
+        return None
+    estimated = " est." if usage.cost_source == "estimated" else ""
+    return f"${usage.cost_usd:.4f}{estimated}"
+
+
+def with_reported_cost(usage: Usage) -> Usage:
     """A reader's usage: its cost, if any, is the vendor's own."""
     if usage.cost_usd is None or usage.cost_source is not None:
         return usage

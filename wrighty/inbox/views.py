@@ -15,7 +15,7 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from wrighty.domain.board import Row, Section, section_counts
-from wrighty.domain.budgets import spend
+from wrighty.domain.budgets import usage_text
 from wrighty.domain.health import Liveness, Verdict
 from wrighty.domain.model import Item, Run
 from wrighty.domain.scheduling import priority_name
@@ -135,7 +135,11 @@ def side_text(board: Board) -> Text:
     lines = [
         *(("Circuits", circuit_words(view), "yellow") for view in shut),
         *(
-            ("Budgets spent", f"{a.agent}: {spend(a.period.usage)} of {a.limit.describe()}", "red")
+            (
+                "Budgets spent",
+                f"{a.agent}: {usage_text(a.period.usage)} of {a.limit.describe()}",
+                "red",
+            )
             for a in held
         ),
         *(("Unreadable (left out; docs/storage.md)", line, "red") for line in board.unreadable),

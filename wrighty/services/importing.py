@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from wrighty.domain.importing import Section, in_order
+from wrighty.domain.importing import MarkdownSection, in_order
 from wrighty.domain.model import DEFAULT_PRIORITY, Item, NewItem
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import validate_new_item
@@ -29,19 +29,19 @@ Outcome = Literal["created", "unchanged", "changed"]
 
 @dataclass(frozen=True)
 class Imported:
-    section: Section
+    section: MarkdownSection
     outcome: Outcome
     item_id: int | None  # None: a dry run's section to be created
 
 
-def import_key(source: str, section: Section) -> str:
+def import_key(source: str, section: MarkdownSection) -> str:
     """The key an item of this file carries: the file's name and the section's key."""
     return f"{source}#{section.key}"
 
 
 def import_sections(
     store: Store,
-    sections: list[Section],
+    sections: list[MarkdownSection],
     *,
     source: str,
     agents: Collection[str],
@@ -83,12 +83,12 @@ def import_sections(
     return [outcomes[import_key(source, s)] for s in sections]
 
 
-def _already(section: Section, found: Item) -> Imported:
+def _already(section: MarkdownSection, found: Item) -> Imported:
     same = found.import_fingerprint == section.fingerprint
     return Imported(section, "unchanged" if same else "changed", found.id)
 
 
-def _new_item(section: Section, key: str, *, queue: bool, after: list[int]) -> NewItem:
+def _new_item(section: MarkdownSection, key: str, *, queue: bool, after: list[int]) -> NewItem:
     return normalized(
         NewItem(
             title=section.title,
@@ -106,7 +106,7 @@ def _new_item(section: Section, key: str, *, queue: bool, after: list[int]) -> N
     )
 
 
-def _check(store: Store, section: Section, *, agents: Collection[str], queue: bool) -> None:
+def _check(store: Store, section: MarkdownSection, *, agents: Collection[str], queue: bool) -> None:
     where = f"line {section.line} ({section.title!r})"
     if section.agent is not None and section.agent not in agents:
         known = ", ".join(sorted(agents))

@@ -11,6 +11,7 @@ from datetime import datetime
 from wrighty.domain.budgets import Budgets
 from wrighty.domain.clocks import skewed
 from wrighty.domain.health import (
+    Breach,
     Concern,
     Liveness,
     QueueFigures,
@@ -22,7 +23,6 @@ from wrighty.domain.health import (
     liveness,
     unserved_agents,
 )
-from wrighty.domain.health import Problem as HealthProblem
 from wrighty.domain.health import concerns as health_concerns
 from wrighty.domain.health import problems as health_problems
 from wrighty.domain.health import verdict as health_verdict
@@ -62,7 +62,7 @@ class StatusReport:
     workers: list[WorkerView]
     thresholds: Thresholds
     worker_max_age_seconds: float
-    problems: list[HealthProblem]
+    problems: list[Breach]
     concerns: list[Concern]
     circuits: list[CircuitView]
     # Each agent's spend in the budget period and the last 24 hours (None: not read).

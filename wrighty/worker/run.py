@@ -47,8 +47,8 @@ from wrighty.vendors.base import Reader, VendorError
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.lease import LeaseGuard
 from wrighty.worker.machine import MachineWatch
+from wrighty.worker.meter import RunMeter
 from wrighty.worker.patient import LeaseGone, PatientStore
-from wrighty.worker.spending import Spending
 from wrighty.worker.workspaces import WorkspaceError, choose_workspace
 
 
@@ -95,10 +95,10 @@ class _Output:
     thread; fed by the output pump's)."""
 
     def __init__(
-        self, reader: Reader | None, wake: threading.Event, session: Session, spending: Spending
+        self, reader: Reader | None, wake: threading.Event, session: Session, meter: RunMeter
     ) -> None:
         self.reader = reader
-        self.spending = spending
+        self.meter = meter
         self._wake = wake
         self._started = session  # as recorded when the run started (maybe without an id)
         self.recorded: Session | None = None  # completed with the id the vendor told
@@ -110,7 +110,7 @@ class _Output:
         self.reader.feed(stream, line)
         if known is None and self.reader.session_id is not None:
             self._wake.set()  # the run's thread records it at once
-        self.spending.seen(self.reader.usage())
+        self.meter.seen(self.reader.usage())
 
     def unrecorded_session(self) -> Session | None:
         learned = self.reader.session_id if self.reader else None
@@ -163,10 +163,10 @@ class ClaimRun:
         self._emit(
             WorkerEvent.CLAIMED, item_id=claimed.id, generation=claimed.generation, run_id=run_id
         )
-        spending = self._spending()
-        if spending is None:
+        meter = self._meter_or_settle()
+        if meter is None:
             return
-        start = self._prepare(run_id, spending)
+        start = self._start_or_settle(run_id, meter)
         if start is None:
             return
         claim_token = secrets.token_urlsafe(24)
@@ -202,7 +202,7 @@ class ClaimRun:
                 WorkerEvent.RESUMED, item_id=claimed.id, run_id=run_id, session_id=start.session_id
             )
             task = decisions.CONTINUATION_PROMPT + claimed.body
-        output = _Output(self._plan.reader(), self._wake, session, spending)
+        output = _Output(self._plan.reader(), self._wake, session, meter)
         try:
             spec = self._launch_spec(run_id, start, claim_token, task)
             agent = launch(dataclasses.replace(spec, wake=self._wake, on_line=output.on_line))
@@ -222,9 +222,9 @@ class ClaimRun:
             self._stop(agent)
             raise
 
-    def _spending(self) -> Spending | None:
-        """The item's budget and what its earlier runs spent; None when that is already spent
-        (the item has been settled then: no run is started)."""
+    def _meter_or_settle(self) -> RunMeter | None:
+        """The run's meter: the item's budget and what its earlier runs spent. When that is
+        already spent, it settles the item instead and returns None: no run is started."""
         claimed, setting = self._claimed, self._setting
         limit = setting.budgets.item_limit(claimed)
         prior = Usage(final=True)
@@ -245,11 +245,11 @@ class ClaimRun:
                 )
                 self._write_settlement(settle(claimed, settlement, at=self._now()), None)
                 return None
-        return Spending(prior=prior, limit=limit, pricing=setting.pricing, wake=self._wake)
+        return RunMeter(prior=prior, limit=limit, pricing=setting.pricing, wake=self._wake)
 
-    def _prepare(self, run_id: str, spending: Spending) -> _Start | None:
-        """Fresh run or resume, the workspace and the argv; None when the run cannot start
-        (the item has been settled then)."""
+    def _start_or_settle(self, run_id: str, meter: RunMeter) -> _Start | None:
+        """How the run starts: fresh or resumed, the workspace and the argv. When it cannot
+        start, it settles the item instead and returns None."""
         claimed, recorded, plan = self._claimed, self._claim.session, self._plan
         claimed_from = self._claim.claimed_from
         # Only a due retry resumes: the disk is looked at for nothing else.
@@ -283,7 +283,7 @@ class ClaimRun:
                 resume=resume,
                 start_over=self._claim.claimed_reason_code == OPERATOR_REQUEUE,
             )
-            left = spending.limit.left_after(spending.prior).max_cost_usd
+            left = meter.limit.left_after(meter.prior).max_cost_usd
             argv = (
                 plan.resume_argv(resumed_id, max_cost_usd=left)
                 if resumed_id
@@ -396,7 +396,7 @@ class ClaimRun:
     def _why_stop(self, output: _Output, deadline: float) -> StopReason | None:
         """Why wrighty stops the agent now, if it does: a spent budget, a worker asked to
         stop, the run's time limit."""
-        if output.spending.over:
+        if output.meter.over:
             return StopReason.BUDGET
         if self._setting.stop_requested.is_set():
             return StopReason.SHUTDOWN
@@ -404,7 +404,7 @@ class ClaimRun:
             return StopReason.TIMEOUT
         # A run whose final figures are in has ended its spending and is exiting on its own:
         # stopping it now would make its outcome a race between its exit and the stop.
-        usage = output.spending.run_usage
+        usage = output.meter.run_usage
         if not (usage is not None and usage.final) and self._agent_spent():
             return StopReason.BUDGET
         return None
@@ -429,19 +429,19 @@ class ClaimRun:
         """Record what the run spent so far, so that a run that dies keeps it (partial);
         False if the claim is lost. The command adapter's come from `wrighty report-usage`,
         into the store: read back for the item's budget."""
-        spending = output.spending
+        meter = output.meter
         if output.reader is None:
-            if spending.limit.unbounded:
+            if meter.limit.unbounded:
                 return True  # nothing to check it against (a day budget reads the store)
             recorded = self._store.get_run(run_id)
-            spending.seen(recorded.usage if recorded is not None else None)
+            meter.seen(recorded.usage if recorded is not None else None)
             return True
-        usage = spending.unrecorded()
+        usage = meter.unrecorded()
         if usage is None:
             return True
         if not self._store.record_usage(self._claimed, run_id, usage):
             return False
-        spending.recorded(usage)
+        meter.recorded(usage)
         return True
 
     def _agent_spent(self) -> bool:
@@ -521,7 +521,7 @@ class ClaimRun:
             diagnostic="\n".join(
                 part for part in (result.summary, said, agent.diagnostic_tail()) if part
             ),
-            usage=output.spending.run_usage if output.reader is not None else None,
+            usage=output.meter.run_usage if output.reader is not None else None,
         )
         missing = resume_gaps_here(
             output.session,
@@ -532,12 +532,12 @@ class ClaimRun:
         if stopped_by is StopReason.SHUTDOWN:
             settlement = decisions.after_shutdown(claimed, run_end, resumable=not missing)
         elif result.outcome_class is OutcomeClass.BUDGET_EXCEEDED:
-            spending = output.spending
+            meter = output.meter
             settlement = budgets.after_budget_stop(
                 claimed,
                 run_end,
-                limit=spending.limit,
-                spent=spending.item_total,
+                limit=meter.limit,
+                spent=meter.item_total,
                 hold=self._hold,
                 resumable=not missing,
             )

@@ -1,4 +1,4 @@
-"""One run's spend as its output is read, against its item's budget (issue 16).
+"""One run's meter: its spend as its output is read, against its item's budget.
 
 The output pump's thread feeds each reading of the vendor's usage in; the run's thread reads
 whether the budget is spent (the pump wakes it the moment it is) and what to record at the
@@ -10,12 +10,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from wrighty.domain.usage import Limit, Price, Usage, priced, reported
+from wrighty.domain.usage import Limit, Price, Usage, priced, with_reported_cost
 
 NOTHING_YET = Usage()
 
 
-class Spending:
+class RunMeter:
     def __init__(
         self,
         *,
@@ -40,7 +40,7 @@ class Spending:
         if usage is None or usage == self._read:
             return
         self._read = usage
-        self.run_usage = priced(reported(usage), self._pricing)
+        self.run_usage = priced(with_reported_cost(usage), self._pricing)
         if usage.final or self.over or self.limit.unbounded:
             return
         if self.item_total.over(self.limit):
