@@ -14,10 +14,9 @@ from tests.cli.run_helpers import TERMS, create_queued, settle, start_run, write
 from tests.conftest import FakeClock
 from wrighty.cli import context
 from wrighty.cli.app import app
-from wrighty.cli.suggestions import next_commands
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
-from wrighty.services.show import Standing
+from wrighty.domain.suggestions import Standing, next_commands
 
 
 @pytest.fixture

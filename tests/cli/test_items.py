@@ -213,8 +213,8 @@ def test_show_never_runs_a_long_label_into_its_value() -> None:
     from wrighty.domain.model import Run
     from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
     from wrighty.domain.states import ItemState
+    from wrighty.domain.suggestions import Standing
     from wrighty.services.items import ItemDetail
-    from wrighty.services.show import Standing
 
     at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     refused = Run(

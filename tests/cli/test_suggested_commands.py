@@ -1,11 +1,12 @@
 """Every command wrighty suggests passes its own command line's validation.
 
-`show`'s (and the inbox's) next commands, an item's `next` line (a settlement's next action:
-a requeue, a requeue with a raised budget), a notification's next action (a provider circuit's
-reset, the workers), and the commands named inside a waiting item's reason, over item states,
-reason codes, budgets and configs: each is parsed by the real command-line parser (the root
-group and the command's own context, as `wrighty` would on the terminal; every option's type,
-bounds and callback run, the command's body does not).
+Every builder of `domain/suggestions.py` (the one place suggested commands are worded) over
+its arguments' range; `show`'s (and the inbox's) next commands; an item's `next` line (a
+settlement's next action: a requeue, a requeue with a raised budget); a notification's next
+action (a provider circuit's reset, the workers); and the commands named inside a waiting
+item's reason, over item states, reason codes, budgets and configs: each is parsed by the
+real command-line parser (the root group and the command's own context, as `wrighty` would on
+the terminal; every option's type, bounds and callback run, the command's body does not).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import typer
@@ -22,18 +24,17 @@ from hypothesis import strategies as st
 
 from wrighty.cli.app import app
 from wrighty.cli.common import UsageError
-from wrighty.cli.suggestions import next_commands
 from wrighty.config import AGENT_NAME_PATTERN
+from wrighty.domain import suggestions
 from wrighty.domain.budgets import MAX_ITEM_COST_USD, MAX_ITEM_TOKENS, raise_command, raise_flags
-from wrighty.domain.claims import requeue_command
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.notices import Source, circuit_notice, quiet_worker_notice
 from wrighty.domain.scheduling import dependency_wait
 from wrighty.domain.states import ItemState
+from wrighty.domain.suggestions import Standing, next_commands
 from wrighty.domain.usage import Limit, Usage
 from wrighty.errors import WrightyError
-from wrighty.services.show import Standing
 
 ROOT = typer.main.get_command(app)
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -119,7 +120,45 @@ def test_every_next_line_of_a_spent_budget_parses_and_lifts_it(
 
 @given(item_id=item_ids, resumable=st.booleans())
 def test_every_requeue_a_settlement_names_parses(item_id: int, resumable: bool) -> None:
-    parse(requeue_command(item_id, resumable=resumable))
+    parse(suggestions.requeue(item_id, resume=resumable))
+
+
+circuit_names = agent_names  # a provider circuit is named after its agent
+# The arguments of each builder in `suggestions.COMMANDS`, over the whole range wrighty may
+# give it; a builder added there without a row here fails the walk below.
+ARGUMENTS: dict[Any, st.SearchStrategy[dict[str, Any]]] = {
+    suggestions.requeue: st.fixed_dictionaries(
+        {"item_id": item_ids, "resume": st.booleans()},
+        optional={
+            "raised": st.builds(
+                lambda limit, spent: raise_flags(limit, spent) or (), bounds, spending
+            )
+        },
+    ),
+    suggestions.cancel: st.fixed_dictionaries({"item_id": item_ids}),
+    suggestions.logs: st.fixed_dictionaries({"item_id": item_ids, "follow": st.booleans()}),
+    suggestions.reap: st.fixed_dictionaries({}),
+    suggestions.queue: st.fixed_dictionaries({"item_id": item_ids}),
+    suggestions.show: st.fixed_dictionaries({"item_id": item_ids}),
+    suggestions.start_worker: st.fixed_dictionaries({"item_id": item_ids, "agent": agent_names}),
+    suggestions.drop_dependency: st.fixed_dictionaries(
+        {"item_id": item_ids, "depends_on": item_ids}
+    ),
+    suggestions.reset_circuit: st.fixed_dictionaries({"name": circuit_names}),
+    suggestions.list_workers: st.fixed_dictionaries({}),
+}
+
+
+def test_the_walk_covers_every_builder() -> None:
+    assert set(ARGUMENTS) == set(suggestions.COMMANDS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_every_command_the_suggestions_module_words_parses(data: st.DataObject) -> None:
+    builder = data.draw(st.sampled_from(suggestions.COMMANDS))
+    line = builder(**data.draw(ARGUMENTS[builder]))
+    parse(line)
 
 
 @settings(deadline=None)

@@ -37,9 +37,9 @@ from wrighty.domain.health import (
 )
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
+from wrighty.domain.suggestions import Standing
 from wrighty.services.circuits import circuit_view
 from wrighty.services.items import ItemDetail, WaitingItem, item_detail
-from wrighty.services.show import Standing
 from wrighty.services.status import StatusReport, WorkerView
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07 clip"

@@ -25,9 +25,9 @@ from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
+from wrighty.domain.suggestions import Standing
 from wrighty.domain.times import rfc3339
 from wrighty.services import items as item_service
-from wrighty.services.show import Standing
 from wrighty.store.sqlite import SqliteStore
 from wrighty.worker.loop import Worker, WorkerOptions
 

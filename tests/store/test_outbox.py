@@ -22,8 +22,9 @@ from tests.conftest import FakeClock, open_postgres, open_sqlite, postgres_schem
 from tests.store.older_store import store_before
 from tests.store.test_claims import LEASE, acquire, queued, settlement, start
 from tests.store.txhooks import InjectedFault, fail_after, statements_hooked
+from wrighty.domain import suggestions
 from wrighty.domain.circuits import opened
-from wrighty.domain.claims import requeue_command, settle
+from wrighty.domain.claims import settle
 from wrighty.domain.model import Change, Item
 from wrighty.domain.notices import (
     Delivered,
@@ -59,7 +60,7 @@ def attention_change(claimed: Item, clock: FakeClock) -> Change:
         clock,
         reason_code="agent-failure",
         reason="the agent failed (exit code 3); the workspace is kept",
-        next_action=requeue_command(claimed.id, resumable=True),
+        next_action=suggestions.requeue(claimed.id, resume=True),
     )
     return with_notices(settle(claimed, failed, at=clock()), SOURCE)
 

@@ -2,9 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from wrighty.cli.suggestions import next_commands
 from wrighty.domain.states import ItemState
-from wrighty.services.show import Standing
+from wrighty.domain.suggestions import Standing, next_commands
 
 
 def commands(

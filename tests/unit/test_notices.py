@@ -11,13 +11,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from wrighty.domain import suggestions
 from wrighty.domain.budgets import item_budget_spent
 from wrighty.domain.claims import (
     ReapFacts,
     Settlement,
     reap,
     release,
-    requeue_command,
     settle,
 )
 from wrighty.domain.classify import Classification
@@ -108,7 +108,7 @@ def attention(reason_code: str, *, reason: str = "it failed", **changes: object)
             run_end=run_end(),
             reason_code=reason_code,
             reason=reason,
-            next_action=requeue_command(7, resumable=True),
+            next_action=suggestions.requeue(7, resume=True),
         ),
         item(ItemState.RUNNING, **changes),
     )

@@ -34,6 +34,7 @@ from wrighty.cli.documents import (
     status_circuit_json,
     waiting_item_json,
 )
+from wrighty.domain import suggestions
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.model import (
     DEFAULT_PRIORITY,
@@ -510,8 +511,9 @@ def requeue(
 
     if resume == fresh:
         raise WrightyError(
-            f"say how item {item_id} starts again: `wrighty requeue {item_id} --resume` "
-            f"(same session) or `wrighty requeue {item_id} --fresh` (new session)"
+            f"say how item {item_id} starts again: "
+            f"`{suggestions.requeue(item_id, resume=True)}` (same session) or "
+            f"`{suggestions.requeue(item_id, resume=False)}` (new session)"
         )
     budget = limit_options(max_cost_usd, max_tokens)
     move = functools.partial(item_service.requeue_item, resume=resume, budget=budget)

@@ -11,7 +11,6 @@ from rich.table import Table
 from rich.text import Text
 
 from wrighty.cli.documents import crash_retry_json, usage_retry_json
-from wrighty.cli.suggestions import next_commands
 from wrighty.domain.budgets import usage_text
 from wrighty.domain.circuits import CircuitState
 from wrighty.domain.classify import signal_name
@@ -20,11 +19,11 @@ from wrighty.domain.ledger import reported
 from wrighty.domain.model import Event, Item, Run
 from wrighty.domain.scheduling import priority_name
 from wrighty.domain.states import TERMINAL_STATES, ItemState
+from wrighty.domain.suggestions import Standing, next_commands
 from wrighty.domain.text import printable, printable_line
 from wrighty.domain.transitions import is_edit
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage, cost_label
 from wrighty.richtext import local_time, outside
-from wrighty.services.show import Standing
 
 if TYPE_CHECKING:
     from wrighty.agents import AgentInfo

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-from wrighty.domain.claims import Settlement, requeue_command
+from wrighty.domain import suggestions
+from wrighty.domain.claims import Settlement
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
@@ -104,9 +105,8 @@ def raise_command(item_id: int, limit: Limit, spent: Usage, *, resumable: bool =
     when that most is spent already (no requeue could run it)."""
     flags = raise_flags(limit, spent)
     if flags is None:
-        return f"wrighty cancel {item_id}"
-    how = "--resume" if resumable else "--fresh"
-    return " ".join([f"wrighty requeue {item_id} {how}", *flags])
+        return suggestions.cancel(item_id)
+    return suggestions.requeue(item_id, resume=resumable, raised=flags)
 
 
 def raise_flags(limit: Limit, spent: Usage) -> tuple[str, ...] | None:
@@ -186,6 +186,6 @@ def after_budget_stop(
             run_end=run_end,
             reason_code=BUDGET_EXCEEDED,
             reason=f"{hold.reason()}; its run was stopped; the workspace and session are kept",
-            next_action=requeue_command(item.id, resumable=resumable),
+            next_action=suggestions.requeue(item.id, resume=resumable),
         )
     return item_budget_spent(item, limit, spent, run_end=run_end, resumable=resumable)

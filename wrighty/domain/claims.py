@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from wrighty.domain import suggestions
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.model import Change, Item, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass
@@ -168,7 +169,7 @@ def not_claimable_reason(
     if (item.agent or default_agent) != agent:
         return (
             f"item {item.id} is for agent {item.agent or default_agent}; run "
-            f"`wrighty worker start --item {item.id} --agent {item.agent or default_agent}`"
+            f"`{suggestions.start_worker(item.id, item.agent or default_agent)}`"
         )
     if item.state is ItemState.QUEUED:
         return None
@@ -177,23 +178,17 @@ def not_claimable_reason(
             return None
         return (
             f"item {item.id} is retry-scheduled, due at {rfc3339(item.not_before)}; "
-            f"`wrighty requeue {item.id} --resume` makes it due now"
+            f"`{suggestions.requeue(item.id, resume=True)}` makes it due now"
         )
     hints = {
-        ItemState.TODO: f"queue it with `wrighty queue {item.id}`",
+        ItemState.TODO: f"queue it with `{suggestions.queue(item.id)}`",
         ItemState.RUNNING: f"worker {item.claimed_by} holds it",
-        ItemState.NEEDS_ATTENTION: f"`wrighty show {item.id}` says why, and "
-        f"`wrighty requeue {item.id} --fresh` (or `--resume`) puts it back to work",
+        ItemState.NEEDS_ATTENTION: f"`{suggestions.show(item.id)}` says why, and "
+        f"`{suggestions.requeue(item.id, resume=False)}` (or `--resume`) puts it back to work",
         ItemState.DONE: "it is finished",
         ItemState.CANCELLED: "it was cancelled",
     }
     return f"item {item.id} is {item.state}; {hints[item.state]}"
-
-
-def requeue_command(item_id: int, *, resumable: bool) -> str:
-    """The command that puts a needs-attention item back to work: a resume of its session
-    when that session can be resumed, else a fresh start."""
-    return f"wrighty requeue {item_id} {'--resume' if resumable else '--fresh'}"
 
 
 class RenewOutcome(StrEnum):
@@ -327,7 +322,7 @@ def reap(item: Item, facts: ReapFacts, *, at: datetime, max_requeues: int) -> Ch
     return move(
         ItemState.NEEDS_ATTENTION,
         f"the worker running this item vanished and {why}",
-        next_action=requeue_command(item.id, resumable=facts.has_resume_address),
+        next_action=suggestions.requeue(item.id, resume=facts.has_resume_address),
     )
 
 
@@ -345,7 +340,7 @@ def release(item: Item, *, at: datetime, actor: str, resumable: bool = False) ->
         actor=actor,
         reason_code="operator-released",
         reason=f"released by an operator from worker {item.claimed_by}",
-        next_action=requeue_command(item.id, resumable=resumable),
+        next_action=suggestions.requeue(item.id, resume=resumable),
         new_generation=True,
         run_end=RunEnd(
             ended_at=at,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from wrighty.domain.claims import Settlement, requeue_command
+from wrighty.domain import suggestions
+from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Item, RunEnd
@@ -184,7 +185,7 @@ def _attention(
         run_end=run_end,
         reason_code=reason_code,
         reason=reason,
-        next_action=requeue_command(item.id, resumable=resumable),
+        next_action=suggestions.requeue(item.id, resume=resumable),
     )
 
 
@@ -202,7 +203,7 @@ def start_failed(item: Item, run_end: RunEnd, *, why: str, resumable: bool = Fal
         run_end=run_end,
         reason_code="start-failed",
         reason=f"the agent could not be started: {why}",
-        next_action=requeue_command(item.id, resumable=resumable),
+        next_action=suggestions.requeue(item.id, resume=resumable),
     )
 
 
@@ -250,7 +251,7 @@ def internal_error(
         run_end=run_end,
         reason_code=OutcomeClass.INTERNAL_ERROR.value,
         reason=f"wrighty failed on this item ({what}); the workspace is kept",
-        next_action=requeue_command(item.id, resumable=resumable),
+        next_action=suggestions.requeue(item.id, resume=resumable),
     )
 
 
@@ -290,7 +291,7 @@ def resume_state_missing(item: Item, missing: tuple[str, ...]) -> Settlement:
         process_started=False,
         reason_code="resume-state-missing",
         reason="the retry cannot resume its session: " + "; ".join(missing),
-        next_action=requeue_command(item.id, resumable=False),
+        next_action=suggestions.requeue(item.id, resume=False),
     )
 
 

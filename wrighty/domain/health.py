@@ -18,6 +18,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from wrighty.domain import suggestions
 from wrighty.domain.clocks import CLOCK_BOUND_SECONDS, describe_offset
 from wrighty.domain.states import ItemState
 
@@ -299,7 +300,7 @@ def concerns(
             Concern(
                 "expired_leases",
                 f"{figures.expired_leases} running items have an expired lease: their worker "
-                "stopped renewing the claim (`wrighty reap` settles them)",
+                f"stopped renewing the claim (`{suggestions.reap()}` settles them)",
             )
         )
     if thresholds.min_workers is None and workers.live == 0 and figures.waiting:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from wrighty.domain import suggestions
 from wrighty.domain.model import Change
 from wrighty.domain.redact import redact
 from wrighty.domain.states import ItemState
@@ -167,7 +168,7 @@ def circuit_notice(
         "until": rfc3339(until),
         "reason": _bounded(reason, MAX_REASON_CHARS),
         "failures": failures,
-        "next_action": f"wrighty providers reset {circuit}",
+        "next_action": suggestions.reset_circuit(circuit),
         "installation_id": source.installation_id,
         "worker_id": source.worker_id,
     }
@@ -308,7 +309,7 @@ def quiet_worker_notice(
             + (f"; it was running items {items}" if items else ""),
             MAX_REASON_CHARS,
         ),
-        "next_action": "wrighty workers",
+        "next_action": suggestions.list_workers(),
         "installation_id": source.installation_id,
         "worker_id": source.worker_id,
     }

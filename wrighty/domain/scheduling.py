@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from wrighty.domain import suggestions
 from wrighty.domain.model import DEFAULT_PRIORITY
 from wrighty.domain.states import ItemState
 from wrighty.errors import WrightyError
@@ -223,8 +224,8 @@ def _blocked_reason(
     if _missing(stuck, state_of):
         waiter = item_id if stuck == depends_on else _a_waiter(stuck, upstream)
         return (
-            f"blocked: item {stuck} does not exist{through}; `wrighty edit {waiter} --not-after "
-            f"{stuck}` lets it start without it"
+            f"blocked: item {stuck} does not exist{through}; "
+            f"`{suggestions.drop_dependency(waiter, stuck)}` lets it start without it"
         )
     if stuck in cyclic and state not in _STUCK:
         path = _cycle_path(stuck, upstream, cyclic)
@@ -234,14 +235,14 @@ def _blocked_reason(
             cycle = " after ".join(str(step) for step in [*path, path[0]])
             what = f"items {cycle} make a cycle"
         return (
-            f"blocked: {what}{through}; `wrighty edit {path[0]} --not-after {path[1 % len(path)]}`"
-            " breaks the cycle"
+            f"blocked: {what}{through}; "
+            f"`{suggestions.drop_dependency(path[0], path[1 % len(path)])}` breaks the cycle"
         )
     what = "was cancelled" if state is ItemState.CANCELLED else "needs attention"
     if state is ItemState.CANCELLED:
-        fix = f"`wrighty edit {item_id} --not-after {depends_on}` lets it start without it"
+        fix = f"`{suggestions.drop_dependency(item_id, depends_on)}` lets it start without it"
     else:
-        fix = f"`wrighty show {stuck}` says what it needs"
+        fix = f"`{suggestions.show(stuck)}` says what it needs"
     return f"blocked: item {stuck} {what}{through}; {fix}"
 
 

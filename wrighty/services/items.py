@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from wrighty.domain import suggestions
 from wrighty.domain.claims import release
 from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass
@@ -330,7 +331,7 @@ def requeue_item(
             if not session_id_recorded(session):
                 raise IllegalTransitionError(
                     f"item {item.id} has no recorded session to resume; "
-                    f"start over with `wrighty requeue {item.id} --fresh`"
+                    f"start over with `{suggestions.requeue(item.id, resume=False)}`"
                 )
             change = transition(
                 item,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from wrighty.domain.claims import lease_expired
 from wrighty.domain.states import TERMINAL_STATES, ItemState
+from wrighty.domain.suggestions import Standing
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
@@ -37,20 +38,6 @@ class Context(Protocol):
     def config(self) -> LoadedConfig: ...
 
     def now(self) -> datetime: ...
-
-
-@dataclass(frozen=True)
-class Standing:
-    """What `show` found out about an item beyond its record; it decides what is offered, so
-    that no offered command refuses when it is run."""
-
-    resumable: bool  # this installation can resume the item's session
-    has_logs: bool  # `wrighty logs N` prints the last run's output here
-    lease_expired: bool  # running, but its worker stopped renewing the claim
-    # The requeue options that lift the item's spent budget (without them it is settled
-    # budget-exceeded again before it launches); empty while its budget is not spent; None
-    # when no budget requeue takes lifts it (then no requeue is offered).
-    raise_budget: tuple[str, ...] | None = ()
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from wrighty.domain import suggestions
 from wrighty.domain.circuits import (
     Circuit,
     CircuitState,
@@ -228,7 +229,7 @@ class CircuitGate:
             WorkerEvent.CIRCUIT_UNREADABLE,
             circuit=self.name,
             cause=str(error),
-            fix=f"wrighty providers reset {self.name}",
+            fix=suggestions.reset_circuit(self.name),
         )
 
     def _unreachable(self, operation: str, error: StoreError) -> None:

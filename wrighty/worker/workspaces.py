@@ -21,6 +21,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from wrighty.domain import suggestions
 from wrighty.domain.machine import StartFailure, Step
 from wrighty.domain.model import Item, Session
 from wrighty.domain.text import printable_line
@@ -62,8 +63,8 @@ def choose_workspace(
             return Path(session.workspace)
         if resume or not start_over:
             raise WorkspaceError(
-                f"{problem}; `wrighty requeue {item.id} --fresh` starts over in the item's own "
-                "workspace",
+                f"{problem}; `{suggestions.requeue(item.id, resume=False)}` starts over in the "
+                "item's own workspace",
                 Step.RECORDED_WORKSPACE,
             )
     if item.workspace:
@@ -72,14 +73,16 @@ def choose_workspace(
         )
         if problem is not None:
             raise WorkspaceError(
-                f"{problem}; `wrighty cancel {item.id}` and create it anew", Step.PINNED_WORKSPACE
+                f"{problem}; `{suggestions.cancel(item.id)}` and create it anew",
+                Step.PINNED_WORKSPACE,
             )
         pinned = Path(item.workspace)
         if not pinned.is_dir():
             raise WorkspaceError(
                 f"the workspace {pinned} that item {item.id} was created with (--workspace) is "
-                f"gone; make that folder again and run `wrighty requeue {item.id} --fresh`, or "
-                f"`wrighty cancel {item.id}` and create the item anew",
+                "gone; make that folder again and run "
+                f"`{suggestions.requeue(item.id, resume=False)}`, or "
+                f"`{suggestions.cancel(item.id)}` and create the item anew",
                 Step.PINNED_WORKSPACE,
             )
         return pinned

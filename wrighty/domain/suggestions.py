@@ -1,0 +1,143 @@
+"""The commands wrighty suggests a person run next, worded in one place. Pure.
+
+A settlement's next action (a requeue, a requeue with a raised budget), the commands `show`
+and the inbox offer for an item, a notification's next action, a worker event's fix, and the
+commands named inside a reason are all built here, each as the whole line a person types.
+`COMMANDS` lists every builder: tests/cli/test_suggested_commands.py parses what each one
+makes with the real command-line parser, so that no suggested command is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from wrighty.domain.states import ItemState
+
+
+def requeue(item_id: int, *, resume: bool, raised: Sequence[str] = ()) -> str:
+    """Put a needs-attention or retry-scheduled item back to work: its session resumed, or a
+    fresh start; ``raised``: the options that lift a spent budget."""
+    how = "--resume" if resume else "--fresh"
+    return " ".join([f"wrighty requeue {item_id} {how}", *raised])
+
+
+def cancel(item_id: int) -> str:
+    return f"wrighty cancel {item_id}"
+
+
+def logs(item_id: int, *, follow: bool = False) -> str:
+    return f"wrighty logs {item_id}" + (" --follow" if follow else "")
+
+
+def reap() -> str:
+    return "wrighty reap"
+
+
+def queue(item_id: int) -> str:
+    return f"wrighty queue {item_id}"
+
+
+def show(item_id: int) -> str:
+    return f"wrighty show {item_id}"
+
+
+def start_worker(item_id: int, agent: str) -> str:
+    """A worker of ``agent`` for this item alone."""
+    return f"wrighty worker start --item {item_id} --agent {agent}"
+
+
+def drop_dependency(item_id: int, depends_on: int) -> str:
+    """Let ``item_id`` start without waiting for ``depends_on``."""
+    return f"wrighty edit {item_id} --not-after {depends_on}"
+
+
+def reset_circuit(name: str) -> str:
+    """Write the provider circuit ``name`` anew, closed."""
+    return f"wrighty providers reset {name}"
+
+
+def list_workers() -> str:
+    return "wrighty workers"
+
+
+# Every builder above: the property test parses what each makes.
+COMMANDS = (
+    requeue,
+    cancel,
+    logs,
+    reap,
+    queue,
+    show,
+    start_worker,
+    drop_dependency,
+    reset_circuit,
+    list_workers,
+)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What `show` found out about an item beyond its record; it decides what is offered, so
+    that no offered command refuses when it is run."""
+
+    resumable: bool  # this installation can resume the item's session
+    has_logs: bool  # `wrighty logs N` prints the last run's output here
+    lease_expired: bool  # running, but its worker stopped renewing the claim
+    # The requeue options that lift the item's spent budget (without them it is settled
+    # budget-exceeded again before it launches); empty while its budget is not spent; None
+    # when no budget requeue takes lifts it (then no requeue is offered).
+    raise_budget: tuple[str, ...] | None = ()
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    command: str  # exactly what to type: a whole line, nothing after it
+    purpose: str
+
+
+def next_commands(item_id: int, state: ItemState, standing: Standing) -> list[Suggestion]:
+    """The commands that move ``item_id`` on from ``state``, the likeliest first; none for a
+    state that needs nobody (todo and queued wait for a person or a worker as they should, done
+    and cancelled are final)."""
+    last_logs = [Suggestion(logs(item_id), "read the last run's output")]
+    if not standing.has_logs:
+        last_logs = []
+    give_up = Suggestion(cancel(item_id), "give up on the item (final)")
+    raised = standing.raise_budget or ()
+    budget = ", with a higher budget" if raised else ""
+    if state in (ItemState.NEEDS_ATTENTION, ItemState.RETRY_SCHEDULED) and (
+        standing.raise_budget is None
+    ):
+        return [*last_logs, give_up]  # the most a budget may be is spent: no requeue would run it
+    if state is ItemState.NEEDS_ATTENTION:
+        resume = Suggestion(
+            requeue(item_id, resume=True, raised=raised),
+            f"resume the session where it stopped{budget}",
+        )
+        fresh = Suggestion(
+            requeue(item_id, resume=False, raised=raised),
+            f"start over in a new session, same workspace{budget}",
+        )
+        return [*([resume] if standing.resumable else []), fresh, *last_logs, give_up]
+    if state is ItemState.RETRY_SCHEDULED:
+        return [
+            Suggestion(
+                requeue(item_id, resume=True, raised=raised),
+                f"run the retry now, not when due{budget}",
+            ),
+            give_up,
+            *last_logs,
+        ]
+    if state is ItemState.RUNNING and standing.lease_expired:
+        return [
+            Suggestion(reap(), "settle it now: its worker stopped renewing the claim"),
+            *last_logs,
+        ]
+    if state is ItemState.RUNNING:
+        follow = Suggestion(logs(item_id, follow=True), "watch the agent's output live")
+        return [
+            *([follow] if standing.has_logs else []),
+            Suggestion(cancel(item_id), "stop the agent and give up on the item"),
+        ]
+    return []
