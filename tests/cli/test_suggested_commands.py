@@ -138,6 +138,7 @@ ARGUMENTS: dict[Any, st.SearchStrategy[dict[str, Any]]] = {
     suggestions.cancel: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.logs: st.fixed_dictionaries({"item_id": item_ids, "follow": st.booleans()}),
     suggestions.reap: st.fixed_dictionaries({}),
+    suggestions.force_release: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.queue: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.show: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.start_worker: st.fixed_dictionaries({"item_id": item_ids, "agent": agent_names}),

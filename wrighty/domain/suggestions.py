@@ -34,6 +34,11 @@ def reap() -> str:
     return "wrighty reap"
 
 
+def force_release(item_id: int) -> str:
+    """Take a running item from a worker that is gone for good."""
+    return f"wrighty release {item_id} --force"
+
+
 def queue(item_id: int) -> str:
     return f"wrighty queue {item_id}"
 
@@ -67,6 +72,7 @@ COMMANDS = (
     cancel,
     logs,
     reap,
+    force_release,
     queue,
     show,
     start_worker,

@@ -26,6 +26,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
+from wrighty.domain import suggestions
 from wrighty.domain.board import AttentionOrder, Row
 from wrighty.domain.health import Liveness
 from wrighty.domain.scheduling import PRIORITIES, priority_name
@@ -376,7 +377,7 @@ class InboxApp(App[None]):
             self._ask(
                 Action(
                     f"Resume item {row.item.id}{session} now? "
-                    f"(wrighty requeue {row.item.id} --resume)",
+                    f"({suggestions.requeue(row.item.id, resume=True)})",
                     lambda: self.desk.requeue(row.item.id, resume=True),
                 )
             )
@@ -387,7 +388,7 @@ class InboxApp(App[None]):
             self._ask(
                 Action(
                     f"Start item {row.item.id} over in a new session, in the same workspace? "
-                    f"(wrighty requeue {row.item.id} --fresh)",
+                    f"({suggestions.requeue(row.item.id, resume=False)})",
                     lambda: self.desk.requeue(row.item.id, resume=False),
                 )
             )
@@ -398,7 +399,7 @@ class InboxApp(App[None]):
             self._ask(
                 Action(
                     f"Cancel item {row.item.id}? Cancelled is final. "
-                    f"(wrighty cancel {row.item.id})",
+                    f"({suggestions.cancel(row.item.id)})",
                     lambda: self.desk.cancel(row.item.id),
                 )
             )
@@ -409,7 +410,7 @@ class InboxApp(App[None]):
             self._ask(
                 Action(
                     f"Take item {row.item.id} from {self._worker_words(row)}? Only when that "
-                    f"worker is really gone. (wrighty release {row.item.id} --force)",
+                    f"worker is really gone. ({suggestions.force_release(row.item.id)})",
                     lambda: self.desk.release(row.item.id),
                 )
             )
@@ -418,7 +419,7 @@ class InboxApp(App[None]):
         if self._writable():
             self._ask(
                 Action(
-                    "Settle every running item whose lease has expired? (wrighty reap)",
+                    f"Settle every running item whose lease has expired? ({suggestions.reap()})",
                     self.desk.reap,
                 )
             )
