@@ -228,7 +228,7 @@ def _notices(root: Path) -> list[tuple[str, str, int, str | None, list[str]]]:
 
 @pytest.mark.slow
 def test_a_hung_command_holds_up_no_other_sink(tmp_path: Path) -> None:
-    """Issue 26: each sink delivers independently. A json:// sink gets every notice while the
+    """Each sink delivers independently. A json:// sink gets every notice while the
     command sink still hangs on the first one (it has started once, and is still running); the
     hung command is then handled as before: the worker's stop kills its process tree and lets
     its notices go, and the json:// sink, which has them, is not sent them again."""

@@ -369,7 +369,7 @@ def test_an_agent_can_report_failure_from_inside_its_run(project: Project) -> No
 def test_an_agents_reports_land_though_it_half_wrote_wrighty_json(
     project: Project, backend: str, request: pytest.FixtureRequest
 ) -> None:
-    """Issue 26: `wrighty fail` and `report-usage` work from what the worker gave the run
+    """`wrighty fail` and `report-usage` work from what the worker gave the run
     (WRIGHTY_RUN_STORE, WRIGHTY_RUN_PRICING), not from re-reading wrighty.json, which the
     agent has left half-written: the item ends as the agent said, with the usage it
     reported, priced from the worker's pricing. The store given to the run holds no password

@@ -1,4 +1,4 @@
-"""The usage ledger in the store (issue 16): a run's usage recorded under its claim, the
+"""The usage ledger in the store (docs/usage.md): a run's usage recorded under its claim, the
 agent's own report, settlements, the ledger read, an agent's spend and the period budget that
 acquire checks, and items' own budgets — on SQLite and on PostgreSQL."""
 

@@ -1,8 +1,8 @@
-"""The notification outbox in the store (issue 17): a notice is written in the transaction of
-the change it reports (a worker's settlement, the reaper's rescue, a provider circuit opening)
-or not at all; a deliverer claims the oldest due notice no live claim holds, and writes the
-attempt's outcome only under that claim; delivered notices are pruned — on SQLite and on
-PostgreSQL, with racing deliverers each delivering a notice exactly once."""
+"""The notification outbox in the store (docs/notifications.md): a notice is written in the
+transaction of the change it reports (a worker's settlement, the reaper's rescue, a provider
+circuit opening) or not at all; a deliverer claims the oldest due notice no live claim holds,
+and writes the attempt's outcome only under that claim; delivered notices are pruned — on
+SQLite and on PostgreSQL, with racing deliverers each delivering a notice exactly once."""
 
 from __future__ import annotations
 

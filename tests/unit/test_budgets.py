@@ -1,4 +1,4 @@
-"""Budgets (issue 16): the budget day and its daylight-saving changes, an item's and an
+"""Budgets (docs/usage.md#budgets): the budget day and its daylight-saving changes, an item's and an
 agent's limits, the hold on a spent agent, and what an item stopped by its budget says."""
 
 from __future__ import annotations

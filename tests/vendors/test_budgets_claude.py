@@ -1,4 +1,4 @@
-"""Usage and budgets (issue 16) with the real Claude Code CLI against the loopback provider's
+"""Usage and budgets (docs/usage.md) with the real Claude Code CLI against the loopback provider's
 "script" mode, which answers each call with the token counts the test chose.
 
 The agent runs through a wrapper that writes its argv down before it execs the real CLI, so

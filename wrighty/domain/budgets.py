@@ -1,4 +1,4 @@
-"""Budgets that stop spending (issue 16; docs/usage.md): an item's own, and an agent's per
+"""Budgets that stop spending (docs/usage.md#budgets): an item's own, and an agent's per
 period (a day that starts at ``dayStartsAt`` in ``timeZone``). Pure.
 
 An item whose total reached its budget is not launched again, and a run that takes it past the

@@ -1,4 +1,4 @@
-"""`wrighty import FILE.md` (issue 18; docs/scheduling.md#importing-a-markdown-file): a Markdown
+"""`wrighty import FILE.md` (docs/scheduling.md#importing-a-markdown-file): a Markdown
 file as a list of items. Pure: text in, sections out, or an BadImport naming the line.
 
 Each second-level heading (`## Title`) starts an item: its title is the heading, its body the

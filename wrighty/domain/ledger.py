@@ -1,4 +1,4 @@
-"""The books read back (issue 16, docs/usage.md#where-to-look): the ledger's runs added up by
+"""The books read back (docs/usage.md#where-to-look): the ledger's runs added up by
 agent, by budget day or by item, and each agent's spend in the current budget period and the
 last 24 hours. Pure: the entries come in, the sums go out.
 

@@ -1,4 +1,4 @@
-"""Notifications (issue 17; docs/notifications.md): what a state change tells a person. Pure.
+"""Notifications (docs/notifications.md): what a state change tells a person. Pure.
 
 A notice is made from a change as it is written, and stored in the same transaction (the
 outbox); delivering it is another matter, done after the commit. Its id is the dedupe key a

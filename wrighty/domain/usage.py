@@ -1,4 +1,4 @@
-"""What a run spent, as its vendor CLI reported it (issue 16, the usage ledger; pure).
+"""What a run spent, as its vendor CLI reported it: the usage ledger's lines (pure).
 
 A reader builds a run's Usage line by line, so a run that is killed keeps what was seen before
 (``final`` False: partial). Totals across runs add field by field.
