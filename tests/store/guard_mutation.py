@@ -24,9 +24,9 @@ OUTCOMES_VARIABLE = "WRIGHTY_TEST_OUTCOMES"
 
 @dataclass(frozen=True)
 class Mutation:
-    """One guard taken out: in ``sql/<dialect>/<file>`` (inside the named query ``block`` of
-    queries.sql), the text ``guard``, which must occur there exactly once, becomes
-    ``replacement``."""
+    """One guard taken out: in ``sql/<dialect>/<file>`` (or, for ``queries.sql``, inside the
+    named query ``block`` as the dialect runs it, from its own file or sql/common), the text
+    ``guard``, which must occur there exactly once, becomes ``replacement``."""
 
     dialect: str
     file: str

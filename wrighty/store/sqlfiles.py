@@ -1,4 +1,5 @@
-"""SQL kept in .sql files: named query blocks and numbered migrations."""
+"""SQL kept in .sql files: named query blocks (written once where both dialects run the same
+text) and numbered migrations."""
 
 from __future__ import annotations
 
@@ -22,16 +23,27 @@ def read_sql(dialect: str, filename: str) -> str:
     return resources.files("wrighty.store").joinpath("sql", dialect, filename).read_text("utf-8")
 
 
-@cache
-def queries(dialect: str) -> dict[str, str]:
-    """The named blocks of ``sql/<dialect>/queries.sql``."""
-    text = read_sql(dialect, "queries.sql")
+# The folder of the queries both dialects run as written.
+COMMON = "common"
+
+
+def read_blocks(folder: str) -> dict[str, str]:
+    """The named blocks of ``sql/<folder>/queries.sql``, as written there."""
+    text = read_sql(folder, "queries.sql")
     parts = _NAME_LINE.split(text)
     # parts = [preamble, name1, body1, name2, body2, ...]
     blocks = {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
     if len(blocks) != len(parts[1::2]):
-        raise ValueError(f"duplicate query name in sql/{dialect}/queries.sql")
+        raise ValueError(f"duplicate query name in sql/{folder}/queries.sql")
     return blocks
+
+
+@cache
+def queries(dialect: str) -> dict[str, str]:
+    """The named queries of ``dialect``: the blocks of ``sql/common/queries.sql``, and those of
+    ``sql/<dialect>/queries.sql``, which hold the text only that dialect runs (a name in both
+    takes the dialect's block)."""
+    return {**read_blocks(COMMON), **read_blocks(dialect)}
 
 
 @cache

@@ -1,23 +1,5 @@
 -- Named SQL blocks for the SQLite store. Each block starts with "-- name: <name>".
 
--- name: insert_item
-INSERT INTO items (title, body, agent, timeout_seconds, workspace, state, queued_at,
-                   created_at, updated_at, max_cost_usd, max_tokens, priority, import_key,
-                   import_fingerprint)
-VALUES (:title, :body, :agent, :timeout_seconds, :workspace, :state, :queued_at,
-        :created_at, :created_at, :max_cost_usd, :max_tokens, :priority, :import_key,
-        :import_fingerprint)
-ON CONFLICT (import_key) WHERE import_key IS NOT NULL DO NOTHING
-RETURNING id;
-
--- name: insert_event
-INSERT INTO item_events (item_id, at, actor, generation, from_state, to_state,
-                         reason_code, reason)
-VALUES (:item_id, :at, :actor, :generation, :from_state, :to_state, :reason_code, :reason);
-
--- name: select_item
-SELECT * FROM items WHERE id = :id;
-
 -- name: select_item_to_reap
 -- The reaper's re-read of an expired claim (its BEGIN IMMEDIATE already holds the file).
 SELECT * FROM items WHERE id = :id;
@@ -28,21 +10,6 @@ SELECT * FROM items WHERE id = :id;
 SELECT * FROM items
 WHERE state IN (SELECT value FROM json_each(:states))
 ORDER BY id;
-
--- name: select_all_items
-SELECT * FROM items ORDER BY id;
-
--- name: select_events
-SELECT * FROM item_events WHERE item_id = :item_id ORDER BY id;
-
--- name: select_runs
-SELECT * FROM runs WHERE item_id = :item_id ORDER BY started_at, run_id;
-
--- name: select_run
-SELECT * FROM runs WHERE run_id = :run_id;
-
--- name: select_session
-SELECT * FROM sessions WHERE item_id = :item_id;
 
 -- name: update_item_guarded
 -- Compare-and-set: the write lands only if the item is still in the state, generation and
@@ -161,72 +128,6 @@ WHERE id = :id
   AND claimed_by = :claimed_by
   AND lease_expires_at < renew_deadline;
 
--- name: select_claim
-SELECT lease_expires_at FROM items
-WHERE id = :id AND state = 'running' AND generation = :generation AND claimed_by = :claimed_by;
-
--- name: insert_run_guarded
--- A run is recorded only under a claim that is still held; the run as recorded.
-INSERT INTO runs (run_id, item_id, generation, attempt, kind, worker_id, installation_id,
-                  started_at, session_id, claim_token, agent)
-SELECT :run_id, :item_id, :generation,
-       (SELECT count(*) + 1 FROM runs WHERE item_id = :item_id),
-       :kind, :worker_id, :installation_id, :started_at, :session_id, :claim_token, :agent
-WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
-              AND generation = :generation AND claimed_by = :claimed_by)
-RETURNING *;
-
--- name: record_process_guarded
-UPDATE runs
-SET pid = :pid, process_started_at = :process_started_at
-WHERE run_id = :run_id AND item_id = :item_id AND generation = :generation
-  AND ended_at IS NULL
-  AND EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
-              AND generation = :generation AND claimed_by = :claimed_by);
-
--- name: record_agent_report_guarded
--- From inside a run: lands only while that run's claim is still held (a stale token from an
--- earlier generation, or a run that already ended, changes nothing).
-UPDATE runs
-SET agent_report = :report, agent_reason = :reason
-WHERE run_id = :run_id
-  AND claim_token = :claim_token
-  AND ended_at IS NULL
-  AND EXISTS (SELECT 1 FROM items WHERE items.id = runs.item_id AND items.state = 'running'
-              AND items.generation = runs.generation AND items.claimed_by = runs.worker_id);
-
--- name: upsert_session_guarded
-INSERT INTO sessions (item_id, vendor, session_id, workspace, installation_id, updated_at)
-SELECT :item_id, :vendor, :session_id, :workspace, :installation_id, :updated_at
-WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
-              AND generation = :generation AND claimed_by = :claimed_by)
-ON CONFLICT (item_id) DO UPDATE
-SET vendor = excluded.vendor,
-    session_id = excluded.session_id,
-    workspace = excluded.workspace,
-    installation_id = excluded.installation_id,
-    updated_at = excluded.updated_at;
-
--- name: record_run_session
--- Run inside the transaction whose guarded session upsert succeeded.
-UPDATE runs SET session_id = :session_id
-WHERE run_id = :run_id AND item_id = :item_id AND generation = :generation AND ended_at IS NULL;
-
--- name: select_expired_claims
-SELECT * FROM items
-WHERE state = 'running' AND lease_expires_at < :now
-ORDER BY lease_expires_at, id
-LIMIT :limit;
-
--- name: select_reap_facts
-SELECT
-    (SELECT count(*) FROM runs WHERE item_id = :item_id AND generation = :generation)
-        AS runs_recorded,
-    (SELECT session_id FROM sessions WHERE item_id = :item_id) AS session_id,
-    (SELECT from_state FROM item_events
-     WHERE item_id = :item_id AND generation = :generation AND to_state = 'running'
-     ORDER BY id DESC LIMIT 1) AS claimed_from;
-
 -- name: create_migrations_table
 CREATE TABLE IF NOT EXISTS wrighty_migrations (
     version    INTEGER PRIMARY KEY,
@@ -234,86 +135,8 @@ CREATE TABLE IF NOT EXISTS wrighty_migrations (
     applied_at TEXT NOT NULL
 ) STRICT;
 
--- name: select_applied_migrations
-SELECT version FROM wrighty_migrations ORDER BY version;
-
--- name: insert_migration
-INSERT INTO wrighty_migrations (version, name, applied_at) VALUES (:version, :name, :applied_at);
-
--- name: select_state_counts
-SELECT state, count(*) AS n FROM items GROUP BY state;
-
--- name: select_waiting_by_agent
--- The items that wait for a worker of their agent (queued or retry-scheduled), by the agent
--- they name (null: worker.defaultAgent's).
-SELECT agent, count(*) AS n FROM items WHERE state IN ('queued', 'retry-scheduled') GROUP BY agent;
-
--- name: select_queue_figures
--- Waiting = queued, or a retry that is due, and waiting for no item it comes after. Blocked =
--- queued or retry-scheduled, and an item it comes after (itself, or one of those it comes
--- after, and so on) is cancelled, needs attention or does not exist, or it comes after itself
--- (longer cycles, which only a store written by hand holds, are counted by services/status.py).
--- Read in the same transaction as the counts.
-WITH RECURSIVE
-waiting_now AS (
-    SELECT queued_at FROM items
-    WHERE (state = 'queued' OR (state = 'retry-scheduled' AND not_before <= :now))
-      AND NOT EXISTS (
-          SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
-          WHERE d.item_id = items.id AND coalesce(dep.state, 'missing') <> 'done')
-),
-stuck (id) AS (
-    SELECT id FROM items WHERE state IN ('cancelled', 'needs-attention')
-    UNION
-    SELECT d.item_id FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
-    WHERE dep.id IS NULL OR d.item_id = d.depends_on
-    UNION
-    SELECT d.item_id FROM item_dependencies AS d JOIN stuck ON d.depends_on = stuck.id
-)
-SELECT
-    (SELECT count(*) FROM waiting_now) AS waiting,
-    (SELECT min(queued_at) FROM waiting_now) AS oldest_queued_at,
-    (SELECT count(*) FROM waiting_now WHERE queued_at IS NULL) AS unknown_queue_wait,
-    (SELECT count(*) FROM items WHERE state = 'running' AND lease_expires_at < :now)
-        AS expired_leases,
-    (SELECT min(not_before) FROM items WHERE state = 'retry-scheduled') AS retry_next_due,
-    (SELECT count(*) FROM items
-     WHERE state IN ('queued', 'retry-scheduled')
-       AND EXISTS (
-           SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
-           WHERE d.item_id = items.id AND coalesce(dep.state, 'missing') <> 'done')) AS waiting_on_dependencies,
-    (SELECT count(*) FROM items
-     WHERE state IN ('queued', 'retry-scheduled') AND id IN (SELECT id FROM stuck)) AS blocked;
-
--- name: upsert_worker
-INSERT INTO workers (worker_id, label, installation_id, pid, process_started_at, version, state,
-                     items, started_at, last_heartbeat_at, agent, clock_offset_seconds,
-                     held_reason)
-VALUES (:worker_id, :label, :installation_id, :pid, :process_started_at, :version, :state,
-        :items, :started_at, :last_heartbeat_at, :agent, :clock_offset_seconds, :held_reason)
-ON CONFLICT (worker_id) DO UPDATE
-SET state = excluded.state,
-    items = excluded.items,
-    last_heartbeat_at = excluded.last_heartbeat_at,
-    clock_offset_seconds = excluded.clock_offset_seconds,
-    held_reason = excluded.held_reason;
-
--- name: delete_worker
-DELETE FROM workers WHERE worker_id = :worker_id;
-
 -- name: prune_workers
 DELETE FROM workers WHERE last_heartbeat_at < :older_than;
-
--- name: select_workers
-SELECT * FROM workers ORDER BY started_at, worker_id;
-
--- name: select_circuit
--- probe_running: the probe's item is running under its holder's claim, read with the row.
-SELECT circuits.*, items.id IS NOT NULL AS probe_running
-FROM circuits
-LEFT JOIN items ON items.id = circuits.probe_item
-    AND items.state = 'running' AND items.claimed_by = circuits.probe_by
-WHERE circuits.name = :name;
 
 -- name: select_circuits
 SELECT circuits.*, items.id IS NOT NULL AS probe_running
@@ -322,69 +145,6 @@ LEFT JOIN items ON items.id = circuits.probe_item
     AND items.state = 'running' AND items.claimed_by = circuits.probe_by
 ORDER BY circuits.name;
 
--- name: insert_circuit
--- The first write of a circuit (the caller read no row): lands only if there is still none.
-INSERT INTO circuits (name, version, opened_at, until, reason, failures, probe_by, probe_item,
-                      probe_expires_at, updated_at)
-VALUES (:name, :version, :opened_at, :until, :reason, :failures, :probe_by, :probe_item,
-        :probe_expires_at, :updated_at)
-ON CONFLICT (name) DO NOTHING;
-
--- name: update_circuit_guarded
--- Compare-and-set on the version the caller read: a writer that read an older version (a
--- second worker taking the probe, a stale opening or closing) changes nothing.
-UPDATE circuits
-SET version = :version,
-    opened_at = :opened_at,
-    until = :until,
-    reason = :reason,
-    failures = :failures,
-    probe_by = :probe_by,
-    probe_item = :probe_item,
-    probe_expires_at = :probe_expires_at,
-    updated_at = :updated_at
-WHERE name = :name
-  AND version = :expected_version;
--- name: record_usage_guarded
--- The open run's usage as its worker last read it, under the claim that runs it.
-UPDATE runs
-SET
-    usage = :usage,
-    input_tokens = :input_tokens,
-    output_tokens = :output_tokens,
-    cache_read_tokens = :cache_read_tokens,
-    cache_write_tokens = :cache_write_tokens,
-    cost_usd = :cost_usd,
-    cost_source = :cost_source,
-    models = :models,
-    turns = :turns,
-    api_ms = :api_ms
-WHERE run_id = :run_id
-  AND item_id = :item_id
-  AND generation = :generation
-  AND ended_at IS NULL
-  AND EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
-              AND generation = :generation AND claimed_by = :claimed_by);
--- name: report_usage_guarded
--- `wrighty report-usage` from inside a run: like an agent's report, it lands only while that
--- run's claim is still held and the token is the run's.
-UPDATE runs
-SET
-    usage = :usage,
-    input_tokens = :input_tokens,
-    output_tokens = :output_tokens,
-    cache_read_tokens = :cache_read_tokens,
-    cache_write_tokens = :cache_write_tokens,
-    cost_usd = :cost_usd,
-    cost_source = :cost_source,
-    models = :models,
-    turns = :turns,
-    api_ms = :api_ms
-WHERE run_id = :run_id
-  AND claim_token = :claim_token
-  AND ended_at IS NULL
-  AND EXISTS (SELECT 1 FROM items WHERE items.id = runs.item_id AND items.state = 'running'
-              AND items.generation = runs.generation AND items.claimed_by = runs.worker_id);
 -- name: select_ledger
 -- Every run's usage started at or after :since (the epoch for all), with the agent that ran it
 -- (an older run's: its item's agent, or the default); in the order runs_by_start keeps them.
@@ -395,6 +155,7 @@ FROM runs
 JOIN items ON items.id = runs.item_id
 WHERE runs.started_at >= :since
 ORDER BY runs.started_at, runs.run_id;
+
 -- name: select_item_ledger
 -- One item's runs, as select_ledger reads them (runs_by_item finds them).
 SELECT runs.run_id, runs.item_id, runs.started_at,
@@ -404,29 +165,7 @@ FROM runs
 JOIN items ON items.id = runs.item_id
 WHERE runs.item_id = :item_id AND runs.started_at >= :since
 ORDER BY runs.started_at, runs.run_id;
--- name: select_agent_spend
--- What an agent's runs started since a time spent (the claim's budget check reads it in the
--- claim's transaction; a run still going counts with its usage as last recorded).
-SELECT coalesce(sum(input_tokens), 0) AS input_tokens,
-       coalesce(sum(output_tokens), 0) AS output_tokens,
-       coalesce(sum(cache_read_tokens), 0) AS cache_read_tokens,
-       coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,
-       sum(cost_usd) AS cost_usd,
-       count(CASE WHEN cost_source = 'estimated' THEN 1 END) AS estimated
-FROM runs
-WHERE agent = :agent AND started_at >= :since;
--- name: insert_notice
--- A notice, in the transaction of the change it reports.
-INSERT INTO notices (id, created_at, event, events, item_id, reason_code, payload,
-                     next_attempt_at)
-VALUES (:id, :created_at, :event, :events, :item_id, :reason_code, :payload, :created_at);
--- name: insert_notice_once
--- A notice that no item's change makes (a worker gone quiet), under an id that says what it
--- tells: added once, however many deliverers see the same thing.
-INSERT INTO notices (id, created_at, event, events, item_id, reason_code, payload,
-                     next_attempt_at)
-VALUES (:id, :created_at, :event, :events, :item_id, :reason_code, :payload, :created_at)
-ON CONFLICT (id) DO NOTHING;
+
 -- name: claim_notice
 -- The oldest pending notice that is due and not held by a live delivery claim, taken for
 -- one deliverer until :until.
@@ -440,47 +179,18 @@ WHERE id = (
     LIMIT 1
 )
 RETURNING *;
--- name: make_notices_due
--- `notify flush`: every pending notice waiting for a retry is due now (its claim, if any, is
--- left alone: the holder's outcome is written under it).
-UPDATE notices SET next_attempt_at = :now
-WHERE state = 'pending' AND next_attempt_at > :now;
--- name: finish_notice_guarded
--- The attempt's outcome, written only under the claim that made it (the same deliverer and
--- the same claim expiry: a claim that expired and was taken again writes nothing).
-UPDATE notices
-SET state = :state, attempts = :attempts, next_attempt_at = :next_attempt_at,
-    delivered_to = :delivered_to, last_error = :last_error, finished_at = :finished_at,
-    claimed_by = NULL, claim_expires_at = NULL
-WHERE id = :id AND claimed_by = :deliverer AND claim_expires_at = :claimed_until;
--- name: renew_notice_claim
--- A deliverer still sending a notice (one of its sinks is slow) keeps its claim, and records the
--- sinks that have it so far; only under the claim it holds (the same deliverer and expiry).
-UPDATE notices
-SET claim_expires_at = :until, delivered_to = :delivered_to
-WHERE id = :id AND claimed_by = :deliverer AND claim_expires_at = :claimed_until;
+
 -- name: select_notices
 SELECT * FROM notices
 WHERE state IN (SELECT value FROM json_each(:states))
 ORDER BY created_at, id
 LIMIT :limit;
--- name: prune_notices
-DELETE FROM notices WHERE state = 'delivered' AND finished_at < :before;
--- name: select_outbox_figures
-SELECT count(CASE WHEN state = 'pending' THEN 1 END) AS pending,
-       min(CASE WHEN state = 'pending' THEN created_at END) AS oldest_pending_at,
-       count(CASE WHEN state = 'given-up' THEN 1 END) AS given_up
-FROM notices;
 
--- name: select_next_retry_after
--- When an idle worker should look again for a retry (worker.wakeUps): the earliest due time
--- still to come (items_by_not_before).
-SELECT min(not_before) AS not_before FROM items
-WHERE state = 'retry-scheduled' AND not_before > :after;
 -- name: lock_dependencies
 -- An edit that adds dependencies, before it checks for a cycle: SQLite's write lock already
 -- serialises such edits.
 SELECT 1;
+
 -- name: insert_dependency_guarded
 -- :item_id comes after :depends_on: written only if that item exists and does not already
 -- come after :item_id (itself, or through the items it comes after): no cycle ever lands.
@@ -495,11 +205,7 @@ WHERE EXISTS (SELECT 1 FROM items WHERE id = :depends_on)
       )
       SELECT 1 FROM upstream WHERE id = :item_id)
 ON CONFLICT (item_id, depends_on) DO NOTHING;
--- name: delete_dependency
-DELETE FROM item_dependencies WHERE item_id = :item_id AND depends_on = :depends_on;
--- name: insert_label
-INSERT INTO item_labels (item_id, label) VALUES (:item_id, :label)
-ON CONFLICT (item_id, label) DO NOTHING;
+
 -- name: select_dependencies
 -- Every dependency (or those of one item, either way round), with the state of the item
 -- depended on.
@@ -507,13 +213,16 @@ SELECT d.item_id, d.depends_on, dep.state AS depends_on_state
 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
 WHERE :item_id IS NULL OR d.item_id = :item_id OR d.depends_on = :item_id
 ORDER BY d.item_id, d.depends_on;
+
 -- name: select_labels
 SELECT item_id, label FROM item_labels
 WHERE :item_id IS NULL OR item_id = :item_id
 ORDER BY item_id, label;
+
 -- name: select_imported
 -- The items that carry one of the import keys (a JSON array).
 SELECT * FROM items WHERE import_key IN (SELECT value FROM json_each(:keys));
+
 -- name: select_open_items
 -- The board (Store.list_open_items): the items not finished, at most :limit, in the board's
 -- order (needs-attention, retry-scheduled, running, queued, todo; then priority and id), cut
@@ -548,6 +257,7 @@ SELECT board.*,
               WHERE d.item_id = board.id ORDER BY d.depends_on) AS a) AS after_json
 FROM board
 ORDER BY board.board_rank, board.priority, board.id;
+
 -- name: select_runs_by_id
 -- The runs named in :run_ids (a JSON array), by their primary key.
 SELECT * FROM runs WHERE run_id IN (SELECT value FROM json_each(:run_ids));
