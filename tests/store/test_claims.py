@@ -26,7 +26,8 @@ from wrighty.domain.transitions import replay, transition
 from wrighty.services import items as item_service
 from wrighty.services import reaper
 from wrighty.store import Store
-from wrighty.store.sqlstore import Tx, to_db_time
+from wrighty.store.rows import to_db_time
+from wrighty.store.sqlbase import Tx
 
 LEASE = 60.0
 TIMEOUT = 600.0

@@ -26,7 +26,7 @@ from wrighty.domain.transitions import edit, replay, transition
 from wrighty.errors import IllegalTransitionError, NotFoundError, WrightyError
 from wrighty.services import items as item_service
 from wrighty.store import Store
-from wrighty.store.sqlstore import Tx
+from wrighty.store.sqlbase import Tx
 
 
 def done(store: Store, clock: FakeClock, claimed: Item) -> None:
@@ -509,9 +509,9 @@ def test_a_claim_retries_when_its_guard_refuses_the_item_it_chose(
 
     def apply_once_refused(tx: Tx, change, **kw) -> None:  # type: ignore[no-untyped-def]
         if change.after.state is ItemState.RUNNING and next(refusals, False):
-            from wrighty.store.sqlstore import _Refused
+            from wrighty.store.sqlbase import Refused
 
-            raise _Refused
+            raise Refused
         original(tx, change, **kw)
 
     monkeypatch.setattr(store, "_apply", apply_once_refused)

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from wrighty.store import Store
+from wrighty.store.sqlbase import Cursor, Tx
 from wrighty.store.sqlite import SqliteStore
-from wrighty.store.sqlstore import Cursor, Tx
 
 Hook = Callable[[str, int, Tx], None]
 

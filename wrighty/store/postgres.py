@@ -34,8 +34,10 @@ from wrighty.domain.model import Item
 from wrighty.domain.redact import REDACTED, redact
 from wrighty.errors import StoreError
 from wrighty.store.deadlines import DEFAULT_CALL_SECONDS, seconds_left
+from wrighty.store.rows import wake_params
+from wrighty.store.sqlbase import Tx
 from wrighty.store.sqlfiles import migrations, queries
-from wrighty.store.sqlstore import SqlStore, Tx, wake_params
+from wrighty.store.sqlstore import SqlStore
 
 # The pool retries broken connections itself and reports each failure as a warning; wrighty
 # reports what matters once, in its own words.

@@ -26,8 +26,10 @@ from wrighty.domain.model import Item
 from wrighty.errors import StoreError
 from wrighty.files import access_problem, link_new, make_private_dirs, remove_made_dirs
 from wrighty.store.deadlines import seconds_left
+from wrighty.store.rows import from_db_time, to_db_time, wake_params
+from wrighty.store.sqlbase import Tx
 from wrighty.store.sqlfiles import migrations, queries
-from wrighty.store.sqlstore import SqlStore, Tx, from_db_time, to_db_time, wake_params
+from wrighty.store.sqlstore import SqlStore
 
 __all__ = ["SqliteStore", "from_db_time", "to_db_time"]
 

@@ -1,0 +1,187 @@
+"""Claims on SQL: taking the best eligible item, renewing its lease, the runs and sessions
+recorded under it, and the reaper's settling of a claim whose lease expired."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from wrighty.domain.claims import (
+    Claim,
+    ClaimRequest,
+    LeaseTerms,
+    RenewOutcome,
+    RenewResult,
+    claim,
+    lease_expired,
+    reap,
+)
+from wrighty.domain.model import Change, Item, NewRun, Run, Session
+from wrighty.domain.notices import Source, with_notices
+from wrighty.domain.states import ItemState
+from wrighty.store.items import ItemsSql
+from wrighty.store.ledger import spend_in
+from wrighty.store.port import Rows
+from wrighty.store.rows import (
+    aggregate,
+    claim_guard,
+    claim_params,
+    claimed_session,
+    item_from_row,
+    lease_from_row,
+    new_run_params,
+    reap_facts_from_row,
+    run_from_row,
+    session_from_row,
+    session_params,
+    to_db_time,
+)
+from wrighty.store.sqlbase import Refused, Tx
+
+_CLAIM_ATTEMPTS = 3
+
+
+class ClaimsSql(ItemsSql):
+    """Claims move items: each claim, settle and reap is the items' guarded write."""
+
+    def acquire(self, request: ClaimRequest, *, now: datetime) -> Claim | None:
+        params = claim_params(request, now=now)
+        for _ in range(_CLAIM_ATTEMPTS):
+            try:
+                with self._write() as tx:
+                    budget = request.budget
+                    if budget is not None and request.agent is not None:
+                        spent = spend_in(tx, request.agent, budget.since)
+                        if spent.over(budget.limit):
+                            return None  # the agent's period budget is spent: nothing launches
+                    if request.limits.any:
+                        tx.run("lock_claim_limits")  # before counting (see queries.sql)
+                    row = tx.run("select_next_claimable", params).fetchone()
+                    if row is None:
+                        return None
+                    item = item_from_row(row)
+                    change = claim(item, request, at=now)
+                    # The row is this transaction's (SQLite: the write lock; PostgreSQL: the
+                    # row lock). The guard fails only on PostgreSQL, when an edit made the item
+                    # come after another one after this transaction's choice read the
+                    # dependencies: then choose again.
+                    self._apply(tx, change)
+                    return Claim(change.after, item.state, claimed_session(row), item.reason_code)
+            except Refused:
+                continue
+        return None
+
+    def renew(self, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
+        guard = {
+            "id": claimed.id,
+            "generation": claimed.generation,
+            "claimed_by": claimed.claimed_by,
+        }
+        with self._write() as tx:
+            proposed = to_db_time(terms.lease_from(now))
+            renewed = tx.run("renew_lease", {**guard, "proposed": proposed})
+            row = tx.run("select_claim", guard).fetchone()
+        if row is None:
+            return RenewResult(RenewOutcome.LOST)
+        lease = lease_from_row(row, claimed.id)
+        if renewed.rowcount != 1:
+            return RenewResult(RenewOutcome.BUDGET_EXHAUSTED, lease)
+        return RenewResult(RenewOutcome.RENEWED, lease)
+
+    def start_run(
+        self, claimed: Item, run: NewRun, *, session: Session | None = None
+    ) -> Run | None:
+        with self._write() as tx:
+            cursor = tx.run("insert_run_guarded", new_run_params(claimed, run))
+            rows = cursor.fetchall()  # every row, so that the statement is done
+            row = rows[0] if rows else None
+            if row is not None and session is not None:
+                self._upsert_session(tx, claimed, session, at=run.started_at)
+        return run_from_row(row) if row is not None else None
+
+    def record_process(
+        self, claimed: Item, run_id: str, *, pid: int, process_started_at: float
+    ) -> bool:
+        with self._write() as tx:
+            cursor = tx.run(
+                "record_process_guarded",
+                {
+                    **claim_guard(claimed),
+                    "run_id": run_id,
+                    "pid": pid,
+                    "process_started_at": process_started_at,
+                },
+            )
+        return cursor.rowcount == 1
+
+    def record_agent_report(
+        self, run_id: str, *, claim_token: str, report: str, reason: str | None
+    ) -> bool:
+        with self._write() as tx:
+            cursor = tx.run(
+                "record_agent_report_guarded",
+                {"run_id": run_id, "claim_token": claim_token, "report": report, "reason": reason},
+            )
+        return cursor.rowcount == 1
+
+    def list_runs(self, item_id: int) -> Rows[Run]:
+        return self._read_all(self._rows("select_runs", {"item_id": item_id}), run_from_row)
+
+    def get_run(self, run_id: str) -> Run | None:
+        rows = self._rows("select_run", {"run_id": run_id})
+        return run_from_row(rows[0]) if rows else None
+
+    def get_session(self, item_id: int) -> Session | None:
+        rows = self._rows("select_session", {"item_id": item_id})
+        return session_from_row(rows[0]) if rows else None
+
+    def record_session(
+        self, claimed: Item, session: Session, *, at: datetime, run_id: str | None = None
+    ) -> bool:
+        with self._write() as tx:
+            if not self._upsert_session(tx, claimed, session, at=at):
+                return False
+            if run_id is not None:
+                tx.run(
+                    "record_run_session",
+                    {**claim_guard(claimed), "run_id": run_id, "session_id": session.session_id},
+                )
+            return True
+
+    @staticmethod
+    def _upsert_session(tx: Tx, claimed: Item, session: Session, *, at: datetime) -> bool:
+        cursor = tx.run("upsert_session_guarded", session_params(claimed, session, at=at))
+        return cursor.rowcount == 1
+
+    def next_retry_due(self, *, after: datetime) -> datetime | None:
+        [row] = self._rows("select_next_retry_after", {"after": to_db_time(after)})
+        return aggregate(row).time("not_before")
+
+    # -- the reaper ---------------------------------------------------------------------------
+
+    def expired_claims(self, *, now: datetime, limit: int) -> Rows[Item]:
+        rows = self._rows("select_expired_claims", {"now": to_db_time(now), "limit": limit})
+        return self._read_all(rows, item_from_row)
+
+    def reap(
+        self, item_id: int, *, now: datetime, max_requeues: int, notify: Source | None = None
+    ) -> Change | None:
+        try:
+            with self._write() as tx:
+                row = tx.run("select_item_to_reap", {"id": item_id}).fetchone()
+                if row is None:
+                    return None  # gone, or held by another transaction: never waited for
+                item = item_from_row(row)
+                if item.state is not ItemState.RUNNING or not lease_expired(
+                    item.lease_expires_at, now
+                ):
+                    return None  # renewed or settled meanwhile: the live worker wins
+                facts = tx.run(
+                    "select_reap_facts",
+                    {"item_id": item.id, "generation": item.generation},
+                ).fetchone()
+                change = reap(item, reap_facts_from_row(facts), at=now, max_requeues=max_requeues)
+                change = with_notices(change, notify)
+                self._apply(tx, change, expired_before=now)
+        except Refused:
+            return None
+        return change
