@@ -328,7 +328,7 @@ def open_item_from_row(row: Any, runs: Mapping[str, Run | UnreadableError]) -> O
     read = Fields(row, "item", row["id"], item_id=row["id"])
     item = item_from_row(row)
     after = sorted(
-        (int(depends_on), ItemState(state) if state in _STATE_NAMES else None)
+        (int(depends_on), state_or_none(state))
         for depends_on, state in read.json_list("after_json")
     )
     return OpenItem(

@@ -1,6 +1,8 @@
 -- Named SQL blocks that both stores run as written. Each block starts with
 -- "-- name: <name>". A dialect's own queries.sql holds the blocks whose text must differ
--- there; a name in both files takes the dialect's block.
+-- there; a name in both files takes the dialect's block. Where PostgreSQL cannot tell a
+-- parameter's type from where it stands (beside IS NULL, as a CASE's condition, in a coalesce
+-- or a bare SELECT), it carries a CAST; SQLite reads the same value through it.
 
 -- name: insert_item
 INSERT INTO items (title, body, agent, timeout_seconds, workspace, state, queued_at,
@@ -34,6 +36,28 @@ SELECT * FROM runs WHERE run_id = :run_id;
 
 -- name: select_session
 SELECT * FROM sessions WHERE item_id = :item_id;
+
+-- name: end_open_runs
+-- The run of a claim ends together with the move that releases the claim.
+UPDATE runs
+SET ended_at = :ended_at,
+    outcome_class = :outcome_class,
+    confidence = :confidence,
+    exit_code = :exit_code,
+    signal = :signal,
+    diagnostic = :diagnostic,
+    -- the usage as last read, when the settlement carries it (the reaper's does not)
+    usage = CASE WHEN CAST(:has_usage AS boolean) THEN :usage ELSE usage END,
+    input_tokens = CASE WHEN CAST(:has_usage AS boolean) THEN :input_tokens ELSE input_tokens END,
+    output_tokens = CASE WHEN CAST(:has_usage AS boolean) THEN :output_tokens ELSE output_tokens END,
+    cache_read_tokens = CASE WHEN CAST(:has_usage AS boolean) THEN :cache_read_tokens ELSE cache_read_tokens END,
+    cache_write_tokens = CASE WHEN CAST(:has_usage AS boolean) THEN :cache_write_tokens ELSE cache_write_tokens END,
+    cost_usd = CASE WHEN CAST(:has_usage AS boolean) THEN :cost_usd ELSE cost_usd END,
+    cost_source = CASE WHEN CAST(:has_usage AS boolean) THEN :cost_source ELSE cost_source END,
+    models = CASE WHEN CAST(:has_usage AS boolean) THEN :models ELSE models END,
+    turns = CASE WHEN CAST(:has_usage AS boolean) THEN :turns ELSE turns END,
+    api_ms = CASE WHEN CAST(:has_usage AS boolean) THEN :api_ms ELSE api_ms END
+WHERE item_id = :item_id AND generation = :generation AND ended_at IS NULL;
 
 -- name: select_claim
 SELECT lease_expires_at FROM items
@@ -245,6 +269,27 @@ WHERE run_id = :run_id
   AND EXISTS (SELECT 1 FROM items WHERE items.id = runs.item_id AND items.state = 'running'
               AND items.generation = runs.generation AND items.claimed_by = runs.worker_id);
 
+-- name: select_ledger
+-- Every run's usage started at or after :since (the epoch for all), with the agent that ran it
+-- (an older run's: its item's agent, or the default); in the order runs_by_start keeps them.
+SELECT runs.run_id, runs.item_id, runs.started_at,
+       coalesce(runs.agent, items.agent, CAST(:default_agent AS text)) AS agent,
+       runs.usage, runs.input_tokens, runs.output_tokens, runs.cache_read_tokens, runs.cache_write_tokens, runs.cost_usd, runs.cost_source, runs.models, runs.turns, runs.api_ms
+FROM runs
+JOIN items ON items.id = runs.item_id
+WHERE runs.started_at >= :since
+ORDER BY runs.started_at, runs.run_id;
+
+-- name: select_item_ledger
+-- One item's runs, as select_ledger reads them (runs_by_item finds them).
+SELECT runs.run_id, runs.item_id, runs.started_at,
+       coalesce(runs.agent, items.agent, CAST(:default_agent AS text)) AS agent,
+       runs.usage, runs.input_tokens, runs.output_tokens, runs.cache_read_tokens, runs.cache_write_tokens, runs.cost_usd, runs.cost_source, runs.models, runs.turns, runs.api_ms
+FROM runs
+JOIN items ON items.id = runs.item_id
+WHERE runs.item_id = :item_id AND runs.started_at >= :since
+ORDER BY runs.started_at, runs.run_id;
+
 -- name: select_agent_spend
 -- What an agent's runs started since a time spent (the claim's budget check reads it in the
 -- claim's transaction; a run still going counts with its usage as last recorded).
@@ -308,9 +353,37 @@ FROM notices;
 SELECT min(not_before) AS not_before FROM items
 WHERE state = 'retry-scheduled' AND not_before > :after;
 
+-- name: insert_dependency_guarded
+-- :item_id comes after :depends_on: written only if that item exists and does not already
+-- come after :item_id (itself, or through the items it comes after): no cycle ever lands.
+INSERT INTO item_dependencies (item_id, depends_on)
+SELECT :item_id, :depends_on
+WHERE EXISTS (SELECT 1 FROM items WHERE id = :depends_on)
+  AND NOT EXISTS (
+      WITH RECURSIVE upstream (id) AS (
+          SELECT CAST(:depends_on AS bigint)
+          UNION
+          SELECT d.depends_on FROM item_dependencies AS d JOIN upstream ON d.item_id = upstream.id
+      )
+      SELECT 1 FROM upstream WHERE id = :item_id)
+ON CONFLICT (item_id, depends_on) DO NOTHING;
+
 -- name: delete_dependency
 DELETE FROM item_dependencies WHERE item_id = :item_id AND depends_on = :depends_on;
 
 -- name: insert_label
 INSERT INTO item_labels (item_id, label) VALUES (:item_id, :label)
 ON CONFLICT (item_id, label) DO NOTHING;
+
+-- name: select_dependencies
+-- Every dependency (or those of one item, either way round), with the state of the item
+-- depended on.
+SELECT d.item_id, d.depends_on, dep.state AS depends_on_state
+FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+WHERE CAST(:item_id AS bigint) IS NULL OR d.item_id = :item_id OR d.depends_on = :item_id
+ORDER BY d.item_id, d.depends_on;
+
+-- name: select_labels
+SELECT item_id, label FROM item_labels
+WHERE CAST(:item_id AS bigint) IS NULL OR item_id = :item_id
+ORDER BY item_id, label;

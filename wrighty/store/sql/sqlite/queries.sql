@@ -51,28 +51,6 @@ WHERE id = :id
       SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
       WHERE d.item_id = :id AND coalesce(dep.state, 'missing') <> 'done'));
 
--- name: end_open_runs
--- The run of a claim ends together with the move that releases the claim.
-UPDATE runs
-SET ended_at = :ended_at,
-    outcome_class = :outcome_class,
-    confidence = :confidence,
-    exit_code = :exit_code,
-    signal = :signal,
-    diagnostic = :diagnostic,
-    -- the usage as last read, when the settlement carries it (the reaper's does not)
-    usage = CASE WHEN :has_usage THEN :usage ELSE usage END,
-    input_tokens = CASE WHEN :has_usage THEN :input_tokens ELSE input_tokens END,
-    output_tokens = CASE WHEN :has_usage THEN :output_tokens ELSE output_tokens END,
-    cache_read_tokens = CASE WHEN :has_usage THEN :cache_read_tokens ELSE cache_read_tokens END,
-    cache_write_tokens = CASE WHEN :has_usage THEN :cache_write_tokens ELSE cache_write_tokens END,
-    cost_usd = CASE WHEN :has_usage THEN :cost_usd ELSE cost_usd END,
-    cost_source = CASE WHEN :has_usage THEN :cost_source ELSE cost_source END,
-    models = CASE WHEN :has_usage THEN :models ELSE models END,
-    turns = CASE WHEN :has_usage THEN :turns ELSE turns END,
-    api_ms = CASE WHEN :has_usage THEN :api_ms ELSE api_ms END
-WHERE item_id = :item_id AND generation = :generation AND ended_at IS NULL;
-
 -- name: select_next_claimable
 -- The best eligible item (docs/scheduling.md), walked in the order of items_claim_order:
 -- priority first (0 is the highest); within a priority, due retries before fresh work; then
@@ -145,27 +123,6 @@ LEFT JOIN items ON items.id = circuits.probe_item
     AND items.state = 'running' AND items.claimed_by = circuits.probe_by
 ORDER BY circuits.name;
 
--- name: select_ledger
--- Every run's usage started at or after :since (the epoch for all), with the agent that ran it
--- (an older run's: its item's agent, or the default); in the order runs_by_start keeps them.
-SELECT runs.run_id, runs.item_id, runs.started_at,
-       coalesce(runs.agent, items.agent, :default_agent) AS agent,
-       runs.usage, runs.input_tokens, runs.output_tokens, runs.cache_read_tokens, runs.cache_write_tokens, runs.cost_usd, runs.cost_source, runs.models, runs.turns, runs.api_ms
-FROM runs
-JOIN items ON items.id = runs.item_id
-WHERE runs.started_at >= :since
-ORDER BY runs.started_at, runs.run_id;
-
--- name: select_item_ledger
--- One item's runs, as select_ledger reads them (runs_by_item finds them).
-SELECT runs.run_id, runs.item_id, runs.started_at,
-       coalesce(runs.agent, items.agent, :default_agent) AS agent,
-       runs.usage, runs.input_tokens, runs.output_tokens, runs.cache_read_tokens, runs.cache_write_tokens, runs.cost_usd, runs.cost_source, runs.models, runs.turns, runs.api_ms
-FROM runs
-JOIN items ON items.id = runs.item_id
-WHERE runs.item_id = :item_id AND runs.started_at >= :since
-ORDER BY runs.started_at, runs.run_id;
-
 -- name: claim_notice
 -- The oldest pending notice that is due and not held by a live delivery claim, taken for
 -- one deliverer until :until.
@@ -190,34 +147,6 @@ LIMIT :limit;
 -- An edit that adds dependencies, before it checks for a cycle: SQLite's write lock already
 -- serialises such edits.
 SELECT 1;
-
--- name: insert_dependency_guarded
--- :item_id comes after :depends_on: written only if that item exists and does not already
--- come after :item_id (itself, or through the items it comes after): no cycle ever lands.
-INSERT INTO item_dependencies (item_id, depends_on)
-SELECT :item_id, :depends_on
-WHERE EXISTS (SELECT 1 FROM items WHERE id = :depends_on)
-  AND NOT EXISTS (
-      WITH RECURSIVE upstream (id) AS (
-          SELECT :depends_on
-          UNION
-          SELECT d.depends_on FROM item_dependencies AS d JOIN upstream ON d.item_id = upstream.id
-      )
-      SELECT 1 FROM upstream WHERE id = :item_id)
-ON CONFLICT (item_id, depends_on) DO NOTHING;
-
--- name: select_dependencies
--- Every dependency (or those of one item, either way round), with the state of the item
--- depended on.
-SELECT d.item_id, d.depends_on, dep.state AS depends_on_state
-FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
-WHERE :item_id IS NULL OR d.item_id = :item_id OR d.depends_on = :item_id
-ORDER BY d.item_id, d.depends_on;
-
--- name: select_labels
-SELECT item_id, label FROM item_labels
-WHERE :item_id IS NULL OR item_id = :item_id
-ORDER BY item_id, label;
 
 -- name: select_imported
 -- The items that carry one of the import keys (a JSON array).
