@@ -477,14 +477,10 @@ def circuit_json(view: CircuitView) -> dict[str, Any]:
 
 
 def status_circuit_json(view: CircuitView) -> dict[str, Any]:
-    """One provider circuit in `wrighty status --json`."""
-    circuit = view.circuit
-    return {
-        "name": circuit.name,
-        "state": view.state.value,
-        "until": rfc3339(circuit.until),
-        "reason": circuit.reason,
-    }
+    """One provider circuit in `wrighty status --json`: the fields of `providers --json` that
+    say whether it holds work, and until when."""
+    whole = circuit_json(view)
+    return {key: whole[key] for key in ("name", "state", "until", "reason")}
 
 
 def outbox_json(outbox: OutboxFigures | None, now: datetime) -> dict[str, Any]:

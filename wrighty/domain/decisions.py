@@ -88,13 +88,7 @@ def _after_crash(
 ) -> Settlement:
     crash = f"the agent process crashed ({classification.summary})"
     if resume_missing:
-        return _attention(
-            item,
-            run_end,
-            "resume-state-missing",
-            f"{crash}; no retry, as its session cannot be resumed: " + "; ".join(resume_missing),
-            resumable=False,
-        )
+        return _not_resumable(item, run_end, crash, resume_missing)
     retry = item.crash_retries + 1
     if retry > policy.max_attempts:
         return _attention(
@@ -135,13 +129,7 @@ def _after_usage(
     said = f"the provider refused the run ({cls}: {classification.summary})"
     fresh = bool(resume_missing) and not usage.provider_answered
     if resume_missing and not fresh:
-        return _attention(
-            item,
-            run_end,
-            "resume-state-missing",
-            f"{said}; no retry, as its session cannot be resumed: " + "; ".join(resume_missing),
-            resumable=False,
-        )
+        return _not_resumable(item, run_end, said, resume_missing)
     retry = item.usage_retries + 1
     reset = usage.hint.moment(run_end.ended_at) if usage.hint is not None else None
     if retry > policy.max_attempts:
@@ -173,6 +161,15 @@ def _basis(due: UsageDue) -> str:
     if due.basis == "backoff":
         return "backoff: the provider named no reset"
     return f"the provider reported its reset at {rfc3339(due.reset)}"
+
+
+def _not_resumable(
+    item: Item, run_end: RunEnd, said: str, resume_missing: tuple[str, ...]
+) -> Settlement:
+    """A run that would be retried, but whose session cannot be resumed: a person decides."""
+    why = "; ".join(resume_missing)
+    reason = f"{said}; no retry, as its session cannot be resumed: {why}"
+    return _attention(item, run_end, "resume-state-missing", reason, resumable=False)
 
 
 def _attention(

@@ -214,70 +214,29 @@ def problems(
     """The failed checks; an exact-threshold value passes. ``open_circuits``: the provider
     circuits that are open or half-open (wrighty/domain/circuits.py); ``outbox``: the
     notifications not delivered yet (wrighty/domain/notices.py)."""
+    t = thresholds
+    # (name, value, threshold, what a breach says): a min_ threshold is a floor, the rest
+    # ceilings; a check with no threshold set, or no value (nothing waits), passes.
+    checks: tuple[tuple[str, float | None, float | None, str], ...] = (
+        ("max_queue_wait", oldest_wait_seconds(figures, now), t.max_queue_wait_seconds,
+         "an item has waited {v:.0f} s, more than {limit:g} s"),
+        ("min_workers", live_workers, t.min_workers, "{v} live workers, fewer than {limit}"),
+        ("max_expired_leases", figures.expired_leases, t.max_expired_leases,
+         "{v} running items have an expired lease, more than {limit}"),
+        ("max_needs_attention", figures.counts.get(ItemState.NEEDS_ATTENTION, 0),
+         t.max_needs_attention, "{v} items need attention, more than {limit}"),
+        ("max_open_circuits", open_circuits, t.max_open_circuits,
+         "{v} provider circuits are open or half-open, more than {limit}"),
+        ("max_notify_age", oldest_notice_age_seconds(outbox, now), t.max_notify_age_seconds,
+         "a notification has waited {v:.0f} s to be delivered, more than {limit:g} s"),
+    )  # fmt: skip
     found: list[Breach] = []
-    wait = oldest_wait_seconds(figures, now)
-    limit = thresholds.max_queue_wait_seconds
-    if limit is not None and wait is not None and wait > limit:
-        found.append(
-            Breach(
-                "max_queue_wait",
-                round(wait, 3),
-                limit,
-                f"an item has waited {wait:.0f} s, more than {limit:g} s",
-            )
-        )
-    if thresholds.min_workers is not None and live_workers < thresholds.min_workers:
-        found.append(
-            Breach(
-                "min_workers",
-                live_workers,
-                thresholds.min_workers,
-                f"{live_workers} live workers, fewer than {thresholds.min_workers}",
-            )
-        )
-    expired = figures.expired_leases
-    if thresholds.max_expired_leases is not None and expired > thresholds.max_expired_leases:
-        found.append(
-            Breach(
-                "max_expired_leases",
-                expired,
-                thresholds.max_expired_leases,
-                f"{expired} running items have an expired lease, more than "
-                f"{thresholds.max_expired_leases}",
-            )
-        )
-    attention = figures.counts.get(ItemState.NEEDS_ATTENTION, 0)
-    if thresholds.max_needs_attention is not None and attention > thresholds.max_needs_attention:
-        found.append(
-            Breach(
-                "max_needs_attention",
-                attention,
-                thresholds.max_needs_attention,
-                f"{attention} items need attention, more than {thresholds.max_needs_attention}",
-            )
-        )
-    limit_open = thresholds.max_open_circuits
-    if limit_open is not None and open_circuits > limit_open:
-        found.append(
-            Breach(
-                "max_open_circuits",
-                open_circuits,
-                limit_open,
-                f"{open_circuits} provider circuits are open or half-open, more than {limit_open}",
-            )
-        )
-    notice_age = oldest_notice_age_seconds(outbox, now)
-    limit_age = thresholds.max_notify_age_seconds
-    if limit_age is not None and notice_age is not None and notice_age > limit_age:
-        found.append(
-            Breach(
-                "max_notify_age",
-                round(notice_age, 3),
-                limit_age,
-                f"a notification has waited {notice_age:.0f} s to be delivered, more than "
-                f"{limit_age:g} s",
-            )
-        )
+    for name, value, limit, said in checks:
+        if value is None or limit is None:
+            continue
+        if value < limit if name.startswith("min_") else value > limit:
+            shown = round(value, 3) if isinstance(value, float) else value
+            found.append(Breach(name, shown, limit, said.format(v=value, limit=limit)))
     return found
 
 
