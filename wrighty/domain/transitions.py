@@ -172,15 +172,8 @@ def edit(
     after = dataclasses.replace(
         item, priority=item.priority if priority is None else priority, updated_at=at
     )
-    event = Event(
-        item_id=item.id,
-        at=at,
-        actor=actor,
-        generation=item.generation,
-        from_state=item.state,
-        to_state=item.state,
-        reason_code=EDITED,
-        reason="; ".join(words),
+    event = history_event(
+        item, after, at=at, actor=actor, reason_code=EDITED, reason="; ".join(words)
     )
     return Change(before=item, after=after, event=event, after_added=added, after_removed=removed)
 
@@ -238,17 +231,30 @@ def transition(
         next_action=next_action,
         updated_at=at,
     )
-    event = Event(
-        item_id=item.id,
+    event = history_event(item, after, at=at, actor=actor, reason_code=reason_code, reason=reason)
+    return Change(before=item, after=after, event=event, run_end=run_end)
+
+
+def history_event(
+    before: Item,
+    after: Item,
+    *,
+    at: datetime,
+    actor: str,
+    reason_code: str | None,
+    reason: str | None,
+) -> Event:
+    """The history row of a change from ``before`` to ``after``, under ``after``'s generation."""
+    return Event(
+        item_id=before.id,
         at=at,
         actor=actor,
         generation=after.generation,
-        from_state=item.state,
-        to_state=to_state,
+        from_state=before.state,
+        to_state=after.state,
         reason_code=reason_code,
         reason=reason,
     )
-    return Change(before=item, after=after, event=event, run_end=run_end)
 
 
 def _enters_queue(from_state: ItemState, to_state: ItemState) -> bool:
