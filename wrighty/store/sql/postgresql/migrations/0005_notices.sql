@@ -1,4 +1,4 @@
--- 0005: the notification outbox (issue 17). A notice is written in the same transaction as
+-- 0005: the notification outbox. A notice is written in the same transaction as
 -- the state change it reports, and delivered after the commit: claimed by one deliverer at a
 -- time (claimed_by, claim_expires_at), retried with backoff, then delivered or given up.
 -- delivered_to lists the sinks that have it, so a retry goes only to the others.

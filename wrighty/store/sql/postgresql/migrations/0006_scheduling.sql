@@ -1,4 +1,4 @@
--- 0006: priorities, dependencies and labels (issue 18, docs/scheduling.md).
+-- 0006: priorities, dependencies and labels (docs/scheduling.md).
 -- priority: 0 (P0, the highest) to 3; every item before this migration gets the default, 2.
 -- items_claim_order walks the claimable items in the claim's order: priority, due retries
 -- before fresh work (false sorts first), then the oldest queue entry (NULLS FIRST, as the

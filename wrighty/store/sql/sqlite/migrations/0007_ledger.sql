@@ -1,4 +1,4 @@
--- 0007: the usage ledger and budgets (issue 16). Each run records the agent that ran and what
+-- 0007: the usage ledger and budgets. Each run records the agent that ran and what
 -- its vendor reported, as it was read: tokens by kind, the cost (the vendor's own, or an
 -- estimate from wrighty.json's pricing), the models, turns and API time; usage is null until
 -- anything is reported, 'partial' while the run goes on (or when it died), 'final' once the

@@ -1,4 +1,4 @@
--- 0009: priorities, dependencies and labels (issue 18, docs/scheduling.md).
+-- 0009: priorities, dependencies and labels (docs/scheduling.md).
 -- priority: 0 (P0, the highest) to 3; every item before this migration gets the default, 2.
 -- items_claim_order walks the claimable items in the claim's order: priority, due retries
 -- before fresh work, then the oldest queue entry (null first, as SQLite sorts it) and the id.

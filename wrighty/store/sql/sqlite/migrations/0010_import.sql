@@ -1,4 +1,4 @@
--- 0010: `wrighty import FILE.md` (issue 18): an imported item keeps its section's key (the file's
+-- 0010: `wrighty import FILE.md`: an imported item keeps its section's key (the file's
 -- name and the section's key) and a fingerprint of what the section said, so that importing
 -- the file again creates nothing twice and reports a changed section.
 
