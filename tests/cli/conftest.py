@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from tests.conftest import FakeClock
+from wrighty.cli import context
 from wrighty.cli.app import app
 
 
@@ -27,3 +29,12 @@ def initialised(project: Path) -> Path:
     result = wrighty("init")
     assert result.exit_code == 0, result.output
     return project
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """The commands' clock, under the test's control (the suite-wide ``clock`` is a bare
+    FakeClock that only the test itself reads)."""
+    fake = FakeClock()
+    monkeypatch.setattr(context, "clock", fake)
+    return fake

@@ -12,18 +12,10 @@ import typer
 from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import TERMS, create_queued, settle, start_run, write_logs
 from tests.conftest import FakeClock
-from wrighty.cli import context
 from wrighty.cli.app import app
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.suggestions import Standing, next_commands
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(context, "clock", fake)
-    return fake
 
 
 @pytest.fixture(autouse=True)

@@ -11,19 +11,10 @@ import pytest
 from tests.cli.conftest import wrighty
 from tests.conftest import FakeClock
 from tests.helpers import snapshot
-from wrighty.cli import context
 from wrighty.domain.claims import ClaimRequest, LeaseTerms
 from wrighty.domain.model import Item, NewRun, Session
 from wrighty.domain.outcomes import RunKind
 from wrighty.store.sqlite import SqliteStore
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    """The CLI's clock, under the test's control."""
-    fake = FakeClock()
-    monkeypatch.setattr(context, "clock", fake)
-    return fake
 
 
 def claim_one(project: Path, clock: FakeClock, *, with_session: bool) -> Item:

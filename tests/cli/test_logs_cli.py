@@ -18,13 +18,6 @@ from wrighty.services.runlogs import LogReader
 KEY = "sk-ant-" + "q9w8e7r6" * 6
 
 
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(context, "clock", fake)
-    return fake
-
-
 def refused(*args: str) -> str:
     """The one-line message of a command that must exit with 2."""
     result = wrighty(*args)

@@ -8,13 +8,10 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
-
 from tests.cli.conftest import wrighty
 from tests.conftest import FakeClock
 from tests.helpers import snapshot
 from tests.unit.test_notify_sinks import SECRET, Receiver, receiver  # noqa: F401
-from wrighty.cli import context
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.notices import RETRY_FIRST_SECONDS, Notice
 from wrighty.store.sqlite import SqliteStore
@@ -24,13 +21,6 @@ NOTICE_KEYS = [
     "next_attempt_at", "delivered_to", "last_error", "claimed_by", "claim_expires_at",
     "finished_at", "payload",
 ]  # fmt: skip
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(context, "clock", fake)
-    return fake
 
 
 def configure(project: Path, **notify: object) -> None:

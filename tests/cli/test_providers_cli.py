@@ -15,7 +15,6 @@ import pytest
 from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import create_queued, open_store, start_run
 from tests.conftest import FakeClock
-from wrighty.cli import context
 from wrighty.domain.circuits import Circuit, closed, opened, probing, take_probe
 from wrighty.domain.times import rfc3339
 from wrighty.richtext import local_time
@@ -24,13 +23,6 @@ from wrighty.store.sqlite import SqliteStore
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07 clip"
 OSC52_SHOWN = "\\x1b]52;c;ZWNobyBwd25lZA==\\x07 clip"
 TEAM = "account:team"
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(context, "clock", fake)
-    return fake
 
 
 def move(project: Path, name: str, change, *, at) -> Circuit:  # type: ignore[no-untyped-def]

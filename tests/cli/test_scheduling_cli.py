@@ -12,20 +12,12 @@ import pytest
 
 from tests.cli.conftest import wrighty
 from tests.conftest import FakeClock
-from wrighty.cli import context
 from wrighty.domain.claims import ClaimRequest, LeaseTerms
 from wrighty.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUS_SCHEMA = json.loads((ROOT / "schemas" / "status.schema.json").read_text())
 TERMS = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(context, "clock", fake)
-    return fake
 
 
 def create(*extra: str) -> dict:

@@ -18,7 +18,6 @@ from rich.console import Console
 from tests.cli.conftest import wrighty
 from tests.conftest import FakeClock
 from tests.helpers import snapshot
-from wrighty.cli import context
 from wrighty.cli.status_views import watch_status
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.installation import installation_id
@@ -27,13 +26,6 @@ from wrighty.store.sqlite import SqliteStore
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "status.schema.json").read_text())
 SECRET = "sk-ant-" + "q9w8e7r6" * 6
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(context, "clock", fake)
-    return fake
 
 
 def create(*extra: str) -> int:

@@ -19,7 +19,6 @@ from rich.console import Console
 from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import open_store, settle, start_run
 from tests.conftest import START, FakeClock
-from wrighty.cli import context
 from wrighty.cli.prometheus import status_prometheus
 from wrighty.cli.render import attention_table, items_table, print_item_detail
 from wrighty.cli.status_views import held_lines, providers_table, status_view, workers_table
@@ -45,13 +44,6 @@ from wrighty.services.status import StatusReport, WorkerView
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07 clip"
 OSC52_SHOWN = "\\x1b]52;c;ZWNobyBwd25lZA==\\x07 clip"
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(context, "clock", fake)
-    return fake
 
 
 def unsafe(text: str) -> list[str]:

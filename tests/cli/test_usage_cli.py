@@ -13,7 +13,6 @@ import pytest
 from tests.cli.conftest import wrighty
 from tests.cli.usage_helpers import configure, create, run
 from tests.conftest import START, FakeClock
-from wrighty.cli import context
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import Usage
 
@@ -21,13 +20,6 @@ CLAUDE_1 = Usage(1000, 200, 5000, 300, 0.05, ("claude-sonnet-4-5",), 3, 1000, Tr
 CLAUDE_2 = Usage(500, 100, 0, 0, 0.02, ("claude-sonnet-4-5",), 1, 400, True, "reported")
 CODEX = Usage(2000, 400, 1000, 0, 0.01, ("gpt-5",), 2, 900, True, "estimated")
 GEMINI = Usage(300, 30, final=True)  # no cost: the vendor reported none, and no price
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(context, "clock", fake)
-    return fake
 
 
 def report(*args: str) -> dict:

@@ -7,17 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import wrighty
-from tests.conftest import FakeClock
-from wrighty.cli import context
+# The commands' clock (and so the inbox's), under the test's control: the CLI tests' fixture.
+from tests.cli.conftest import clock, wrighty
 
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    """The commands' clock (and so the inbox's), under the test's control."""
-    fake = FakeClock()
-    monkeypatch.setattr(context, "clock", fake)
-    return fake
+__all__ = ["clock"]
 
 
 @pytest.fixture(autouse=True)
