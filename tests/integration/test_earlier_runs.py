@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,7 +36,9 @@ from wrighty.worker.loop import Worker, WorkerOptions
 pytestmark = pytest.mark.slow
 
 INSTALLATION = "inst-test"
-EARLIER_RUN = "r-old"
+# Unique to this test process: the stop looks for the marker in every process of the machine,
+# and another test process (an xdist worker, another checkout's suite) may run these tests too.
+EARLIER_RUN = f"r-old-{uuid.uuid4().hex[:12]}"
 
 # The resumed agent: on start, before anything else, it looks whether the process named in
 # watched.pid is alive and writes what it saw to seen.json.

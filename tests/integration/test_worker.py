@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -652,23 +653,27 @@ def test_before_resuming_whatever_is_left_of_the_earlier_run_is_stopped(
     assert config is not None
     project.loaded = LoadedConfig(project.root / "wrighty.json", config)
     item = project.item("print('first attempt')")
+    # Unique: the stop looks for this marker in every process of the machine, other tests' too.
+    earlier_run = f"r-old-{uuid.uuid4().hex[:12]}"
     held = project.store.acquire(
         ClaimRequest("w-old", "inst-test", LeaseTerms(60, 600), "fake"), now=services_now()
     )
     assert held is not None
     claimed = held.item
     session = Session(item.id, "command", "s-0", str(project.root), "inst-test")
-    first = NewRun("r-old", RunKind.FRESH, "w-old", "inst-test", services_now(), "s-0")
+    first = NewRun(earlier_run, RunKind.FRESH, "w-old", "inst-test", services_now(), "s-0")
     assert project.store.start_run(claimed, first, session=session) is not None
     orphan = subprocess.Popen(
         [sys.executable, "-c",
          "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
          "while True: time.sleep(1)"],
-        env={**os.environ, "WRIGHTY_RUN_ID": "r-old"}, start_new_session=True,
+        env={**os.environ, "WRIGHTY_RUN_ID": earlier_run}, start_new_session=True,
     )  # fmt: skip
     try:
         started = psutil.Process(orphan.pid).create_time()
-        project.store.record_process(claimed, "r-old", pid=orphan.pid, process_started_at=started)
+        project.store.record_process(
+            claimed, earlier_run, pid=orphan.pid, process_started_at=started
+        )
         retry = settle(claimed, Settlement(ItemState.RETRY_SCHEDULED, process_started=True,
                        not_before=services_now()), at=services_now())  # fmt: skip
         assert project.store.write_transition(retry)
