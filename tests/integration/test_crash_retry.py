@@ -3,14 +3,12 @@ scheduled, and the due run resumes the same session in the same workspace."""
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,9 +17,9 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import FakeClock
+from tests.integration.harness import WorkerProject, open_project
 from wrighty.cli.documents import item_detail_json
 from wrighty.cli.render import print_item_detail
-from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
@@ -29,42 +27,27 @@ from wrighty.domain.suggestions import Standing
 from wrighty.domain.times import rfc3339
 from wrighty.services import items as item_service
 from wrighty.store.sqlite import SqliteStore
-from wrighty.worker.loop import Worker, WorkerOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = [sys.executable, str(ROOT / "examples" / "agent.py")]
 
 
-@dataclass
-class Project:
-    root: Path
-    store: SqliteStore
-    loaded: LoadedConfig
-    clock: FakeClock
-    events: list[dict[str, Any]] = field(default_factory=list)
+class Project(WorkerProject):
+    @property
+    def clock(self) -> FakeClock:
+        """The worker's clock, which the test moves."""
+        assert isinstance(self.now, FakeClock)
+        return self.now
 
     def item(self, body: str) -> Item:
         new = NewItem("t", body, None, None, None, ItemState.QUEUED)
         return self.store.create_item(new, at=self.clock(), actor="op")
 
     def run_once(self, installation_id: str = "inst-a") -> None:
-        worker = Worker(
-            self.store,
-            self.loaded,
-            installation_id=installation_id,
-            output=self.events.append,
-            now=self.clock,
-        )
-        worker.run(WorkerOptions(once=True, stop_grace_seconds=1))
-
-    def get(self, item_id: int) -> Item:
-        item = self.store.get_item(item_id)
-        assert item is not None
-        return item
+        self.pass_once(installation_id=installation_id)
 
 
 def make_project(root: Path, clock: FakeClock, **crash: Any) -> Project:
-    root.mkdir(parents=True, exist_ok=True)
     document = {
         "worker": {
             "defaultAgent": "example",
@@ -73,11 +56,7 @@ def make_project(root: Path, clock: FakeClock, **crash: Any) -> Project:
         },
         "agents": {"example": {"adapter": "command", "command": AGENT, "resumeCommand": AGENT}},
     }
-    config, problems = check_config_text(json.dumps(document))
-    assert config is not None, problems
-    (root / "wrighty.json").write_text(json.dumps(document))
-    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
-    return Project(root, store, LoadedConfig(root / "wrighty.json", config), clock)
+    return open_project(Project, root, document, now=clock)
 
 
 @pytest.fixture

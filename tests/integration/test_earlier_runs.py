@@ -15,23 +15,20 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 
 from tests.helpers import process_ended
+from tests.integration.harness import WorkerProject, open_project
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
 from wrighty.domain.model import Item, NewItem, NewRun, Session
 from wrighty.domain.outcomes import RunKind
 from wrighty.domain.states import ItemState
-from wrighty.store.sqlite import SqliteStore
 from wrighty.supervisor.process import stop_earlier_run
-from wrighty.worker.loop import Worker, WorkerOptions
 
 pytestmark = pytest.mark.slow
 
@@ -58,21 +55,11 @@ STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n
     "print('ready', flush=True)\nwhile True: time.sleep(1)"  # fmt: skip
 
 
-@dataclass
-class Project:
-    root: Path
-    store: SqliteStore
-    loaded: LoadedConfig
-
-    def resume_once(
-        self, *, stop_grace_seconds: float = 1, events: list[dict[str, Any]] | None = None
-    ) -> Item:
+class Project(WorkerProject):
+    def resume_once(self, *, stop_grace_seconds: float = 1) -> Item:
         """One worker pass as this installation; the item afterwards."""
-        told = events if events is not None else []
-        worker = Worker(self.store, self.loaded, installation_id=INSTALLATION, output=told.append)
-        worker.run(WorkerOptions(once=True, stop_grace_seconds=stop_grace_seconds))
-        [item] = self.store.list_items()
-        return item
+        self.pass_once(stop_grace_seconds=stop_grace_seconds)
+        return self.only_item()
 
     def seen_by_the_resumed_agent(self) -> bool:
         """Whether the resumed agent found the watched process alive when it started."""
@@ -91,12 +78,9 @@ def project(tmp_path: Path) -> Iterator[Project]:
                    "defaultAgent": "fake"},
         "agents": {"fake": {"adapter": "command", "command": resumer, "resumeCommand": resumer}},
     }  # fmt: skip
-    config, problems = check_config_text(json.dumps(document))
-    assert config is not None, problems
-    (root / "wrighty.json").write_text(json.dumps(document))
-    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
-    yield Project(root, store, LoadedConfig(root / "wrighty.json", config))
-    store.close()
+    made = open_project(Project, root, document, installation_id=INSTALLATION)
+    yield made
+    made.store.close()
 
 
 def spawn(*, marked: bool) -> subprocess.Popen[str]:
@@ -204,11 +188,10 @@ def test_the_claim_is_renewed_while_a_stubborn_earlier_run_is_stopped(project: P
     orphan = spawn(marked=True)
     try:
         item = an_earlier_run(project, *an_ended_process(), watched=orphan.pid)
-        events: list[dict[str, Any]] = []
-        after = project.resume_once(stop_grace_seconds=3, events=events)
+        after = project.resume_once(stop_grace_seconds=3)  # the project's only worker pass
         assert process_ended(orphan.pid)
         assert project.seen_by_the_resumed_agent() is False
-        assert "claim-lost" not in [event["event"] for event in events]
+        assert "claim-lost" not in project.names()
         assert after.state is ItemState.DONE, after.reason
         assert [run.kind for run in project.store.list_runs(item.id)] == [
             RunKind.FRESH,

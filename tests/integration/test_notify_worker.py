@@ -11,19 +11,17 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.integration.harness import WorkerProject, open_project
 from tests.unit.test_notify_sinks import SECRET, Receiver
-from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.states import ItemState
-from wrighty.store.sqlite import SqliteStore
-from wrighty.worker.loop import Worker, WorkerOptions
+from wrighty.worker.loop import WorkerOptions
 
 API_KEY = "sk-ant-api03-" + "Zq9Wx8Ev7Rt6" * 4
 AGENT = """
@@ -33,13 +31,11 @@ exec(compile(code, "<task>", "exec"))
 """
 
 
-@dataclass
-class Project:
-    root: Path
-    store: SqliteStore
-    loaded: LoadedConfig
-    sink_file: Path
-    events: list[dict[str, Any]] = field(default_factory=list)
+class Project(WorkerProject):
+    @property
+    def sink_file(self) -> Path:
+        """Where the command sink writes what it is told."""
+        return self.root.parent / "commanded.jsonl"
 
     def item(self, code: str, title: str = "Fix the flaky test") -> Item:
         return self.store.create_item(
@@ -47,14 +43,6 @@ class Project:
             at=datetime.now(UTC),
             actor="op",
         )
-
-    def worker(self) -> Worker:
-        return Worker(
-            self.store, self.loaded, installation_id="inst-test", output=self.events.append
-        )
-
-    def named(self, name: str) -> list[dict[str, Any]]:
-        return [event for event in self.events if event["event"] == name]
 
     def commanded(self) -> list[dict[str, Any]]:
         if not self.sink_file.exists():
@@ -81,12 +69,9 @@ def make_project(tmp_path: Path, hook: Receiver, *, sink_delay: float = 0.0) -> 
             "command": {"argv": [sys.executable, str(root / "sink.py")], "timeoutSeconds": 30},
         },
     }  # fmt: skip
-    config, problems = check_config_text(json.dumps(document))
-    assert problems == []
-    assert config is not None
-    (root / "wrighty.json").write_text(json.dumps(document))
-    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
-    return Project(root, store, LoadedConfig(root / "wrighty.json", config), sink_file)
+    made = open_project(Project, root, document)
+    assert made.sink_file == sink_file
+    return made
 
 
 @pytest.fixture

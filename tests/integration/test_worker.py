@@ -13,7 +13,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import psutil
 import pytest
 
 from tests.helpers import process_ended
+from tests.integration.harness import WorkerProject, open_project
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
 from wrighty.domain.model import Item, NewItem, NewRun, Session
@@ -33,13 +33,7 @@ from wrighty.store.sqlite import SqliteStore
 from wrighty.worker.loop import Worker, WorkerOptions
 
 
-@dataclass
-class Project:
-    root: Path
-    store: SqliteStore
-    loaded: LoadedConfig
-    events: list[dict[str, Any]] = field(default_factory=list)
-
+class Project(WorkerProject):
     def item(
         self,
         code: str,
@@ -55,18 +49,9 @@ class Project:
             actor="op",
         )  # fmt: skip
 
-    def worker(self) -> Worker:
-        return Worker(
-            self.store, self.loaded, installation_id="inst-test", output=self.events.append
-        )
-
     def run_once(self, **options: Any) -> Item:
-        self.worker().run(WorkerOptions(once=True, stop_grace_seconds=1, **options))
-        [item] = self.store.list_items()
-        return item
-
-    def names(self) -> list[str]:
-        return [e["event"] for e in self.events]
+        self.pass_once(**options)
+        return self.only_item()
 
 
 def services_now():
@@ -93,13 +78,9 @@ def project(tmp_path: Path) -> Iterator[Project]:
                    "defaultAgent": "fake"},
         "agents": {"fake": {"adapter": "command", "command": command}},
     }  # fmt: skip
-    config, problems = check_config_text(json.dumps(document))
-    assert problems == []
-    assert config is not None
-    (root / "wrighty.json").write_text(json.dumps(document))
-    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
-    yield Project(root, store, LoadedConfig(root / "wrighty.json", config))
-    store.close()
+    made = open_project(Project, root, document)
+    yield made
+    made.store.close()
 
 
 def test_a_successful_run_is_done_with_its_records(project: Project) -> None:
