@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.vendors.conftest import VendorProject, next_event
+from tests.vendors.conftest import CIRCUIT_OPEN_MINUTES, VendorProject, next_event
 from tests.vendors.provider import Provider
 from tests.vendors.test_claude import claude_agent, vendor_session_ids
 
@@ -107,7 +107,11 @@ def test_a_refusal_holds_the_queue_until_the_probe_answers(
     at the due time the refused item goes first, as the probe, and once the provider answers
     it, the queue flows again."""
     provider.mode = "rate"
-    configured(vendor_project, provider, usageFailure={**USAGE_RETRY, "initialRetryMinutes": 0.05})
+    configured(
+        vendor_project,
+        provider,
+        usageFailure={**USAGE_RETRY, "initialRetryMinutes": CIRCUIT_OPEN_MINUTES},
+    )
     first = vendor_project.create("Reply with the single word: done.")
     second = vendor_project.create("Reply with the single word: done.")
     worker = vendor_project.start_worker("--max-items", "3", "--idle-timeout", "60s")

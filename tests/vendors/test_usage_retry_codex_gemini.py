@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.vendors.conftest import VendorProject, vendor_cli
+from tests.vendors.conftest import CIRCUIT_OPEN_MINUTES, VendorProject, vendor_cli
 from tests.vendors.gemini_provider import TOOL_CALL, GeminiProvider
 from tests.vendors.openai_provider import OpenAIProvider
 from tests.vendors.test_codex_gemini import (
@@ -232,7 +232,7 @@ def test_a_codex_refusal_holds_the_queue_until_the_probe_answers(
     configured(
         vendor_project,
         codex_agent(openai_provider, vendor_project.home),
-        usageFailure={**USAGE_RETRY, "initialRetryMinutes": 0.05},
+        usageFailure={**USAGE_RETRY, "initialRetryMinutes": CIRCUIT_OPEN_MINUTES},
     )
     holds_the_queue(vendor_project, openai_provider, "rate")
     assert len(openai_provider.requests) == 3  # the refusal, the probe, the second item
@@ -406,7 +406,7 @@ def test_a_gemini_refusal_holds_the_queue_until_the_probe_answers(
     configured(
         vendor_project,
         gemini_agent(gemini_provider, vendor_project.home),
-        usageFailure={**USAGE_RETRY, "initialRetryMinutes": 0.05},
+        usageFailure={**USAGE_RETRY, "initialRetryMinutes": CIRCUIT_OPEN_MINUTES},
     )
     holds_the_queue(vendor_project, gemini_provider, "tool-then-rate")
     # The task and the tool's result (refused), the probe, the second item.
