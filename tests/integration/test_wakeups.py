@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -22,12 +21,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import postgres_schema
+from tests.integration.worker_process import EXAMPLE_AGENT, ProjectOnDisk
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
-from wrighty.store.port import Store
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE_AGENT = [sys.executable, str(ROOT / "examples" / "agent.py")]
 LONG_POLL = 30.0  # the poll that the pickups must beat
 SHORT_POLL = 1.0  # when polling is what must find the item
 EVENT_SECONDS = 60.0  # only so that a missing event fails instead of hanging
@@ -48,15 +45,13 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-class Project:
+class Project(ProjectOnDisk):
     """A project on disk whose agent writes the clock to a file as its first act (then runs
     the example agent on its task), and its `wrighty` commands."""
 
     def __init__(self, root: Path, store_url: str, **worker: Any) -> None:
-        self.root = root
-        self.store_url = store_url
-        self.starts = root / "starts"
-        self.starts.mkdir(parents=True)
+        starts = root / "starts"
+        starts.mkdir(parents=True)
         script = root / "start.sh"
         script.write_text(START_AGENT)
         script.chmod(0o755)
@@ -67,19 +62,21 @@ class Project:
                        "leaseSeconds": 10, "heartbeatSeconds": 1, **worker},
             "agents": {"example": {"adapter": "command", "command": command,
                                    "resumeCommand": command,
-                                   "env": {"WAKEUPS_STARTS": str(self.starts)}}},
+                                   "env": {"WAKEUPS_STARTS": str(starts)}}},
         }  # fmt: skip
         (root / "wrighty.json").write_text(json.dumps(document))
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
-        self.env["XDG_CONFIG_HOME"] = str(root / "config-home")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
+        env["XDG_CONFIG_HOME"] = str(root / "config-home")
+        super().__init__(root, store_url, env)
         self.run("init")
 
-    def argv(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "wrighty", "--config", str(self.root / "wrighty.json"), *args]
+    @property
+    def starts(self) -> Path:
+        return self.root / "starts"
 
     def run(self, *args: str) -> str:
-        done = subprocess.run(self.argv(*args), cwd=self.root, env=self.env, capture_output=True,
-                              text=True, timeout=60, check=False)  # fmt: skip
+        done = subprocess.run(self.command(*args), cwd=self.root, env=self.env,
+                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
         assert done.returncode == 0, done.stderr
         return done.stdout
 
@@ -99,22 +96,13 @@ class Project:
             time.sleep(0.01)
         raise AssertionError(f"the agent of {run_id} never started")
 
-    def store(self) -> Store:
-        if self.store_url.startswith("sqlite:///"):
-            from wrighty.store.sqlite import SqliteStore
-
-            return SqliteStore.open(Path(self.store_url.removeprefix("sqlite:///")))
-        from wrighty.store.postgres import PostgresStore
-
-        return PostgresStore.open(self.store_url)
-
 
 class Worker:
     """`wrighty worker start --json` as a process, its events read as they come."""
 
     def __init__(self, project: Project) -> None:
         self.process = subprocess.Popen(
-            project.argv("worker", "start", "--json"), cwd=project.root, env=project.env,
+            project.command("worker", "start", "--json"), cwd=project.root, env=project.env,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         self.events: list[dict[str, Any]] = []

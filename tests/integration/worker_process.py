@@ -15,6 +15,7 @@ import pytest
 from wrighty.config import check_config_text
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.states import ItemState
+from wrighty.store.port import Store
 from wrighty.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,13 +35,23 @@ class Finished:
 @dataclass
 class ProjectOnDisk:
     root: Path
+    # The store wrighty.json names, when it is not the project's own SQLite file.
+    store_url: str | None = None
+    # The environment of the commands run; None: the test's own.
+    env: dict[str, str] | None = None
 
     @property
     def config(self) -> Path:
         return self.root / "wrighty.json"
 
-    def store(self) -> SqliteStore:
-        return SqliteStore.open(self.root / ".wrighty" / "wrighty.db")
+    def store(self) -> Store:
+        if self.store_url is None:
+            return SqliteStore.open(self.root / ".wrighty" / "wrighty.db")
+        if self.store_url.startswith("sqlite:///"):
+            return SqliteStore.open(Path(self.store_url.removeprefix("sqlite:///")))
+        from wrighty.store.postgres import PostgresStore
+
+        return PostgresStore.open(self.store_url)
 
     def plant(
         self,
@@ -80,6 +91,7 @@ class ProjectOnDisk:
         done = subprocess.run(
             self.command("worker", "start", "--json", *args, launcher=launcher),
             cwd=self.root,
+            env=self.env,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -113,7 +125,8 @@ class LiveWorker:
     def __init__(self, project: ProjectOnDisk, *args: str) -> None:
         self.process = subprocess.Popen(
             project.command("worker", "start", "--json", *args),
-            cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=project.root, env=project.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
         self.events: list[dict[str, Any]] = []
 
