@@ -330,14 +330,24 @@ def test_the_thread_delivers_when_woken_and_before_it_stops(store: Store) -> Non
 
 
 def test_a_slow_sink_never_holds_up_who_wakes_the_thread(store: Store) -> None:
-    slow = FakeSink("slow", delay=1.5)
+    delivering, release = threading.Event(), threading.Event()
+
+    def held() -> None:  # the sink holds its delivery until the test releases it
+        delivering.set()
+        release.wait(60)
+
+    slow = FakeSink("slow", during=held)
     runner = Thread(store, [slow])
     runner.thread.start()
     store.add_notice_once(notice(1, datetime.now(UTC)))
-    started = time.monotonic()
     runner.thread.wake()
-    runner.thread.wake()
-    assert time.monotonic() - started < 0.1
+    wait_for(delivering.is_set)
+    waker = threading.Thread(target=lambda: [runner.thread.wake(), runner.thread.wake()])
+    waker.start()
+    waker.join(30)
+    assert not waker.is_alive(), "a wake waited for the sink"
+    assert slow.got == []  # it was still holding
+    release.set()
     runner.thread.stop()
     assert slow.got == ["ntc-test-1"]
 
