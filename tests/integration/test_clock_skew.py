@@ -35,9 +35,27 @@ ERROR = timedelta(seconds=MAX_ROUND_TRIP_SECONDS / 2 + 0.01)
 RETRY_SECONDS = 1.2  # processCrash.initialRetryMinutes 0.02
 
 
-def installation(root: Path, name: str, url: str) -> tuple[Path, dict[str, str]]:
+# The correct worker's agent: waits until the test opens the gate (for two minutes at the most),
+# then runs the example agent. So the correct worker, which starts first, cannot take every
+# item before the skewed one has started, however slowly a loaded machine starts it.
+GATED = """#!/bin/sh
+for _ in $(seq 1200); do [ -e "$SKEW_TEST_GATE" ] && break; sleep 0.1; done
+exec "$@"
+"""
+
+
+def installation(
+    root: Path, name: str, url: str, *, gate: Path | None = None
+) -> tuple[Path, dict[str, str]]:
     project = root / name
     project.mkdir()
+    agent: dict[str, Any] = {"adapter": "command", "command": AGENT, "resumeCommand": AGENT}
+    if gate is not None:
+        script = project / "gated.sh"
+        script.write_text(GATED)
+        script.chmod(0o755)
+        gated = [str(script), *AGENT]
+        agent.update(command=gated, resumeCommand=gated, env={"SKEW_TEST_GATE": str(gate)})
     document = {
         "store": {"url": url},
         "worker": {
@@ -49,7 +67,7 @@ def installation(root: Path, name: str, url: str) -> tuple[Path, dict[str, str]]
             "processCrash": {"action": "retry", "initialRetryMinutes": RETRY_SECONDS / 60,
                              "maxRetryMinutes": 0.1, "maxAttempts": 2},
         },
-        "agents": {"example": {"adapter": "command", "command": AGENT, "resumeCommand": AGENT}},
+        "agents": {"example": agent},
     }  # fmt: skip
     (project / "wrighty.json").write_text(json.dumps(document))
     env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
@@ -96,7 +114,8 @@ def test_a_worker_ten_minutes_off_keeps_the_fleets_time(tmp_path: Path, skew: st
         store = PostgresStore.open(url, create=True)
         try:
             began = store.store_time()
-            correct, correct_env = installation(tmp_path, "site-a", url)
+            gate = tmp_path / "gate"
+            correct, correct_env = installation(tmp_path, "site-a", url, gate=gate)
             off, off_env = installation(tmp_path, "site-b", url)
             off_env = skewed_env(off_env, skew)
             for n in range(4):
@@ -115,6 +134,9 @@ def test_a_worker_ten_minutes_off_keeps_the_fleets_time(tmp_path: Path, skew: st
                 wait_for(lambda: len(store.list_items([ItemState.RUNNING])) == 2, "A's claims")
                 b = start_worker(off, off_env, b_log)
                 wait_for(lambda: _measured(store), "both workers' clock offsets")
+                # B has work of its own before A's agents (held so far) can end and take more.
+                wait_for(lambda: _skewed_ran(store), "the skewed worker's first run", 120)
+                gate.touch()
                 listed = wrighty(correct, correct_env, "workers", "--json")
                 status = wrighty(correct, correct_env, "status", "--json")
                 for worker in (a, b):
@@ -187,3 +209,16 @@ def _measured(store: PostgresStore) -> bool:
     rows = store.list_workers()
     offsets = [row.clock_offset_seconds for row in rows]
     return len(rows) == 2 and any(o is not None and abs(o) > CLOCK_BOUND_SECONDS for o in offsets)
+
+
+def _skewed_ran(store: PostgresStore) -> bool:
+    """A run of the skewed worker (the one whose offset is past the bound) is recorded."""
+    skewed = {
+        row.worker_id
+        for row in store.list_workers()
+        if row.clock_offset_seconds is not None
+        and abs(row.clock_offset_seconds) > CLOCK_BOUND_SECONDS
+    }
+    return any(
+        run.worker_id in skewed for item in store.list_items() for run in store.list_runs(item.id)
+    )

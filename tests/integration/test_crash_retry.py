@@ -185,7 +185,8 @@ def test_a_concurrent_reader_never_sees_the_claim_released_without_the_retry(
     reader = SqliteStore.open(project.root / ".wrighty" / "wrighty.db")
 
     def watch() -> None:
-        while not stop.is_set():
+        while True:
+            last = stop.is_set()  # then this read comes after the worker's pass: its end state
             now = reader.get_item(item.id)
             assert now is not None
             seen.add(
@@ -196,6 +197,8 @@ def test_a_concurrent_reader_never_sees_the_claim_released_without_the_retry(
                     now.not_before is not None,
                 )
             )
+            if last:
+                return
 
     watcher = threading.Thread(target=watch)
     watcher.start()
