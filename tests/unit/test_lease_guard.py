@@ -17,8 +17,8 @@ from wrighty.domain.claims import (
     RenewResult,
     Settlement,
     settle,
-    stop_margin,
 )
+from wrighty.domain.leases import stop_margin
 from wrighty.domain.model import Change, Item, RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState

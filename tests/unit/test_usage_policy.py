@@ -12,13 +12,12 @@ from hypothesis import strategies as st
 from wrighty.domain.claims import settle
 from wrighty.domain.classify import Classification
 from wrighty.domain.decisions import (
-    USAGE_RETRY_FRESH,
     UsageFacts,
     after_run,
     choose_run,
 )
 from wrighty.domain.model import Item, RunEnd, Session
-from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.outcomes import USAGE_RETRY_FRESH, Confidence, OutcomeClass, RunKind
 from wrighty.domain.resume import ResumeFacts
 from wrighty.domain.retry import (
     MIN_USAGE_WAIT_SECONDS,

@@ -18,11 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from wrighty.domain.decisions import USAGE_CLASSES, USAGE_RETRY_FRESH
-from wrighty.domain.health import oldest_notice_age_seconds, oldest_wait_seconds
 from wrighty.domain.ledger import reported
 from wrighty.domain.model import Change, Dependency, Event, Item, Run, Session
-from wrighty.domain.outcomes import OutcomeClass
+from wrighty.domain.outcomes import USAGE_CLASSES, USAGE_RETRY_FRESH, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import json_printable
 from wrighty.domain.times import rfc3339
@@ -485,6 +483,8 @@ def status_circuit_json(view: CircuitView) -> dict[str, Any]:
 
 def outbox_json(outbox: OutboxFigures | None, now: datetime) -> dict[str, Any]:
     """The notifications not delivered yet, in `wrighty status --json`."""
+    from wrighty.domain.health import oldest_notice_age_seconds
+
     age = oldest_notice_age_seconds(outbox, now)
     return {
         "pending": outbox.pending if outbox else 0,
@@ -495,6 +495,8 @@ def outbox_json(outbox: OutboxFigures | None, now: datetime) -> dict[str, Any]:
 
 
 def status_json(report: StatusReport) -> dict[str, Any]:
+    from wrighty.domain.health import oldest_wait_seconds
+
     figures, thresholds = report.figures, report.thresholds
     wait = oldest_wait_seconds(figures, report.checked_at)
     return {

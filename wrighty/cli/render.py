@@ -12,8 +12,6 @@ from rich.text import Text
 
 from wrighty.cli.documents import crash_retry_json, usage_retry_json
 from wrighty.domain.budgets import usage_text
-from wrighty.domain.circuits import CircuitState
-from wrighty.domain.classify import signal_name
 from wrighty.domain.durations import format_duration
 from wrighty.domain.ledger import reported
 from wrighty.domain.model import Event, Item, Run
@@ -164,6 +162,8 @@ _NOT_HERE = " (not resumable here)"
 
 
 def _circuit_wait(view: CircuitView) -> str:
+    from wrighty.domain.circuits import CircuitState  # for an item a circuit holds
+
     circuit = view.circuit
     if view.state is CircuitState.OPEN:
         when = f"open until {local_time(circuit.until)}"
@@ -437,6 +437,8 @@ def _print_runs(console: Console, runs: list[Run]) -> None:
     if with_usage:
         table.add_column("TOKENS", no_wrap=True, justify="right")
         table.add_column("COST", no_wrap=True, justify="right")
+    from wrighty.domain.classify import signal_name  # `show`'s runs, not `list`'s table
+
     for run in runs:
         if run.signal is not None:
             exit_text = signal_name(run.signal)

@@ -31,7 +31,7 @@ from wrighty.config.problems import (
 )
 from wrighty.config.translate import zone_named
 from wrighty.domain.adapters import ADAPTERS, COMMAND_ADAPTER, VENDOR_ADAPTERS
-from wrighty.domain.claims import heartbeat_limit
+from wrighty.domain.leases import heartbeat_limit
 from wrighty.domain.scheduling import LABEL_PATTERN
 from wrighty.errors import StoreError
 

@@ -10,13 +10,11 @@ from typing import TYPE_CHECKING, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from wrighty.domain.budgets import Budgets
-from wrighty.domain.circuits import circuit_name
-from wrighty.domain.claims import LeaseTerms
-from wrighty.domain.health import Thresholds
-from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.scheduling import ConcurrencyLimits
 from wrighty.domain.usage import Limit, Price
 
+# Circuits, lease terms, health thresholds and retry policies are imported by the translation
+# that builds them: a read that checks the config (`wrighty list`) loads none of them.
 if TYPE_CHECKING:
     from wrighty.config.models import (
         BudgetLimit,
@@ -24,6 +22,9 @@ if TYPE_CHECKING:
         UsageFailurePolicy,
         WrightyConfig,
     )
+    from wrighty.domain.claims import LeaseTerms
+    from wrighty.domain.health import Thresholds
+    from wrighty.domain.retry import CrashPolicy, UsagePolicy
 
 
 def zone_named(name: str) -> tzinfo:
@@ -56,6 +57,8 @@ def _limit(settings: BudgetLimit) -> Limit:
 
 def thresholds_of(config: WrightyConfig) -> Thresholds:
     """The health thresholds status.* sets (`wrighty status`'s options override each)."""
+    from wrighty.domain.health import Thresholds
+
     settings = config.status
     return Thresholds(
         max_queue_wait_seconds=settings.max_queue_wait_seconds,
@@ -70,6 +73,8 @@ def thresholds_of(config: WrightyConfig) -> Thresholds:
 def agent_circuit(config: WrightyConfig, agent: str, *, installation_id: str) -> str | None:
     """The provider circuit that can hold ``agent``'s items back: only under a usage policy
     that retries (docs/usage-limits.md); None otherwise."""
+    from wrighty.domain.circuits import circuit_name
+
     if config.worker.usage_failure.action != "retry":
         return None
     settings = config.agents.get(agent)
@@ -101,12 +106,16 @@ def pricing_of(config: WrightyConfig) -> dict[str, Price]:
 
 def crash_policy_of(config: WrightyConfig) -> CrashPolicy:
     """What a process crash leads to (worker.processCrash)."""
+    from wrighty.domain.retry import CrashPolicy
+
     crash = config.worker.process_crash
     return CrashPolicy(action=crash.action, max_attempts=crash.max_attempts, **_backoff(crash))
 
 
 def usage_policy_of(config: WrightyConfig) -> UsagePolicy:
     """What a rate-limited or provider-unavailable run leads to (worker.usageFailure)."""
+    from wrighty.domain.retry import UsagePolicy
+
     usage = config.worker.usage_failure
     return UsagePolicy(
         action=usage.action,
@@ -133,6 +142,8 @@ def _backoff(policy: ProcessCrashPolicy | UsageFailurePolicy) -> _Backoff:
 
 def lease_terms_of(config: WrightyConfig) -> LeaseTerms:
     """How long a worker's claim lasts, and a run without a timeout of its own."""
+    from wrighty.domain.claims import LeaseTerms
+
     return LeaseTerms(
         lease_seconds=config.worker.lease_seconds,
         default_timeout_seconds=config.worker.item_timeout_minutes * 60,

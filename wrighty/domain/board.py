@@ -15,10 +15,10 @@ from datetime import datetime
 from enum import StrEnum
 
 from wrighty.domain.budgets import usage_text
-from wrighty.domain.claims import lease_expired
-from wrighty.domain.decisions import USAGE_RETRY_FRESH
+from wrighty.domain.leases import lease_expired
 from wrighty.domain.ledger import reported
 from wrighty.domain.model import Dependency, Item, Run
+from wrighty.domain.outcomes import USAGE_RETRY_FRESH
 from wrighty.domain.states import ItemState
 
 # How many open items a refresh reads at most; the rest are counted, not listed.

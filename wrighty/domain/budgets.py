@@ -13,13 +13,16 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from typing import TYPE_CHECKING
 
 from wrighty.domain import suggestions
-from wrighty.domain.claims import Settlement
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage, cost_label
+
+if TYPE_CHECKING:
+    from wrighty.domain.claims import Settlement
 
 # The `budgets.perDay` entry for every agent that has none of its own.
 ANY_AGENT = "*"
@@ -153,6 +156,8 @@ def item_budget_spent(
 ) -> Settlement:
     """The item's total reached its budget: it waits for a person with its session kept.
     ``run_end`` is the run wrighty stopped for it (None: found before a launch)."""
+    from wrighty.domain.claims import Settlement  # a worker's: a read of budgets needs none
+
     when = "its run was stopped" if run_end is not None else "no new run was started"
     return Settlement(
         ItemState.NEEDS_ATTENTION,
@@ -179,6 +184,8 @@ def after_budget_stop(
     """A run stopped for a budget (wrighty's watch, or the vendor's own stop): the item's, or
     (``hold``) its agent's for the day. Never retried: a person raises the budget or waits
     for the next day, then resumes."""
+    from wrighty.domain.claims import Settlement  # a worker's: a read of budgets needs none
+
     if hold is not None and not spent.over(limit):
         return Settlement(
             ItemState.NEEDS_ATTENTION,

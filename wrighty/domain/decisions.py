@@ -10,7 +10,13 @@ from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
 from wrighty.domain.model import Item, RunEnd
-from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.outcomes import (
+    USAGE_CLASSES,
+    USAGE_RETRY_FRESH,
+    Confidence,
+    OutcomeClass,
+    RunKind,
+)
 from wrighty.domain.redact import redact
 from wrighty.domain.resume import ResumeFacts, resume_gaps
 from wrighty.domain.retry import CrashPolicy, ResetHint, UsageDue, UsagePolicy
@@ -22,14 +28,6 @@ _ATTENTION_REASONS = {
     OutcomeClass.PROCESS_CRASH: "the agent process crashed ({summary})",
     OutcomeClass.AGENT_FAILURE: "the agent failed ({summary})",
 }
-
-
-# What worker.usageFailure covers: a provider that said "not now". Never auth, permission,
-# billing, context-limit, an agent's failure, a timeout, a cancel or a lost claim.
-USAGE_CLASSES = frozenset({OutcomeClass.RATE_LIMITED, OutcomeClass.PROVIDER_UNAVAILABLE})
-
-# The reason code of a usage retry that starts a new session (see _after_usage).
-USAGE_RETRY_FRESH = "usage-retry-fresh"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from wrighty.domain import suggestions
 from wrighty.domain.model import Change
-from wrighty.domain.redact import redact
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import printable_line
 from wrighty.domain.times import rfc3339
@@ -95,6 +94,8 @@ class Notice:
 def _bounded(text: str | None, limit: int) -> str | None:
     if text is None:
         return None
+    from wrighty.domain.redact import redact  # for a notice made: a read of the outbox needs none
+
     clean = printable_line(redact(text))
     return clean if len(clean) <= limit else clean[: limit - 1] + "…"
 

@@ -31,3 +31,11 @@ class Confidence(StrEnum):
 class RunKind(StrEnum):
     FRESH = "fresh"
     RESUME = "resume"
+
+
+# What worker.usageFailure covers: a provider that said "not now". Never auth, permission,
+# billing, context-limit, an agent's failure, a timeout, a cancel or a lost claim.
+USAGE_CLASSES = frozenset({OutcomeClass.RATE_LIMITED, OutcomeClass.PROVIDER_UNAVAILABLE})
+
+# The reason code of a usage retry that starts a new session (see decisions._after_usage).
+USAGE_RETRY_FRESH = "usage-retry-fresh"

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from wrighty.domain import suggestions
-from wrighty.domain.claims import release
 from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.scheduling import (
@@ -371,6 +370,7 @@ def requeue_item(
 
 def release_item(store: Store, item_id: int, *, now: datetime, actor: str = OPERATOR) -> Item:
     """running -> needs-attention under a new generation, for an item whose worker is gone."""
+    from wrighty.domain.claims import release
     from wrighty.domain.resume import session_id_recorded
 
     recorded = session_id_recorded(store.get_session(item_id))

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from wrighty.domain.claims import lease_expired
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.suggestions import Standing
 from wrighty.errors import WrightyError
@@ -60,6 +59,7 @@ def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
     """The item's detail and what this installation knows about it: whether it can resume its
     session, the circuit or budget that holds it, its budget and spend, the retry limits."""
     from wrighty.domain.budgets import raise_flags
+    from wrighty.domain.leases import lease_expired
     from wrighty.domain.ledger import runs_total
     from wrighty.installation import installation_id
     from wrighty.services import items as item_service

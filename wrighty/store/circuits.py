@@ -4,17 +4,22 @@ version the caller read (with the notice an opening makes, in the same transacti
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from wrighty.domain.circuits import Circuit
-from wrighty.domain.notices import Notice
-from wrighty.store.port import Rows, Salvaged
 from wrighty.store.rows import circuit_from_row, circuit_params, notice_params, to_db_time
 from wrighty.store.sqlbase import Refused, SqlBase
+
+if TYPE_CHECKING:  # loaded by the commands that read or write a circuit, not by every store
+    from wrighty.domain.circuits import Circuit
+    from wrighty.domain.notices import Notice
+    from wrighty.store.port import Rows, Salvaged
 
 
 class CircuitsSql(SqlBase):
     def get_circuit(self, name: str) -> Circuit:
         rows = self._rows("select_circuit", {"name": name})
+        from wrighty.domain.circuits import Circuit
+
         return circuit_from_row(rows[0]) if rows else Circuit(name)
 
     def list_circuits(self) -> Rows[Circuit]:

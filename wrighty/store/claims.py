@@ -4,23 +4,11 @@ recorded under it, and the reaper's settling of a claim whose lease expired."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from wrighty.domain.claims import (
-    Claim,
-    ClaimRequest,
-    LeaseTerms,
-    RenewOutcome,
-    RenewResult,
-    claim,
-    lease_expired,
-    reap,
-)
-from wrighty.domain.model import Change, Item, NewRun, Run, Session
-from wrighty.domain.notices import Source, with_notices
 from wrighty.domain.states import ItemState
 from wrighty.store.items import ItemsSql
 from wrighty.store.ledger import spend_in
-from wrighty.store.port import Rows
 from wrighty.store.rows import (
     aggregate,
     claim_guard,
@@ -37,6 +25,12 @@ from wrighty.store.rows import (
 )
 from wrighty.store.sqlbase import Refused, Tx
 
+if TYPE_CHECKING:  # the claim's types, for a worker: a read of items loads none of them
+    from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
+    from wrighty.domain.model import Change, Item, NewRun, Run, Session
+    from wrighty.domain.notices import Source
+    from wrighty.store.port import Rows
+
 _CLAIM_ATTEMPTS = 3
 
 
@@ -44,6 +38,8 @@ class ClaimsSql(ItemsSql):
     """Claims move items: each claim, settle and reap is the items' guarded write."""
 
     def acquire(self, request: ClaimRequest, *, now: datetime) -> Claim | None:
+        from wrighty.domain.claims import Claim, claim
+
         params = claim_params(request, now=now)
         for _ in range(_CLAIM_ATTEMPTS):
             try:
@@ -71,6 +67,8 @@ class ClaimsSql(ItemsSql):
         return None
 
     def renew(self, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
+        from wrighty.domain.claims import RenewOutcome, RenewResult
+
         guard = {
             "id": claimed.id,
             "generation": claimed.generation,
@@ -165,6 +163,10 @@ class ClaimsSql(ItemsSql):
     def reap(
         self, item_id: int, *, now: datetime, max_requeues: int, notify: Source | None = None
     ) -> Change | None:
+        from wrighty.domain.claims import reap
+        from wrighty.domain.leases import lease_expired
+        from wrighty.domain.notices import with_notices
+
         try:
             with self._write() as tx:
                 row = tx.run("select_item_to_reap", {"id": item_id}).fetchone()

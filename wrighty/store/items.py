@@ -7,14 +7,11 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from wrighty.domain.board import OpenItem
-from wrighty.domain.claims import CLAIMABLE_STATES
-from wrighty.domain.health import QueueFigures
 from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, Run
 from wrighty.domain.scheduling import EDITED
 from wrighty.domain.states import ItemState
-from wrighty.domain.transitions import creation_event
 from wrighty.errors import AlreadyImported, NotFoundError, UnreadableError, WrightyError
 from wrighty.store.port import Rows, Salvaged
 from wrighty.store.rows import (
@@ -34,6 +31,10 @@ from wrighty.store.rows import (
 )
 from wrighty.store.sqlbase import Refused, SqlBase, Tx
 
+if TYPE_CHECKING:  # a read that needs neither the board nor the queue's figures loads neither
+    from wrighty.domain.board import OpenItem
+    from wrighty.domain.health import QueueFigures
+
 
 class ItemsSql(SqlBase):
     def create_item(self, new: NewItem, *, at: datetime, actor: str) -> Item:
@@ -51,9 +52,13 @@ class ItemsSql(SqlBase):
                     ) from None
             for label in dict.fromkeys(new.labels):
                 tx.run("insert_label", {"item_id": item_id, "label": label})
+            from wrighty.domain.transitions import creation_event  # a write's, not a read's
+
             event = creation_event(new, item_id, at=at, actor=actor)
             tx.run("insert_event", event_params(event))
             item = item_from_row(tx.run("select_item", {"id": item_id}).fetchone())
+            from wrighty.domain.claims import CLAIMABLE_STATES  # a write's, not a read's
+
             if item.state in CLAIMABLE_STATES:
                 self._work_eligible(tx, item)
         return item
@@ -156,6 +161,8 @@ class ItemsSql(SqlBase):
         tx.run("insert_event", event_params(event))
         for notice in change.notices:
             tx.run("insert_notice", notice_params(notice))
+        from wrighty.domain.claims import CLAIMABLE_STATES  # a write's, not a read's
+
         if after.state in CLAIMABLE_STATES:
             self._work_eligible(tx, after)
 

@@ -7,10 +7,9 @@ import dataclasses
 import json
 from collections.abc import Collection
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from wrighty.domain.notices import Delivered, Notice, OutboxFigures, StoredNotice
 from wrighty.errors import UnreadableError
-from wrighty.store.port import Rows
 from wrighty.store.rows import (
     finish_params,
     notice_params,
@@ -19,6 +18,10 @@ from wrighty.store.rows import (
     to_db_time,
 )
 from wrighty.store.sqlbase import MAX_NOTED, SqlBase
+
+if TYPE_CHECKING:  # the outbox's types, loaded by the commands that deliver or list notices
+    from wrighty.domain.notices import Delivered, Notice, OutboxFigures, StoredNotice
+    from wrighty.store.port import Rows
 
 
 class OutboxSql(SqlBase):
@@ -38,6 +41,8 @@ class OutboxSql(SqlBase):
                 if not problems:
                     return stored
                 # Undeliverable as stored: given up at once, saying why (docs/notifications.md).
+                from wrighty.domain.notices import Delivered
+
                 given_up = Delivered(
                     "given-up",
                     stored.attempts,

@@ -11,17 +11,28 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from wrighty.domain.board import OpenItem
-from wrighty.domain.circuits import Circuit
-from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
-from wrighty.domain.health import QueueFigures, WorkerRow
-from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, NewRun, Run, Session
-from wrighty.domain.notices import Delivered, Notice, OutboxFigures, Source, StoredNotice
-from wrighty.domain.states import ItemState
-from wrighty.domain.usage import LedgerEntry, Usage
 from wrighty.errors import UnreadableError
+
+if TYPE_CHECKING:  # the contract names every aggregate; a read imports only what it reads
+    from wrighty.domain.board import OpenItem
+    from wrighty.domain.circuits import Circuit
+    from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
+    from wrighty.domain.health import QueueFigures, WorkerRow
+    from wrighty.domain.model import (
+        Change,
+        Dependency,
+        Event,
+        Item,
+        NewItem,
+        NewRun,
+        Run,
+        Session,
+    )
+    from wrighty.domain.notices import Delivered, Notice, OutboxFigures, Source, StoredNotice
+    from wrighty.domain.states import ItemState
+    from wrighty.domain.usage import LedgerEntry, Usage
 
 _T = TypeVar("_T")
 

@@ -4,11 +4,14 @@ worker and pruned once it has long gone quiet."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from wrighty.domain.health import WorkerRow
-from wrighty.store.port import Rows
 from wrighty.store.rows import to_db_time, worker_from_row, worker_params
 from wrighty.store.sqlbase import SqlBase
+
+if TYPE_CHECKING:  # the workers' rows, loaded by the commands that show or keep them
+    from wrighty.domain.health import WorkerRow
+    from wrighty.store.port import Rows
 
 
 class RegistrySql(SqlBase):

@@ -13,12 +13,8 @@ from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from enum import Enum
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from wrighty.domain.board import OpenItem
-from wrighty.domain.circuits import Circuit
-from wrighty.domain.claims import ClaimRequest, ReapFacts
-from wrighty.domain.health import QueueFigures, WorkerRow, WorkerState
 from wrighty.domain.model import (
     DEFAULT_PRIORITY,
     Dependency,
@@ -30,13 +26,21 @@ from wrighty.domain.model import (
     RunEnd,
     Session,
 )
-from wrighty.domain.notices import Delivered, Notice, OutboxFigures, StoredNotice
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.scheduling import PRIORITIES
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import first_unprintable_in_line, printable_line
 from wrighty.domain.usage import LedgerEntry, Usage
 from wrighty.errors import UnreadableError
+
+# The board, claims, workers, circuits and the outbox are read by the commands that show them;
+# their mappers import them, so that a read of items (`wrighty list`) loads none of them.
+if TYPE_CHECKING:
+    from wrighty.domain.board import OpenItem
+    from wrighty.domain.circuits import Circuit
+    from wrighty.domain.claims import ClaimRequest, ReapFacts
+    from wrighty.domain.health import QueueFigures, WorkerRow
+    from wrighty.domain.notices import Delivered, Notice, OutboxFigures, StoredNotice
 
 # Before every run: the ledger read from the start.
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -321,6 +325,8 @@ def item_mutable_params(item: Item) -> dict[str, Any]:
 def open_item_from_row(row: Any, runs: Mapping[str, Run | UnreadableError]) -> OpenItem:
     """A row of select_open_items, with its latest run from ``runs`` (by id; a run that did not
     read makes the item's line unreadable)."""
+    from wrighty.domain.board import OpenItem
+
     last_run_id = row["last_run_id"]
     last_run = None if last_run_id is None else runs[last_run_id]
     if isinstance(last_run, UnreadableError):
@@ -385,6 +391,8 @@ def queue_figures_from_rows(
 ) -> QueueFigures:
     """The queue's figures from its three reads: the items by state, the figures, and the
     items waiting by agent."""
+    from wrighty.domain.health import QueueFigures
+
     counts = {state: 0 for state in ItemState}
     counts.update({ItemState(r["state"]): r["n"] for r in counted if r["state"] in _STATE_NAMES})
     figures = aggregate(row)
@@ -433,6 +441,8 @@ def lease_from_row(row: Any, item_id: int) -> datetime | None:
 
 
 def reap_facts_from_row(row: Any) -> ReapFacts:
+    from wrighty.domain.claims import ReapFacts
+
     return ReapFacts(
         run_recorded=row["runs_recorded"] > 0,
         has_resume_address=row["session_id"] is not None,
@@ -614,6 +624,8 @@ def worker_params(row: WorkerRow) -> dict[str, Any]:
 
 
 def worker_from_row(row: Any) -> WorkerRow:
+    from wrighty.domain.health import WorkerRow, WorkerState
+
     read = Fields(row, "worker", row["worker_id"])
     return WorkerRow(
         worker_id=read.text("worker_id"),
@@ -652,6 +664,8 @@ def circuit_params(circuit: Circuit) -> dict[str, Any]:
 
 
 def circuit_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> Circuit:
+    from wrighty.domain.circuits import Circuit
+
     read = Fields(row, "circuit", row["name"], salvaged=salvaged)
     return Circuit(
         name=read.text("name"),
@@ -701,6 +715,8 @@ def finish_params(
 
 
 def stored_notice_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> StoredNotice:
+    from wrighty.domain.notices import Notice, StoredNotice
+
     item_id = row["item_id"]
     read = Fields(row, "notice", row["id"], item_id=item_id, salvaged=salvaged)
     notice = Notice(
@@ -726,6 +742,8 @@ def stored_notice_from_row(row: Any, salvaged: list[UnreadableError] | None = No
 
 
 def outbox_figures_from_row(row: Any) -> OutboxFigures:
+    from wrighty.domain.notices import OutboxFigures
+
     return OutboxFigures(
         pending=row["pending"],
         oldest_pending_at=aggregate(row).time("oldest_pending_at"),

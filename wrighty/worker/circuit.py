@@ -30,10 +30,9 @@ from wrighty.domain.circuits import (
     take_probe,
 )
 from wrighty.domain.claims import Claim
-from wrighty.domain.decisions import USAGE_CLASSES
 from wrighty.domain.model import Change
 from wrighty.domain.notices import Source, circuit_notice
-from wrighty.domain.outcomes import OutcomeClass
+from wrighty.domain.outcomes import USAGE_CLASSES, OutcomeClass
 from wrighty.domain.retry import ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
