@@ -43,6 +43,17 @@ NOT_FOR_READING = (
     # The terminal inbox: Textual is for `wrighty inbox` alone.
     "textual",
     "wrighty.inbox",
+    # A worker's side of an item's life: claiming it, settling a run, deciding a retry.
+    "wrighty.domain.claims",
+    "wrighty.domain.decisions",
+    "wrighty.domain.retry",
+)
+# The inbox's board, the workers' health and the outbox: each for the commands that show it.
+NOT_FOR_ITEMS = (
+    "wrighty.domain.board",
+    "wrighty.domain.health",
+    "wrighty.domain.notices",
+    "wrighty.domain.redact",
 )
 # Nothing an agent run needs, and no service beyond items: `list` reads the store alone.
 NOT_FOR_LISTING = (
@@ -57,8 +68,14 @@ NOT_FOR_LISTING = (
 )
 
 NOT_LOADED: dict[tuple[str, ...], tuple[str, ...]] = {
-    ("list",): (*NOT_FOR_READING, *NOT_FOR_LISTING),
-    ("list", "--json"): (*NOT_FOR_READING, *NOT_FOR_LISTING, "rich"),
+    ("list",): (*NOT_FOR_READING, *NOT_FOR_LISTING, *NOT_FOR_ITEMS, "wrighty.domain.circuits"),
+    ("list", "--json"): (
+        *NOT_FOR_READING,
+        *NOT_FOR_LISTING,
+        *NOT_FOR_ITEMS,
+        "wrighty.domain.circuits",
+        "rich",
+    ),
     # psutil comes only with a registered worker of this installation, to see if it runs.
     ("status", "--json"): (
         *NOT_FOR_READING,
@@ -67,13 +84,22 @@ NOT_LOADED: dict[tuple[str, ...], tuple[str, ...]] = {
         "wrighty.supervisor",
         "psutil",
         "rich",
+        "wrighty.domain.board",
     ),
     # The provider circuits are a read of the store alone, as `list`.
     ("providers", "--json"): (*NOT_FOR_READING, *NOT_FOR_LISTING, "rich"),
     # So is the outbox: listing it loads no sink.
     ("notify", "pending", "--json"): (*NOT_FOR_READING, *NOT_FOR_LISTING, "rich"),
     # The agent's vendor is asked only for an item with a session it could resume.
-    ("show", "1"): (*NOT_FOR_READING, "wrighty.agents", "wrighty.vendors", "wrighty.supervisor"),
+    ("show", "1"): (
+        *NOT_FOR_READING,
+        "wrighty.domain.board",
+        "wrighty.domain.health",
+        "wrighty.domain.notices",
+        "wrighty.agents",
+        "wrighty.vendors",
+        "wrighty.supervisor",
+    ),
     ("--version",): (
         *NOT_FOR_READING,
         *NOT_FOR_LISTING,

@@ -20,16 +20,7 @@ if TYPE_CHECKING:  # the contract names every aggregate; a read imports only wha
     from wrighty.domain.circuits import Circuit
     from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
     from wrighty.domain.health import QueueFigures, WorkerRow
-    from wrighty.domain.model import (
-        Change,
-        Dependency,
-        Event,
-        Item,
-        NewItem,
-        NewRun,
-        Run,
-        Session,
-    )
+    from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, NewRun, Run, Session
     from wrighty.domain.notices import Delivered, Notice, OutboxFigures, Source, StoredNotice
     from wrighty.domain.states import ItemState
     from wrighty.domain.usage import LedgerEntry, Usage
