@@ -68,14 +68,7 @@ NOT_FOR_LISTING = (
 )
 
 NOT_LOADED: dict[tuple[str, ...], tuple[str, ...]] = {
-    # The table's text takes no emoji code, so rich's table of them stays unloaded.
-    ("list",): (
-        *NOT_FOR_READING,
-        *NOT_FOR_LISTING,
-        *NOT_FOR_ITEMS,
-        "wrighty.domain.circuits",
-        "rich._emoji_codes",
-    ),
+    ("list",): (*NOT_FOR_READING, *NOT_FOR_LISTING, *NOT_FOR_ITEMS, "wrighty.domain.circuits"),
     ("list", "--json"): (
         *NOT_FOR_READING,
         *NOT_FOR_LISTING,

@@ -5,17 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from rich.console import (
-    Console,
-    ConsoleDimensions,
-    Group,
-    HighlighterType,
-    JustifyMethod,
-    OverflowMethod,
-    RenderableType,
-)
+from rich.console import Console, ConsoleDimensions, Group, RenderableType
 from rich.panel import Panel
-from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -60,33 +51,6 @@ class OutputConsole(Console):
     def size(self, new_size: tuple[int, int]) -> None:
         self.width, self.height = new_size
 
-    def render_str(
-        self,
-        text: str,
-        *,
-        style: str | Style = "",
-        justify: JustifyMethod | None = None,
-        overflow: OverflowMethod | None = None,
-        emoji: bool | None = None,
-        markup: bool | None = None,
-        highlight: bool | None = None,
-        highlighter: HighlighterType | None = None,
-    ) -> Text:
-        """As rich renders it. An emoji code (`:smile:`) takes two colons: a text with fewer has
-        none to replace, so the emoji table (thousands of names) is left unloaded for it."""
-        if emoji is None and text.count(":") < 2:
-            emoji = False
-        return super().render_str(
-            text,
-            style=style,
-            justify=justify,
-            overflow=overflow,
-            emoji=emoji,
-            markup=markup,
-            highlight=highlight,
-            highlighter=highlighter,
-        )
-
 
 _STATE_STYLES = {
     "todo": "dim",
@@ -104,8 +68,6 @@ def styled_state(state: str) -> Text:
 
 
 def items_table(items: list[Item]) -> Table:
-    """The time is a ``Text``, as rich would render it (its colons name no emoji): then the
-    table takes no emoji code, and loads no table of them (see ``OutputConsole.render_str``)."""
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("ID", "STATE", "PRI", "AGENT", "TITLE", "UPDATED", "REASON"):
         table.add_column(column, no_wrap=column != "TITLE", overflow="fold")
@@ -116,7 +78,7 @@ def items_table(items: list[Item]) -> Table:
             priority_name(item.priority),
             outside(item.agent or "-"),
             outside(item.title),
-            Text(local_time(item.updated_at)),
+            local_time(item.updated_at),
             outside(item.reason_code or ""),
         )
     return table
@@ -190,7 +152,7 @@ def attention_table(entries: list[WaitingItem]) -> Table:
             str(entry.item.id),
             outside(entry.item.title),
             outside(entry.item.reason_code or "-"),
-            Text(local_time(entry.since)),
+            local_time(entry.since),
             str(entry.attempts),
         )
     return table
