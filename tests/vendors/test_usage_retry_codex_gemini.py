@@ -207,6 +207,9 @@ def holds_the_queue(
     claims = [(i, e["item_id"]) for i, e in enumerate(events) if e["event"] == "claimed"]
     assert [item for _, item in claims] == [first, first, second]
     _, (probe_claim, _), (second_claim, _) = claims
+    assert "circuit-wait" in names, [
+        (e["event"], e.get("at"), e.get("until"), e.get("not_before")) for e in events
+    ]
     waiting = next(e for e in events if e["event"] == "circuit-wait")
     assert (waiting["state"], waiting["until"]) == ("open", scheduled["not_before"])
     probe = next(e for e in events if e["event"] == "circuit-probe")
