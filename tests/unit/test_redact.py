@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wrighty.domain.redact import REDACTED, redact, redact_bytes_tail
+from wrighty.domain.redact import REDACTED, redact, redact_bytes_tail, redact_known
 
 ALPHANUMERIC = string.ascii_letters + string.digits
 
@@ -211,3 +211,10 @@ def test_a_zero_limit_keeps_only_the_marker() -> None:
 def test_a_negative_limit_is_refused() -> None:
     with pytest.raises(ValueError, match="negative"):
         redact_bytes_tail(b"abc", -1)
+
+
+def test_known_values_are_replaced_the_longest_first_and_an_empty_one_is_no_secret() -> None:
+    text = "user hunter3 and hunter3-admin; token=plain"
+    assert redact_known(text, ["hunter3", "hunter3-admin", ""]) == (
+        f"user {REDACTED} and {REDACTED}; token={REDACTED}"
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import binascii
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 REDACTED = "[REDACTED]"
@@ -162,6 +162,15 @@ _RULES = (
 def redact(text: str) -> str:
     """The text with every secret found replaced by `[REDACTED]`; everything else is kept."""
     return _replace_spans(text, _secret_spans(text), start=0)
+
+
+def redact_known(text: str, secrets: Iterable[str]) -> str:
+    """``redact``, after replacing each of ``secrets`` (values known to be secret, such as an
+    environment's tokens) wherever it occurs, the longest first so that a secret holding a
+    shorter one goes whole; an empty value is no secret."""
+    for secret in sorted({secret for secret in secrets if secret}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return redact(text)
 
 
 def tail_window_bytes(limit: int) -> int:

@@ -1,0 +1,366 @@
+"""Verification: the project's own checks, run after a succeeded run, decide whether the item
+is done; a failure goes back to the agent's session as a fix turn (pure).
+
+The decisions taken here:
+
+- A policy holds at most ``MAX_CHECKS`` (20) checks: each runs in turn while the claim is
+  held, and a person reads the list at a glance. Check names are short words
+  (``CHECK_NAME``) so that reasons, events and a command line can name them as they are.
+- A check's timeout is 1 second to ``MAX_ITEM_TIMEOUT_SECONDS``, 20 minutes by default.
+- ``max_fix_turns`` is 0 to ``MAX_FIX_TURNS`` (10), 2 by default: every fix turn is a whole
+  agent run, and an agent that has not made the checks pass in ten turns needs a person.
+  Fix turns have a counter of their own, beside the crash and usage retries.
+- The feedback is ``MIN_FEEDBACK_BYTES`` to ``MAX_FEEDBACK_BYTES`` (1,000 to 100,000) UTF-8
+  bytes, 12,000 by default: below 1,000 the instructions and a few failing checks' names
+  leave no room for output; above 100,000 (some 25,000 tokens) the feedback crowds the
+  agent's context window for little gain. The budget goes first to the instructions and one
+  line per failing check (so every failing check is named whenever that fits), then to the
+  failing checks' output, shared evenly (a short output leaves its share to the others),
+  keeping each output's end, where a test runner says what failed. Whatever is cut says so.
+- The feedback's text is redacted (the known secrets, then ``redact``'s patterns) before it
+  is cut, so no cut can leave part of a secret, and its control characters are escaped
+  (``printable``) but for newline and tab; a carriage return before a newline is dropped.
+- After the checks: all passed → done. A check that could not start is a configuration
+  problem, not the agent's: needs-attention ``check-start-failed``, no fix turn spent. A
+  failed check with fix turns left and a session that can be resumed → a retry due at once,
+  ``verification-failed``; a session that cannot be resumed → needs-attention, never a fresh
+  start; no fix turns left → needs-attention, naming the checks that still fail.
+  ``Settlement`` has no counter for fix turns, so ``after_checks`` returns a
+  ``VerifyDecision``: the settlement and whether it spends a fix turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from wrighty.domain import suggestions
+from wrighty.domain.claims import Settlement
+from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, format_duration
+from wrighty.domain.model import Item, RunEnd
+from wrighty.domain.redact import redact, redact_known
+from wrighty.domain.states import ItemState
+from wrighty.domain.text import printable, printable_line
+
+MAX_CHECKS = 20
+MAX_FIX_TURNS = 10
+DEFAULT_FIX_TURNS = 2
+MIN_FEEDBACK_BYTES = 1_000
+MAX_FEEDBACK_BYTES = 100_000
+DEFAULT_FEEDBACK_BYTES = 12_000
+MIN_CHECK_TIMEOUT_SECONDS = 1.0
+DEFAULT_CHECK_TIMEOUT_SECONDS = 20 * 60.0
+CHECK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# How much of a check's command line a reason or the feedback shows.
+_ARGV_CHARS = 200
+# How much of why a check could not start a reason shows.
+_WHY_CHARS = 300
+
+VERIFICATION_FAILED = "verification-failed"
+CHECK_START_FAILED = "check-start-failed"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: a program and its arguments, run with no shell in the item's workspace."""
+
+    name: str
+    argv: tuple[str, ...]
+    timeout_seconds: float = DEFAULT_CHECK_TIMEOUT_SECONDS
+
+    def __post_init__(self) -> None:
+        if CHECK_NAME.fullmatch(self.name) is None:
+            raise ValueError(
+                f"check name {printable_line(self.name)!r} must be 1 to 64 letters, digits, "
+                "'.', '_' or '-', starting with a letter or digit"
+            )
+        if not self.argv or not self.argv[0]:
+            raise ValueError(f"check {self.name}: argv must name a program")
+        if any("\x00" in argument for argument in self.argv):
+            raise ValueError(f"check {self.name}: argv must not contain NUL")
+        timeout = self.timeout_seconds
+        if not MIN_CHECK_TIMEOUT_SECONDS <= timeout <= MAX_ITEM_TIMEOUT_SECONDS:
+            raise ValueError(
+                f"check {self.name}: timeout must be {MIN_CHECK_TIMEOUT_SECONDS:g}s to "
+                f"{format_duration(MAX_ITEM_TIMEOUT_SECONDS)}, got {timeout!r}"
+            )
+
+
+@dataclass(frozen=True)
+class VerifyPolicy:
+    """The checks an item's run must pass, in order, and how the fix loop is bounded."""
+
+    checks: tuple[Check, ...]
+    max_fix_turns: int = DEFAULT_FIX_TURNS
+    feedback_bytes: int = DEFAULT_FEEDBACK_BYTES
+
+    def __post_init__(self) -> None:
+        if len(self.checks) > MAX_CHECKS:
+            raise ValueError(f"at most {MAX_CHECKS} checks, got {len(self.checks)}")
+        names = [check.name for check in self.checks]
+        if len(set(names)) != len(names):
+            twice = sorted({name for name in names if names.count(name) > 1})
+            raise ValueError(f"check names must be unique: {', '.join(twice)}")
+        if not 0 <= self.max_fix_turns <= MAX_FIX_TURNS:
+            raise ValueError(f"max fix turns must be 0 to {MAX_FIX_TURNS}")
+        if not MIN_FEEDBACK_BYTES <= self.feedback_bytes <= MAX_FEEDBACK_BYTES:
+            raise ValueError(f"feedback bytes must be {MIN_FEEDBACK_BYTES} to {MAX_FEEDBACK_BYTES}")
+
+
+@dataclass(frozen=True)
+class CheckEvidence:
+    """What one check did. ``output_tail`` is already redacted and bounded by whoever ran the
+    check; ``start_failure`` says why it could not start (then it has no exit code or
+    signal); a check that started has exactly one of them."""
+
+    name: str
+    argv: tuple[str, ...]
+    duration_seconds: float
+    output_tail: str = ""
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False  # stopped at its timeout (its signal is the one that stopped it)
+    start_failure: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.start_failure is not None:
+            if self.exit_code is not None or self.signal is not None:
+                raise ValueError(f"check {self.name} did not start: no exit code or signal")
+        elif (self.exit_code is None) == (self.signal is None):
+            raise ValueError(f"check {self.name}: exactly one of exit code and signal")
+
+    @property
+    def started(self) -> bool:
+        return self.start_failure is None
+
+    @property
+    def passed(self) -> bool:
+        return self.started and self.exit_code == 0
+
+    @property
+    def failed(self) -> bool:
+        """It ran and did not pass (a check that could not start neither passed nor failed)."""
+        return self.started and not self.passed
+
+    def ending(self) -> str:
+        """How it ended, in a few words."""
+        if self.start_failure is not None:
+            return "could not start"
+        if self.timed_out:
+            return f"stopped at its time limit (signal {self.signal})"
+        if self.signal is not None:
+            return f"killed by signal {self.signal}"
+        return f"exit code {self.exit_code}"
+
+
+@dataclass(frozen=True)
+class VerifyDecision:
+    """Where the item goes after its checks, and whether that spends one of its fix turns
+    (``Settlement`` counts crash and usage retries only)."""
+
+    settlement: Settlement
+    counts_as_fix_turn: bool = False
+
+
+def after_checks(
+    item: Item,
+    run_end: RunEnd,
+    evidence: Sequence[CheckEvidence],
+    *,
+    policy: VerifyPolicy,
+    fix_turns: int,
+    resume_missing: tuple[str, ...] = (),
+) -> VerifyDecision:
+    """The settlement after a succeeded run's checks. ``fix_turns``: the fix turns the item
+    has had; ``resume_missing``: what its session lacks for a resume (empty when it can be
+    resumed)."""
+    if fix_turns < 0:
+        raise ValueError("fix turns are counted from 0")
+    not_started = [check for check in evidence if not check.started]
+    if not_started:
+        first = not_started[0]
+        why = _bounded_line(first.start_failure or "", _WHY_CHARS)
+        return VerifyDecision(
+            _attention(
+                item,
+                run_end,
+                CHECK_START_FAILED,
+                f"the check {_name(first)} could not be started: {why}; it is the "
+                "configuration's to fix, not the agent's, so no fix turn was spent",
+                resumable=not resume_missing,
+            )
+        )
+    failing = [check for check in evidence if check.failed]
+    if not failing:
+        return VerifyDecision(Settlement(ItemState.DONE, process_started=True, run_end=run_end))
+    names = _names(failing)
+    turn = fix_turns + 1
+    if turn > policy.max_fix_turns:
+        spent = (
+            "verify.maxFixTurns is 0"
+            if policy.max_fix_turns == 0
+            else f"after {fix_turns} {_plural(fix_turns, 'fix turn', 'fix turns')} "
+            "(verify.maxFixTurns)"
+        )
+        return VerifyDecision(
+            _attention(
+                item,
+                run_end,
+                VERIFICATION_FAILED,
+                f"{names} still {_plural(len(failing), 'fails', 'fail')} {spent}; "
+                f"the evidence: {suggestions.show(item.id)}",
+                resumable=not resume_missing,
+            )
+        )
+    if resume_missing:
+        return VerifyDecision(
+            _attention(
+                item,
+                run_end,
+                VERIFICATION_FAILED,
+                f"{names} failed; no fix turn, as its session cannot be resumed: "
+                + "; ".join(resume_missing),
+                resumable=False,
+            )
+        )
+    return VerifyDecision(
+        Settlement(
+            ItemState.RETRY_SCHEDULED,
+            process_started=True,
+            run_end=run_end,
+            reason_code=VERIFICATION_FAILED,
+            reason=f"{names} failed; fix turn {turn} of {policy.max_fix_turns} resumes its "
+            "session with their output",
+            not_before=run_end.ended_at,
+        ),
+        counts_as_fix_turn=True,
+    )
+
+
+def _attention(
+    item: Item, run_end: RunEnd, reason_code: str, reason: str, *, resumable: bool
+) -> Settlement:
+    return Settlement(
+        ItemState.NEEDS_ATTENTION,
+        process_started=True,
+        run_end=run_end,
+        reason_code=reason_code,
+        reason=reason,
+        next_action=suggestions.requeue(item.id, resume=resumable),
+    )
+
+
+def _name(check: CheckEvidence) -> str:
+    return printable_line(check.name)
+
+
+def _names(checks: Sequence[CheckEvidence]) -> str:
+    listed = ", ".join(_name(check) for check in checks)
+    return f"the {_plural(len(checks), 'check', 'checks')} {listed}"
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return one if count == 1 else many
+
+
+def _bounded_line(text: str, limit: int) -> str:
+    clean = printable_line(redact(" ".join(text.split())))
+    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+
+
+_INSTRUCTIONS = (
+    "Fix the code so that these checks pass. Do not change, skip or weaken the checks "
+    "themselves, nor the configuration that runs them. When you have finished, end your "
+    "turn: wrighty runs the checks again.\n"
+)
+_CUT_NOTE = "\n…[the feedback was cut here: it may be at most {limit} bytes]\n"
+_OUTPUT_CUT_NOTE = "…[the first {cut} bytes of this output are left out]\n"
+# Room kept for each output's cut note (its number has at most 6 digits).
+_OUTPUT_NOTE_BYTES = len(_OUTPUT_CUT_NOTE.format(cut=999_999).encode())
+
+
+def feedback_prompt(
+    evidence: Sequence[CheckEvidence], *, feedback_bytes: int, secrets: Iterable[str] = ()
+) -> str:
+    """What the agent is told on a fix turn: the failing checks, how each ended, the end of
+    each one's output, and what to do; at most ``feedback_bytes`` UTF-8 bytes, with
+    ``secrets`` (and whatever ``redact`` finds) replaced and control characters escaped but
+    for newline and tab."""
+    known = tuple(secrets)
+    failing = [check for check in evidence if check.failed]
+    ran = len([check for check in evidence if check.started])
+    lines = [
+        f"wrighty ran the project's checks after your turn: {len(failing)} of {ran} failed.\n",
+        *(f"- {_clean_line(check.name, known)}: {check.ending()}\n" for check in failing),
+        "\n",
+        _INSTRUCTIONS,
+    ]
+    head = "".join(lines)
+    headers = [
+        f"\n== {_clean_line(check.name, known)} ({check.ending()}): "
+        f"{_clean_line(' '.join(check.argv), known, _ARGV_CHARS)} ==\n"
+        for check in failing
+    ]
+    outputs = [_clean_output(check.output_tail, known) for check in failing]
+    room = feedback_bytes - _size(head) - sum(_size(header) for header in headers)
+    shares = _shares([_size(output) for output in outputs], room)
+    sections = [
+        header + _tail(output, share)
+        for header, output, share in zip(headers, outputs, shares, strict=True)
+    ]
+    return _fit(head + "".join(sections), feedback_bytes)
+
+
+def _clean_line(text: str, secrets: tuple[str, ...], limit: int = 0) -> str:
+    clean = printable_line(redact_known(text, secrets))
+    if limit and len(clean) > limit:
+        clean = clean[: limit - 1] + "…"
+    return clean
+
+
+def _clean_output(text: str, secrets: tuple[str, ...]) -> str:
+    clean = printable(redact_known(text.replace("\r\n", "\n"), secrets))
+    return clean if not clean or clean.endswith("\n") else clean + "\n"
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def _shares(sizes: list[int], room: int) -> list[int]:
+    """Each output's share of ``room`` bytes: an even share, or less when it needs less (what
+    it leaves goes to the others)."""
+    shares = [0] * len(sizes)
+    left = max(0, room)
+    waiting = sorted(range(len(sizes)), key=lambda index: sizes[index])
+    while waiting:
+        even = left // len(waiting)
+        index = waiting.pop(0)
+        shares[index] = min(sizes[index], even)
+        left -= shares[index]
+    return shares
+
+
+def _tail(output: str, share: int) -> str:
+    """The end of ``output`` in at most ``share`` bytes, saying how much it left out; never a
+    part of a character."""
+    data = output.encode("utf-8")
+    if len(data) <= share:
+        return output
+    keep = max(0, share - _OUTPUT_NOTE_BYTES)
+    kept = data[len(data) - keep :].decode("utf-8", errors="ignore") if keep else ""
+    cut = len(data) - _size(kept)
+    note = _OUTPUT_CUT_NOTE.format(cut=cut)
+    return note + kept if _size(note) <= share else ""
+
+
+def _fit(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` bytes; else its start, cut at a character's edge, and
+    a line that says it was cut."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    note = _CUT_NOTE.format(limit=limit)
+    keep = max(0, limit - _size(note))
+    return data[:keep].decode("utf-8", errors="ignore") + note
