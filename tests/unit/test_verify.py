@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_redact import SECRETS
@@ -305,6 +305,8 @@ def test_the_feedback_is_bounded_redacted_printable_and_names_every_failure(
     drawn: tuple[list[CheckEvidence], list[str], list[str]], feedback_bytes: int
 ) -> None:
     evidence, secrets, known = drawn
+    # a known secret that is part of a check's name hides that name too, as it should
+    assume(not any(value in check.name for value in known for check in evidence))
     prompt = feedback_prompt(evidence, feedback_bytes=feedback_bytes, secrets=known)
     assert len(prompt.encode("utf-8")) <= feedback_bytes
     for secret in [*secrets, *known]:
@@ -313,7 +315,7 @@ def test_the_feedback_is_bounded_redacted_printable_and_names_every_failure(
     listed = "".join(f"- {check.name}: {check.ending()}\n" for check in evidence if check.failed)
     if "feedback was cut" not in prompt:
         assert listed in prompt
-    if len(listed) + 600 <= feedback_bytes:  # the instructions and the list fit
+    if len(listed) + 400 <= feedback_bytes:  # the instructions and the list fit
         assert listed in prompt
         assert "feedback was cut" not in prompt
 
@@ -324,3 +326,19 @@ def test_a_cut_never_splits_a_character(text: str, feedback_bytes: int) -> None:
     prompt = feedback_prompt([failed("tests", output)], feedback_bytes=feedback_bytes)
     assert len(prompt.encode("utf-8")) <= feedback_bytes
     assert "\ufffd" not in prompt or "\ufffd" in output
+
+
+def test_when_the_names_alone_overflow_the_feedback_it_is_cut_and_says_so() -> None:
+    evidence = [failed(f"{n:02d}" + "x" * 62) for n in range(MAX_CHECKS)]
+    prompt = feedback_prompt(evidence, feedback_bytes=MIN_FEEDBACK_BYTES)
+    assert len(prompt.encode()) <= MIN_FEEDBACK_BYTES
+    assert prompt.endswith("…[the feedback was cut here: it may be at most 1000 bytes]\n")
+
+
+def test_outputs_that_do_not_fit_are_left_out_whole_and_counted() -> None:
+    evidence = [failed(f"check-{n}", "x" * 5000) for n in range(8)]
+    prompt = feedback_prompt(evidence, feedback_bytes=MIN_FEEDBACK_BYTES)
+    assert len(prompt.encode()) <= MIN_FEEDBACK_BYTES
+    assert all(f"- check-{n}: exit code 1" in prompt for n in range(8))
+    assert re.search(r"the output of \d more failing checks is left out", prompt)
+    assert "feedback was cut" not in prompt

@@ -14,9 +14,11 @@ The decisions taken here:
   bytes, 12,000 by default: below 1,000 the instructions and a few failing checks' names
   leave no room for output; above 100,000 (some 25,000 tokens) the feedback crowds the
   agent's context window for little gain. The budget goes first to the instructions and one
-  line per failing check (so every failing check is named whenever that fits), then to the
-  failing checks' output, shared evenly (a short output leaves its share to the others),
-  keeping each output's end, where a test runner says what failed. Whatever is cut says so.
+  line per failing check (so every failing check is named whenever that fits), then to a
+  section per failing check (its command line and the end of its output), in order, as many
+  as fit with a few lines of output each; the output is shared evenly (a short one leaves
+  its share to the others), keeping each one's end, where a test runner says what failed.
+  Whatever is cut or left out says so.
 - The feedback's text is redacted (the known secrets, then ``redact``'s patterns) before it
   is cut, so no cut can leave part of a secret, and its control characters are escaped
   (``printable``) but for newline and tab; a carriage return before a newline is dropped.
@@ -276,8 +278,11 @@ _INSTRUCTIONS = (
 )
 _CUT_NOTE = "\n…[the feedback was cut here: it may be at most {limit} bytes]\n"
 _OUTPUT_CUT_NOTE = "…[the first {cut} bytes of this output are left out]\n"
+_OMITTED_NOTE = "\n…[the output of {count} more failing {checks} is left out, for want of room]\n"
 # Room kept for each output's cut note (its number has at most 6 digits).
 _OUTPUT_NOTE_BYTES = len(_OUTPUT_CUT_NOTE.format(cut=999_999).encode())
+# The least room an output gets beside its header: its cut note and a few lines.
+_MIN_TAIL_BYTES = _OUTPUT_NOTE_BYTES + 160
 
 
 def feedback_prompt(
@@ -303,13 +308,37 @@ def feedback_prompt(
         for check in failing
     ]
     outputs = [_clean_output(check.output_tail, known) for check in failing]
-    room = feedback_bytes - _size(head) - sum(_size(header) for header in headers)
+    room = feedback_bytes - _size(head)
+    count, omitted = _sections_that_fit(headers, outputs, room)
+    headers, outputs = headers[:count], outputs[:count]
+    room -= sum(_size(header) for header in headers) + _size(omitted)
     shares = _shares([_size(output) for output in outputs], room)
     sections = [
         header + _tail(output, share)
         for header, output, share in zip(headers, outputs, shares, strict=True)
     ]
-    return _fit(head + "".join(sections), feedback_bytes)
+    return _fit(head + "".join(sections) + omitted, feedback_bytes)
+
+
+def _sections_that_fit(headers: list[str], outputs: list[str], room: int) -> tuple[int, str]:
+    """How many of the failing checks' sections fit in ``room`` bytes, each with at least a
+    few lines of its output (or all of it, if shorter), and the note that says how many more
+    were left out ("" when none was)."""
+    for count in range(len(headers), 0, -1):
+        left = len(headers) - count
+        omitted = _omitted(left) if left else ""
+        need = _size(omitted) + sum(
+            _size(header) + min(_size(output), _MIN_TAIL_BYTES)
+            for header, output in zip(headers[:count], outputs[:count], strict=True)
+        )
+        if need <= room:
+            return count, omitted
+    every = _omitted(len(headers))
+    return 0, every if headers and _size(every) <= room else ""
+
+
+def _omitted(count: int) -> str:
+    return _OMITTED_NOTE.format(count=count, checks=_plural(count, "check", "checks"))
 
 
 def _clean_line(text: str, secrets: tuple[str, ...], limit: int = 0) -> str:
