@@ -12,7 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_redact import SECRETS
-from wrighty.domain.claims import settle
+from wrighty.domain.claims import Settlement, settle
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.redact import REDACTED
@@ -26,6 +26,7 @@ from wrighty.domain.verify import (
     VERIFICATION_FAILED,
     Check,
     CheckEvidence,
+    VerifyDecision,
     VerifyPolicy,
     after_checks,
     feedback_prompt,
@@ -115,6 +116,19 @@ def test_the_bounds_themselves_are_accepted() -> None:
 # --- after the checks -------------------------------------------------------------------
 
 
+def waits_for_a_person(decision: VerifyDecision, reason_code: str, *said: str) -> Settlement:
+    """The decision's settlement, once it is checked to wait for a person for ``reason_code``
+    with a reason that says each of ``said``, and to spend no fix turn."""
+    settlement = decision.settlement
+    assert settlement.to_state is ItemState.NEEDS_ATTENTION
+    assert settlement.reason_code == reason_code
+    assert settlement.reason is not None
+    for words in said:
+        assert words in settlement.reason
+    assert not decision.counts_as_fix_turn
+    return settlement
+
+
 def test_all_checks_passed_is_done() -> None:
     decision = decide([passed("tests"), passed("lint")])
     assert decision.settlement.to_state is ItemState.DONE
@@ -139,25 +153,16 @@ def test_a_failed_check_with_turns_left_resumes_at_once_and_spends_a_turn() -> N
 
 def test_a_failed_check_whose_session_cannot_be_resumed_waits_for_a_person() -> None:
     decision = decide([failed("tests")], missing=("no session id",))
-    settlement = decision.settlement
-    assert settlement.to_state is ItemState.NEEDS_ATTENTION
-    assert settlement.reason_code == VERIFICATION_FAILED
-    assert settlement.reason is not None
-    assert "no session id" in settlement.reason
+    settlement = waits_for_a_person(decision, VERIFICATION_FAILED, "no session id")
     assert settlement.next_action == "wrighty requeue 7 --fresh"
-    assert not decision.counts_as_fix_turn
 
 
 def test_turns_spent_name_the_checks_that_still_fail_and_the_commands() -> None:
     decision = decide([failed("tests"), failed("lint")], fix_turns=POLICY.max_fix_turns)
-    settlement = decision.settlement
-    assert settlement.to_state is ItemState.NEEDS_ATTENTION
-    assert settlement.reason_code == VERIFICATION_FAILED
-    assert settlement.reason is not None
-    assert "tests, lint still fail after 2 fix turns" in settlement.reason
-    assert "wrighty show 7" in settlement.reason
+    settlement = waits_for_a_person(
+        decision, VERIFICATION_FAILED, "tests, lint still fail after 2 fix turns", "wrighty show 7"
+    )
     assert settlement.next_action == "wrighty requeue 7 --resume"
-    assert not decision.counts_as_fix_turn
 
 
 def test_no_fix_turns_at_all_needs_attention_at_the_first_failure() -> None:
@@ -171,14 +176,9 @@ def test_no_fix_turns_at_all_needs_attention_at_the_first_failure() -> None:
 def test_a_check_that_could_not_start_is_the_configurations_problem() -> None:
     broken = CheckEvidence("lint", ("ruff",), 0.0, start_failure="ruff: not found\x1b[2J")
     decision = decide([failed("tests"), broken], fix_turns=0)
-    settlement = decision.settlement
-    assert settlement.to_state is ItemState.NEEDS_ATTENTION
-    assert settlement.reason_code == CHECK_START_FAILED
+    settlement = waits_for_a_person(decision, CHECK_START_FAILED, "lint", "ruff: not found")
     assert settlement.reason is not None
-    assert "lint" in settlement.reason
-    assert "ruff: not found" in settlement.reason
     assert "\x1b" not in settlement.reason
-    assert not decision.counts_as_fix_turn
 
 
 @given(

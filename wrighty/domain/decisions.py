@@ -68,7 +68,7 @@ def after_run(
         cls=classification.outcome_class,
         limit=f" of {format_duration(timeout_seconds)}",
     )
-    return _attention(
+    return attention(
         item,
         run_end,
         classification.outcome_class.value,
@@ -89,7 +89,7 @@ def _after_crash(
         return _not_resumable(item, run_end, crash, resume_missing)
     retry = item.crash_retries + 1
     if retry > policy.max_attempts:
-        return _attention(
+        return attention(
             item,
             run_end,
             "retries-exhausted",
@@ -132,7 +132,7 @@ def _after_usage(
     reset = usage.hint.moment(run_end.ended_at) if usage.hint is not None else None
     if retry > policy.max_attempts:
         last = f"; the last reset it reported was {rfc3339(reset)}" if reset else ""
-        return _attention(
+        return attention(
             item,
             run_end,
             "retries-exhausted",
@@ -167,10 +167,10 @@ def _not_resumable(
     """A run that would be retried, but whose session cannot be resumed: a person decides."""
     why = "; ".join(resume_missing)
     reason = f"{said}; no retry, as its session cannot be resumed: {why}"
-    return _attention(item, run_end, "resume-state-missing", reason, resumable=False)
+    return attention(item, run_end, "resume-state-missing", reason, resumable=False)
 
 
-def _attention(
+def attention(
     item: Item, run_end: RunEnd, reason_code: str, reason: str, *, resumable: bool
 ) -> Settlement:
     """A finished run's item waits for a person, with the command that puts it back to work."""
@@ -302,7 +302,7 @@ def after_shutdown(item: Item, run_end: RunEnd, *, resumable: bool) -> Settlemen
             reason="the worker was stopped; the next worker resumes the session",
             not_before=run_end.ended_at,
         )
-    return _attention(
+    return attention(
         item,
         run_end,
         "worker-stopped",

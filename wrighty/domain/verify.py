@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from wrighty.domain import suggestions
 from wrighty.domain.claims import Settlement
+from wrighty.domain.decisions import attention
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, format_duration
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.redact import redact, redact_known
@@ -184,7 +185,7 @@ def after_checks(
         first = not_started[0]
         why = _bounded_line(first.start_failure or "", _WHY_CHARS)
         return VerifyDecision(
-            _attention(
+            attention(
                 item,
                 run_end,
                 CHECK_START_FAILED,
@@ -206,7 +207,7 @@ def after_checks(
             "(verify.maxFixTurns)"
         )
         return VerifyDecision(
-            _attention(
+            attention(
                 item,
                 run_end,
                 VERIFICATION_FAILED,
@@ -217,7 +218,7 @@ def after_checks(
         )
     if resume_missing:
         return VerifyDecision(
-            _attention(
+            attention(
                 item,
                 run_end,
                 VERIFICATION_FAILED,
@@ -237,19 +238,6 @@ def after_checks(
             not_before=run_end.ended_at,
         ),
         counts_as_fix_turn=True,
-    )
-
-
-def _attention(
-    item: Item, run_end: RunEnd, reason_code: str, reason: str, *, resumable: bool
-) -> Settlement:
-    return Settlement(
-        ItemState.NEEDS_ATTENTION,
-        process_started=True,
-        run_end=run_end,
-        reason_code=reason_code,
-        reason=reason,
-        next_action=suggestions.requeue(item.id, resume=resumable),
     )
 
 
