@@ -31,7 +31,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from wrighty.domain.model import Item
-from wrighty.domain.redact import REDACTED, redact
+from wrighty.domain.redact import redact_known
 from wrighty.errors import StoreError
 from wrighty.store.deadlines import DEFAULT_CALL_SECONDS, seconds_left
 from wrighty.store.rows import wake_params
@@ -80,7 +80,7 @@ def read_url(url: str) -> dict[str, str]:
         parts = conninfo_to_dict(url)
     except psycopg.ProgrammingError as error:
         # libpq quotes the URL, or the token it stumbled on, which may be the password
-        why = _without_secrets(re.sub(r'\s*in URI: ".*', "", _reason(error)), secrets_of(url))
+        why = redact_known(re.sub(r'\s*in URI: ".*', "", _reason(error)), secrets_of(url))
         raise StoreError(
             f"{_unread_url(url)}: cannot read the URL ({why}); write it as "
             "postgresql://USER@HOST:PORT/DBNAME, percent-encoding any other character"
@@ -100,7 +100,7 @@ def _unread_url(url: str) -> str:
     userinfo, at, place = url.partition("://")[2].rpartition("@")
     user = userinfo.split(":", 1)[0]
     place = re.split(r"[?#]", place, maxsplit=1)[0]
-    return _without_secrets(f"postgresql://{user}{at}{place}", secrets_of(url))
+    return redact_known(f"postgresql://{user}{at}{place}", secrets_of(url))
 
 
 def secrets_of(url: str) -> list[str]:
@@ -112,12 +112,6 @@ def secrets_of(url: str) -> list[str]:
     found.update(match[1] for match in re.finditer(r"password\s*=\s*([^&\s]+)", url, re.I))
     found |= {unquote(secret) for secret in found}
     return sorted((secret for secret in found if secret), key=len, reverse=True)
-
-
-def _without_secrets(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, REDACTED)
-    return redact(text)
 
 
 def describe_url(url: str) -> str:
@@ -209,7 +203,7 @@ class PostgresStore(SqlStore):
                 f"{LOCK_TIMEOUT_SECONDS} s (lock_timeout); try again"
             ) from None
         except (psycopg.OperationalError, pg_errors.IdleInTransactionSessionTimeout) as error:
-            why = _without_secrets(_reason(error), self._secrets)
+            why = redact_known(_reason(error), self._secrets)
             raise StoreError(f"{self._name}: {why}") from None
 
     @contextmanager
