@@ -152,6 +152,19 @@ class VendorProject:
         return result
 
 
+def held_while_open(events: list[dict[str, Any]], scheduled: dict[str, Any]) -> None:
+    """The worker held its claims while the refusal's circuit was open: if it looked while
+    open, it said so (`circuit-wait`, open until the retry's due time); it went half-open, to
+    take the probe, only once that time had come. The look's moment is the machine's: a worker
+    on a loaded machine may first look after the window, and then only the second holds."""
+    until = scheduled["not_before"]
+    waiting = [event for event in events if event["event"] == "circuit-wait"]
+    if waiting:
+        assert (waiting[0]["state"], waiting[0]["until"]) == ("open", until)
+    half_open = next(event for event in events if event["event"] == "circuit-half-open")
+    assert half_open["at"] >= until, (half_open, until)
+
+
 def next_event(worker: subprocess.Popen[str], name: str) -> dict[str, Any]:
     """Read the worker's events up to the first called ``name``."""
     assert worker.stdout is not None

@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from tests.vendors.conftest import CIRCUIT_OPEN_MINUTES, VendorProject, next_event
+from tests.vendors.conftest import (
+    CIRCUIT_OPEN_MINUTES,
+    VendorProject,
+    held_while_open,
+    next_event,
+)
 from tests.vendors.provider import Provider
 from tests.vendors.test_claude import claude_agent, vendor_session_ids
 
@@ -123,8 +128,7 @@ def test_a_refusal_holds_the_queue_until_the_probe_answers(
     names = [event["event"] for event in events]
     claims = [event["item_id"] for event in events if event["event"] == "claimed"]
     assert claims == [first, second]  # the refused item's claim came before: see `scheduled`
-    waiting = next(e for e in events if e["event"] == "circuit-wait")
-    assert (waiting["state"], waiting["until"]) == ("open", scheduled["not_before"])
+    held_while_open(events, scheduled)
     # The probe is the due retry, then the circuit closes, then the second item runs.
     assert names.index("circuit-half-open") < names.index("claimed") < names.index("circuit-closed")
     probe = next(e for e in events if e["event"] == "circuit-probe")
