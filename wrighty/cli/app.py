@@ -58,10 +58,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "worker": ("wrighty.cli.worker", "worker_app"),
 }
 
-# The commands that only read and print, closing what they open. When the process runs one of
-# them and nothing else (main), it collects no garbage (what the command makes ends with the
-# process; `status --watch`, which runs until stopped, collects again) and it ends as soon as
-# the command has (RootGroup.invoke).
+# The commands that print and end, closing what they open: the reads, and `providers reset`,
+# whose one write is committed before it prints. When the process runs one of them and nothing
+# else (main), it collects no garbage (what the command makes ends with the process; `status
+# --watch`, which runs until stopped, collects again) and it ends as soon as the command has
+# (RootGroup.invoke).
 READ_COMMANDS = frozenset({"list", "show", "status", "workers", "usage", "providers"})
 
 

@@ -21,6 +21,7 @@ from wrighty.domain.redact import redact
 from wrighty.domain.resume import ResumeFacts, resume_gaps
 from wrighty.domain.retry import CrashPolicy, ResetHint, UsageDue, UsagePolicy
 from wrighty.domain.states import ItemState
+from wrighty.domain.text import clip
 from wrighty.domain.times import rfc3339
 
 _ATTENTION_REASONS = {
@@ -209,9 +210,7 @@ def describe_error(error: BaseException) -> str:
     """An unexpected exception as one redacted, bounded line: its class and the first line of
     its message (never a traceback)."""
     lines = str(error).strip().splitlines()
-    summary = redact(lines[0]) if lines else ""
-    if len(summary) > INTERNAL_ERROR_SUMMARY_CHARS:
-        summary = summary[: INTERNAL_ERROR_SUMMARY_CHARS - 1] + "…"
+    summary = clip(redact(lines[0]), INTERNAL_ERROR_SUMMARY_CHARS) if lines else ""
     return f"{type(error).__name__}: {summary}" if summary else type(error).__name__
 
 

@@ -22,6 +22,7 @@ from wrighty.domain.claims import Settlement
 from wrighty.domain.model import RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
+from wrighty.domain.text import clip
 
 # The reason code of an item its worker's machine could not start (docs/json.md).
 MACHINE_FAILURE = "machine-failure"
@@ -105,10 +106,7 @@ MAX_CAUSE_CHARS = 300
 
 def cause_of(failure: StartFailure, what: str) -> str:
     """The failure as one bounded line: what the machine could not do, and why."""
-    line = f"could not {what}: {failure.message}"
-    if len(line) > MAX_CAUSE_CHARS:
-        line = line[: MAX_CAUSE_CHARS - 1] + "…"
-    return line
+    return clip(f"could not {what}: {failure.message}", MAX_CAUSE_CHARS)
 
 
 def after_machine_failure(

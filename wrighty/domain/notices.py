@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from wrighty.domain import suggestions
 from wrighty.domain.model import Change
 from wrighty.domain.states import ItemState
-from wrighty.domain.text import printable_line
+from wrighty.domain.text import clip, printable_line
 from wrighty.domain.times import rfc3339
 
 if TYPE_CHECKING:
@@ -96,8 +96,7 @@ def _bounded(text: str | None, limit: int) -> str | None:
         return None
     from wrighty.domain.redact import redact  # for a notice made: a read of the outbox needs none
 
-    clean = printable_line(redact(text))
-    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+    return clip(printable_line(redact(text)), limit)
 
 
 def _events_of(change: Change) -> tuple[str, ...]:

@@ -59,6 +59,11 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(_escape, text)
 
 
+def clip(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` - 1 characters and an ellipsis when it is longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def printable_line(text: str) -> str:
     """``text`` as one line: every unsafe character escaped, newline and tab included."""
     return _UNPRINTABLE_IN_LINE.sub(_escape, text)

@@ -42,9 +42,9 @@ from wrighty.domain.claims import Settlement
 from wrighty.domain.decisions import attention
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, format_duration
 from wrighty.domain.model import Item, RunEnd
-from wrighty.domain.redact import redact, redact_known
+from wrighty.domain.redact import redact_known
 from wrighty.domain.states import ItemState
-from wrighty.domain.text import printable, printable_line
+from wrighty.domain.text import clip, printable, printable_line
 
 MAX_CHECKS = 20
 MAX_FIX_TURNS = 10
@@ -255,8 +255,7 @@ def _plural(count: int, one: str, many: str) -> str:
 
 
 def _bounded_line(text: str, limit: int) -> str:
-    clean = printable_line(redact(" ".join(text.split())))
-    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+    return _clean_line(" ".join(text.split()), (), limit)
 
 
 _INSTRUCTIONS = (
@@ -331,9 +330,7 @@ def _omitted(count: int) -> str:
 
 def _clean_line(text: str, secrets: tuple[str, ...], limit: int = 0) -> str:
     clean = printable_line(redact_known(text, secrets))
-    if limit and len(clean) > limit:
-        clean = clean[: limit - 1] + "…"
-    return clean
+    return clip(clean, limit) if limit else clean
 
 
 def _clean_output(text: str, secrets: tuple[str, ...]) -> str:

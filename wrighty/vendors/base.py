@@ -26,6 +26,7 @@ from wrighty.domain.model import Stream
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.redact import redact
 from wrighty.domain.retry import ResetHint
+from wrighty.domain.text import clip
 from wrighty.domain.usage import Usage
 
 Permission = Literal["workspace", "full"]
@@ -208,9 +209,7 @@ def status_class(status: int | None) -> OutcomeClass | None:
 
 def verdict(outcome_class: OutcomeClass, confidence: Confidence, summary: str) -> Classification:
     """A classification with a short, redacted summary."""
-    text = redact(" ".join(summary.split()))
-    if len(text) > _SUMMARY_CHARS:
-        text = text[: _SUMMARY_CHARS - 1] + "…"
+    text = clip(redact(" ".join(summary.split())), _SUMMARY_CHARS)
     return Classification(outcome_class, confidence, text)
 
 
