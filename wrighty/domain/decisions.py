@@ -21,7 +21,7 @@ from wrighty.domain.redact import redact
 from wrighty.domain.resume import ResumeFacts, resume_gaps
 from wrighty.domain.retry import CrashPolicy, ResetHint, UsageDue, UsagePolicy
 from wrighty.domain.states import ItemState
-from wrighty.domain.text import clip
+from wrighty.domain.text import clip, plural
 from wrighty.domain.times import rfc3339
 
 _ATTENTION_REASONS = {
@@ -95,7 +95,7 @@ def _after_crash(
             run_end,
             "retries-exhausted",
             f"{crash}; it crashed {retry} times, the first run and "
-            f"{policy.max_attempts} {_plural(policy.max_attempts, 'retry', 'retries')} "
+            f"{policy.max_attempts} {plural(policy.max_attempts, 'retry', 'retries')} "
             "(worker.processCrash.maxAttempts)",
             resumable=True,
         )
@@ -138,7 +138,7 @@ def _after_usage(
             run_end,
             "retries-exhausted",
             f"{said}; it was refused {retry} times, the first run and "
-            f"{policy.max_attempts} usage {_plural(policy.max_attempts, 'retry', 'retries')} "
+            f"{policy.max_attempts} usage {plural(policy.max_attempts, 'retry', 'retries')} "
             f"(worker.usageFailure.maxAttempts){last}",
             resumable=not resume_missing,
         )
@@ -183,10 +183,6 @@ def attention(
         reason=reason,
         next_action=suggestions.requeue(item.id, resume=resumable),
     )
-
-
-def _plural(count: int, one: str, many: str) -> str:
-    return one if count == 1 else many
 
 
 def start_failed(item: Item, run_end: RunEnd, *, why: str, resumable: bool = False) -> Settlement:

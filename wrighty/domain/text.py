@@ -64,6 +64,11 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def plural(count: int, one: str, many: str) -> str:
+    """``one`` for a count of 1, else ``many``."""
+    return one if count == 1 else many
+
+
 def printable_line(text: str) -> str:
     """``text`` as one line: every unsafe character escaped, newline and tab included."""
     return _UNPRINTABLE_IN_LINE.sub(_escape, text)

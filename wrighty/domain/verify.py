@@ -44,7 +44,7 @@ from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, format_duration
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.redact import redact_known
 from wrighty.domain.states import ItemState
-from wrighty.domain.text import clip, printable, printable_line
+from wrighty.domain.text import clip, plural, printable, printable_line
 
 MAX_CHECKS = 20
 MAX_FIX_TURNS = 10
@@ -203,7 +203,7 @@ def after_checks(
         spent = (
             "verify.maxFixTurns is 0"
             if policy.max_fix_turns == 0
-            else f"after {fix_turns} {_plural(fix_turns, 'fix turn', 'fix turns')} "
+            else f"after {fix_turns} {plural(fix_turns, 'fix turn', 'fix turns')} "
             "(verify.maxFixTurns)"
         )
         return VerifyDecision(
@@ -211,7 +211,7 @@ def after_checks(
                 item,
                 run_end,
                 VERIFICATION_FAILED,
-                f"{names} still {_plural(len(failing), 'fails', 'fail')} {spent}; "
+                f"{names} still {plural(len(failing), 'fails', 'fail')} {spent}; "
                 f"the evidence: {suggestions.show(item.id)}",
                 resumable=not resume_missing,
             )
@@ -247,11 +247,7 @@ def _name(check: CheckEvidence) -> str:
 
 def _names(checks: Sequence[CheckEvidence]) -> str:
     listed = ", ".join(_name(check) for check in checks)
-    return f"the {_plural(len(checks), 'check', 'checks')} {listed}"
-
-
-def _plural(count: int, one: str, many: str) -> str:
-    return one if count == 1 else many
+    return f"the {plural(len(checks), 'check', 'checks')} {listed}"
 
 
 def _bounded_line(text: str, limit: int) -> str:
@@ -325,7 +321,7 @@ def _sections_that_fit(headers: list[str], outputs: list[str], room: int) -> tup
 
 
 def _omitted(count: int) -> str:
-    return _OMITTED_NOTE.format(count=count, checks=_plural(count, "check", "checks"))
+    return _OMITTED_NOTE.format(count=count, checks=plural(count, "check", "checks"))
 
 
 def _clean_line(text: str, secrets: tuple[str, ...], limit: int = 0) -> str:
