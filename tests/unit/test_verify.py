@@ -26,10 +26,12 @@ from wrighty.domain.verify import (
     VERIFICATION_FAILED,
     Check,
     CheckEvidence,
-    VerifyDecision,
+    CheckRecord,
     VerifyPolicy,
     after_checks,
     feedback_prompt,
+    owed_feedback,
+    select_checks,
 )
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -116,29 +118,28 @@ def test_the_bounds_themselves_are_accepted() -> None:
 # --- after the checks -------------------------------------------------------------------
 
 
-def waits_for_a_person(decision: VerifyDecision, reason_code: str, *said: str) -> Settlement:
-    """The decision's settlement, once it is checked to wait for a person for ``reason_code``
+def waits_for_a_person(settlement: Settlement, reason_code: str, *said: str) -> Settlement:
+    """The settlement, once it is checked to wait for a person for ``reason_code``
     with a reason that says each of ``said``, and to spend no fix turn."""
-    settlement = decision.settlement
     assert settlement.to_state is ItemState.NEEDS_ATTENTION
     assert settlement.reason_code == reason_code
     assert settlement.reason is not None
     for words in said:
         assert words in settlement.reason
-    assert not decision.counts_as_fix_turn
+    assert not settlement.counts_as_fix_turn
     return settlement
 
 
 def test_all_checks_passed_is_done() -> None:
     decision = decide([passed("tests"), passed("lint")])
-    assert decision.settlement.to_state is ItemState.DONE
-    assert decision.settlement.run_end == RUN_END
+    assert decision.to_state is ItemState.DONE
+    assert decision.run_end == RUN_END
     assert not decision.counts_as_fix_turn
 
 
 def test_a_failed_check_with_turns_left_resumes_at_once_and_spends_a_turn() -> None:
     decision = decide([failed("tests"), passed("lint")], fix_turns=1)
-    settlement = decision.settlement
+    settlement = decision
     assert settlement.to_state is ItemState.RETRY_SCHEDULED
     assert settlement.reason_code == VERIFICATION_FAILED
     assert settlement.not_before == RUN_END.ended_at
@@ -147,8 +148,10 @@ def test_a_failed_check_with_turns_left_resumes_at_once_and_spends_a_turn() -> N
     assert "lint" not in settlement.reason
     assert "fix turn 2 of 2" in settlement.reason
     assert decision.counts_as_fix_turn
-    # the move is one the claim's settle accepts
-    assert settle(running(), settlement, at=NOW).after.state is ItemState.RETRY_SCHEDULED
+    # the move is one the claim's settle accepts, and it counts the turn on the item
+    after = settle(dataclasses.replace(running(), fix_turns=1), settlement, at=NOW).after
+    assert after.state is ItemState.RETRY_SCHEDULED
+    assert (after.fix_turns, after.crash_retries, after.usage_retries) == (2, 0, 0)
 
 
 def test_a_failed_check_whose_session_cannot_be_resumed_waits_for_a_person() -> None:
@@ -168,9 +171,9 @@ def test_turns_spent_name_the_checks_that_still_fail_and_the_commands() -> None:
 def test_no_fix_turns_at_all_needs_attention_at_the_first_failure() -> None:
     policy = dataclasses.replace(POLICY, max_fix_turns=0)
     decision = after_checks(running(), RUN_END, [failed("tests")], policy=policy, fix_turns=0)
-    assert decision.settlement.to_state is ItemState.NEEDS_ATTENTION
-    assert decision.settlement.reason is not None
-    assert "verify.maxFixTurns is 0" in decision.settlement.reason
+    assert decision.to_state is ItemState.NEEDS_ATTENTION
+    assert decision.reason is not None
+    assert "verify.maxFixTurns is 0" in decision.reason
 
 
 def test_a_check_that_could_not_start_is_the_configurations_problem() -> None:
@@ -207,7 +210,7 @@ def test_every_outcome_of_the_checks_has_one_settlement(
         fix_turns=fix_turns,
         resume_missing=() if resumable else ("gone",),
     )
-    settlement = decision.settlement
+    settlement = decision
     if "no-start" in outcomes:
         assert settlement.reason_code == CHECK_START_FAILED
     elif "fail" not in outcomes:
@@ -342,3 +345,39 @@ def test_outputs_that_do_not_fit_are_left_out_whole_and_counted() -> None:
     assert all(f"- check-{n}: exit code 1" in prompt for n in range(8))
     assert re.search(r"the output of \d more failing checks is left out", prompt)
     assert "feedback was cut" not in prompt
+
+
+# --- which checks, and whether feedback is owed -----------------------------------------
+
+
+def test_an_item_runs_every_check_of_its_agent_or_exactly_those_it_names() -> None:
+    tests, lint = POLICY.checks
+    assert select_checks(POLICY.checks, None) == ((tests, lint), ())
+    assert select_checks(POLICY.checks, ()) == ((), ())
+    # the configured order, whatever order the item named them in
+    assert select_checks(POLICY.checks, ("lint", "tests")) == ((tests, lint), ())
+    assert select_checks(POLICY.checks, ("lint", "typo")) == ((lint,), ("typo",))
+
+
+def record(verification: str, run_id: str | None, evidence: CheckEvidence, minute: int) -> CheckRecord:
+    at = NOW.replace(minute=minute)
+    return CheckRecord(7, verification, run_id, 0, "worker w-1", at, evidence)
+
+
+def test_feedback_is_owed_for_a_failed_verification_no_run_has_followed() -> None:
+    first = record("v1", "run-a", failed("tests"), 1)
+    assert owed_feedback([first], latest_run_id="run-a", latest_run_started=NOW) == (
+        first.evidence,
+    )
+    # a later run (a fresh start, say) has had its chance: nothing is owed
+    assert owed_feedback([first], latest_run_id="run-b", latest_run_started=NOW) == ()
+    # the latest verification passed: nothing is owed, whatever failed before it
+    passing = record("v2", "run-b", passed("tests"), 2)
+    assert owed_feedback([first, passing], latest_run_id="run-b", latest_run_started=NOW) == ()
+    # checks run by hand after the latest run's start count as its verification
+    by_hand = dataclasses.replace(record("v3", None, failed("lint"), 30), actor="operator")
+    started = NOW.replace(minute=20)
+    owed = owed_feedback([first, by_hand], latest_run_id="run-b", latest_run_started=started)
+    assert owed == (by_hand.evidence,)
+    later = NOW.replace(minute=40)
+    assert owed_feedback([first, by_hand], latest_run_id="run-c", latest_run_started=later) == ()

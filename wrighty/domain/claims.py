@@ -200,6 +200,7 @@ class Settlement:
     not_before: datetime | None = None
     counts_as_crash_retry: bool = False
     counts_as_usage_retry: bool = False
+    counts_as_fix_turn: bool = False  # verification's (domain/verify.py)
 
 
 def settle(claimed: Item, settlement: Settlement, *, at: datetime) -> Change:
@@ -226,6 +227,9 @@ def settle(claimed: Item, settlement: Settlement, *, at: datetime) -> Change:
         change = dataclasses.replace(change, after=after)
     if settlement.counts_as_usage_retry:
         after = dataclasses.replace(change.after, usage_retries=claimed.usage_retries + 1)
+        change = dataclasses.replace(change, after=after)
+    if settlement.counts_as_fix_turn:
+        after = dataclasses.replace(change.after, fix_turns=claimed.fix_turns + 1)
         change = dataclasses.replace(change, after=after)
     return change
 

@@ -125,7 +125,7 @@ def after_machine_failure(
     back to ``queued``, keeping its queue entry time; so does a due retry that was to start a
     new session (its new session never started, so only a fresh run can follow).
     ``run_recorded``: the run was recorded, and ends as start-failed."""
-    resume = claimed_from is ItemState.RETRY_SCHEDULED and kind is RunKind.RESUME
+    resume = claimed_from is ItemState.RETRY_SCHEDULED and kind.resumes
     said = f"worker {worker_id}'s machine {cause}"
     run_end = (
         RunEnd(at, OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, diagnostic=said)

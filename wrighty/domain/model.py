@@ -44,6 +44,10 @@ class NewItem:
     # `wrighty import`: the section's key (file name and section key) and what it said.
     import_key: str | None = None
     import_fingerprint: str | None = None
+    # Verification (docs/verify.md): None runs the checks wrighty.json gives its agent; a
+    # tuple runs exactly the checks it names, in their configured order (empty: none,
+    # `--no-verify`).
+    verify_checks: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ class Item:
     priority: int = DEFAULT_PRIORITY  # 0 (P0) is claimed first; see domain/scheduling.py
     import_key: str | None = None  # `wrighty import`: its section's key
     import_fingerprint: str | None = None
+    verify_checks: tuple[str, ...] | None = None  # as NewItem's: None follows wrighty.json
+    fix_turns: int = 0  # verify.maxFixTurns's, beside crash_retries and usage_retries
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,12 @@ class Confidence(StrEnum):
 class RunKind(StrEnum):
     FRESH = "fresh"
     RESUME = "resume"
+    FIX = "fix"  # a resume whose prompt is the feedback of the checks that failed
+
+    @property
+    def resumes(self) -> bool:
+        """Whether the run continues the item's recorded session (a resume or a fix turn)."""
+        return self is not RunKind.FRESH
 
 
 # What worker.usageFailure covers: a provider that said "not now". Never auth, permission,

@@ -26,9 +26,16 @@ The decisions taken here:
   problem, not the agent's: needs-attention ``check-start-failed``, no fix turn spent. A
   failed check with fix turns left and a session that can be resumed → a retry due at once,
   ``verification-failed``; a session that cannot be resumed → needs-attention, never a fresh
-  start; no fix turns left → needs-attention, naming the checks that still fail.
-  ``Settlement`` has no counter for fix turns, so ``after_checks`` returns a
-  ``VerifyDecision``: the settlement and whether it spends a fix turn.
+  start; no fix turns left → needs-attention, naming the checks that still fail. A fix turn
+  is counted by ``Settlement.counts_as_fix_turn`` (``Item.fix_turns``), beside the crash and
+  usage retries; an operator's requeue sets it back to 0, as it does theirs.
+- Which checks an item runs (``select_checks``): the checks wrighty.json gives its agent
+  (``verify.checks``, then the agent's own), in that order; an item that names checks runs
+  only those, in the same order; one that names none (``--no-verify``) runs none. A name that
+  is no check of its agent is a configuration problem, told as a check that could not start.
+- A fix turn's feedback is owed (``owed_feedback``) when the item's latest verification
+  failed and no agent run started after it: the next run that resumes the session is then a
+  fix turn, whether a due retry or an operator's `requeue --resume`.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from wrighty.domain import suggestions
 from wrighty.domain.claims import Settlement
@@ -158,12 +166,66 @@ class CheckEvidence:
 
 
 @dataclass(frozen=True)
-class VerifyDecision:
-    """Where the item goes after its checks, and whether that spends one of its fix turns
-    (``Settlement`` counts crash and usage retries only)."""
+class CheckRecord:
+    """One check's evidence as stored, never rewritten: the verification it was part of
+    (every check of one verification shares its id), the agent run it verified (None: run by
+    hand, `wrighty verify`), its place in that verification, who ran it and when it started."""
 
-    settlement: Settlement
-    counts_as_fix_turn: bool = False
+    item_id: int
+    verification_id: str
+    run_id: str | None
+    position: int
+    actor: str
+    started_at: datetime
+    evidence: CheckEvidence
+
+
+def select_checks(
+    available: Sequence[Check], chosen: tuple[str, ...] | None
+) -> tuple[tuple[Check, ...], tuple[str, ...]]:
+    """The checks an item runs, in ``available``'s order, and the names it chose that are no
+    check in ``available`` (``chosen`` None: all of them; empty: none)."""
+    if chosen is None:
+        return tuple(available), ()
+    known = {check.name for check in available}
+    unknown = tuple(name for name in chosen if name not in known)
+    return tuple(check for check in available if check.name in chosen), unknown
+
+
+def unknown_check(name: str, agent: str) -> CheckEvidence:
+    """The evidence of a check an item names that wrighty.json does not give its agent."""
+    return CheckEvidence(
+        name,
+        (),
+        0.0,
+        start_failure=f"wrighty.json has no check named {printable_line(name)!r} for the "
+        f"agent {printable_line(agent)!r} (verify.checks, agents.<name>.verify.checks)",
+    )
+
+
+def latest_verification(records: Sequence[CheckRecord]) -> tuple[CheckRecord, ...]:
+    """The records of the item's latest verification, in order (``records`` oldest first)."""
+    if not records:
+        return ()
+    last = records[-1].verification_id
+    return tuple(record for record in records if record.verification_id == last)
+
+
+def owed_feedback(
+    records: Sequence[CheckRecord], *, latest_run_id: str | None, latest_run_started: datetime | None
+) -> tuple[CheckEvidence, ...]:
+    """The evidence a fix turn's feedback is made of: that of the item's latest verification,
+    when a check of it failed and no agent run started after it; empty otherwise.
+    ``records`` oldest first; ``latest_run_*``: the item's latest agent run, if any."""
+    latest = latest_verification(records)
+    if not latest or not any(record.evidence.failed for record in latest):
+        return ()
+    first = latest[0]
+    if first.run_id is not None:
+        after_it = first.run_id == latest_run_id
+    else:
+        after_it = latest_run_started is None or first.started_at >= latest_run_started
+    return tuple(record.evidence for record in latest) if after_it else ()
 
 
 def after_checks(
@@ -174,7 +236,7 @@ def after_checks(
     policy: VerifyPolicy,
     fix_turns: int,
     resume_missing: tuple[str, ...] = (),
-) -> VerifyDecision:
+) -> Settlement:
     """The settlement after a succeeded run's checks. ``fix_turns``: the fix turns the item
     has had; ``resume_missing``: what its session lacks for a resume (empty when it can be
     resumed)."""
@@ -184,19 +246,17 @@ def after_checks(
     if not_started:
         first = not_started[0]
         why = _bounded_line(first.start_failure or "", _WHY_CHARS)
-        return VerifyDecision(
-            attention(
-                item,
-                run_end,
-                CHECK_START_FAILED,
-                f"the check {_name(first)} could not be started: {why}; it is the "
-                "configuration's to fix, not the agent's, so no fix turn was spent",
-                resumable=not resume_missing,
-            )
+        return attention(
+            item,
+            run_end,
+            CHECK_START_FAILED,
+            f"the check {_name(first)} could not be started: {why}; it is the "
+            "configuration's to fix, not the agent's, so no fix turn was spent",
+            resumable=not resume_missing,
         )
     failing = [check for check in evidence if check.failed]
     if not failing:
-        return VerifyDecision(Settlement(ItemState.DONE, process_started=True, run_end=run_end))
+        return Settlement(ItemState.DONE, process_started=True, run_end=run_end)
     names = _names(failing)
     turn = fix_turns + 1
     if turn > policy.max_fix_turns:
@@ -206,37 +266,31 @@ def after_checks(
             else f"after {fix_turns} {plural(fix_turns, 'fix turn', 'fix turns')} "
             "(verify.maxFixTurns)"
         )
-        return VerifyDecision(
-            attention(
-                item,
-                run_end,
-                VERIFICATION_FAILED,
-                f"{names} still {plural(len(failing), 'fails', 'fail')} {spent}; "
-                f"the evidence: {suggestions.show(item.id)}",
-                resumable=not resume_missing,
-            )
+        return attention(
+            item,
+            run_end,
+            VERIFICATION_FAILED,
+            f"{names} still {plural(len(failing), 'fails', 'fail')} {spent}; "
+            f"the evidence: {suggestions.show(item.id)}",
+            resumable=not resume_missing,
         )
     if resume_missing:
-        return VerifyDecision(
-            attention(
-                item,
-                run_end,
-                VERIFICATION_FAILED,
-                f"{names} failed; no fix turn, as its session cannot be resumed: "
-                + "; ".join(resume_missing),
-                resumable=False,
-            )
+        return attention(
+            item,
+            run_end,
+            VERIFICATION_FAILED,
+            f"{names} failed; no fix turn, as its session cannot be resumed: "
+            + "; ".join(resume_missing),
+            resumable=False,
         )
-    return VerifyDecision(
-        Settlement(
-            ItemState.RETRY_SCHEDULED,
-            process_started=True,
-            run_end=run_end,
-            reason_code=VERIFICATION_FAILED,
-            reason=f"{names} failed; fix turn {turn} of {policy.max_fix_turns} resumes its "
-            "session with their output",
-            not_before=run_end.ended_at,
-        ),
+    return Settlement(
+        ItemState.RETRY_SCHEDULED,
+        process_started=True,
+        run_end=run_end,
+        reason_code=VERIFICATION_FAILED,
+        reason=f"{names} failed; fix turn {turn} of {policy.max_fix_turns} resumes its "
+        "session with their output",
+        not_before=run_end.ended_at,
         counts_as_fix_turn=True,
     )
 

@@ -354,6 +354,7 @@ def requeue_item(
             change.after,
             crash_retries=0,
             usage_retries=0,
+            fix_turns=0,
             max_cost_usd=budget.max_cost_usd or item.max_cost_usd,
             max_tokens=budget.max_tokens or item.max_tokens,
         )

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the contract names every aggregate; a read imports only wha
     from wrighty.domain.notices import Delivered, Notice, OutboxFigures, Source, StoredNotice
     from wrighty.domain.states import ItemState
     from wrighty.domain.usage import LedgerEntry, Usage
+    from wrighty.domain.verify import CheckRecord
 
 _T = TypeVar("_T")
 
@@ -175,6 +176,20 @@ class Store(Protocol):
         ...
 
     def get_run(self, run_id: str) -> Run | None: ...
+
+    # -- verification (docs/verify.md) -------------------------------------------------------
+
+    def record_check(self, item: Item, record: CheckRecord) -> bool:
+        """Store one check's evidence, guarded like every write about the item: only while it
+        still has ``item``'s state, generation and owner (a running item: while that claim is
+        held, and ``record.run_id`` must be its open run). Evidence is never rewritten: a
+        second record at the same verification and position changes nothing. False, having
+        written nothing, when a guard refused."""
+        ...
+
+    def list_checks(self, item_id: int) -> Rows[CheckRecord]:
+        """The item's check evidence, oldest verification first, each in its order."""
+        ...
 
     # -- the usage ledger -------------------------------------------------------------------
 

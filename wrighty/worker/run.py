@@ -587,7 +587,7 @@ class ClaimRun:
             run_end = RunEnd(
                 self._now(), OutcomeClass.START_FAILED, Confidence.AUTHORITATIVE, diagnostic=why
             )
-            resumable = kind is RunKind.RESUME
+            resumable = kind.resumes
             settlement = decisions.start_failed(claimed, run_end, why=why, resumable=resumable)
         change = settle(claimed, settlement, at=self._now())
         self._move_circuit(change, OutcomeClass.START_FAILED)
