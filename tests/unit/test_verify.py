@@ -359,7 +359,9 @@ def test_an_item_runs_every_check_of_its_agent_or_exactly_those_it_names() -> No
     assert select_checks(POLICY.checks, ("lint", "typo")) == ((lint,), ("typo",))
 
 
-def record(verification: str, run_id: str | None, evidence: CheckEvidence, minute: int) -> CheckRecord:
+def record(
+    verification: str, run_id: str | None, evidence: CheckEvidence, minute: int
+) -> CheckRecord:
     at = NOW.replace(minute=minute)
     return CheckRecord(7, verification, run_id, 0, "worker w-1", at, evidence)
 

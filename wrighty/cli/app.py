@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "requeue": ("wrighty.cli.items", "requeue"),
     "release": ("wrighty.cli.items", "release"),
     "reap": ("wrighty.cli.items", "reap"),
+    "verify": ("wrighty.cli.verify", "verify"),
     "inbox": ("wrighty.cli.inbox", "inbox"),
     "workers": ("wrighty.cli.observability", "workers"),
     "status": ("wrighty.cli.observability", "status"),

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from wrighty.domain.notices import OutboxFigures, StoredNotice
     from wrighty.domain.scheduling import Wait
     from wrighty.domain.usage import Limit, Usage
+    from wrighty.domain.verify import CheckEvidence
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
     from wrighty.services.status import StatusReport, WorkerView
@@ -103,6 +104,21 @@ def run_json(run: Run) -> dict[str, Any]:
         "session_id": run.session_id,
         "diagnostic": run.diagnostic,
         "usage": usage_json(run.usage) if reported(run.usage) else None,
+    }
+
+
+def check_json(evidence: CheckEvidence) -> dict[str, Any]:
+    """One check's evidence (docs/json.md#checks); its output's end is redacted already."""
+    return {
+        "name": evidence.name,
+        "argv": list(evidence.argv),
+        "passed": evidence.passed,
+        "exit_code": evidence.exit_code,
+        "signal": evidence.signal,
+        "timed_out": evidence.timed_out,
+        "start_failure": evidence.start_failure,
+        "duration_seconds": finite(round(evidence.duration_seconds, 3)),
+        "output_tail": evidence.output_tail,
     }
 
 

@@ -40,10 +40,15 @@ class LeaseTerms:
 
     lease_seconds: float
     default_timeout_seconds: float
+    # The time limits of the checks that verify a run, added up (docs/verify.md): a claim
+    # keeps its lease while they run, after its agent's time limit.
+    checks_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if self.lease_seconds <= 0 or self.default_timeout_seconds <= 0:
             raise ValueError("lease and timeout must be positive")
+        if not 0 <= self.checks_seconds < float("inf"):
+            raise ValueError("the checks' time limits must add up to a number of seconds")
 
     @property
     def stop_margin(self) -> float:
@@ -67,8 +72,10 @@ class LeaseTerms:
         return min(timeout, MAX_ITEM_TIMEOUT_SECONDS)
 
     def renew_deadline(self, now: datetime, item_timeout_seconds: float | None) -> datetime:
-        """No renewal carries a lease past the item timeout plus one lease (invariant 3)."""
-        return now + timedelta(seconds=self.time_limit(item_timeout_seconds) + self.lease_seconds)
+        """No renewal carries a lease past the item timeout, its checks' time limits and one
+        lease (invariant 3)."""
+        limit = self.time_limit(item_timeout_seconds) + self.checks_seconds + self.lease_seconds
+        return now + timedelta(seconds=limit)
 
 
 @dataclass(frozen=True)

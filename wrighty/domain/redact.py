@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import binascii
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 REDACTED = "[REDACTED]"
@@ -171,6 +171,17 @@ def redact_known(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted({secret for secret in secrets if secret}, key=len, reverse=True):
         text = text.replace(secret, REDACTED)
     return redact(text)
+
+
+def secret_values(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The values of ``environ``'s variables whose names say they hold a credential (an API
+    key, a token, a secret, a password), for ``redact_known``; values shorter than 8
+    characters are left out (too likely to occur in other text)."""
+    return tuple(
+        value
+        for name, value in environ.items()
+        if _CREDENTIAL_IN_NAME.search(name) and len(value) >= 8
+    )
 
 
 def tail_window_bytes(limit: int) -> int:

@@ -41,8 +41,9 @@ TRANSITIONS: dict[ItemState, frozenset[ItemState]] = {
             ItemState.CANCELLED,
         }
     ),
+    # `wrighty verify ID`: an item that waited for its checks is done once they pass by hand.
     ItemState.NEEDS_ATTENTION: frozenset(
-        {ItemState.QUEUED, ItemState.RETRY_SCHEDULED, ItemState.CANCELLED}
+        {ItemState.QUEUED, ItemState.RETRY_SCHEDULED, ItemState.DONE, ItemState.CANCELLED}
     ),
     ItemState.DONE: frozenset(),
     ItemState.CANCELLED: frozenset(),

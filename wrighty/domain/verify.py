@@ -118,6 +118,11 @@ class VerifyPolicy:
         if not MIN_FEEDBACK_BYTES <= self.feedback_bytes <= MAX_FEEDBACK_BYTES:
             raise ValueError(f"feedback bytes must be {MIN_FEEDBACK_BYTES} to {MAX_FEEDBACK_BYTES}")
 
+    @property
+    def checks_seconds(self) -> float:
+        """The checks' time limits added up: the longest a verification may take."""
+        return sum(check.timeout_seconds for check in self.checks)
+
 
 @dataclass(frozen=True)
 class CheckEvidence:
@@ -212,7 +217,10 @@ def latest_verification(records: Sequence[CheckRecord]) -> tuple[CheckRecord, ..
 
 
 def owed_feedback(
-    records: Sequence[CheckRecord], *, latest_run_id: str | None, latest_run_started: datetime | None
+    records: Sequence[CheckRecord],
+    *,
+    latest_run_id: str | None,
+    latest_run_started: datetime | None,
 ) -> tuple[CheckEvidence, ...]:
     """The evidence a fix turn's feedback is made of: that of the item's latest verification,
     when a check of it failed and no agent run started after it; empty otherwise.

@@ -28,6 +28,11 @@ class WorkerEvent(StrEnum):
     EXITED = "exited"
     SETTLED = "settled"
     RETRY_SCHEDULED = "retry-scheduled"
+    # A succeeded run's checks (docs/verify.md), between `exited` and `settled`.
+    VERIFY_START = "verify-start"
+    CHECK_PASSED = "check-passed"
+    CHECK_FAILED = "check-failed"
+    FIX_SCHEDULED = "fix-scheduled"
     SETTLE_PENDING = "settle-pending"
     # When wrighty or the store fails.
     STORE_UNREACHABLE = "store-unreachable"

@@ -70,6 +70,8 @@ class LaunchSpec:
     marker: tuple[str, str] | None = None
     # Sees every complete output line (a vendor adapter's reader), in the pump thread.
     on_line: LineObserver | None = None
+    # What the program is, in a LaunchError's words ("agent", "check tests").
+    role: str = "agent"
 
 
 @dataclass(frozen=True)
@@ -394,7 +396,7 @@ def launch(spec: LaunchSpec) -> AgentProcess:
     executable = spec.argv[0]
     problem = executable_problem(executable, spec.env.get("PATH"))
     if problem is not None:
-        raise LaunchError(f"agent executable {problem}", Step.PROGRAM)
+        raise LaunchError(f"{spec.role} executable {problem}", Step.PROGRAM)
     logs = _open_logs(spec.log_dir)
     argv, pre_exec = with_parent_death_signal(list(spec.argv), os.getpid())
     try:

@@ -134,6 +134,18 @@ class LeaseGuard:
             self._agent = agent
             return True
 
+    def attach_check(self, check: Stoppable) -> bool:
+        """A check of the run's verification, just started once the agent's outcome was
+        known: the run is under the claim's watch again (the guard stops the check, and gives
+        the claim up, at its moment). False if the moment has already come: the caller stops
+        the check and gives the claim up."""
+        with self._cond:
+            if self._reached:
+                return False
+            self._settling = False
+            self._agent = check
+            return True
+
     def outcome_known(self) -> bool:
         """The run's agent ended (or never started) and its outcome is known: from now on the
         run only records it, for as long as its claim lets it. False if the guard fired

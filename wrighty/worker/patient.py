@@ -29,6 +29,7 @@ from typing import TypeVar
 from wrighty.domain.claims import LeaseTerms, RenewOutcome, RenewResult
 from wrighty.domain.model import Change, Item, NewRun, Run, Session
 from wrighty.domain.usage import LedgerEntry, Usage
+from wrighty.domain.verify import CheckRecord
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import StoreError
 from wrighty.store.deadlines import call_deadline
@@ -65,6 +66,7 @@ def same_settlement(current: Item, wanted: Item) -> bool:
         and current.reason == wanted.reason
         and current.crash_retries == wanted.crash_retries
         and current.usage_retries == wanted.usage_retries
+        and current.fix_turns == wanted.fix_turns
         and current.requeues == wanted.requeues
     )
 
@@ -138,6 +140,30 @@ class PatientStore:
 
     def agent_spend(self, agent: str, *, since: datetime) -> Usage:
         return self._patiently("agent_spend", lambda: self._store.agent_spend(agent, since=since))
+
+    def list_checks(self, item_id: int) -> list[CheckRecord]:
+        return self._patiently("list_checks", lambda: self._store.list_checks(item_id))
+
+    def record_check(self, claimed: Item, record: CheckRecord) -> bool:
+        """Record a check's evidence under the claim. As for a settlement, a try that failed
+        may have landed all the same: a retry refused after such a failure reads the item's
+        evidence back, and counts as written if this record is there."""
+        failed: list[StoreError] = []
+
+        def attempt() -> bool:
+            try:
+                return self._store.record_check(claimed, record)
+            except StoreError as error:
+                failed.append(error)
+                raise
+
+        landed = self._patiently("record_check", attempt)
+        if landed or not failed:
+            return landed
+        return any(
+            (stored.verification_id, stored.position) == (record.verification_id, record.position)
+            for stored in self.list_checks(claimed.id)
+        )
 
     def renew(self, claimed: Item, *, terms: LeaseTerms) -> RenewResult:
         """Renew the claim; the guard's moment moves with the lease it got, measured from a

@@ -22,17 +22,19 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from wrighty.agents import AgentPlan
-from wrighty.domain import budgets, decisions, machine
-from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, settle
+from wrighty.domain import budgets, decisions, machine, verify
+from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, Settlement, settle
 from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
 from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session, Stream
 from wrighty.domain.notices import Source, with_notices
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.redact import secret_values
 from wrighty.domain.retry import CrashPolicy, ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import OPERATOR_REQUEUE
 from wrighty.domain.usage import Price, Usage, total
+from wrighty.domain.verify import CheckEvidence, VerifyPolicy
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
 from wrighty.services.runlogs import logs_of
@@ -44,6 +46,7 @@ from wrighty.supervisor.process import (
     stop_earlier_run,
 )
 from wrighty.vendors.base import Reader, VendorError
+from wrighty.worker.checks import CheckPlace, CheckRunner, Verification
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.lease import LeaseGuard
 from wrighty.worker.machine import MachineWatch
@@ -78,6 +81,7 @@ class Setting:
     emit: Emit
     notify_wake: Callable[[], None] | None = None  # the deliverer's: a notice just committed
     machine: MachineWatch | None = None  # the worker's machine: its back-off and hold
+    verify: VerifyPolicy | None = None  # the agent's checks (None: wrighty.json has none)
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,7 @@ class _Start:
     workspace: Path
     session_id: str | None
     argv: tuple[str, ...]
+    feedback: tuple[CheckEvidence, ...] = ()  # a fix turn's: the checks that failed
 
 
 class _Output:
@@ -194,14 +199,15 @@ class ClaimRun:
             return
         self.run_id = run_id
         task = claimed.body
-        if start.kind is RunKind.RESUME:
+        if start.kind.resumes:
             if not self._stop_earlier_runs(run_id):
                 self._claim_lost(claimed, reason="fenced")
                 return
             self._emit(
-                WorkerEvent.RESUMED, item_id=claimed.id, run_id=run_id, session_id=start.session_id
-            )
-            task = decisions.CONTINUATION_PROMPT + claimed.body
+                WorkerEvent.RESUMED, item_id=claimed.id, run_id=run_id,
+                session_id=start.session_id, kind=start.kind.value,
+            )  # fmt: skip
+            task = self._resume_prompt(start)
         output = _Output(self._plan.reader(), self._wake, session, meter)
         try:
             spec = self._launch_spec(run_id, start, claim_token, task)
@@ -270,8 +276,9 @@ class ClaimRun:
             settlement = decisions.resume_state_missing(claimed, choice.missing)
             self._write_settlement(settle(claimed, settlement, at=self._now()), None)
             return None
-        resume = choice.kind is RunKind.RESUME
+        resume = choice.kind.resumes
         resumed_id = recorded.session_id if resume and recorded else None
+        feedback = self._owed_feedback() if resume else ()
         session_id = resumed_id or (str(uuid.uuid4()) if plan.preassigns_session else None)
         try:
             workspace = choose_workspace(
@@ -296,7 +303,32 @@ class ClaimRun:
             failure = machine.StartFailure(machine.Step.ARGV, str(error))
             self._settle_start_failed(run_id, failure, kind=choice.kind)
             return None
-        return _Start(choice.kind, workspace, session_id, argv)
+        kind = RunKind.FIX if feedback else choice.kind
+        return _Start(kind, workspace, session_id, argv, feedback)
+
+    def _owed_feedback(self) -> tuple[CheckEvidence, ...]:
+        """The failed checks a resumed run is to hear of: a fix turn's feedback (empty when
+        the item's latest verification passed, or a run has followed it)."""
+        item_id = self._claimed.id
+        runs = self._store.list_runs(item_id)
+        latest = max(runs, key=lambda run: run.started_at, default=None)
+        return verify.owed_feedback(
+            self._store.list_checks(item_id),
+            latest_run_id=latest.run_id if latest else None,
+            latest_run_started=latest.started_at if latest else None,
+        )
+
+    def _resume_prompt(self, start: _Start) -> str:
+        """What a resumed session is told: a fix turn, its checks' feedback; any other
+        resume, to carry on with its task."""
+        if start.kind is not RunKind.FIX:
+            return decisions.CONTINUATION_PROMPT + self._claimed.body
+        policy = self._setting.verify or VerifyPolicy(())
+        return verify.feedback_prompt(
+            start.feedback,
+            feedback_bytes=policy.feedback_bytes,
+            secrets=secret_values(os.environ),
+        )
 
     def _launch_spec(self, run_id: str, start: _Start, claim_token: str, task: str) -> LaunchSpec:
         claimed = self._claimed
@@ -460,10 +492,7 @@ class ClaimRun:
     def _lost(self, agent: AgentProcess) -> StopReason:
         """The claim is gone: stop the tree at once and write nothing more about the item."""
         claimed = self._claimed
-        current = self._store.get_item(claimed.id)
-        cancelled = current is not None and current.state is ItemState.CANCELLED
-        reason = StopReason.CANCELLED if cancelled else StopReason.FENCED
-        self._claim_lost(claimed, reason=reason.value)
+        reason = self._tell_lost()
         self._stop(agent)
         status = agent.status
         self._emit(
@@ -473,6 +502,15 @@ class ClaimRun:
             exit_code=status.exit_code if status else None,
             signal=status.signal if status else None,
         )
+        return reason
+
+    def _tell_lost(self) -> StopReason:
+        """Tell that the claim is gone, and why: cancelled, or fenced."""
+        claimed = self._claimed
+        current = self._store.get_item(claimed.id)
+        cancelled = current is not None and current.state is ItemState.CANCELLED
+        reason = StopReason.CANCELLED if cancelled else StopReason.FENCED
+        self._claim_lost(claimed, reason=reason.value)
         return reason
 
     def _stop(self, agent: AgentProcess) -> None:
@@ -542,20 +580,85 @@ class ClaimRun:
                 resumable=not missing,
             )
         else:
-            settlement = decisions.after_run(
-                claimed,
-                result,
-                run_end,
-                timeout_seconds=self._setting.terms.time_limit(claimed.timeout_seconds),
-                crash_policy=self._setting.crash_policy,
-                usage_policy=self._setting.usage_policy,
-                usage=_usage_facts(output.reader),
-                resume_missing=missing,
-            )
+            verification = self._verification(result.outcome_class)
+            if verification is not None:
+                verified = self._verify(run_id, output.session, verification, run_end, missing)
+                if verified is None:
+                    return  # the claim was lost, and that was told
+                settlement = verified
+            else:
+                settlement = decisions.after_run(
+                    claimed,
+                    result,
+                    run_end,
+                    timeout_seconds=self._setting.terms.time_limit(claimed.timeout_seconds),
+                    crash_policy=self._setting.crash_policy,
+                    usage_policy=self._setting.usage_policy,
+                    usage=_usage_facts(output.reader),
+                    resume_missing=missing,
+                )
         change = settle(claimed, settlement, at=self._now())
         hint = output.reader.reset_hint() if output.reader else None
         self._move_circuit(change, result.outcome_class, hint)
         self._write_settlement(change, run_id)
+
+    # -- verifying --------------------------------------------------------------------------
+
+    def _verification(self, outcome: OutcomeClass) -> Verification | None:
+        """The checks that verify a run that ended ``outcome``: only a succeeded run is
+        verified, and only when its item has checks to run (docs/verify.md)."""
+        if outcome is not OutcomeClass.SUCCEEDED:
+            return None
+        policy = self._setting.verify
+        available = policy.checks if policy is not None else ()
+        checks, unknown = verify.select_checks(available, self._claimed.verify_checks)
+        if not checks and not unknown:
+            return None
+        return Verification(checks, unknown)
+
+    def _check_runner(self) -> CheckRunner:
+        setting = self._setting
+        return CheckRunner(
+            self._store, self._guard, terms=setting.terms,
+            heartbeat_seconds=setting.heartbeat_seconds,
+            stop_grace_seconds=setting.stop_grace_seconds,
+            stop_requested=setting.stop_requested, wake=self._wake, now=self._now,
+            emit=self._emit, actor=f"worker:{setting.worker_id}", lost=self._tell_lost,
+        )  # fmt: skip
+
+    def _verify(
+        self,
+        run_id: str,
+        session: Session,
+        verification: Verification,
+        run_end: RunEnd,
+        missing: tuple[str, ...],
+    ) -> Settlement | None:
+        """Run the checks of a succeeded run, and say where the item goes after them; None
+        when the claim was lost meanwhile (told; nothing more is written)."""
+        claimed = self._claimed
+        place = CheckPlace(
+            claimed,
+            run_id,
+            Path(session.workspace),
+            logs_of(self._setting.state_dir, claimed.id, run_id),
+            self._plan.name,
+        )
+        outcome = self._check_runner().run(place, verification)
+        if outcome is StopReason.SHUTDOWN:
+            self._outcome_known()
+            return decisions.after_shutdown(claimed, run_end, resumable=not missing)
+        if isinstance(outcome, StopReason):
+            return None
+        self._outcome_known()
+        return verify.after_checks(
+            claimed,
+            run_end,
+            outcome,
+            policy=self._setting.verify or VerifyPolicy(()),
+            fix_turns=claimed.fix_turns,
+            resume_missing=missing,
+        )
 
     def _move_circuit(
         self, change: Change | None, outcome: OutcomeClass, hint: ResetHint | None = None
@@ -706,9 +809,18 @@ def write_settlement(
             run_id=run_id,
             crash_retries=after.crash_retries,
             usage_retries=after.usage_retries,
+            fix_turns=after.fix_turns,
             not_before=rfc3339(after.not_before),
             reason_code=after.reason_code,
         )
+        if after.fix_turns > claimed.fix_turns:
+            emit(
+                WorkerEvent.FIX_SCHEDULED,
+                item_id=claimed.id,
+                run_id=run_id,
+                fix_turns=after.fix_turns,
+                reason=after.reason,
+            )
 
 
 def claim_lost(emit: Emit, claimed: Item, **fields: Any) -> None:

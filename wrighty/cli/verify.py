@@ -1,0 +1,98 @@
+"""`wrighty verify ITEM`: an item's checks run by hand (docs/verify.md)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import typer
+
+from wrighty.cli.common import ItemId, JsonFlag, app_context
+from wrighty.domain.text import printable_line
+from wrighty.domain.verify import CheckEvidence
+from wrighty.errors import WrightyError
+
+if TYPE_CHECKING:
+    from wrighty.services.verify import ByHand
+
+# How many of the last lines of a failing check's output the plain text shows.
+TAIL_LINES = 20
+# Exit code when a check failed or could not start (2 is for bad input).
+CHECKS_FAILED_EXIT = 1
+
+
+def verify(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
+    """Run an item's checks now, in its workspace, without an agent; an item waiting for a
+    person because of its checks is done once they all pass. Exit code 1 if one fails."""
+    from wrighty.config import STATE_DIRNAME
+    from wrighty.config.translate import verify_policy_of
+    from wrighty.installation import installation_id
+    from wrighty.services.verify import verify_by_hand
+
+    app_ctx = app_context(ctx)
+    loaded = app_ctx.config()
+    config = loaded.config
+
+    def told(evidence: CheckEvidence) -> None:
+        if not as_json:
+            _print_check(evidence)
+
+    with app_ctx.store() as store:
+        item = store.get_item(item_id)
+        agent = (item.agent if item is not None else None) or config.worker.default_agent
+        result = verify_by_hand(
+            store,
+            item_id,
+            policy=verify_policy_of(config, agent),
+            agent=agent,
+            installation_id=installation_id(),
+            state_dir=loaded.root / STATE_DIRNAME,
+            now=app_ctx.now,
+            environ=os.environ,
+            told=told,
+        )
+    if as_json:
+        from wrighty.cli.documents import check_json, print_json
+
+        print_json(
+            {
+                "item_id": result.item.id,
+                "state": result.item.state.value,
+                "passed": result.passed,
+                "done": result.done,
+                "moved": result.moved,
+                "checks": [check_json(evidence) for evidence in result.evidence],
+            }
+        )
+    else:
+        typer.echo(_summary(result))
+    if not result.passed:
+        raise typer.Exit(CHECKS_FAILED_EXIT)
+
+
+def _print_check(evidence: CheckEvidence) -> None:
+    name = printable_line(evidence.name)
+    took = f"{evidence.duration_seconds:.1f}s"
+    if evidence.passed:
+        typer.echo(f"passed  {name} ({took})")
+        return
+    typer.echo(f"FAILED  {name}: {printable_line(evidence.ending())} ({took})")
+    if evidence.start_failure is not None:
+        typer.echo(f"        {printable_line(evidence.start_failure)}")
+        return
+    for line in evidence.output_tail.splitlines()[-TAIL_LINES:]:
+        typer.echo(f"        {line}")  # already redacted and printable (its evidence's)
+
+
+def _summary(result: ByHand) -> str:
+    item_id, state = result.item.id, result.item.state.value
+    if result.moved:
+        raise WrightyError(
+            f"item {item_id} moved while its checks ran (now {state}); the checks that ran "
+            f"are recorded: `wrighty show {item_id}`"
+        )
+    if result.done:
+        return f"item {item_id} is done: every check passed"
+    if result.passed:
+        return f"every check passed; item {item_id} stays {state}"
+    return f"item {item_id} stays {state}: `wrighty show {item_id}` has the evidence"

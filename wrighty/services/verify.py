@@ -1,0 +1,160 @@
+"""`wrighty verify ITEM`: an item's checks run by hand, now, in its workspace, without an agent
+(docs/verify.md#running-the-checks-by-hand).
+
+The evidence is recorded like a worker's (guarded by the item's state and generation, as read
+before the checks ran), by the actor ``operator``. An item that waits for a person because of
+its checks is done once every one passes; any other item only gains the evidence.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from wrighty.domain.model import Item, Session
+from wrighty.domain.redact import secret_values
+from wrighty.domain.states import ItemState
+from wrighty.domain.text import plural
+from wrighty.domain.transitions import transition
+from wrighty.domain.verify import (
+    CHECK_START_FAILED,
+    VERIFICATION_FAILED,
+    Check,
+    CheckEvidence,
+    CheckRecord,
+    VerifyPolicy,
+    select_checks,
+    unknown_check,
+)
+from wrighty.errors import NotFoundError, WrightyError
+from wrighty.services.runlogs import logs_of
+from wrighty.store.port import Store
+from wrighty.supervisor.checks import CheckSpec, run_check
+
+OPERATOR = "operator"
+VERIFIED_BY_HAND = "verified-by-hand"
+# The reasons an item waits with that a passing verification by hand ends.
+WAITS_FOR_CHECKS = frozenset({VERIFICATION_FAILED, CHECK_START_FAILED})
+
+
+@dataclass(frozen=True)
+class ByHand:
+    """What `wrighty verify` did: each check's evidence, in order, and the item after it."""
+
+    item: Item
+    evidence: tuple[CheckEvidence, ...]
+    done: bool  # the item became done
+    moved: bool  # the item moved while its checks ran: the rest was not recorded
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.evidence) and all(check.passed for check in self.evidence)
+
+
+def workspace_here(item: Item, session: Session | None, *, installation_id: str) -> Path:
+    """Where the item's checks run on this machine: its session's workspace, which a worker of
+    this installation made; WrightyError when it has none here."""
+    if session is None:
+        raise WrightyError(
+            f"item {item.id} has never run, so it has no workspace to check; "
+            f"queue it with `wrighty queue {item.id}`"
+        )
+    if session.installation_id != installation_id:
+        raise WrightyError(
+            f"item {item.id}'s workspace is on another installation "
+            f"({session.installation_id}); run `wrighty verify {item.id}` there"
+        )
+    workspace = Path(session.workspace)
+    if not workspace.is_dir():
+        raise WrightyError(f"item {item.id}'s workspace {workspace} is gone; nothing to check")
+    return workspace
+
+
+def verify_by_hand(
+    store: Store,
+    item_id: int,
+    *,
+    policy: VerifyPolicy | None,
+    agent: str,
+    installation_id: str,
+    state_dir: Path,
+    now: Callable[[], datetime],
+    environ: Mapping[str, str],
+    told: Callable[[CheckEvidence], None] = lambda _: None,
+) -> ByHand:
+    """Run item ``item_id``'s checks by hand (``policy``: its agent's, from wrighty.json),
+    telling each one's evidence as it ends; WrightyError (nothing run, nothing written) for
+    an item that is running or has no checks or no workspace here."""
+    item = store.get_item(item_id)
+    if item is None:
+        raise NotFoundError(f"item {item_id} does not exist; `wrighty list` shows the items")
+    if item.state is ItemState.RUNNING:
+        raise WrightyError(
+            f"item {item.id} is running: its worker runs its checks once its run ends"
+        )
+    planned = _planned(item, policy, agent)
+    workspace = workspace_here(item, store.get_session(item.id), installation_id=installation_id)
+    verification_id = f"ver-{uuid.uuid4().hex[:12]}"
+    secrets = secret_values(environ)
+    log_dir = logs_of(state_dir, item.id, verification_id) / "checks"
+    evidence: list[CheckEvidence] = []
+    for position, check in enumerate(planned):
+        started = now()
+        if isinstance(check, str):
+            result = unknown_check(check, agent)
+        else:
+            env = {**environ, "WRIGHTY_ITEM_ID": str(item.id), "WRIGHTY_CHECK_NAME": check.name}
+            place = log_dir / f"{position + 1:02d}-{check.name}"
+            ran = run_check(CheckSpec(check, workspace, place, env, secrets=secrets))
+            assert ran is not None  # nothing but its time limit stops a check run by hand
+            result = ran
+        record = CheckRecord(item.id, verification_id, None, position, OPERATOR, started, result)
+        if not store.record_check(item, record):
+            return ByHand(_current(store, item), tuple(evidence), done=False, moved=True)
+        evidence.append(result)
+        told(result)
+        if not result.started:
+            break
+    return _settle_if_waiting(store, item, tuple(evidence), at=now())
+
+
+def _planned(item: Item, policy: VerifyPolicy | None, agent: str) -> list[Check | str]:
+    """The item's checks, after the names it chose that its agent has no check for."""
+    available = policy.checks if policy is not None else ()
+    checks, unknown = select_checks(available, item.verify_checks)
+    if not checks and not unknown:
+        raise WrightyError(
+            f"item {item.id} has no checks to run: add some to wrighty.json's verify.checks "
+            f"(or agents.{agent}.verify.checks), or name them with `wrighty edit {item.id} "
+            "--verify NAME`"
+        )
+    return [*unknown, *checks]
+
+
+def _settle_if_waiting(
+    store: Store, item: Item, evidence: tuple[CheckEvidence, ...], *, at: datetime
+) -> ByHand:
+    """Done, if every check passed and the item waited for a person because of its checks."""
+    by_hand = ByHand(item, evidence, done=False, moved=False)
+    waiting = item.state is ItemState.NEEDS_ATTENTION and item.reason_code in WAITS_FOR_CHECKS
+    if not (by_hand.passed and waiting):
+        return by_hand
+    count = f"{len(evidence)} {plural(len(evidence), 'check', 'checks')}"
+    change = transition(
+        item,
+        ItemState.DONE,
+        at=at,
+        actor=OPERATOR,
+        reason_code=VERIFIED_BY_HAND,
+        reason=f"every check passed when run by hand ({count})",
+    )
+    if not store.write_transition(change):
+        return ByHand(_current(store, item), evidence, done=False, moved=True)
+    return ByHand(change.after, evidence, done=True, moved=False)
+
+
+def _current(store: Store, item: Item) -> Item:
+    return store.get_item(item.id) or item
