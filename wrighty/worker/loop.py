@@ -9,6 +9,7 @@ running an item settles that item as internal-error.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import secrets
 import threading
@@ -33,6 +34,7 @@ from wrighty.config import (
     limits_of,
     pricing_of,
     usage_policy_of,
+    verify_policy_of,
 )
 from wrighty.domain import decisions
 from wrighty.domain.budgets import AgentHold, agent_hold
@@ -347,6 +349,9 @@ class Worker:
     def _setting(
         self, plan: AgentPlan, options: WorkerOptions, gate: CircuitGate | None
     ) -> Setting:
+        policy = verify_policy_of(self._config, plan.name)
+        if policy is not None:  # a claim keeps its lease while its run's checks run
+            self._terms = dataclasses.replace(self._terms, checks_seconds=policy.checks_seconds)
         return Setting(
             worker_id=self.worker_id,
             installation_id=self._installation_id,
@@ -370,6 +375,7 @@ class Worker:
             emit=self._emit,
             notify_wake=self._wake_delivery,
             machine=self._machine,
+            verify=policy,
         )
 
     def _refuse_unclaimable(self, item_id: int, agent_name: str) -> None:

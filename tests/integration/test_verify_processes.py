@@ -1,0 +1,227 @@
+"""Verification with real processes (docs/verify.md): `wrighty worker start` runs the project's
+checks after a succeeded run, a failing check sends its output back into the same session as a
+fix turn, and every check leaves evidence; on both stores."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.conftest import postgres_schema
+from tests.integration.worker_process import LiveWorker, ProjectOnDisk
+from wrighty.config import check_config_text
+from wrighty.domain.outcomes import OutcomeClass, RunKind
+from wrighty.domain.states import ItemState
+from wrighty.store.sqlite import SqliteStore
+
+# An agent that answers 41 on its first turn, and 42 once it has been told what its checks
+# said; it keeps every prompt it gets (outside the workspace) and its session id.
+AGENT = textwrap.dedent(
+    """\
+    import os, pathlib, sys
+    task = sys.stdin.read()
+    log = pathlib.Path(os.environ["PROMPTS"])
+    with log.open("a") as handle:
+        handle.write(f"--- {os.environ.get('WRIGHTY_SESSION_ID')} {os.getcwd()}\\n{task}\\n")
+    fixed = "wrighty ran the project's checks" in task and "STUBBORN" not in task
+    pathlib.Path("answer.txt").write_text("42\\n" if fixed else "41\\n")
+    """
+)
+ANSWER_CHECK = {
+    "name": "answer",
+    "argv": ["sh", "-c", 'a=$(cat answer.txt); echo "the answer is $a"; test "$a" = 42'],
+}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    if request.param == "sqlite":
+        yield None
+        return
+    with postgres_schema() as url:
+        yield url
+
+
+def make_project(
+    root: Path, store_url: str | None, *, verify: dict[str, Any], worker: dict[str, Any] | None = None
+) -> ProjectOnDisk:
+    """A project whose agent is AGENT (command adapter, resumable), with ``verify``."""
+    root.mkdir(parents=True)
+    agent = root / "agent.py"
+    agent.write_text(AGENT)
+    argv = [sys.executable, str(agent)]
+    document: dict[str, Any] = {
+        "worker": {"defaultAgent": "answer", "workspaceMode": "directory", "leaseSeconds": 5,
+                   "heartbeatSeconds": 0.5, "pollSeconds": 0.1, **(worker or {})},
+        "agents": {"answer": {"adapter": "command", "command": argv, "resumeCommand": argv}},
+        "verify": verify,
+    }  # fmt: skip
+    if store_url is not None:
+        document["store"] = {"url": store_url}
+    config, problems = check_config_text(json.dumps(document))
+    assert config is not None, problems
+    (root / "wrighty.json").write_text(json.dumps(document))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
+    env["PROMPTS"] = str(root / "prompts.log")
+    if store_url is None:
+        SqliteStore.open(root / ".wrighty" / "wrighty.db").close()
+    else:
+        ProjectOnDisk(root, store_url).store().close()
+    return ProjectOnDisk(root, store_url, env=env)
+
+
+def test_a_failing_check_is_fixed_in_the_same_session_and_the_item_is_done(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    project = make_project(tmp_path / "p", store_url, verify={"checks": [ANSWER_CHECK]})
+    item_id = project.plant("answer the question")
+
+    first = project.worker("--once")
+    assert first.returncode == 0, first.stderr
+    scheduled = project.get(item_id)
+    assert (scheduled.state, scheduled.reason_code) == (
+        ItemState.RETRY_SCHEDULED,
+        "verification-failed",
+    )
+    assert scheduled.fix_turns == 1
+    [failed] = first.named("check-failed")
+    assert (failed["check"], failed["exit_code"]) == ("answer", 1)
+    assert first.named("fix-scheduled")
+
+    second = project.worker("--once")
+    assert second.returncode == 0, second.stderr
+    done = project.get(item_id)
+    assert done.state is ItemState.DONE, done.reason
+    [passed] = second.named("check-passed")
+    assert passed["check"] == "answer"
+
+    store = project.store()
+    try:
+        runs = store.list_runs(item_id)
+        records = store.list_checks(item_id)
+        session = store.get_session(item_id)
+    finally:
+        store.close()
+    assert [run.kind for run in runs] == [RunKind.FRESH, RunKind.FIX]
+    assert all(run.outcome_class is OutcomeClass.SUCCEEDED for run in runs)
+    assert runs[0].session_id == runs[1].session_id is not None
+    # both runs' evidence, each under its run, never rewritten
+    assert [(r.run_id, r.evidence.passed) for r in records] == [
+        (runs[0].run_id, False),
+        (runs[1].run_id, True),
+    ]
+    assert "the answer is 41" in records[0].evidence.output_tail
+    # the fix turn resumed the same session, in the same workspace, told what the check said
+    prompts = (project.root / "prompts.log").read_text().split("--- ")[1:]
+    assert len(prompts) == 2
+    assert session is not None
+    header = f"{runs[0].session_id} {session.workspace}"
+    assert all(prompt.startswith(header) for prompt in prompts)
+    assert "the answer is 41" in prompts[1]
+    assert "answer: exit code 1" in prompts[1]
+
+
+def test_fix_turns_spent_wait_for_a_person_naming_the_check(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    project = make_project(
+        tmp_path / "p", store_url, verify={"checks": [ANSWER_CHECK], "maxFixTurns": 1}
+    )
+    item_id = project.plant("STUBBORN: always 41")
+    project.worker("--once")
+    assert project.get(item_id).state is ItemState.RETRY_SCHEDULED
+    project.worker("--once")
+    waiting = project.get(item_id)
+    assert (waiting.state, waiting.reason_code) == (ItemState.NEEDS_ATTENTION, "verification-failed")
+    assert waiting.reason is not None and "answer" in waiting.reason
+    assert "after 1 fix turn" in waiting.reason
+    assert waiting.next_action == f"wrighty requeue {item_id} --resume"
+    assert waiting.fix_turns == 1
+
+
+def test_a_check_that_cannot_start_is_a_configuration_problem(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    checks = [{"name": "missing", "argv": ["./no-such-check"]}, ANSWER_CHECK]
+    project = make_project(tmp_path / "p", store_url, verify={"checks": checks})
+    item_id = project.plant("answer")
+    finished = project.worker("--once")
+    waiting = project.get(item_id)
+    assert (waiting.state, waiting.reason_code) == (ItemState.NEEDS_ATTENTION, "check-start-failed")
+    assert waiting.reason is not None
+    assert "missing" in waiting.reason and "not found" in waiting.reason
+    assert waiting.fix_turns == 0
+    [told] = finished.named("check-failed")
+    assert told["start_failure"] is not None
+    assert not finished.named("check-passed")  # it stops at a check that cannot start
+
+
+def test_a_hanging_check_is_stopped_at_its_time_limit_tree_and_all(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    pids = tmp_path / "pids"
+    hang = {
+        "name": "hang",
+        "argv": ["sh", "-c", f"sleep 600 & echo $! > {pids}; echo $$ >> {pids}; wait"],
+        "timeoutMinutes": 1 / 60,
+    }
+    project = make_project(tmp_path / "p", store_url, verify={"checks": [hang]})
+    item_id = project.plant("answer")
+    finished = project.worker("--once")
+    [told] = finished.named("check-failed")
+    assert told["timed_out"] is True
+    assert told["signal"] is not None
+    for pid in map(int, pids.read_text().split()):
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    scheduled = project.get(item_id)
+    assert scheduled.reason_code == "verification-failed"
+
+
+def test_a_worker_killed_during_a_check_is_reaped_and_the_retry_verifies_again(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    started = tmp_path / "check-started"
+    slow = {
+        "name": "slow",
+        "argv": ["sh", "-c", f"touch {started}; sleep 600"],
+        "timeoutMinutes": 10,
+    }
+    project = make_project(
+        tmp_path / "p",
+        store_url,
+        verify={"checks": [slow]},
+        worker={"leaseSeconds": 2, "heartbeatSeconds": 0.5},
+    )
+    item_id = project.plant("answer")
+    live = LiveWorker(project, "--once")
+    live.until("verify-start")
+    while not started.exists():
+        time.sleep(0.05)
+    live.process.send_signal(signal.SIGKILL)
+    live.process.wait(timeout=30)
+    # the check dies with its worker (the parent-death signal), and leaves its evidence unwritten
+    store = project.store()
+    try:
+        assert store.list_checks(item_id) == []
+    finally:
+        store.close()
+    # once the lease has ended, the reaper settles the item, and the retry verifies again
+    project_config = (project.root / "wrighty.json").read_text()
+    document = json.loads(project_config)
+    document["verify"]["checks"] = [ANSWER_CHECK]
+    (project.root / "wrighty.json").write_text(json.dumps(document))
+    time.sleep(2.5)
+    reaped = project.worker("--once")
+    assert reaped.returncode == 0, reaped.stderr
+    after = project.get(item_id)
+    assert after.state in (ItemState.RETRY_SCHEDULED, ItemState.DONE), after
