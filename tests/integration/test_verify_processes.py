@@ -53,7 +53,11 @@ def store_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
 
 
 def make_project(
-    root: Path, store_url: str | None, *, verify: dict[str, Any], worker: dict[str, Any] | None = None
+    root: Path,
+    store_url: str | None,
+    *,
+    verify: dict[str, Any],
+    worker: dict[str, Any] | None = None,
 ) -> ProjectOnDisk:
     """A project whose agent is AGENT (command adapter, resumable), with ``verify``."""
     root.mkdir(parents=True)
@@ -142,7 +146,10 @@ def test_fix_turns_spent_wait_for_a_person_naming_the_check(
     assert project.get(item_id).state is ItemState.RETRY_SCHEDULED
     project.worker("--once")
     waiting = project.get(item_id)
-    assert (waiting.state, waiting.reason_code) == (ItemState.NEEDS_ATTENTION, "verification-failed")
+    assert (waiting.state, waiting.reason_code) == (
+        ItemState.NEEDS_ATTENTION,
+        "verification-failed",
+    )
     assert waiting.reason is not None and "answer" in waiting.reason
     assert "after 1 fix turn" in waiting.reason
     assert waiting.next_action == f"wrighty requeue {item_id} --resume"

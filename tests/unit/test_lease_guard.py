@@ -163,6 +163,39 @@ def test_a_known_outcome_is_not_given_up_at_the_moment() -> None:
     assert (guard.lost, lost) == (False, [])
 
 
+def test_a_check_after_a_known_outcome_is_watched_again_and_given_up_at_the_moment() -> None:
+    clock, lost, agent, check = Clock(), [], Agent(), Agent()
+    guard = guarded(clock, lost)
+    guard.attach(agent)
+    agent.exited.set()
+    assert guard.outcome_known()  # the agent succeeded: its checks run under the claim
+    assert guard.attach_check(check)
+    assert not guard.settling
+    clock.t += 60
+    guard.check()
+    assert guard.lost and lost  # a check has no outcome of its own yet: the claim is given up
+    assert check.stops == [MARGIN / 2] and agent.stops == []
+    assert not guard.outcome_known()
+
+
+def test_no_check_starts_once_the_moment_has_come() -> None:
+    clock = Clock()
+    guard = guarded(clock)
+    assert guard.outcome_known()
+    clock.t += 60
+    guard.check()  # a known outcome: not given up, but no more time to run checks
+    assert not guard.lost
+    assert not guard.attach_check(Agent())
+
+
+def test_the_renew_deadline_covers_the_checks_time_limits() -> None:
+    terms = dataclasses.replace(TERMS, checks_seconds=600)
+    assert terms.renew_deadline(NOW, None) == NOW + timedelta(seconds=3600 + 600 + 60)
+    assert TERMS.renew_deadline(NOW, 100) == NOW + timedelta(seconds=100 + 60)
+    with pytest.raises(ValueError, match="checks' time limits"):
+        dataclasses.replace(TERMS, checks_seconds=float("nan"))
+
+
 def test_the_guards_thread_fires_without_being_asked() -> None:
     """The thread, on the real clock: a lease that has already ended fires at once."""
     agent = Agent()
