@@ -26,8 +26,11 @@ def spec(tmp_path: Path, *argv: str, timeout: float = 60, **fields: object) -> C
 def test_a_passing_check_keeps_its_exit_code_and_output(tmp_path: Path) -> None:
     evidence = run_check(spec(tmp_path, "sh", "-c", "echo ok; echo warn >&2"))
     assert evidence is not None
-    assert evidence.passed and evidence.exit_code == 0 and not evidence.timed_out
-    assert "ok" in evidence.output_tail and "warn" in evidence.output_tail
+    assert evidence.passed
+    assert evidence.exit_code == 0
+    assert not evidence.timed_out
+    assert "ok" in evidence.output_tail
+    assert "warn" in evidence.output_tail
     assert (tmp_path / "logs" / "stdout.log").read_text() == "ok\n"
 
 
@@ -51,7 +54,9 @@ def test_a_check_past_its_time_limit_is_stopped_tree_and_all(tmp_path: Path) -> 
     script = f"sleep 600 & echo $! > {pids}; echo $$ >> {pids}; wait"
     evidence = run_check(spec(tmp_path, "sh", "-c", script, timeout=1, grace_seconds=0.5))
     assert evidence is not None
-    assert evidence.timed_out and evidence.signal is not None and evidence.failed
+    assert evidence.timed_out
+    assert evidence.signal is not None
+    assert evidence.failed
     for pid in map(int, pids.read_text().split()):
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
@@ -59,7 +64,9 @@ def test_a_check_past_its_time_limit_is_stopped_tree_and_all(tmp_path: Path) -> 
 def test_a_program_that_cannot_start_says_why(tmp_path: Path) -> None:
     evidence = run_check(spec(tmp_path, "no-such-check-program"))
     assert evidence is not None
-    assert not evidence.started and not evidence.failed and not evidence.passed
+    assert not evidence.started
+    assert not evidence.failed
+    assert not evidence.passed
     assert evidence.start_failure is not None
     assert "check c executable 'no-such-check-program' not found" in evidence.start_failure
 
@@ -71,7 +78,8 @@ def test_a_relative_program_is_found_in_the_workspace(tmp_path: Path) -> None:
     program.write_text("#!/bin/sh\necho from the workspace\n")
     program.chmod(program.stat().st_mode | stat.S_IXUSR)
     evidence = run_check(made)
-    assert evidence is not None and evidence.passed
+    assert evidence is not None
+    assert evidence.passed
     assert evidence.argv == ("./bin/check.sh",)  # as configured
     assert "from the workspace" in evidence.output_tail
 
@@ -85,11 +93,14 @@ def test_its_runner_can_stop_it(tmp_path: Path) -> None:
 
     pids = tmp_path / "pids"
     evidence = run_check(spec(tmp_path, "sh", "-c", f"echo $$ > {pids}; sleep 600"), keep=keep)
-    assert evidence is None and asked
+    assert evidence is None
+    assert asked
     pid = int(pids.read_text())
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
 def test_time_up_from_its_runner_is_a_time_limit(tmp_path: Path) -> None:
     evidence = run_check(spec(tmp_path, "sleep", "600"), keep=lambda: Keep.TIME_UP)
-    assert evidence is not None and evidence.timed_out and evidence.failed
+    assert evidence is not None
+    assert evidence.timed_out
+    assert evidence.failed

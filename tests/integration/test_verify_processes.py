@@ -150,7 +150,8 @@ def test_fix_turns_spent_wait_for_a_person_naming_the_check(
         ItemState.NEEDS_ATTENTION,
         "verification-failed",
     )
-    assert waiting.reason is not None and "answer" in waiting.reason
+    assert waiting.reason is not None
+    assert "answer" in waiting.reason
     assert "after 1 fix turn" in waiting.reason
     assert waiting.next_action == f"wrighty requeue {item_id} --resume"
     assert waiting.fix_turns == 1
@@ -166,7 +167,8 @@ def test_a_check_that_cannot_start_is_a_configuration_problem(
     waiting = project.get(item_id)
     assert (waiting.state, waiting.reason_code) == (ItemState.NEEDS_ATTENTION, "check-start-failed")
     assert waiting.reason is not None
-    assert "missing" in waiting.reason and "not found" in waiting.reason
+    assert "missing" in waiting.reason
+    assert "not found" in waiting.reason
     assert waiting.fix_turns == 0
     [told] = finished.named("check-failed")
     assert told["start_failure"] is not None

@@ -173,8 +173,10 @@ def test_a_check_after_a_known_outcome_is_watched_again_and_given_up_at_the_mome
     assert not guard.settling
     clock.t += 60
     guard.check()
-    assert guard.lost and lost  # a check has no outcome of its own yet: the claim is given up
-    assert check.stops == [MARGIN / 2] and agent.stops == []
+    assert guard.lost
+    assert lost
+    assert check.stops == [MARGIN / 2]
+    assert agent.stops == []
     assert not guard.outcome_known()
 
 
