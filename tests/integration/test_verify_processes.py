@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -199,38 +201,117 @@ def test_a_hanging_check_is_stopped_at_its_time_limit_tree_and_all(
 def test_a_worker_killed_during_a_check_is_reaped_and_the_retry_verifies_again(
     tmp_path: Path, store_url: str | None
 ) -> None:
-    started = tmp_path / "check-started"
-    slow = {
-        "name": "slow",
-        "argv": ["sh", "-c", f"touch {started}; sleep 600"],
-        "timeoutMinutes": 10,
-    }
+    check, pid_file = slow_check(tmp_path)
     project = make_project(
         tmp_path / "p",
         store_url,
-        verify={"checks": [slow]},
+        verify={"checks": [check]},
         worker={"leaseSeconds": 2, "heartbeatSeconds": 0.5},
     )
     item_id = project.plant("answer")
     live = LiveWorker(project, "--once")
     live.until("verify-start")
-    while not started.exists():
-        time.sleep(0.05)
+    pid = wait_for_pid(pid_file)
     live.process.send_signal(signal.SIGKILL)
     live.process.wait(timeout=30)
-    # the check dies with its worker (the parent-death signal), and leaves its evidence unwritten
+    deadline = time.monotonic() + 10
+    while not gone(pid) and time.monotonic() < deadline:  # the parent-death signal's
+        time.sleep(0.05)
+    assert gone(pid)
+    # the check never ended, so no evidence of it was written
+    store = project.store()
+    try:
+        assert store.list_checks(item_id) == []
+        expires = project.get(item_id).lease_expires_at
+    finally:
+        store.close()
+    assert expires is not None
+    while datetime.now(UTC) <= expires:  # the killed worker's lease must end first
+        time.sleep(0.05)
+    document = json.loads((project.root / "wrighty.json").read_text())
+    document["verify"]["checks"] = [ANSWER_CHECK]
+    (project.root / "wrighty.json").write_text(json.dumps(document))
+
+    after = project.worker("--once")
+    assert after.returncode == 0, after.stderr
+    store = project.store()
+    try:
+        runs = store.list_runs(item_id)
+        records = store.list_checks(item_id)
+    finally:
+        store.close()
+    # reaped as worker-lost, the retry resumed the session, and its run was verified again
+    assert [run.outcome_class for run in runs] == [
+        OutcomeClass.WORKER_LOST,
+        OutcomeClass.SUCCEEDED,
+    ]
+    assert runs[1].kind is RunKind.RESUME
+    assert [record.run_id for record in records] == [runs[1].run_id]
+    assert project.get(item_id).reason_code == "verification-failed"
+
+
+def slow_check(tmp_path: Path) -> tuple[dict[str, Any], Path]:
+    """A check that says it started (its pid in a file), then runs for ten minutes."""
+    pid_file = tmp_path / "check-pid"
+    check = {"name": "slow", "argv": ["sh", "-c", f"echo $$ > {pid_file}; exec sleep 600"]}
+    return check, pid_file
+
+
+def wait_for_pid(pid_file: Path) -> int:
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        time.sleep(0.05)
+    return int(pid_file.read_text())
+
+
+def gone(pid: int) -> bool:
+    return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_worker_stopped_during_a_check_stops_it_and_leaves_the_item_to_resume(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    check, pid_file = slow_check(tmp_path)
+    project = make_project(tmp_path / "p", store_url, verify={"checks": [ANSWER_CHECK, check]})
+    item_id = project.plant("answer")
+    live = LiveWorker(project, "--once")
+    live.until("check-failed", check="answer")
+    pid = wait_for_pid(pid_file)
+    live.process.send_signal(signal.SIGTERM)
+    code, _ = live.finish()
+    assert code == 130
+    assert gone(pid)
+    item = project.get(item_id)
+    assert (item.state, item.reason_code) == (ItemState.RETRY_SCHEDULED, "worker-stopped")
+    assert item.fix_turns == 0
+    store = project.store()
+    try:
+        records = store.list_checks(item_id)
+    finally:
+        store.close()
+    assert [record.evidence.name for record in records] == ["answer"]  # the one that ended
+
+
+def test_a_cancel_during_a_check_stops_it_and_writes_nothing_more(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    check, pid_file = slow_check(tmp_path)
+    project = make_project(tmp_path / "p", store_url, verify={"checks": [check]})
+    item_id = project.plant("answer")
+    live = LiveWorker(project, "--once")
+    live.until("verify-start")
+    pid = wait_for_pid(pid_file)
+    cancel = subprocess.run(
+        project.command("cancel", str(item_id)), env=project.env, cwd=project.root,
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert cancel.returncode == 0, cancel.stderr
+    lost = live.until("claim-lost")
+    assert lost["reason"] == "cancelled"
+    live.finish()
+    assert gone(pid)
+    assert project.get(item_id).state is ItemState.CANCELLED
     store = project.store()
     try:
         assert store.list_checks(item_id) == []
     finally:
         store.close()
-    # once the lease has ended, the reaper settles the item, and the retry verifies again
-    project_config = (project.root / "wrighty.json").read_text()
-    document = json.loads(project_config)
-    document["verify"]["checks"] = [ANSWER_CHECK]
-    (project.root / "wrighty.json").write_text(json.dumps(document))
-    time.sleep(2.5)
-    reaped = project.worker("--once")
-    assert reaped.returncode == 0, reaped.stderr
-    after = project.get(item_id)
-    assert after.state in (ItemState.RETRY_SCHEDULED, ItemState.DONE), after
