@@ -25,7 +25,7 @@ def verify(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> No
     """Run an item's checks now, in its workspace, without an agent; an item waiting for a
     person because of its checks is done once they all pass. Exit code 1 if one fails."""
     from wrighty.config import STATE_DIRNAME
-    from wrighty.config.translate import verify_policy_of
+    from wrighty.config.translate import verify_policy
     from wrighty.installation import installation_id
     from wrighty.services.verify import verify_by_hand
 
@@ -43,7 +43,7 @@ def verify(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> No
         result = verify_by_hand(
             store,
             item_id,
-            policy=verify_policy_of(config, agent),
+            policy=verify_policy(config, agent),
             agent=agent,
             installation_id=installation_id(),
             state_dir=loaded.root / STATE_DIRNAME,

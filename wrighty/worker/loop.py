@@ -34,7 +34,7 @@ from wrighty.config import (
     limits_of,
     pricing_of,
     usage_policy_of,
-    verify_policy_of,
+    verify_policy,
 )
 from wrighty.domain import decisions
 from wrighty.domain.budgets import AgentHold, agent_hold
@@ -349,7 +349,7 @@ class Worker:
     def _setting(
         self, plan: AgentPlan, options: WorkerOptions, gate: CircuitGate | None
     ) -> Setting:
-        policy = verify_policy_of(self._config, plan.name)
+        policy = verify_policy(self._config, plan.name)
         if policy is not None:  # a claim keeps its lease while its run's checks run
             self._terms = dataclasses.replace(self._terms, checks_seconds=policy.checks_seconds)
         return Setting(
