@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
@@ -17,6 +18,10 @@ MAX_TITLE_LENGTH = 200
 MAX_BODY_BYTES = 1024 * 1024  # a task longer than 1 MiB belongs in a file in the workspace
 MAX_ITEM_ID = 2**63 - 1  # ids are 64-bit: SQLite's INTEGER, PostgreSQL's BIGINT
 DEFAULT_PRIORITY = 2  # P2 (docs/scheduling.md)
+# A verification check's name (docs/verify.md): a short word that reasons, events and a
+# command line can name as it is. Here, not in verify.py, because an item names its checks
+# (`Item.verify_checks`) and reading an item loads no more than this module.
+CHECK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 # The output streams of an agent process.

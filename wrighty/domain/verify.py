@@ -40,7 +40,6 @@ The decisions taken here:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,7 +48,7 @@ from wrighty.domain import suggestions
 from wrighty.domain.claims import Settlement
 from wrighty.domain.decisions import attention
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, format_duration
-from wrighty.domain.model import Item, RunEnd
+from wrighty.domain.model import CHECK_NAME, Item, RunEnd
 from wrighty.domain.redact import redact_known
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, plural, printable, printable_line
@@ -62,7 +61,6 @@ MAX_FEEDBACK_BYTES = 100_000
 DEFAULT_FEEDBACK_BYTES = 12_000
 MIN_CHECK_TIMEOUT_SECONDS = 1.0
 DEFAULT_CHECK_TIMEOUT_SECONDS = 20 * 60.0
-CHECK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # How much of a check's command line a reason or the feedback shows.
 _ARGV_CHARS = 200
 # How much of why a check could not start a reason shows.

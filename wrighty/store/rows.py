@@ -16,6 +16,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from wrighty.domain.model import (
+    CHECK_NAME,
     DEFAULT_PRIORITY,
     Dependency,
     Event,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from wrighty.domain.claims import ClaimRequest, ReapFacts
     from wrighty.domain.health import QueueFigures, WorkerRow
     from wrighty.domain.notices import Delivered, Notice, OutboxFigures, StoredNotice
+    from wrighty.domain.verify import CheckRecord
 
 # Before every run: the ledger read from the start.
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -80,6 +82,8 @@ MAX_STORED_COUNT = 10**15
 # A worker clock this far from the store's (about 115 days) is a value that does not read.
 MAX_CLOCK_OFFSET_SECONDS = 10**7
 MAX_STORED_COST_USD = 10.0**9
+# A process's exit code or signal number as a check's evidence stores it (a C int).
+_C_INT = 2**31 - 1
 _SHOWN_CHARS = 40
 _REASON_CODE = re.compile(r"[^\s]{1,64}")
 
@@ -113,6 +117,10 @@ class Fields:
             raise error
         self.salvaged.append(error)
         return stand_in
+
+    def refuse(self, name: str, problem: str) -> None:
+        """A rule across values of the row that they break: the row does not read."""
+        self._bad(name, problem, None)
 
     def raw(self, name: str) -> Any:
         return self.row[name]
@@ -154,6 +162,30 @@ class Fields:
 
     def optional_integer(self, name: str, low: int = 0, high: int = MAX_STORED_COUNT) -> int | None:
         return None if self.row[name] is None else self.integer(name, low, high)
+
+    def flag(self, name: str) -> bool:
+        """A yes or no: PostgreSQL's boolean, SQLite's 0 or 1."""
+        value = self.row[name]
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        return bool(self._bad(name, f"{_shown(value)} is not a yes or no", False))
+
+    def check_names(self, name: str) -> tuple[str, ...] | None:
+        """The verification checks an item chose (docs/verify.md): null follows wrighty.json
+        (the stand-in: its checks all run); else a JSON list of check names, [] for none."""
+        if self.row[name] is None:
+            return None
+        found = self._json(name, list, "a JSON list of check names")
+        if found is None:
+            return None
+        if not all(isinstance(item, str) and CHECK_NAME.fullmatch(item) for item in found):
+            bad: tuple[str, ...] | None = self._bad(
+                name, f"{_shown(self.row[name])} is not a JSON list of check names", None
+            )
+            return bad
+        return tuple(found)
 
     def number(self, name: str, high: float, *, low: float = 0.0) -> float | None:
         """A stored figure that may be absent: a number ``low``..``high``, never NaN (and
@@ -258,7 +290,13 @@ def new_item_params(new: NewItem, *, at: datetime) -> dict[str, Any]:
         "priority": new.priority,
         "import_key": new.import_key,
         "import_fingerprint": new.import_fingerprint,
+        "verify_checks": check_names_json(new.verify_checks),
     }
+
+
+def check_names_json(names: tuple[str, ...] | None) -> str | None:
+    """An item's chosen checks as stored: null (follow wrighty.json) or a JSON list."""
+    return None if names is None else json.dumps(list(names))
 
 
 def item_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> Item:
@@ -291,6 +329,8 @@ def item_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> It
         priority=read.integer("priority", PRIORITIES[0], PRIORITIES[-1], DEFAULT_PRIORITY),
         import_key=read.optional_text("import_key"),
         import_fingerprint=read.optional_text("import_fingerprint"),
+        verify_checks=read.check_names("verify_checks"),
+        fix_turns=read.integer("fix_turns"),
         created_at=read.required_time("created_at"),
         updated_at=read.required_time("updated_at"),
         claimed_at=read.time("claimed_at"),
@@ -313,6 +353,8 @@ def item_mutable_params(item: Item) -> dict[str, Any]:
         "crash_retries": item.crash_retries,
         "usage_retries": item.usage_retries,
         "requeues": item.requeues,
+        "fix_turns": item.fix_turns,
+        "verify_checks": check_names_json(item.verify_checks),
         "max_cost_usd": item.max_cost_usd,
         "max_tokens": item.max_tokens,
         "priority": item.priority,
@@ -535,6 +577,76 @@ def wake_params(item: Item) -> dict[str, Any]:
     """What a wake-up says about the item (for a person watching; listeners only wake)."""
     not_before = to_db_time(item.not_before)
     return {"item_id": item.id, "state": item.state.value, "not_before": not_before}
+
+
+# -- verification -----------------------------------------------------------------------------
+
+
+def check_params(item: Item, record: CheckRecord) -> dict[str, Any]:
+    """One check's evidence, to be written under ``item`` as the caller read it (its state,
+    generation and owner are the write's guard)."""
+    evidence = record.evidence
+    return {
+        "item_id": item.id,
+        "state": item.state.value,
+        "generation": item.generation,
+        "claimed_by": item.claimed_by,
+        "verification_id": record.verification_id,
+        "run_id": record.run_id,
+        "position": record.position,
+        "actor": record.actor,
+        "started_at": to_db_time(record.started_at),
+        "name": evidence.name,
+        "argv": json.dumps(list(evidence.argv)),
+        "exit_code": evidence.exit_code,
+        "signal": evidence.signal,
+        "timed_out": evidence.timed_out,
+        "start_failure": evidence.start_failure,
+        "duration_seconds": evidence.duration_seconds,
+        "output_tail": evidence.output_tail,
+    }
+
+
+def check_from_row(row: Any) -> CheckRecord:
+    """A stored check's evidence; UnreadableError for a value that does not read, or for a
+    row that breaks CheckEvidence's rule (one that did not start has no exit code or signal;
+    one that started has exactly one of them)."""
+    from wrighty.domain.verify import CheckEvidence, CheckRecord
+
+    key = f"{row['verification_id']}/{row['position']}"
+    read = Fields(row, "check", key, item_id=row["item_id"])
+    name = read.text("name")
+    if CHECK_NAME.fullmatch(name) is None:
+        read.refuse("name", f"{_shown(name)} is not a check name")
+    argv = read.json_list("argv")
+    if not all(isinstance(argument, str) for argument in argv):
+        read.refuse("argv", f"{_shown(row['argv'])} is not a JSON list of text")
+    exit_code = read.optional_integer("exit_code", -_C_INT - 1, _C_INT)
+    signal = read.optional_integer("signal", 1, _C_INT)
+    start_failure = read.optional_text("start_failure")
+    if start_failure is not None and (exit_code, signal) != (None, None):
+        read.refuse("start_failure", "a check that did not start has no exit code or signal")
+    if start_failure is None and (exit_code is None) == (signal is None):
+        read.refuse("exit_code", "a check that ran has exactly one of exit code and signal")
+    evidence = CheckEvidence(
+        name=name,
+        argv=tuple(argv),
+        duration_seconds=read.number("duration_seconds", float(MAX_STORED_COUNT)) or 0.0,
+        output_tail=read.text("output_tail"),
+        exit_code=exit_code,
+        signal=signal,
+        timed_out=read.flag("timed_out"),
+        start_failure=start_failure,
+    )
+    return CheckRecord(
+        item_id=read.integer("item_id", 1),
+        verification_id=read.text("verification_id"),
+        run_id=read.optional_text("run_id"),
+        position=read.integer("position"),
+        actor=read.text("actor"),
+        started_at=read.required_time("started_at"),
+        evidence=evidence,
+    )
 
 
 # -- the usage ledger -------------------------------------------------------------------------

@@ -7,10 +7,10 @@
 -- name: insert_item
 INSERT INTO items (title, body, agent, timeout_seconds, workspace, state, queued_at,
                    created_at, updated_at, max_cost_usd, max_tokens, priority, import_key,
-                   import_fingerprint)
+                   import_fingerprint, verify_checks)
 VALUES (:title, :body, :agent, :timeout_seconds, :workspace, :state, :queued_at,
         :created_at, :created_at, :max_cost_usd, :max_tokens, :priority, :import_key,
-        :import_fingerprint)
+        :import_fingerprint, :verify_checks)
 ON CONFLICT (import_key) WHERE import_key IS NOT NULL DO NOTHING
 RETURNING id;
 
@@ -387,3 +387,11 @@ ORDER BY d.item_id, d.depends_on;
 SELECT item_id, label FROM item_labels
 WHERE CAST(:item_id AS bigint) IS NULL OR item_id = :item_id
 ORDER BY item_id, label;
+
+-- name: select_checks
+-- An item's check evidence (checks_by_item): its verifications in the order the first check
+-- of each was recorded (seq, the order of insertion: no clock decides it), each in its order.
+SELECT checks.*, min(seq) OVER (PARTITION BY verification_id) AS first_seq
+FROM checks
+WHERE item_id = :item_id
+ORDER BY first_seq, position;

@@ -34,6 +34,8 @@ SET state = :state,
     crash_retries = :crash_retries,
     usage_retries = :usage_retries,
     requeues = :requeues,
+    fix_turns = :fix_turns,
+    verify_checks = :verify_checks,
     max_cost_usd = :max_cost_usd,
     max_tokens = :max_tokens,
     priority = :priority,
@@ -248,3 +250,25 @@ ORDER BY board.board_rank, board.priority, board.id;
 -- The runs named in :run_ids (a JSON array), by their primary key.
 SELECT * FROM runs
 WHERE run_id IN (SELECT json_array_elements_text(CAST(:run_ids AS json)));
+
+-- name: insert_check_guarded
+-- One check's evidence (docs/verify.md), written only while the item is still in the state,
+-- generation and claim the caller read; a running item's only into that claim's open run, any
+-- other's into none or one of its runs. Never rewritten: a second record at the same
+-- verification and position changes nothing. seq, the order of insertion, is its identity.
+INSERT INTO checks (verification_id, position, item_id, run_id, generation, actor, started_at,
+                    name, argv, exit_code, signal, timed_out, start_failure, duration_seconds,
+                    output_tail)
+SELECT :verification_id, :position, :item_id, :run_id, :generation, :actor, :started_at,
+       :name, :argv, :exit_code, :signal, :timed_out, :start_failure, :duration_seconds,
+       :output_tail
+WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id
+              AND state = :state AND generation = :generation
+              AND claimed_by IS NOT DISTINCT FROM CAST(:claimed_by AS text))
+  AND CASE WHEN CAST(:state AS text) = 'running'
+      THEN EXISTS (SELECT 1 FROM runs WHERE run_id = :run_id AND item_id = :item_id
+                   AND runs.generation = :generation AND ended_at IS NULL)
+      ELSE CAST(:run_id AS text) IS NULL OR EXISTS (SELECT 1 FROM runs WHERE run_id = :run_id
+                                                    AND item_id = :item_id)
+      END
+ON CONFLICT (verification_id, position) DO NOTHING;

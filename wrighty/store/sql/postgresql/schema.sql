@@ -87,7 +87,7 @@ CREATE TABLE runs (
     item_id            BIGINT  NOT NULL REFERENCES items (id),
     generation         BIGINT  NOT NULL,
     attempt            INTEGER NOT NULL,
-    kind               TEXT    NOT NULL CHECK (kind IN ('fresh', 'resume')),
+    kind               TEXT    NOT NULL CHECK (kind IN ('fresh', 'resume', 'fix')),
     worker_id          TEXT    NOT NULL,
     installation_id    TEXT    NOT NULL,
     started_at         TEXT    NOT NULL,
@@ -196,3 +196,40 @@ CREATE TABLE item_labels (
 ALTER TABLE items ADD COLUMN import_key TEXT;
 ALTER TABLE items ADD COLUMN import_fingerprint TEXT;
 CREATE UNIQUE INDEX items_by_import_key ON items (import_key) WHERE import_key IS NOT NULL;
+
+-- Verification (docs/verify.md): an item's fix turns and the checks it chose (null: those
+-- wrighty.json gives its agent; else a JSON array of names, [] for none), and each check's
+-- evidence, insert-only (seq: the order of insertion, which orders an item's verifications).
+ALTER TABLE items ADD COLUMN fix_turns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE items ADD COLUMN verify_checks TEXT;
+
+CREATE TABLE checks (
+    verification_id  TEXT    NOT NULL,
+    position         INTEGER NOT NULL CHECK (position >= 0),
+    seq              BIGINT  GENERATED ALWAYS AS IDENTITY UNIQUE,
+    item_id          BIGINT  NOT NULL REFERENCES items (id),
+    run_id           TEXT    REFERENCES runs (run_id),
+    generation       BIGINT  NOT NULL,
+    actor            TEXT    NOT NULL,
+    started_at       TEXT    NOT NULL,
+    name             TEXT    NOT NULL,
+    argv             TEXT    NOT NULL,
+    exit_code        INTEGER,
+    signal           INTEGER,
+    timed_out        BOOLEAN NOT NULL DEFAULT FALSE,
+    start_failure    TEXT,
+    duration_seconds DOUBLE PRECISION NOT NULL,
+    output_tail      TEXT    NOT NULL DEFAULT '',
+    PRIMARY KEY (verification_id, position)
+);
+
+CREATE INDEX checks_by_item ON checks (item_id, seq);
+
+CREATE FUNCTION wrighty_refuse_evidence_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'wrighty: check evidence is never rewritten';
+END;
+$$;
+
+CREATE TRIGGER checks_insert_only BEFORE UPDATE OR DELETE ON checks
+FOR EACH ROW EXECUTE FUNCTION wrighty_refuse_evidence_change();

@@ -30,6 +30,8 @@ SET state = :state,
     crash_retries = :crash_retries,
     usage_retries = :usage_retries,
     requeues = :requeues,
+    fix_turns = :fix_turns,
+    verify_checks = :verify_checks,
     max_cost_usd = :max_cost_usd,
     max_tokens = :max_tokens,
     priority = :priority,
@@ -190,3 +192,25 @@ ORDER BY board.board_rank, board.priority, board.id;
 -- name: select_runs_by_id
 -- The runs named in :run_ids (a JSON array), by their primary key.
 SELECT * FROM runs WHERE run_id IN (SELECT value FROM json_each(:run_ids));
+
+-- name: insert_check_guarded
+-- One check's evidence (docs/verify.md), written only while the item is still in the state,
+-- generation and claim the caller read; a running item's only into that claim's open run, any
+-- other's into none or one of its runs. Never rewritten: a second record at the same
+-- verification and position changes nothing. seq, the order of insertion, under the write
+-- lock.
+INSERT INTO checks (verification_id, position, seq, item_id, run_id, generation, actor,
+                    started_at, name, argv, exit_code, signal, timed_out, start_failure,
+                    duration_seconds, output_tail)
+SELECT :verification_id, :position, (SELECT coalesce(max(seq), 0) + 1 FROM checks), :item_id,
+       :run_id, :generation, :actor, :started_at, :name, :argv, :exit_code, :signal,
+       :timed_out, :start_failure, :duration_seconds, :output_tail
+WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id
+              AND state = :state AND generation = :generation AND claimed_by IS :claimed_by)
+  AND CASE WHEN :state = 'running'
+      THEN EXISTS (SELECT 1 FROM runs WHERE run_id = :run_id AND item_id = :item_id
+                   AND runs.generation = :generation AND ended_at IS NULL)
+      ELSE :run_id IS NULL OR EXISTS (SELECT 1 FROM runs WHERE run_id = :run_id
+                                      AND item_id = :item_id)
+      END
+ON CONFLICT (verification_id, position) DO NOTHING;

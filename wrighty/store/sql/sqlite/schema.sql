@@ -78,7 +78,7 @@ CREATE TABLE runs (
     item_id            INTEGER NOT NULL REFERENCES items (id),
     generation         INTEGER NOT NULL,
     attempt            INTEGER NOT NULL,
-    kind               TEXT    NOT NULL CHECK (kind IN ('fresh', 'resume')),
+    kind               TEXT    NOT NULL CHECK (kind IN ('fresh', 'resume', 'fix')),
     worker_id          TEXT    NOT NULL,
     installation_id    TEXT    NOT NULL,
     started_at         TEXT    NOT NULL,
@@ -192,3 +192,41 @@ CREATE TABLE item_labels (
 ALTER TABLE items ADD COLUMN import_key TEXT;
 ALTER TABLE items ADD COLUMN import_fingerprint TEXT;
 CREATE UNIQUE INDEX items_by_import_key ON items (import_key) WHERE import_key IS NOT NULL;
+
+-- Verification (docs/verify.md): an item's fix turns and the checks it chose (null: those
+-- wrighty.json gives its agent; else a JSON array of names, [] for none), and each check's
+-- evidence, insert-only (seq: the order of insertion, which orders an item's verifications).
+ALTER TABLE items ADD COLUMN fix_turns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE items ADD COLUMN verify_checks TEXT;
+
+CREATE TABLE checks (
+    verification_id  TEXT    NOT NULL,
+    position         INTEGER NOT NULL CHECK (position >= 0),
+    seq              INTEGER NOT NULL UNIQUE,
+    item_id          INTEGER NOT NULL REFERENCES items (id),
+    run_id           TEXT    REFERENCES runs (run_id),
+    generation       INTEGER NOT NULL,
+    actor            TEXT    NOT NULL,
+    started_at       TEXT    NOT NULL,
+    name             TEXT    NOT NULL,
+    argv             TEXT    NOT NULL,
+    exit_code        INTEGER,
+    signal           INTEGER,
+    timed_out        INTEGER NOT NULL DEFAULT 0 CHECK (timed_out IN (0, 1)),
+    start_failure    TEXT,
+    duration_seconds REAL    NOT NULL,
+    output_tail      TEXT    NOT NULL DEFAULT '',
+    PRIMARY KEY (verification_id, position)
+) STRICT;
+
+CREATE INDEX checks_by_item ON checks (item_id, seq);
+
+CREATE TRIGGER checks_insert_only_update BEFORE UPDATE ON checks
+BEGIN
+    SELECT RAISE(ABORT, 'wrighty: check evidence is never rewritten');
+END;
+
+CREATE TRIGGER checks_insert_only_delete BEFORE DELETE ON checks
+BEGIN
+    SELECT RAISE(ABORT, 'wrighty: check evidence is never rewritten');
+END;
