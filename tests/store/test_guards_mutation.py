@@ -63,6 +63,14 @@ USAGE_MOVED_ON = LEDGER + "test_a_moved_on_claim_takes_no_usage_from_its_old_hol
 USAGE_ENDED = LEDGER + "test_a_run_that_ended_takes_no_usage_while_its_claim_is_held[{backend}]"
 USAGE_OWN_RUN = LEDGER + "test_a_record_names_its_own_run[{backend}]"
 USAGE_TOKEN = LEDGER + "test_a_report_lands_only_with_the_runs_token_under_its_claim[{backend}]"
+CHECKS = "tests/store/test_checks.py::"
+CHECK_MOVED = (
+    CHECKS + "test_a_check_is_recorded_only_under_the_item_as_its_writer_read_it[{backend}-%s]"
+)
+CHECK_RUN = CHECKS + "test_a_running_items_check_goes_only_into_its_claims_open_run[{backend}-%s]"
+CHECK_BY_HAND = CHECKS + "test_a_check_by_hand_names_no_run_or_one_of_its_items_own[{backend}]"
+CHECK_ONCE = CHECKS + "test_evidence_is_never_rewritten[{backend}]"
+CHECK_RAW = CHECKS + "test_the_database_keeps_evidence_insert_only[{backend}-%s]"
 OUTBOX = "tests/store/test_outbox.py::"
 NOTICE_SETTLED = OUTBOX + "test_delivered_and_given_up_notices_are_never_claimed_again[{backend}]"
 NOTICE_NOT_DUE = OUTBOX + "test_a_notice_is_not_claimed_before_it_is_due[{backend}]"
@@ -214,6 +222,30 @@ GUARDS: list[Guard] = [
     *_guards("usage report: owner", BOTH, "report_usage_guarded",
              "AND items.claimed_by = runs.worker_id", "AND 1 = 1",
              USAGE_MOVED_ON % "claimed_by"),
+    # Verification's evidence (docs/verify.md): written under the item as its writer read it; a
+    # running item's only into its claim's open run, another's into none or one of its own;
+    # never a second time at the same place.
+    *_guards("check record: state", BOTH, "insert_check_guarded",
+             "AND state = :state", "AND 1 = 1", CHECK_MOVED % "state"),
+    *_guards("check record: generation", BOTH, "insert_check_guarded",
+             "AND generation = :generation", "AND 1 = 1", CHECK_MOVED % "generation"),
+    *_guards("check record: owner", ("sqlite",), "insert_check_guarded",
+             "claimed_by IS :claimed_by", "1 = 1", CHECK_MOVED % "claimed_by"),
+    *_guards("check record: owner", ("postgresql",), "insert_check_guarded",
+             "claimed_by IS NOT DISTINCT FROM CAST(:claimed_by AS text)", "1 = 1",
+             CHECK_MOVED % "claimed_by"),
+    *_guards("check record: the run named", BOTH, "insert_check_guarded",
+             "WHERE runs.run_id = :run_id AND", "WHERE", CHECK_RUN % "none"),
+    *_guards("check record: the claim's item's run", BOTH, "insert_check_guarded",
+             "AND runs.item_id = :item_id", "AND 1 = 1", CHECK_RUN % "other-item"),
+    *_guards("check record: the claim's own run", BOTH, "insert_check_guarded",
+             "AND runs.generation = :generation", "AND 1 = 1", CHECK_RUN % "earlier-claim"),
+    *_guards("check record: an open run", BOTH, "insert_check_guarded",
+             "AND runs.ended_at IS NULL", "AND 1 = 1", CHECK_RUN % "ended"),
+    *_guards("check record: by hand, the item's own run", BOTH, "insert_check_guarded",
+             "AND item_id = :item_id)", "AND 1 = 1)", CHECK_BY_HAND),
+    *_guards("check record: never rewritten", BOTH, "insert_check_guarded",
+             "ON CONFLICT (verification_id, position) DO NOTHING", "", CHECK_ONCE),
     # The provider circuit's compare-and-set on its version, and the probe's running fact (its
     # `items.state = 'running'` has no row: outside running an item has no claimed_by, so the
     # holder's condition alone already decides).
@@ -298,6 +330,17 @@ GUARDS: list[Guard] = [
     *_guards("history trigger: delete", ("sqlite",), "schema.sql",
              "BEFORE DELETE ON item_events\nBEGIN", "BEFORE DELETE ON item_events WHEN 0\nBEGIN",
              HISTORY % "delete"),
+    # ... and the check evidence insert-only.
+    *_guards("check evidence trigger: update", ("sqlite",), "schema.sql",
+             "BEFORE UPDATE ON checks\nBEGIN", "BEFORE UPDATE ON checks WHEN 0\nBEGIN",
+             CHECK_RAW % "update"),
+    *_guards("check evidence trigger: delete", ("sqlite",), "schema.sql",
+             "BEFORE DELETE ON checks\nBEGIN", "BEFORE DELETE ON checks WHEN 0\nBEGIN",
+             CHECK_RAW % "delete"),
+    *_guards("check evidence trigger", ("postgresql",), "schema.sql",
+             "FOR EACH ROW EXECUTE FUNCTION wrighty_refuse_evidence_change()",
+             "FOR EACH ROW WHEN (FALSE) EXECUTE FUNCTION wrighty_refuse_evidence_change()",
+             CHECK_RAW % "update", CHECK_RAW % "delete"),
     *_guards("history trigger", ("postgresql",), "schema.sql",
              "FOR EACH ROW EXECUTE FUNCTION wrighty_refuse_history_change()",
              "FOR EACH ROW WHEN (FALSE) EXECUTE FUNCTION wrighty_refuse_history_change()",

@@ -12,8 +12,10 @@ import math
 import pytest
 
 from tests.conftest import FakeClock
+from tests.store.test_checks import FAILED, PASSED, record
 from tests.store.test_claims import request
 from tests.store.test_contract import new_item
+from tests.store.test_ledger import begin
 from tests.store.txhooks import execute_raw
 from wrighty.cli.documents import json_text
 from wrighty.domain.circuits import Circuit
@@ -51,6 +53,11 @@ ITEM_POISONS = [
     ("reason_code", "'Bad Code!'", "is not a reason code"),
     ("max_cost_usd", "1e308", "is not a number 0..1e+09"),
     ("crash_retries", "-1", "-1 is not a whole number"),
+    ("fix_turns", "-1", "-1 is not a whole number"),
+    ("verify_checks", "'{{{'", "is not a JSON list of check names"),
+    ("verify_checks", "'\"tests\"'", "is not a JSON list of check names"),
+    ("verify_checks", "'[\"tests\", 1]'", "is not a JSON list of check names"),
+    ("verify_checks", "'[\"no such name!\"]'", "is not a JSON list of check names"),
 ]
 
 
@@ -136,6 +143,49 @@ def test_a_worker_clock_offset_out_of_range_does_not_read(
     [error] = listed.unreadable
     assert (error.row, error.field) == ("worker w-000000000001", "clock_offset_seconds")
     assert problem in str(error)
+
+
+CHECK_POISONS = [
+    ("argv = '{{{'", "argv", "is not a JSON list"),
+    ("argv = '[\"ruff\", 1]'", "argv", "is not a JSON list of text"),
+    ("name = 'no such name!'", "name", "is not a check name"),
+    ("started_at = 'yesterday'", "started_at", "'yesterday' is not a time"),
+    ("duration_seconds = -1", "duration_seconds", "is not a number 0"),
+    ("exit_code = NULL, signal = 0", "signal", "0 is not a whole number 1.."),
+    # CheckEvidence's rule: a check that ran has exactly one of an exit code and a signal, one
+    # that did not start has neither.
+    ("exit_code = NULL", "exit_code", "exactly one of exit code and signal"),
+    ("signal = 9", "exit_code", "exactly one of exit code and signal"),
+    ("start_failure = 'not found'", "start_failure", "did not start has no exit code"),
+    ("timed_out = 2", "timed_out", "2 is not a yes or no"),  # SQLite: PostgreSQL's is boolean
+]
+
+
+@pytest.mark.parametrize(("assignment", "field", "problem"), CHECK_POISONS)
+def test_a_check_record_that_does_not_read_is_left_out_and_named(
+    store: Store, clock: FakeClock, assignment: str, field: str, problem: str
+) -> None:
+    """docs/verify.md's evidence, as `show` lists it: a record with a value that does not read,
+    or that breaks a check's rule, is left out with its line; the others read."""
+    if field == "timed_out" and not isinstance(store, SqliteStore):
+        pytest.skip("PostgreSQL's boolean column holds no other value")
+    claimed, run_id = begin(store, clock)
+    bad = record(claimed, 0, FAILED, clock(), run_id=run_id)
+    good = record(claimed, 1, PASSED, clock(), run_id=run_id)
+    assert store.record_check(claimed, bad)
+    assert store.record_check(claimed, good)
+    # Past the schema's insert-only triggers too, as a hand edit with the triggers dropped.
+    if isinstance(store, SqliteStore):
+        execute_raw(store, "DROP TRIGGER checks_insert_only_update")
+    else:
+        execute_raw(store, "DROP TRIGGER checks_insert_only ON checks")
+    poison(store, f"UPDATE checks SET {assignment} WHERE position = 0")
+    listed = store.list_checks(claimed.id)
+    assert listed == [good]
+    [error] = listed.unreadable
+    assert (error.row, error.field, error.item_id) == ("check v-1/0", field, claimed.id)
+    assert problem in error.problem
+    assert [e.field for e in store.unreadable_rows()] == [field]
 
 
 def test_a_cost_postgresql_holds_as_nan_does_not_read(store: Store, clock: FakeClock) -> None:

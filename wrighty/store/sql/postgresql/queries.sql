@@ -266,8 +266,8 @@ WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id
               AND state = :state AND generation = :generation
               AND claimed_by IS NOT DISTINCT FROM CAST(:claimed_by AS text))
   AND CASE WHEN CAST(:state AS text) = 'running'
-      THEN EXISTS (SELECT 1 FROM runs WHERE run_id = :run_id AND item_id = :item_id
-                   AND runs.generation = :generation AND ended_at IS NULL)
+      THEN EXISTS (SELECT 1 FROM runs WHERE runs.run_id = :run_id AND runs.item_id = :item_id
+                   AND runs.generation = :generation AND runs.ended_at IS NULL)
       ELSE CAST(:run_id AS text) IS NULL OR EXISTS (SELECT 1 FROM runs WHERE run_id = :run_id
                                                     AND item_id = :item_id)
       END

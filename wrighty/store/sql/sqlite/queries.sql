@@ -208,8 +208,8 @@ SELECT :verification_id, :position, (SELECT coalesce(max(seq), 0) + 1 FROM check
 WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id
               AND state = :state AND generation = :generation AND claimed_by IS :claimed_by)
   AND CASE WHEN :state = 'running'
-      THEN EXISTS (SELECT 1 FROM runs WHERE run_id = :run_id AND item_id = :item_id
-                   AND runs.generation = :generation AND ended_at IS NULL)
+      THEN EXISTS (SELECT 1 FROM runs WHERE runs.run_id = :run_id AND runs.item_id = :item_id
+                   AND runs.generation = :generation AND runs.ended_at IS NULL)
       ELSE :run_id IS NULL OR EXISTS (SELECT 1 FROM runs WHERE run_id = :run_id
                                       AND item_id = :item_id)
       END
