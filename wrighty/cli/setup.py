@@ -151,19 +151,28 @@ def config_validate(
     as_json: JsonFlag = False,
 ) -> None:
     """Check wrighty.json: print ok, or every problem as `JSON path: message`."""
-    from wrighty.config import CONFIG_FILENAME, check_config_text, find_config, read_config_text
+    from wrighty.config import (
+        CONFIG_FILENAME,
+        check_config_text,
+        check_program_problems,
+        find_config,
+        read_config_text,
+    )
 
     app_ctx = app_context(ctx)
     target = path or find_config(app_ctx.cwd, app_ctx.config_option)
     if target is None:
         raise ConfigError(f"no {CONFIG_FILENAME} here or above; run `wrighty init`")
-    _, problems = check_config_text(read_config_text(target), deep=True)
+    config, problems = check_config_text(read_config_text(target), deep=True)
+    # A check's program missing here is told, not refused: the workers' machines may have it.
+    warnings = check_program_problems(config) if config is not None else []
     if as_json:
         print_json(
             {
                 "path": str(target),
                 "valid": not problems,
                 "problems": [{"path": p.path, "message": p.message} for p in problems],
+                "warnings": [{"path": w.path, "message": w.message} for w in warnings],
             },
         )
     elif problems:
@@ -171,6 +180,8 @@ def config_validate(
             typer.echo(printable_line(str(problem)))
     else:
         typer.echo("ok")
+        for warning in warnings:
+            typer.echo(f"warning: {printable_line(str(warning))}", err=True)
     if problems:
         count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
         raise WrightyError(f"{target}: {count}, listed on standard output")

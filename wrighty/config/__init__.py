@@ -16,6 +16,7 @@ from __future__ import annotations
 from wrighty.config.checks import (
     apprise_url_problem,
     check_config_text,
+    check_program_problems,
     notify_url_problems,
     url_scheme,
 )
@@ -48,8 +49,10 @@ from wrighty.config.models import (
     SCHEMA_VERSION,
     STATE_DIRNAME,
     AgentSettings,
+    AgentVerifySettings,
     BudgetLimit,
     BudgetSettings,
+    CheckSettings,
     CommandEntry,
     CommandSink,
     LabelLimit,
@@ -63,6 +66,7 @@ from wrighty.config.models import (
     UrlEntry,
     UrlSink,
     UsageFailurePolicy,
+    VerifySettings,
     WorkerSettings,
     WrightyConfig,
 )
@@ -75,6 +79,7 @@ from wrighty.config.problems import (
     read_json,
 )
 from wrighty.config.translate import (
+    agent_checks,
     agent_circuit,
     budgets_of,
     crash_policy_of,
@@ -83,6 +88,7 @@ from wrighty.config.translate import (
     pricing_of,
     thresholds_of,
     usage_policy_of,
+    verify_policy,
     zone_named,
 )
 
@@ -109,8 +115,10 @@ __all__ = [
     "SCHEMA_VERSION",
     "STATE_DIRNAME",
     "AgentSettings",
+    "AgentVerifySettings",
     "BudgetLimit",
     "BudgetSettings",
+    "CheckSettings",
     "CommandEntry",
     "CommandSink",
     "LabelLimit",
@@ -126,12 +134,15 @@ __all__ = [
     "UrlEntry",
     "UrlSink",
     "UsageFailurePolicy",
+    "VerifySettings",
     "WorkerSettings",
     "WrightyConfig",
+    "agent_checks",
     "agent_circuit",
     "apprise_url_problem",
     "budgets_of",
     "check_config_text",
+    "check_program_problems",
     "config_json_schema",
     "crash_policy_of",
     "default_config_document",
@@ -148,5 +159,6 @@ __all__ = [
     "thresholds_of",
     "url_scheme",
     "usage_policy_of",
+    "verify_policy",
     "zone_named",
 ]

@@ -12,6 +12,7 @@ from wrighty.config.models import (
     AGENT_NAME_PATTERN,
     MAX_MODEL_NAME,
     AgentSettings,
+    CheckSettings,
     CommandSink,
     NotifySettings,
     ProcessCrashPolicy,
@@ -33,6 +34,7 @@ from wrighty.config.translate import zone_named
 from wrighty.domain.adapters import ADAPTERS, COMMAND_ADAPTER, VENDOR_ADAPTERS
 from wrighty.domain.leases import heartbeat_limit
 from wrighty.domain.scheduling import LABEL_PATTERN
+from wrighty.domain.verify_limits import MAX_CHECKS
 from wrighty.errors import StoreError
 
 
@@ -171,6 +173,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
         if not re.fullmatch(LABEL_PATTERN, label)
     )
     problems.extend(_notify_shape_problems(config.notify))
+    problems.extend(_verify_problems(config))
     if worker.default_agent not in config.agent_names():
         problems.append(
             Problem(
@@ -212,6 +215,80 @@ def _budget_problems(config: WrightyConfig) -> list[Problem]:
         if not 1 <= len(model) <= MAX_MODEL_NAME
     )
     return problems
+
+
+def _verify_problems(config: WrightyConfig) -> list[Problem]:
+    """A check's argv can be passed; check names are unique across the project's checks and
+    each agent's; an agent's items run at most MAX_CHECKS checks (docs/verify.md)."""
+    project = config.verify.checks if config.verify is not None else []
+    located = _located_checks(config)
+    problems: list[Problem] = []
+    for where, checks in located:
+        for index, check in enumerate(checks):
+            for position, arg in enumerate(check.argv):
+                at = json_path(*where, "checks", index, "argv", position)
+                if "\x00" in arg:
+                    problems.append(Problem(at, "holds a NUL byte"))
+                elif position == 0 and not arg:
+                    problems.append(Problem(at, EMPTY_PROGRAM))
+    project_names = {check.name for check in project}
+    for where, checks in located:
+        seen: set[str] = set() if where == ("verify",) else set(project_names)
+        for index, check in enumerate(checks):
+            if check.name in seen:
+                problems.append(
+                    Problem(
+                        json_path(*where, "checks", index, "name"),
+                        f"{check.name!r} is already a check's name: each check needs its own "
+                        "(across verify.checks and each agent's verify.checks)",
+                    )
+                )
+            seen.add(check.name)
+        if where != ("verify",) and len(project) + len(checks) > MAX_CHECKS:
+            problems.append(
+                Problem(
+                    json_path(*where, "checks"),
+                    f"the agent's items would run {len(project) + len(checks)} checks with "
+                    f"verify.checks: at most {MAX_CHECKS}",
+                )
+            )
+    return problems
+
+
+def check_program_problems(config: WrightyConfig, *, agent: str | None = None) -> list[Problem]:
+    """Checks whose program this process cannot find on its PATH (``agent``: only the checks
+    that agent's items run). A relative path names a file in each item's workspace, which
+    only a run has: it is left to the run (docs/verify.md)."""
+    from wrighty.supervisor.process import executable_problem
+
+    problems = []
+    for where, checks in _located_checks(config):
+        if agent is not None and where[:2] not in (("verify",), ("agents", agent)):
+            continue
+        for index, check in enumerate(checks):
+            program = check.argv[0]
+            if "/" in program and not program.startswith("/"):
+                continue
+            problem = executable_problem(program, None)
+            if problem is not None:
+                at = json_path(*where, "checks", index, "argv", 0)
+                problems.append(Problem(at, f"the check {check.name}'s program {problem}"))
+    return problems
+
+
+def _located_checks(
+    config: WrightyConfig,
+) -> list[tuple[tuple[str | int, ...], list[CheckSettings]]]:
+    """Every check list in the file, with where it is: the project's, then each agent's."""
+    located: list[tuple[tuple[str | int, ...], list[CheckSettings]]] = []
+    if config.verify is not None:
+        located.append((("verify",), config.verify.checks))
+    located += [
+        (("agents", name, "verify"), agent.verify.checks)
+        for name, agent in config.agents.items()
+        if agent.verify is not None
+    ]
+    return located
 
 
 def _notify_shape_problems(notify: NotifySettings) -> list[Problem]:

@@ -17,7 +17,18 @@ from wrighty.domain.durations import (
     MAX_QUEUE_WAIT_SECONDS,
     MAX_WORKER_AGE_SECONDS,
 )
+from wrighty.domain.model import CHECK_NAME
 from wrighty.domain.scheduling import LABEL_PATTERN
+from wrighty.domain.verify_limits import (
+    DEFAULT_CHECK_TIMEOUT_SECONDS,
+    DEFAULT_FEEDBACK_BYTES,
+    DEFAULT_FIX_TURNS,
+    MAX_CHECKS,
+    MAX_FEEDBACK_BYTES,
+    MAX_FIX_TURNS,
+    MIN_CHECK_TIMEOUT_SECONDS,
+    MIN_FEEDBACK_BYTES,
+)
 from wrighty.inputs import MIB
 
 CONFIG_FILENAME = "wrighty.json"
@@ -373,6 +384,55 @@ class NotifySettings(_Section):
         return bool(self.urls) or self.command is not None
 
 
+class CheckSettings(_Section):
+    name: str = Field(
+        ...,
+        pattern=f"^{CHECK_NAME.pattern}$",
+        description="What the check is called in reasons, events, `show` and on the command line "
+        "(1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit).",
+    )
+    argv: list[str] = Field(
+        ...,
+        min_length=1,
+        description="The program and its arguments, run with no shell in the item's workspace.",
+    )
+    timeout_minutes: float = Field(
+        DEFAULT_CHECK_TIMEOUT_SECONDS / 60,
+        ge=MIN_CHECK_TIMEOUT_SECONDS / 60,
+        le=MAX_ITEM_TIMEOUT_SECONDS / 60,
+        description="How long the check may run before its whole process tree is stopped.",
+    )
+
+
+class AgentVerifySettings(_Section):
+    checks: list[CheckSettings] = Field(
+        default_factory=list,
+        max_length=MAX_CHECKS,
+        description="This agent's own checks: they run after the project's, for its items only.",
+    )
+
+
+class VerifySettings(AgentVerifySettings):
+    checks: list[CheckSettings] = Field(
+        default_factory=list,
+        max_length=MAX_CHECKS,
+        description="The project's checks, in the order they run after every succeeded run.",
+    )
+    max_fix_turns: int = Field(
+        DEFAULT_FIX_TURNS,
+        ge=0,
+        le=MAX_FIX_TURNS,
+        description="How many fix turns (the session resumed with the failing checks' output) "
+        "an item gets before a person looks.",
+    )
+    feedback_bytes: int = Field(
+        DEFAULT_FEEDBACK_BYTES,
+        ge=MIN_FEEDBACK_BYTES,
+        le=MAX_FEEDBACK_BYTES,
+        description="The most a fix turn's prompt may hold, in UTF-8 bytes.",
+    )
+
+
 class AgentSettings(_Section):
     adapter: AdapterName | None = Field(
         None, description="Which adapter runs this agent; defaults to the agent's name."
@@ -418,6 +478,10 @@ class AgentSettings(_Section):
         "the workers' slots.",
     )
 
+    verify: AgentVerifySettings | None = Field(
+        None, description="Checks of this agent's own, run after the project's (verify.checks)."
+    )
+
     def adapter_for(self, name: str) -> str:
         return self.adapter or name
 
@@ -458,6 +522,12 @@ class WrightyConfig(_Section):
         description="Concurrency limits beyond each agent's own (agents.<name>.maxConcurrent).",
     )
     notify: NotifySettings = Field(default_factory=NotifySettings)
+    verify: VerifySettings | None = Field(
+        None,
+        description="The project's own checks, run after every succeeded run: an item is done "
+        "only when they all pass; a failure resumes the agent's session with their output "
+        "(docs/verify.md). Without it, a succeeded run is done.",
+    )
     pricing: dict[str, ModelPrice] = Field(
         default_factory=dict,
         description='Estimated prices by model name ("*" for any other), for runs whose '

@@ -1,7 +1,7 @@
 """Every translation of wrighty.json into the domain's objects: budgets, prices, concurrency
-limits, health thresholds, lease terms, retry policies and the provider circuit an agent's
-items wait on. Nothing else reads settings to build a domain object. The config given is a
-valid one (checks.py has run)."""
+limits, health thresholds, lease terms, retry policies, the provider circuit an agent's
+items wait on and the checks that verify its runs. Nothing else reads settings to build a
+domain object. The config given is a valid one (checks.py has run)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from wrighty.domain.claims import LeaseTerms
     from wrighty.domain.health import Thresholds
     from wrighty.domain.retry import CrashPolicy, UsagePolicy
+    from wrighty.domain.verify import Check, VerifyPolicy
 
 
 def zone_named(name: str) -> tzinfo:
@@ -147,4 +148,35 @@ def lease_terms_of(config: WrightyConfig) -> LeaseTerms:
     return LeaseTerms(
         lease_seconds=config.worker.lease_seconds,
         default_timeout_seconds=config.worker.item_timeout_minutes * 60,
+    )
+
+
+def agent_checks(config: WrightyConfig, agent: str) -> tuple[Check, ...]:
+    """The checks ``agent``'s items run unless they choose: the project's (verify.checks), then
+    the agent's own (agents.<name>.verify.checks), in the order written."""
+    from wrighty.domain.verify import Check
+
+    project = config.verify.checks if config.verify is not None else []
+    settings = config.agents.get(agent)
+    own = settings.verify.checks if settings is not None and settings.verify is not None else []
+    return tuple(
+        Check(check.name, tuple(check.argv), check.timeout_minutes * 60)
+        for check in (*project, *own)
+    )
+
+
+def verify_policy(config: WrightyConfig, agent: str) -> VerifyPolicy | None:
+    """How ``agent``'s runs are verified (docs/verify.md); None when wrighty.json gives the
+    agent no checks (a succeeded run is done)."""
+    from wrighty.domain.verify import VerifyPolicy
+
+    checks = agent_checks(config, agent)
+    if not checks:
+        return None
+    if config.verify is None:
+        return VerifyPolicy(checks)
+    return VerifyPolicy(
+        checks,
+        max_fix_turns=config.verify.max_fix_turns,
+        feedback_bytes=config.verify.feedback_bytes,
     )

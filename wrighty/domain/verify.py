@@ -52,15 +52,17 @@ from wrighty.domain.model import CHECK_NAME, Item, RunEnd
 from wrighty.domain.redact import redact_known
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, plural, printable, printable_line
+from wrighty.domain.verify_limits import (
+    DEFAULT_CHECK_TIMEOUT_SECONDS,
+    DEFAULT_FEEDBACK_BYTES,
+    DEFAULT_FIX_TURNS,
+    MAX_CHECKS,
+    MAX_FEEDBACK_BYTES,
+    MAX_FIX_TURNS,
+    MIN_CHECK_TIMEOUT_SECONDS,
+    MIN_FEEDBACK_BYTES,
+)
 
-MAX_CHECKS = 20
-MAX_FIX_TURNS = 10
-DEFAULT_FIX_TURNS = 2
-MIN_FEEDBACK_BYTES = 1_000
-MAX_FEEDBACK_BYTES = 100_000
-DEFAULT_FEEDBACK_BYTES = 12_000
-MIN_CHECK_TIMEOUT_SECONDS = 1.0
-DEFAULT_CHECK_TIMEOUT_SECONDS = 20 * 60.0
 # How much of a check's command line a reason or the feedback shows.
 _ARGV_CHARS = 200
 # How much of why a check could not start a reason shows.

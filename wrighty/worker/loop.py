@@ -27,8 +27,10 @@ from wrighty.config import (
     STATE_DIRNAME,
     LoadedConfig,
     WorkerSettings,
+    WrightyConfig,
     agent_circuit,
     budgets_of,
+    check_program_problems,
     crash_policy_of,
     lease_terms_of,
     limits_of,
@@ -139,6 +141,15 @@ def _refuse_unrunnable(plan: AgentPlan) -> None:
     raise WrightyError(
         f"agent {plan.name!r}: executable {problem}" + (fix if "not found" in problem else "")
     )
+
+
+def _refuse_missing_checks(config: WrightyConfig, agent: str) -> None:
+    """The checks the worker's items run must be programs it can start, as its agent must."""
+    problems = check_program_problems(config, agent=agent)
+    if problems:
+        raise WrightyError(
+            f"{problems[0]}; install it or change the check's argv in wrighty.json (docs/verify.md)"
+        )
 
 
 def _variables_for_runs(loaded: LoadedConfig, target: StoreTarget | None) -> dict[str, str]:
@@ -259,6 +270,7 @@ class Worker:
         agent_name = options.agent or self._config.worker.default_agent
         plan = plan_agent(self._config, agent_name, project_root=self._project_root)
         _refuse_unrunnable(plan)
+        _refuse_missing_checks(self._config, agent_name)
         if options.item_id is not None:
             self._refuse_unclaimable(options.item_id, agent_name)
         gate = self._gate(plan)
