@@ -204,6 +204,9 @@ def with_setups(*setups: Setup) -> Setup:
     return run_all
 
 
+VERIFY_CONFIG = config_json({"verify": {"checks": [{"name": "tests", "argv": ["true"]}]}})
+
+
 def not_executable(project: Path) -> None:
     (project / "agent.sh").write_text("#!/bin/sh\nexit 0\n")
     (project / "agent.sh").chmod(0o644)
@@ -326,6 +329,65 @@ CASES: list[Case] = [
         ("import", "tasks.md"),
         "tasks.md: line 1 ('A'): after #999: no such item",
         setup=file("tasks.md", b"## A\n```wrighty\nafter: #999\n```\ntext\n"),
+    ),
+    *(
+        Case(f"verify-option-{name}", args, says, setup=with_setups(VERIFY_CONFIG, *setups))
+        for name, args, says, setups in (
+            (
+                "create-unknown",
+                create_with("--verify", "nope"),
+                "--verify nope: the default agent has no check of that name (its checks: tests)",
+                (),
+            ),
+            (
+                "create-and-none",
+                create_with("--verify", "tests", "--no-verify"),
+                "give --verify CHECK or --no-verify, not both",
+                (),
+            ),
+            (
+                "create-control",
+                create_with("--verify", "a\x1b[2Jb"),
+                "--verify a\\x1b[2Jb: the default agent has no check of that name",
+                (),
+            ),
+            (
+                "edit-unknown",
+                ("edit", "1", "--verify", "nope"),
+                "--verify nope: the default",
+                (item(),),
+            ),
+            (
+                "edit-default-and-none",
+                ("edit", "1", "--verify-default", "--no-verify"),
+                "give --verify-default alone",
+                (item(),),
+            ),
+            (
+                "edit-same",
+                ("edit", "1", "--no-verify"),
+                "already is as asked",
+                (item("--no-verify"),),
+            ),
+            (
+                "import-unknown",
+                ("import", "tasks.md"),
+                "line 1 ('A'): verify nope: the default",
+                (file("tasks.md", b"## A\n```wrighty\nverify: nope\n```\ntext\n"),),
+            ),
+            (
+                "import-bad-name",
+                ("import", "tasks.md"),
+                "line 3: verify 'a b': give check names of wrighty.json, comma-separated, or none",
+                (file("tasks.md", b"## A\n```wrighty\nverify: a b\n```\ntext\n"),),
+            ),
+            (
+                "import-empty-list",
+                ("import", "tasks.md"),
+                "line 3: verify ',': give check names",
+                (file("tasks.md", b"## A\n```wrighty\nverify: ,\n```\ntext\n"),),
+            ),
+        )
     ),
     Case(
         "import-cycle",

@@ -29,6 +29,7 @@ def import_file(
 ) -> None:
     """Create an item per second-level heading of a Markdown file; importing it again changes
     nothing (a changed section is reported, not created twice)."""
+    from wrighty.cli.items import check_names_of
     from wrighty.domain.importing import BadImport, parse_markdown
     from wrighty.inputs import InputError, read_text_file
     from wrighty.services.importing import import_sections, summary
@@ -43,12 +44,12 @@ def import_file(
     except BadImport as error:
         raise WrightyError(f"{path}: {error}") from None
     app_ctx = app_context(ctx)
-    agents = app_ctx.config().config.agent_names()
+    config = app_ctx.config().config
     with app_ctx.store() as store:
         try:
             results = import_sections(
-                store, sections, source=path.name, agents=agents, queue=queue,
-                dry_run=dry_run, now=app_ctx.now(),
+                store, sections, source=path.name, agents=config.agent_names(), queue=queue,
+                dry_run=dry_run, now=app_ctx.now(), check_names=check_names_of(config),
             )  # fmt: skip
         except WrightyError as error:
             raise WrightyError(f"{path}: {error}") from None

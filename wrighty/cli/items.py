@@ -46,14 +46,16 @@ from wrighty.domain.model import (
 )
 from wrighty.domain.states import ItemState, parse_state
 from wrighty.domain.text import printable_line
-from wrighty.domain.transitions import validate_new_item
+from wrighty.domain.transitions import checks_words, validate_new_item
 from wrighty.errors import WrightyError
 from wrighty.inputs import InputError, read_text_file, read_text_stream
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from wrighty.config import WrightyConfig
     from wrighty.domain.model import Dependency, Stream
+    from wrighty.services.items import CheckNames
     from wrighty.services.show import ShowFacts
     from wrighty.store.port import Store
 
@@ -74,6 +76,36 @@ AfterOption = Annotated[
         help="Start only once this item is done (repeatable).",
     ),
 ]
+VerifyOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--verify",
+        metavar="CHECK",
+        help="After a succeeded run, run only this check of wrighty.json's (repeatable).",
+    ),
+]
+NoVerifyOption = Annotated[
+    bool, typer.Option("--no-verify", help="Run no checks: a succeeded run is done.")
+]
+
+
+def _chosen_checks(verify: list[str] | None, no_verify: bool) -> tuple[str, ...] | None:
+    """The checks an item chooses, as ``Item.verify_checks`` holds them."""
+    if verify and no_verify:
+        raise WrightyError("give --verify CHECK or --no-verify, not both")
+    if no_verify:
+        return ()
+    return tuple(dict.fromkeys(verify)) if verify else None
+
+
+def check_names_of(config: WrightyConfig) -> CheckNames:
+    """The names of the checks wrighty.json gives an agent (None: the default agent)."""
+    from wrighty.config import agent_checks
+
+    def names(agent: str | None) -> list[str]:
+        return [check.name for check in agent_checks(config, agent or config.worker.default_agent)]
+
+    return names
 
 
 def _read_body(body: str | None, body_file: Path | None) -> str:
@@ -132,6 +164,8 @@ def create(
     max_tokens: MaxTokensOption = None,
     priority: PriorityOption = None,
     after: AfterOption = None,
+    verify: VerifyOption = None,
+    no_verify: NoVerifyOption = False,
     label: Annotated[
         list[str] | None,
         typer.Option(
@@ -156,6 +190,10 @@ def create(
     chosen_priority = DEFAULT_PRIORITY if priority is None else parse_priority(priority)
     for name in label or []:
         check_label(name)
+    chosen_checks = _chosen_checks(verify, no_verify)
+    item_service.check_choice(
+        chosen_checks, agent=agent, check_names=check_names_of(loaded.config), said="--verify"
+    )
     workspace_path = workspace.absolute() if workspace else None
     if workspace_path is not None and not workspace_path.is_dir():
         raise WrightyError(f"--workspace {workspace}: no such directory")
@@ -171,6 +209,7 @@ def create(
         priority=chosen_priority,
         after=tuple(after or ()),
         labels=tuple(label or ()),
+        verify_checks=chosen_checks,
     )
     new = item_service.normalized(new)
     validate_new_item(new)
@@ -194,6 +233,8 @@ def _scheduling_words(new: NewItem) -> list[str]:
         words.append(f"after {', '.join(str(d) for d in new.after)}")
     if new.labels:
         words.append(f"labels {', '.join(new.labels)}")
+    if new.verify_checks is not None:
+        words.append(f"checks {checks_words(new.verify_checks)}")
     return words
 
 
@@ -212,19 +253,42 @@ def edit(
             help="No longer wait for this item (repeatable).",
         ),
     ] = None,
+    verify: VerifyOption = None,
+    no_verify: NoVerifyOption = False,
+    verify_default: Annotated[
+        bool,
+        typer.Option("--verify-default", help="Run the checks wrighty.json gives its agent."),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Change the priority or dependencies of an item that is not running or finished."""
+    """Change the priority, dependencies or checks of an item that is not running or
+    finished."""
     from wrighty.domain.scheduling import parse_priority
+    from wrighty.domain.transitions import KEEP, Keep
     from wrighty.services import items as item_service
 
-    if priority is None and not after and not not_after:
+    if (
+        priority is None
+        and not after
+        and not not_after
+        and not verify
+        and not no_verify
+        and (not verify_default)
+    ):
         raise WrightyError(
-            f"say what to change: `wrighty edit {item_id} --priority P0`, `--after ID` or "
-            "`--not-after ID`"
+            f"say what to change: `wrighty edit {item_id} --priority P0`, `--after ID`, "
+            "`--not-after ID`, `--verify CHECK`, `--no-verify` or `--verify-default`"
         )
+    if verify_default and (verify or no_verify):
+        raise WrightyError("give --verify-default alone, without --verify or --no-verify")
+    checks: tuple[str, ...] | Keep | None = (
+        None if verify_default else _chosen_checks(verify, no_verify)
+    )
+    if checks is None and not verify_default:
+        checks = KEEP
     chosen = None if priority is None else parse_priority(priority)
     app_ctx = app_context(ctx)
+    check_names = check_names_of(app_ctx.config().config)
     with app_ctx.store() as store:
         change = item_service.edit_item(
             store,
@@ -233,6 +297,8 @@ def edit(
             priority=chosen,
             after=list(dict.fromkeys(after or ())),
             not_after=list(dict.fromkeys(not_after or ())),
+            verify_checks=checks,
+            check_names=check_names,
         )
     if as_json:
         print_json(item_summary_json(change.after))

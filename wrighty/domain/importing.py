@@ -12,6 +12,7 @@ block of settings:
     after: Set up the database, #12
     label: backend
     timeout: 45m
+    verify: tests, lint
     ```
 
 A section's key (its `key:`, else the heading made into a slug) is stable across imports: the
@@ -29,11 +30,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, parse_duration
+from wrighty.domain.model import CHECK_NAME
 
 MAX_SECTIONS = 1000
 MAX_KEY_CHARS = 80
 SETTINGS_FENCE = "wrighty"
-KNOWN_SETTINGS = ("key", "agent", "priority", "after", "label", "timeout")
+KNOWN_SETTINGS = ("key", "agent", "priority", "after", "label", "timeout", "verify")
+NO_CHECKS = "none"  # `verify: none`: the item runs no checks
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*([^`\s]*)")
@@ -64,6 +67,7 @@ class MarkdownSection:
     after_ids: tuple[int, ...] = ()  # items already in the store
     labels: tuple[str, ...] = ()
     timeout_seconds: float | None = None
+    verify_checks: tuple[str, ...] | None = None  # as Item.verify_checks
     settings: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -214,6 +218,15 @@ def _after(value: str) -> dict[str, object]:
     return {"after_ids": tuple(ids), "after_keys": tuple(keys)}
 
 
+def _verify(value: str) -> dict[str, object]:
+    if value == NO_CHECKS:
+        return {"verify_checks": ()}
+    names = tuple(dict.fromkeys(_listed(value)))
+    if not names or any(CHECK_NAME.fullmatch(name) is None for name in names):
+        raise ValueError(f"give check names of wrighty.json, comma-separated, or {NO_CHECKS}")
+    return {"verify_checks": names}
+
+
 _READERS: dict[str, Callable[[str], dict[str, object]]] = {
     "key": _key,
     "agent": lambda value: {"agent": value},
@@ -221,6 +234,7 @@ _READERS: dict[str, Callable[[str], dict[str, object]]] = {
     "timeout": _timeout,
     "label": lambda value: {"labels": tuple(dict.fromkeys(_listed(value)))},
     "after": _after,
+    "verify": _verify,
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -126,6 +127,15 @@ EDITABLE_STATES = frozenset(
 )
 
 
+class Keep(enum.Enum):
+    """An edit's value that leaves the item's own as it is (where None is a value)."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
 def edit(
     item: Item,
     *,
@@ -135,10 +145,12 @@ def edit(
     after_added: Iterable[int] = (),
     after_removed: Iterable[int] = (),
     after_now: Iterable[int] = (),
+    verify_checks: tuple[str, ...] | Keep | None = KEEP,
 ) -> Change:
     """The guarded change of an item's scheduling (`wrighty edit`): a new priority, items it
     now comes after and items it no longer comes after (``after_now``: those it comes after
-    as read, so that adding one twice or removing one it lacks changes nothing). The state
+    as read, so that adding one twice or removing one it lacks changes nothing), the checks
+    it chooses (``verify_checks``: as ``Item.verify_checks``; KEEP leaves them). The state
     stays; the event (reason code ``edited``) says what changed. Refused for a running item
     (its worker holds it as claimed) and a final one."""
     if item.state not in EDITABLE_STATES:
@@ -150,6 +162,35 @@ def edit(
         raise IllegalTransitionError(f"item {item.id} is {item.state}: {why}")
     if priority is not None:
         check_priority(priority)
+    added, removed = _dependency_edit(item, after_added, after_removed, after_now)
+    words = []
+    if priority is not None and priority != item.priority:
+        words.append(f"priority {priority_name(item.priority)} -> {priority_name(priority)}")
+    if added:
+        words.append(f"now after {_ids(added)}")
+    if removed:
+        words.append(f"no longer after {_ids(removed)}")
+    checks = item.verify_checks if verify_checks is KEEP else verify_checks
+    if checks != item.verify_checks:
+        words.append(f"checks {checks_words(item.verify_checks)} -> {checks_words(checks)}")
+    if not words:
+        raise WrightyError(f"item {item.id} already is as asked; nothing to change")
+    after = dataclasses.replace(
+        item,
+        priority=item.priority if priority is None else priority,
+        verify_checks=checks,
+        updated_at=at,
+    )
+    event = history_event(
+        item, after, at=at, actor=actor, reason_code=EDITED, reason="; ".join(words)
+    )
+    return Change(before=item, after=after, event=event, after_added=added, after_removed=removed)
+
+
+def _dependency_edit(
+    item: Item, after_added: Iterable[int], after_removed: Iterable[int], after_now: Iterable[int]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The items an edit adds to those ``item`` comes after, and those it removes."""
     current = set(after_now)
     for depends_on in after_removed:
         if depends_on not in current:
@@ -160,22 +201,14 @@ def edit(
     removed = tuple(d for d in dict.fromkeys(after_removed) if d not in added)
     if len(current) + len(added) - len(removed) > MAX_DEPENDENCIES:
         raise WrightyError(f"an item comes after at most {MAX_DEPENDENCIES} items")
-    words = []
-    if priority is not None and priority != item.priority:
-        words.append(f"priority {priority_name(item.priority)} -> {priority_name(priority)}")
-    if added:
-        words.append(f"now after {_ids(added)}")
-    if removed:
-        words.append(f"no longer after {_ids(removed)}")
-    if not words:
-        raise WrightyError(f"item {item.id} already is as asked; nothing to change")
-    after = dataclasses.replace(
-        item, priority=item.priority if priority is None else priority, updated_at=at
-    )
-    event = history_event(
-        item, after, at=at, actor=actor, reason_code=EDITED, reason="; ".join(words)
-    )
-    return Change(before=item, after=after, event=event, after_added=added, after_removed=removed)
+    return added, removed
+
+
+def checks_words(chosen: tuple[str, ...] | None) -> str:
+    """The checks an item chose, in a few words (docs/verify.md#which-checks-an-item-runs)."""
+    if chosen is None:
+        return "wrighty.json's"
+    return ", ".join(chosen) if chosen else "none"
 
 
 def is_edit(event: Event) -> bool:

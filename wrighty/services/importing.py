@@ -21,7 +21,7 @@ from wrighty.domain.model import DEFAULT_PRIORITY, Item, NewItem
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import validate_new_item
 from wrighty.errors import AlreadyImported, WrightyError
-from wrighty.services.items import OPERATOR, create_item, normalized
+from wrighty.services.items import OPERATOR, CheckNames, check_choice, create_item, normalized
 from wrighty.store.port import Store
 
 Outcome = Literal["created", "unchanged", "changed"]
@@ -48,14 +48,16 @@ def import_sections(
     queue: bool,
     dry_run: bool,
     now: datetime,
+    check_names: CheckNames = lambda agent: (),
     actor: str = OPERATOR,
 ) -> list[Imported]:
     """Each section's outcome, in the file's order (WrightyError naming the section's line,
-    having written nothing, when one cannot be imported)."""
+    having written nothing, when one cannot be imported). ``check_names``: the checks each
+    agent has, which a section's ``verify`` may name."""
     existing = store.find_imported([import_key(source, s) for s in sections])
     ordered = in_order(sections)
     for section in ordered:
-        _check(store, section, agents=agents, queue=queue)
+        _check(store, section, agents=agents, queue=queue, check_names=check_names)
     made: dict[str, int | None] = {key: item.id for key, item in existing.items()}
     outcomes: dict[str, Imported] = {}
     for section in ordered:
@@ -100,17 +102,31 @@ def _new_item(section: MarkdownSection, key: str, *, queue: bool, after: list[in
             priority=section.priority if section.priority is not None else DEFAULT_PRIORITY,
             after=(*section.after_ids, *after),
             labels=section.labels,
+            verify_checks=section.verify_checks,
             import_key=key,
             import_fingerprint=section.fingerprint,
         )
     )
 
 
-def _check(store: Store, section: MarkdownSection, *, agents: Collection[str], queue: bool) -> None:
+def _check(
+    store: Store,
+    section: MarkdownSection,
+    *,
+    agents: Collection[str],
+    queue: bool,
+    check_names: CheckNames,
+) -> None:
     where = f"line {section.line} ({section.title!r})"
     if section.agent is not None and section.agent not in agents:
         known = ", ".join(sorted(agents))
         raise WrightyError(f"{where}: unknown agent {section.agent!r} (known: {known})")
+    try:
+        check_choice(
+            section.verify_checks, agent=section.agent, check_names=check_names, said="verify"
+        )
+    except WrightyError as error:
+        raise WrightyError(f"{where}: {error}") from None
     for item_id in section.after_ids:
         if store.get_item(item_id) is None:
             raise WrightyError(f"{where}: after #{item_id}: no such item")

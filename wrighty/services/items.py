@@ -29,7 +29,9 @@ from wrighty.domain.scheduling import (
 )
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import (
+    KEEP,
     OPERATOR_REQUEUE,
+    Keep,
     edit,
     is_edit,
     transition,
@@ -43,6 +45,25 @@ OPERATOR = "operator"
 _CAS_ATTEMPTS = 5
 
 Plan = Callable[[Item], Change]
+# The names of the checks an agent's items run (None: the default agent's), from wrighty.json.
+CheckNames = Callable[[str | None], Collection[str]]
+
+
+def check_choice(
+    chosen: tuple[str, ...] | None, *, agent: str | None, check_names: CheckNames, said: str
+) -> None:
+    """Refuse checks an item names (``said``: how the user named them, e.g. ``--verify``)
+    that are no checks of its agent (docs/verify.md#which-checks-an-item-runs)."""
+    if not chosen:
+        return
+    known = list(check_names(agent))
+    unknown = [name for name in chosen if name not in known]
+    if unknown:
+        whose = f"agent {agent!r}" if agent is not None else "the default agent"
+        have = f"its checks: {', '.join(known)}" if known else "wrighty.json gives it none"
+        raise WrightyError(
+            f"{said} {unknown[0]}: {whose} has no check of that name ({have}); see docs/verify.md"
+        )
 
 
 @dataclass(frozen=True)
@@ -88,10 +109,13 @@ def edit_item(
     priority: int | None = None,
     after: Collection[int] = (),
     not_after: Collection[int] = (),
+    verify_checks: tuple[str, ...] | Keep | None = KEEP,
+    check_names: CheckNames = lambda agent: (),
     actor: str = OPERATOR,
 ) -> Change:
     """Change a waiting item's scheduling (`wrighty edit`): its priority, the items it comes
-    after (``after``: add; ``not_after``: remove). Refused for a running or final item, an
+    after (``after``: add; ``not_after``: remove), the checks it chooses (``check_names``:
+    those its agent has). Refused for a running or final item, an
     unknown item to come after, and a dependency that would close a cycle; compare-and-set
     like every operator action, the dependencies written in the same transaction."""
     if set(after) & set(not_after):
@@ -99,6 +123,8 @@ def edit_item(
         raise WrightyError(f"item {both} is given to both --after and --not-after; choose one")
 
     def plan(item: Item) -> Change:
+        if verify_checks is not KEEP:
+            check_choice(verify_checks, agent=item.agent, check_names=check_names, said="--verify")
         edges = store.list_dependencies() if after else store.list_dependencies(item.id)
         now_after = [edge.depends_on for edge in edges if edge.item_id == item.id]
         known = {e.depends_on: e.state for e in edges if e.state is not None}
@@ -115,6 +141,7 @@ def edit_item(
             after_added=after,
             after_removed=not_after,
             after_now=now_after,
+            verify_checks=verify_checks,
         )
         pairs = [(edge.item_id, edge.depends_on) for edge in edges]
         check_dependencies(item.id, change.after_added, known=known, edges=pairs)
