@@ -24,10 +24,11 @@ from tests.integration.worker_process import LiveWorker, ProjectOnDisk
 from wrighty.config import check_config_text
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
+from wrighty.store.postgres import PostgresStore
 from wrighty.store.sqlite import SqliteStore
 
 # An agent that answers 41 on its first turn, and 42 once it has been told what its checks
-# said; it keeps every prompt it gets (outside the workspace) and its session id.
+# said (never, if its task says STUBBORN); it keeps every prompt it gets (outside the workspace) and its session id.
 AGENT = textwrap.dedent(
     """\
     import os, pathlib, sys
@@ -35,7 +36,11 @@ AGENT = textwrap.dedent(
     log = pathlib.Path(os.environ["PROMPTS"])
     with log.open("a") as handle:
         handle.write(f"--- {os.environ.get('WRIGHTY_SESSION_ID')} {os.getcwd()}\\n{task}\\n")
-    fixed = "wrighty ran the project's checks" in task and "STUBBORN" not in task
+    # A STUBBORN task stays so in its session's later turns, whose prompt is the feedback.
+    if "STUBBORN" in task:
+        pathlib.Path(".stubborn").touch()
+    stubborn = pathlib.Path(".stubborn").exists()
+    fixed = "wrighty ran the project's checks" in task and not stubborn
     pathlib.Path("answer.txt").write_text("42\\n" if fixed else "41\\n")
     """
 )
@@ -82,7 +87,7 @@ def make_project(
     if store_url is None:
         SqliteStore.open(root / ".wrighty" / "wrighty.db").close()
     else:
-        ProjectOnDisk(root, store_url).store().close()
+        PostgresStore.open(store_url, create=True).close()
     return ProjectOnDisk(root, store_url, env=env)
 
 
