@@ -189,6 +189,80 @@ def test_the_database_keeps_evidence_insert_only(
     assert store.list_checks(claimed.id) == evidence
 
 
+# -- verified_items: the latest verification's outcome of many items in one read ----------------
+
+
+def test_each_items_latest_ended_verification_decides_whether_it_is_verified(
+    store: Store, clock: FakeClock
+) -> None:
+    """Passed when every check of the latest verification passed; failed when one failed,
+    was stopped or could not start; an item with no verification is left out; a
+    verification by hand counts as soon as it is recorded, the latest by insertion order."""
+    claimed, run_id = begin(store, clock)
+    for position, evidence in enumerate([PASSED, FAILED]):
+        assert store.record_check(
+            claimed, record(claimed, position, evidence, clock(), run_id=run_id)
+        )
+    waiting = settle(claimed, settlement(ItemState.NEEDS_ATTENTION, OutcomeClass.SUCCEEDED, clock,
+                                         reason_code=VERIFICATION_FAILED), at=clock())  # fmt: skip
+    assert store.write_transition(waiting)
+    quiet = queued(store, clock)
+    assert store.verified_items([claimed.id, quiet.id]) == {claimed.id: False}
+    # By hand, with a clock behind the worker's: insertion order decides which is latest.
+    early = clock() - timedelta(hours=1)
+    mended = record(waiting.after, 0, PASSED, early, verification="v-2", actor="operator")
+    assert store.record_check(waiting.after, mended)
+    assert store.verified_items([claimed.id, quiet.id]) == {claimed.id: True}
+    for position, evidence in enumerate([PASSED, STOPPED]):
+        again = record(waiting.after, position, evidence, early, verification="v-3")
+        assert store.record_check(waiting.after, again)
+    assert store.verified_items([claimed.id]) == {claimed.id: False}
+    last = record(waiting.after, 0, NOT_STARTED, early, verification="v-4")
+    assert store.record_check(waiting.after, last)
+    assert store.verified_items([claimed.id]) == {claimed.id: False}
+    assert store.verified_items([]) == {}
+    assert store.verified_items([quiet.id, 999]) == {}
+
+
+def test_a_verification_whose_run_is_still_open_is_not_its_items_outcome_yet(
+    store: Store, clock: FakeClock
+) -> None:
+    """While a worker runs the checks (its run open), the checks so far say nothing: the
+    item reads as the verification before, and as this one once its run ends."""
+    first, first_run = begin(store, clock)
+    assert store.record_check(first, record(first, 0, FAILED, clock(), run_id=first_run))
+    retry = settlement(ItemState.RETRY_SCHEDULED, OutcomeClass.SUCCEEDED, clock,
+                       reason_code=VERIFICATION_FAILED, not_before=clock(),
+                       counts_as_fix_turn=True)  # fmt: skip
+    assert store.write_transition(settle(first, retry, at=clock()))
+    claimed = acquire(store, clock, item_id=first.id)
+    fix = NewRun("run-fix", RunKind.FIX, "w1", "inst-a", clock(), None, claim_token="tok-2")
+    assert store.start_run(claimed, fix) is not None
+    passed = record(claimed, 0, PASSED, clock(), verification="v-2", run_id="run-fix")
+    assert store.record_check(claimed, passed)
+    assert store.verified_items([first.id]) == {first.id: False}
+    done = settle(claimed, settlement(ItemState.DONE, OutcomeClass.SUCCEEDED, clock), at=clock())
+    assert store.write_transition(done)
+    assert store.verified_items([first.id]) == {first.id: True}
+
+
+def test_many_items_are_read_at_once_each_by_its_own_evidence(
+    store: Store, clock: FakeClock
+) -> None:
+    outcomes = {}
+    for index in range(6):
+        claimed, run_id = begin(store, clock, run_id=f"run-many-{index}", token=f"tok-{index}")
+        evidence = PASSED if index % 2 else FAILED
+        one = record(claimed, 0, evidence, clock(), verification=f"v-many-{index}", run_id=run_id)
+        assert store.record_check(claimed, one)
+        end = settle(claimed, settlement(ItemState.DONE, OutcomeClass.SUCCEEDED, clock), at=clock())
+        assert store.write_transition(end)
+        outcomes[claimed.id] = evidence.passed
+    assert store.verified_items(list(outcomes)) == outcomes
+    some = sorted(outcomes)[::2]
+    assert store.verified_items(some) == {item_id: outcomes[item_id] for item_id in some}
+
+
 # -- the item's columns -------------------------------------------------------------------------
 
 

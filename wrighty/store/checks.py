@@ -1,8 +1,11 @@
 """Verification's evidence on SQL (docs/verify.md): each check's record written once, under
-the item as its writer read it, and an item's records read back, oldest verification first."""
+the item as its writer read it, an item's records read back, oldest verification first, and
+the latest verification's outcome of many items in one read."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from wrighty.store.rows import check_from_row, check_params
@@ -25,3 +28,10 @@ class ChecksSql(SqlBase):
     def list_checks(self, item_id: int) -> Rows[CheckRecord]:
         rows = self._rows("select_checks", {"item_id": item_id})
         return self._read_all(rows, check_from_row)
+
+    def verified_items(self, item_ids: Collection[int]) -> dict[int, bool]:
+        if not item_ids:
+            return {}
+        wanted = json.dumps(sorted({int(item_id) for item_id in item_ids}))
+        rows = self._rows("select_verified_items", {"item_ids": wanted})
+        return {int(row["item_id"]): bool(row["passed"]) for row in rows}

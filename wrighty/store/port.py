@@ -191,6 +191,12 @@ class Store(Protocol):
         """The item's check evidence, oldest verification first, each in its order."""
         ...
 
+    def verified_items(self, item_ids: Collection[int]) -> dict[int, bool]:
+        """For each of ``item_ids`` with a verification that ended (one by hand, or one of a
+        run that ended: not one whose checks are running), whether every check of its latest
+        passed; an item with none is left out. One read, however many items."""
+        ...
+
     # -- the usage ledger -------------------------------------------------------------------
 
     def record_usage(self, claimed: Item, run_id: str, usage: Usage) -> bool:

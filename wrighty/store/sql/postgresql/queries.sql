@@ -272,3 +272,20 @@ WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id
                                                     AND item_id = :item_id)
       END
 ON CONFLICT (verification_id, position) DO NOTHING;
+
+-- name: select_verified_items
+-- The outcome of each listed item's latest verification (:item_ids, a JSON array) that ended:
+-- one by hand (no run), or one whose run has ended (a running verification's run is open).
+-- Latest: the one whose first check was recorded last (seq, as select_checks orders them).
+-- passed is 1 when every check of it exited 0, 0 otherwise (checks_by_item).
+WITH ended AS (
+    SELECT c.item_id, c.verification_id, min(c.seq) AS first_seq,
+           min(CASE WHEN c.start_failure IS NULL AND c.exit_code = 0 THEN 1 ELSE 0 END) AS passed
+    FROM checks AS c LEFT JOIN runs AS r ON r.run_id = c.run_id
+    WHERE c.item_id IN (SELECT CAST(value AS bigint)
+                        FROM json_array_elements_text(CAST(:item_ids AS json)) AS value)
+      AND (c.run_id IS NULL OR r.ended_at IS NOT NULL)
+    GROUP BY c.item_id, c.verification_id
+)
+SELECT item_id, passed FROM ended
+WHERE first_seq = (SELECT max(e.first_seq) FROM ended AS e WHERE e.item_id = ended.item_id);
