@@ -12,7 +12,8 @@ SHOW_KEYS = {
     "created_at", "updated_at", "body", "timeout_seconds", "workspace", "claimed_by",
     "lease_expires_at", "reason", "next_action", "crash_retries", "crash_retry", "requeues",
     "usage_retries", "usage_retry", "session", "runs", "events", "circuit", "usage", "budget",
-    "hold", "priority", "labels", "after", "before", "waits",
+    "hold", "priority", "labels", "after", "before", "waits", "fix_turns", "max_fix_turns",
+    "verify_checks", "verified", "hand_verifications",
 }  # fmt: skip
 
 

@@ -88,6 +88,10 @@ agent_names = st.from_regex(AGENT_NAME_PATTERN.strip("^$"), fullmatch=True)
     lease_expired=st.booleans(),
     limit=bounds,
     spent=spending,
+    can_verify=st.booleans(),
+    reason_code=st.sampled_from(
+        [None, "agent-failure", "budget-exceeded", "verification-failed", "check-start-failed"]
+    ),
 )
 def test_every_command_show_offers_parses(
     item_id: int,
@@ -97,9 +101,13 @@ def test_every_command_show_offers_parses(
     lease_expired: bool,
     limit: Limit,
     spent: Usage,
+    can_verify: bool,
+    reason_code: str | None,
 ) -> None:
-    standing = Standing(resumable, has_logs, lease_expired, raise_flags(limit, spent))
-    for suggestion in next_commands(item_id, state, standing):
+    standing = Standing(
+        resumable, has_logs, lease_expired, raise_flags(limit, spent), can_verify=can_verify
+    )
+    for suggestion in next_commands(item_id, state, standing, reason_code=reason_code):
         parse(suggestion.command)
 
 
@@ -141,6 +149,7 @@ ARGUMENTS: dict[Any, st.SearchStrategy[dict[str, Any]]] = {
     suggestions.force_release: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.queue: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.show: st.fixed_dictionaries({"item_id": item_ids}),
+    suggestions.verify: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.start_worker: st.fixed_dictionaries({"item_id": item_ids, "agent": agent_names}),
     suggestions.drop_dependency: st.fixed_dictionaries(
         {"item_id": item_ids, "depends_on": item_ids}
@@ -214,6 +223,7 @@ def test_every_command_a_waiting_items_reason_names_parses(
         f"wrighty requeue 1 --resume --max-cost-usd {MAX_ITEM_COST_USD + 1}",
         "wrighty requeue 1 --fresh --max-tokens 1_000",
         "wrighty show 0",
+        "wrighty verify 0",
         "wrighty providers reset",
     ],
 )

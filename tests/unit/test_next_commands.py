@@ -83,3 +83,46 @@ def test_an_item_whose_budget_is_spent_is_offered_requeues_that_raise_it() -> No
     ]
     assert offered[0].purpose.endswith("with a higher budget")
     assert raise_flags(Limit(max_tokens=1000), Usage(10)) == ()
+
+
+@pytest.mark.parametrize(
+    ("reason_code", "offered"),
+    [
+        (
+            "verification-failed",
+            ["requeue 12 --resume", "verify 12", "requeue 12 --fresh", "logs 12", "cancel 12"],
+        ),
+        (
+            "check-start-failed",  # wrighty.json's to mend: the checks again come first
+            ["verify 12", "requeue 12 --resume", "requeue 12 --fresh", "logs 12", "cancel 12"],
+        ),
+        ("agent-failure", ["requeue 12 --resume", "requeue 12 --fresh", "logs 12", "cancel 12"]),
+    ],
+)
+def test_an_item_waiting_because_of_its_checks_is_offered_them_again(
+    reason_code: str, offered: list[str]
+) -> None:
+    standing = Standing(resumable=True, has_logs=True, lease_expired=False, can_verify=True)
+    suggested = next_commands(12, ItemState.NEEDS_ATTENTION, standing, reason_code=reason_code)
+    assert [s.command for s in suggested] == [f"wrighty {command}" for command in offered]
+    if reason_code == "verification-failed":
+        assert "failing checks' output" in suggested[0].purpose  # the resume is a fix turn
+
+
+def test_the_checks_are_offered_only_where_they_would_run() -> None:
+    standing = Standing(resumable=True, has_logs=True, lease_expired=False, can_verify=False)
+    for reason_code in ("verification-failed", "check-start-failed"):
+        suggested = next_commands(12, ItemState.NEEDS_ATTENTION, standing, reason_code=reason_code)
+        assert "wrighty verify 12" not in [s.command for s in suggested]
+
+
+def test_an_item_whose_budget_cannot_be_raised_may_still_have_its_checks_run() -> None:
+    standing = Standing(True, True, False, raise_budget=None, can_verify=True)
+    suggested = next_commands(
+        12, ItemState.NEEDS_ATTENTION, standing, reason_code="verification-failed"
+    )
+    assert [s.command for s in suggested] == [
+        "wrighty verify 12",
+        "wrighty logs 12",
+        "wrighty cancel 12",
+    ]

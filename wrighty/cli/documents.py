@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from wrighty.domain.notices import OutboxFigures, StoredNotice
     from wrighty.domain.scheduling import Wait
     from wrighty.domain.usage import Limit, Usage
-    from wrighty.domain.verify import CheckEvidence
+    from wrighty.domain.verify import CheckEvidence, CheckRecord
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
     from wrighty.services.status import StatusReport, WorkerView
@@ -120,6 +120,23 @@ def check_json(evidence: CheckEvidence) -> dict[str, Any]:
         "duration_seconds": finite(round(evidence.duration_seconds, 3)),
         "output_tail": evidence.output_tail,
     }
+
+
+def hand_verifications_json(records: Iterable[CheckRecord]) -> list[dict[str, Any]]:
+    """The verifications run by hand (`wrighty verify`), oldest first, each with its checks."""
+    found: dict[str, list[CheckRecord]] = {}
+    for record in records:
+        found.setdefault(record.verification_id, []).append(record)
+    return [
+        {
+            "verification_id": verification_id,
+            "actor": checks[0].actor,
+            "started_at": rfc3339(checks[0].started_at),
+            "passed": all(record.evidence.passed for record in checks),
+            "checks": [check_json(record.evidence) for record in checks],
+        }
+        for verification_id, checks in found.items()
+    ]
 
 
 # -- usage (docs/usage.md#where-to-look) ------------------------------------------------------
@@ -333,9 +350,13 @@ def item_detail_json(
     resumable: bool,
     max_attempts: int | None = None,
     usage_max_attempts: int | None = None,
+    max_fix_turns: int | None = None,
 ) -> dict[str, Any]:
     """The item in full (`show --json`); the usage keys are `item_usage_json`'s."""
     item = detail.item
+    by_run: dict[str | None, list[CheckRecord]] = {}
+    for record in detail.checks:
+        by_run.setdefault(record.run_id, []).append(record)
     return {
         **item_summary_json(item),
         "body": item.body,
@@ -350,10 +371,21 @@ def item_detail_json(
         "usage_retries": item.usage_retries,
         "usage_retry": usage_retry_json(detail, usage_max_attempts),
         "requeues": item.requeues,
+        "fix_turns": item.fix_turns,
+        "max_fix_turns": max_fix_turns,
+        "verify_checks": None if item.verify_checks is None else list(item.verify_checks),
+        "verified": detail.verified,
         **scheduling_json(detail.labels, detail.after, detail.wait),
         "before": list(detail.before),
         "session": session_json(detail.session, resumable=resumable) if detail.session else None,
-        "runs": [run_json(run) for run in detail.runs],
+        "runs": [
+            {
+                **run_json(run),
+                "checks": [check_json(r.evidence) for r in by_run.get(run.run_id, ())],
+            }
+            for run in detail.runs
+        ],
+        "hand_verifications": hand_verifications_json(by_run.get(None, ())),
         "events": [event_json(event) for event in detail.events],
     }
 
@@ -369,13 +401,19 @@ def item_usage_json(total: Usage, limit: Limit, hold: AgentHold | None) -> dict[
 
 
 def listed_item_json(
-    item: Item, total: Usage, hold: AgentHold | None, scheduling: dict[str, Any] | None = None
+    item: Item,
+    total: Usage,
+    hold: AgentHold | None,
+    scheduling: dict[str, Any] | None = None,
+    *,
+    verified: bool | None = None,
 ) -> dict[str, Any]:
-    """An item summary as `list --json` prints it: with its total, its agent's hold and its
-    scheduling (`scheduling_json`)."""
+    """An item summary as `list --json` prints it: with its total, its agent's hold, its
+    scheduling (`scheduling_json`) and whether its latest verification passed."""
     return {
         **item_summary_json(item),
         **(scheduling or scheduling_json((), (), None)),
+        "verified": verified,
         "usage": usage_json(total),
         "hold": hold_json(hold),
     }

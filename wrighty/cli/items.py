@@ -354,6 +354,7 @@ def list_items(
         waits = item_service.scheduling_waits(
             store, items, limits=limits, default_agent=default_agent, edges=edges, labels=labels
         )
+        verified = store.verified_items([item.id for item in items])  # one read for them all
         # One read of the ledger for every item's total.
         totals = (
             usage_service.item_totals(store, default_agent=ledger_settings(app_ctx)[1])
@@ -374,6 +375,7 @@ def list_items(
                     scheduling_json(
                         labels.get(item.id, ()), after.get(item.id, ()), waits.get(item.id)
                     ),
+                    verified=verified.get(item.id),
                 )
                 for item in items
             ]
@@ -383,7 +385,7 @@ def list_items(
     else:
         from wrighty.cli.render import held_lines, items_table, wait_lines
 
-        console().print(items_table(items))
+        console().print(items_table(items, verified))
         for line in held_lines(items, holds) + wait_lines(items, waits):
             console().print(line)
 
@@ -427,6 +429,7 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
             resumable=facts.resumable,
             max_attempts=facts.crash_limit,
             usage_max_attempts=facts.usage_limit,
+            max_fix_turns=facts.max_fix_turns,
         )
         print_json(
             {
@@ -454,6 +457,7 @@ def print_show(out: Console, facts: ShowFacts) -> None:
         limit=facts.budget,
         hold=facts.hold,
         default_agent=facts.default_agent,
+        max_fix_turns=facts.max_fix_turns,
     )
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from wrighty.domain.classify import Classification
     from wrighty.domain.ledger import Spend
     from wrighty.domain.scheduling import Wait
+    from wrighty.domain.verify import CheckRecord
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
     from wrighty.services.usage import UsageReport
@@ -67,12 +68,19 @@ def styled_state(state: str) -> Text:
     return Text(state, style=_STATE_STYLES.get(state, ""))
 
 
-def items_table(items: list[Item]) -> Table:
+def items_table(items: list[Item], verified: Mapping[int, bool] | None = None) -> Table:
+    """`wrighty list`'s table; a CHECKS column (the latest verification's outcome) when a
+    listed item has been verified."""
+    verified = verified or {}
+    with_checks = any(item.id in verified for item in items)
+    columns = ["ID", "STATE", "PRI", "AGENT", "TITLE", "UPDATED", "REASON"]
+    if with_checks:
+        columns.insert(-1, "CHECKS")
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("ID", "STATE", "PRI", "AGENT", "TITLE", "UPDATED", "REASON"):
+    for column in columns:
         table.add_column(column, no_wrap=column != "TITLE", overflow="fold")
     for item in items:
-        table.add_row(
+        cells: list[RenderableType] = [
             str(item.id),
             styled_state(item.state.value),
             priority_name(item.priority),
@@ -80,7 +88,14 @@ def items_table(items: list[Item]) -> Table:
             outside(item.title),
             local_time(item.updated_at),
             outside(item.reason_code or ""),
-        )
+        ]
+        if with_checks:
+            found = verified.get(item.id)
+            word = "-" if found is None else Text("passed" if found else "failed")
+            if isinstance(word, Text):
+                word.stylize("green" if found else "red")
+            cells.insert(-1, word)
+        table.add_row(*cells)
     return table
 
 
@@ -303,8 +318,10 @@ def print_item_detail(
     limit: Limit = NO_LIMIT,
     hold: AgentHold | None = None,
     default_agent: str | None = None,
+    max_fix_turns: int | None = None,
 ) -> None:
-    """``default_agent``: the agent of an item that names none (worker.defaultAgent)."""
+    """``default_agent``: the agent of an item that names none (worker.defaultAgent);
+    ``max_fix_turns``: its agent's verify.maxFixTurns (None: it has no checks)."""
     item = detail.item
     heading = Text(f"Item {item.id}  ", style="bold")
     heading.append_text(styled_state(item.state.value))
@@ -333,6 +350,7 @@ def print_item_detail(
     if item.next_action:
         fields.append(("next", item.next_action))
     fields += _retry_fields(detail, max_attempts, usage_max_attempts)
+    fields += _verify_fields(detail, max_fix_turns)
     fields += _usage_fields(detail.runs, total or Usage(final=True), limit, hold)
     if circuit is not None:
         fields.append(("waits for", _circuit_wait(circuit)))
@@ -353,6 +371,7 @@ def print_item_detail(
         console.print(line)
     _print_next_steps(console, detail, standing)
     _print_runs(console, detail.runs)
+    _print_checks(console, detail)
     _print_diagnostic_tail(console, detail.runs)
     _print_events(console, detail.events)
     if item.body:
@@ -374,7 +393,7 @@ def _print_next_steps(console: Console, detail: ItemDetail, standing: Standing) 
     """A panel: why the item stands where it does and the commands that move it on (none when
     no command is due)."""
     item = detail.item
-    suggestions = next_commands(item.id, item.state, standing)
+    suggestions = next_commands(item.id, item.state, standing, reason_code=item.reason_code)
     if not suggestions:
         return
     parts: list[RenderableType] = []
@@ -460,6 +479,47 @@ def _print_runs(console: Console, runs: list[Run]) -> None:
 
 
 DIAGNOSTIC_TAIL_LINES = 10
+
+
+def _verify_fields(detail: ItemDetail, max_fix_turns: int | None) -> list[tuple[str, str]]:
+    """The checks the item chose (when it chose), whether its latest verification passed,
+    and its fix turns (once it has been verified or had one)."""
+    item = detail.item
+    fields = []
+    if item.verify_checks is not None:
+        fields.append(("verify", ", ".join(item.verify_checks) or "none (--no-verify)"))
+    if detail.verified is not None:
+        fields.append(("checks", "passed" if detail.verified else "failed"))
+    if item.fix_turns or (detail.checks and max_fix_turns is not None):
+        of = f" of {max_fix_turns}" if max_fix_turns is not None else ""
+        fields.append(("fix turns", f"{item.fix_turns}{of}"))
+    return fields
+
+
+def _print_checks(console: Console, detail: ItemDetail) -> None:
+    """Each verification, oldest first: which run it verified (or that it ran by hand), then
+    one line per check; the failing checks of the latest one with the end of their output."""
+    verifications: dict[str, list[CheckRecord]] = {}
+    for record in detail.checks:
+        verifications.setdefault(record.verification_id, []).append(record)
+    if not verifications:
+        return
+    from wrighty.cli.verify import check_lines  # only for an item that has checks
+
+    attempts = {run.run_id: run.attempt for run in detail.runs}
+    console.print(Text("Checks", style="bold"))
+    latest = list(verifications)[-1]
+    for verification_id, records in verifications.items():
+        first = records[0]
+        run_id = first.run_id
+        which = "by hand" if run_id is None else f"run {attempts.get(run_id, '?')}"
+        heading = f"  {which}, {local_time(first.started_at)}, {first.actor}"
+        console.print(outside(heading, style="dim"))
+        tail = DIAGNOSTIC_TAIL_LINES if verification_id == latest else 0
+        for record in records:
+            for line in check_lines(record.evidence, tail_lines=tail):
+                style = "" if record.evidence.passed or line.startswith(" ") else "red"
+                console.print(Text(f"    {line}", style=style), soft_wrap=True)
 
 
 def _print_diagnostic_tail(console: Console, runs: list[Run]) -> None:

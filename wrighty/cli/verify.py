@@ -9,10 +9,10 @@ import typer
 
 from wrighty.cli.common import ItemId, JsonFlag, app_context
 from wrighty.domain.text import printable_line
-from wrighty.domain.verify import CheckEvidence
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
+    from wrighty.domain.verify import CheckEvidence
     from wrighty.services.verify import ByHand
 
 # How many of the last lines of a failing check's output the plain text shows.
@@ -71,17 +71,25 @@ def verify(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> No
 
 
 def _print_check(evidence: CheckEvidence) -> None:
+    for line in check_lines(evidence, tail_lines=TAIL_LINES):
+        typer.echo(line)
+
+
+def check_lines(evidence: CheckEvidence, *, tail_lines: int) -> list[str]:
+    """One check as plain text: a line saying how it ended and how long it took; for one
+    that did not pass, why it could not start or the last ``tail_lines`` lines of its output
+    (its evidence's: redacted already; shown as text from outside all the same)."""
     name = printable_line(evidence.name)
     took = f"{evidence.duration_seconds:.1f}s"
     if evidence.passed:
-        typer.echo(f"passed  {name} ({took})")
-        return
-    typer.echo(f"FAILED  {name}: {printable_line(evidence.ending())} ({took})")
+        return [f"passed  {name} ({took})"]
+    lines = [f"FAILED  {name}: {printable_line(evidence.ending())} ({took})"]
     if evidence.start_failure is not None:
-        typer.echo(f"        {printable_line(evidence.start_failure)}")
-        return
-    for line in evidence.output_tail.splitlines()[-TAIL_LINES:]:
-        typer.echo(f"        {line}")  # already redacted and printable (its evidence's)
+        return [*lines, f"        {printable_line(evidence.start_failure)}"]
+    # Lines end at a newline alone: a carriage return (or any other break) is shown escaped.
+    lines_of_output = evidence.output_tail.rstrip("\n").split("\n")
+    tail = lines_of_output[-tail_lines:] if tail_lines and evidence.output_tail else []
+    return [*lines, *(f"        {printable_line(line)}" for line in tail)]
 
 
 def _summary(result: ByHand) -> str:

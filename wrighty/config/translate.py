@@ -12,12 +12,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from wrighty.domain.budgets import Budgets
 from wrighty.domain.scheduling import ConcurrencyLimits
 from wrighty.domain.usage import Limit, Price
+from wrighty.domain.verify_limits import DEFAULT_FIX_TURNS
 
 # Circuits, lease terms, health thresholds and retry policies are imported by the translation
 # that builds them: a read that checks the config (`wrighty list`) loads none of them.
 if TYPE_CHECKING:
     from wrighty.config.models import (
         BudgetLimit,
+        CheckSettings,
         ProcessCrashPolicy,
         UsageFailurePolicy,
         WrightyConfig,
@@ -156,13 +158,25 @@ def agent_checks(config: WrightyConfig, agent: str) -> tuple[Check, ...]:
     the agent's own (agents.<name>.verify.checks), in the order written."""
     from wrighty.domain.verify import Check
 
+    return tuple(
+        Check(check.name, tuple(check.argv), check.timeout_minutes * 60)
+        for check in _check_settings(config, agent)
+    )
+
+
+def _check_settings(config: WrightyConfig, agent: str) -> list[CheckSettings]:
     project = config.verify.checks if config.verify is not None else []
     settings = config.agents.get(agent)
     own = settings.verify.checks if settings is not None and settings.verify is not None else []
-    return tuple(
-        Check(check.name, tuple(check.argv), check.timeout_minutes * 60)
-        for check in (*project, *own)
-    )
+    return [*project, *own]
+
+
+def fix_turns_limit(config: WrightyConfig, agent: str) -> int | None:
+    """The fix turns ``agent``'s items get (``verify_policy``'s max_fix_turns); None when the
+    agent has no checks. It builds no check: `show` reads it and loads no more."""
+    if not _check_settings(config, agent):
+        return None
+    return config.verify.max_fix_turns if config.verify is not None else DEFAULT_FIX_TURNS
 
 
 def verify_policy(config: WrightyConfig, agent: str) -> VerifyPolicy | None:

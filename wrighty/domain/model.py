@@ -22,6 +22,11 @@ DEFAULT_PRIORITY = 2  # P2 (docs/scheduling.md)
 # command line can name as it is. Here, not in verify.py, because an item names its checks
 # (`Item.verify_checks`) and reading an item loads no more than this module.
 CHECK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# The reasons an item waits for a person with because of its checks (verify.py decides them;
+# `show` and the inbox offer `wrighty verify` for them, so they are here, as CHECK_NAME is).
+VERIFICATION_FAILED = "verification-failed"
+CHECK_START_FAILED = "check-start-failed"
+WAITS_FOR_CHECKS = frozenset({VERIFICATION_FAILED, CHECK_START_FAILED})
 
 
 # The output streams of an agent process.

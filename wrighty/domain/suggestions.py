@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from wrighty.domain.model import CHECK_START_FAILED, VERIFICATION_FAILED, WAITS_FOR_CHECKS
 from wrighty.domain.states import ItemState
 
 
@@ -47,6 +48,11 @@ def show(item_id: int) -> str:
     return f"wrighty show {item_id}"
 
 
+def verify(item_id: int) -> str:
+    """Run the item's checks now, by hand (docs/verify.md#running-the-checks-by-hand)."""
+    return f"wrighty verify {item_id}"
+
+
 def start_worker(item_id: int, agent: str) -> str:
     """A worker of ``agent`` for this item alone."""
     return f"wrighty worker start --item {item_id} --agent {agent}"
@@ -75,6 +81,7 @@ COMMANDS = (
     force_release,
     queue,
     show,
+    verify,
     start_worker,
     drop_dependency,
     reset_circuit,
@@ -94,6 +101,9 @@ class Standing:
     # budget-exceeded again before it launches); empty while its budget is not spent; None
     # when no budget requeue takes lifts it (then no requeue is offered).
     raise_budget: tuple[str, ...] | None = ()
+    # `wrighty verify N` would run the item's checks here (it has checks, it is not running,
+    # and its workspace is on this installation).
+    can_verify: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,30 +112,43 @@ class Suggestion:
     purpose: str
 
 
-def next_commands(item_id: int, state: ItemState, standing: Standing) -> list[Suggestion]:
-    """The commands that move ``item_id`` on from ``state``, the likeliest first; none for a
-    state that needs nobody (todo and queued wait for a person or a worker as they should, done
-    and cancelled are final)."""
+def next_commands(
+    item_id: int, state: ItemState, standing: Standing, *, reason_code: str | None = None
+) -> list[Suggestion]:
+    """The commands that move ``item_id`` on from ``state`` (``reason_code``: why it is
+    there), the likeliest first; none for a state that needs nobody (todo and queued wait for
+    a person or a worker as they should, done and cancelled are final)."""
     last_logs = [Suggestion(logs(item_id), "read the last run's output")]
     if not standing.has_logs:
         last_logs = []
     give_up = Suggestion(cancel(item_id), "give up on the item (final)")
     raised = standing.raise_budget or ()
     budget = ", with a higher budget" if raised else ""
+    # An item that waits for a person because of its checks: they may be run again by hand.
+    checks_again = []
+    waits_for_checks = state is ItemState.NEEDS_ATTENTION and reason_code in WAITS_FOR_CHECKS
+    if waits_for_checks and standing.can_verify:
+        checks_again = [
+            Suggestion(verify(item_id), "run the checks again now, no agent (done if all pass)")
+        ]
     if state in (ItemState.NEEDS_ATTENTION, ItemState.RETRY_SCHEDULED) and (
         standing.raise_budget is None
     ):
-        return [*last_logs, give_up]  # the most a budget may be is spent: no requeue would run it
+        # The most a budget may be is spent: no requeue would run it (checks spend nothing).
+        return [*checks_again, *last_logs, give_up]
     if state is ItemState.NEEDS_ATTENTION:
-        resume = Suggestion(
-            requeue(item_id, resume=True, raised=raised),
-            f"resume the session where it stopped{budget}",
-        )
+        again = "resume the session where it stopped"
+        if reason_code == VERIFICATION_FAILED:
+            again = "another turn: resume the session with the failing checks' output"
+        resume = Suggestion(requeue(item_id, resume=True, raised=raised), f"{again}{budget}")
         fresh = Suggestion(
             requeue(item_id, resume=False, raised=raised),
             f"start over in a new session, same workspace{budget}",
         )
-        return [*([resume] if standing.resumable else []), fresh, *last_logs, give_up]
+        resumed = [resume] if standing.resumable else []
+        if reason_code == CHECK_START_FAILED:  # wrighty.json's to mend, not the agent's
+            return [*checks_again, *resumed, fresh, *last_logs, give_up]
+        return [*resumed, *checks_again, fresh, *last_logs, give_up]
     if state is ItemState.RETRY_SCHEDULED:
         return [
             Suggestion(

@@ -49,6 +49,8 @@ from wrighty.domain.claims import Settlement
 from wrighty.domain.decisions import attention
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, format_duration
 from wrighty.domain.model import CHECK_NAME, Item, RunEnd
+from wrighty.domain.model import CHECK_START_FAILED as CHECK_START_FAILED  # (model.py says why)
+from wrighty.domain.model import VERIFICATION_FAILED as VERIFICATION_FAILED
 from wrighty.domain.redact import redact_known
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, plural, printable, printable_line
@@ -67,9 +69,6 @@ from wrighty.domain.verify_limits import (
 _ARGV_CHARS = 200
 # How much of why a check could not start a reason shows.
 _WHY_CHARS = 300
-
-VERIFICATION_FAILED = "verification-failed"
-CHECK_START_FAILED = "check-start-failed"
 
 
 @dataclass(frozen=True)

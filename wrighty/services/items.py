@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from wrighty.domain import suggestions
 from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, Run, RunEnd, Session
@@ -40,6 +41,9 @@ from wrighty.domain.transitions import (
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage
 from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError, WrightyError
 from wrighty.store.port import Store
+
+if TYPE_CHECKING:  # a check's types: reading an item loads no more (tests/cli/test_import_cost)
+    from wrighty.domain.verify import CheckRecord
 
 OPERATOR = "operator"
 _CAS_ATTEMPTS = 5
@@ -78,6 +82,8 @@ class ItemDetail:
     after: tuple[Dependency, ...] = ()  # the items it comes after, with their states
     before: tuple[int, ...] = ()  # the items that come after it
     wait: Wait | None = None  # why it is not claimed although it waits (`scheduling_waits`)
+    checks: tuple[CheckRecord, ...] = ()  # its check evidence, oldest verification first
+    verified: bool | None = None  # its latest ended verification passed (`Store.verified_items`)
 
 
 def normalized(new: NewItem) -> NewItem:
@@ -234,6 +240,8 @@ def item_detail(
         after=tuple(edge for edge in edges if edge.item_id == item_id),
         before=tuple(edge.item_id for edge in edges if edge.depends_on == item_id),
         wait=wait,
+        checks=tuple(store.list_checks(item_id)),
+        verified=store.verified_items([item_id]).get(item_id),
     )
 
 

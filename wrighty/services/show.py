@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from wrighty.domain.model import WAITS_FOR_CHECKS
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.suggestions import Standing
 from wrighty.errors import WrightyError
@@ -53,6 +54,7 @@ class ShowFacts:
     crash_limit: int | None
     usage_limit: int | None
     default_agent: str  # worker.defaultAgent: the agent of an item that names none
+    max_fix_turns: int | None = None  # its agent's verify.maxFixTurns; None: no checks
 
 
 def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
@@ -84,10 +86,11 @@ def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
         lease_expired=detail.item.state is ItemState.RUNNING
         and lease_expired(detail.item.lease_expires_at, context.now()),
         raise_budget=raise_flags(budget, spent),
+        can_verify=_can_verify(context, detail),
     )
     return ShowFacts(
         detail, standing, resumable, circuit, hold, budget, spent, crash_limit, usage_limit,
-        default_agent,
+        default_agent, _fix_turns_limit(context, detail.item.agent),
     )  # fmt: skip
 
 
@@ -167,6 +170,37 @@ def _retry_limits(context: Context) -> tuple[int | None, int | None]:
         crash.max_attempts if crash.action == "retry" else None,
         usage.max_attempts if usage.action == "retry" else None,
     )
+
+
+def _fix_turns_limit(context: Context, agent: str | None) -> int | None:
+    """verify.maxFixTurns for the item's agent; None when it has no checks, or wrighty.json
+    cannot be read."""
+    from wrighty.config.translate import fix_turns_limit
+
+    try:
+        config = context.config().config
+    except WrightyError:
+        return None
+    return fix_turns_limit(config, agent or config.worker.default_agent)
+
+
+def _can_verify(context: Context, detail: ItemDetail) -> bool:
+    """Whether `wrighty verify` would run the checks of an item that waits for a person
+    because of them (the only item it is offered for; asked of no other, so that `show`
+    loads no check's code for the rest)."""
+    item = detail.item
+    if item.state is not ItemState.NEEDS_ATTENTION or item.reason_code not in WAITS_FOR_CHECKS:
+        return False
+    from wrighty.config import verify_policy
+    from wrighty.installation import installation_id
+    from wrighty.services.verify import runs_here
+
+    try:
+        config = context.config().config
+    except WrightyError:
+        return False
+    policy = verify_policy(config, item.agent or config.worker.default_agent)
+    return runs_here(item, detail.session, policy, installation_id=installation_id())
 
 
 def _item_agent(context: Context, agent: str | None) -> AgentPlan | None:

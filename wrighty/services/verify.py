@@ -14,14 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from wrighty.domain.model import Item, Session
+from wrighty.domain.model import WAITS_FOR_CHECKS, Item, Session
 from wrighty.domain.redact import secret_values
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import plural
 from wrighty.domain.transitions import transition
 from wrighty.domain.verify import (
-    CHECK_START_FAILED,
-    VERIFICATION_FAILED,
     Check,
     CheckEvidence,
     CheckRecord,
@@ -32,12 +30,9 @@ from wrighty.domain.verify import (
 from wrighty.errors import NotFoundError, WrightyError
 from wrighty.services.runlogs import logs_of
 from wrighty.store.port import Store
-from wrighty.supervisor.checks import CheckSpec, run_check
 
 OPERATOR = "operator"
 VERIFIED_BY_HAND = "verified-by-hand"
-# The reasons an item waits with that a passing verification by hand ends.
-WAITS_FOR_CHECKS = frozenset({VERIFICATION_FAILED, CHECK_START_FAILED})
 
 
 @dataclass(frozen=True)
@@ -73,6 +68,21 @@ def workspace_here(item: Item, session: Session | None, *, installation_id: str)
     return workspace
 
 
+def runs_here(
+    item: Item, session: Session | None, policy: VerifyPolicy | None, *, installation_id: str
+) -> bool:
+    """Whether `wrighty verify` would run the item's checks here rather than refuse (by the
+    rules it refuses with): it is not running, it has checks, its workspace is here."""
+    if item.state is ItemState.RUNNING:
+        return False
+    try:
+        _planned(item, policy, "")
+        workspace_here(item, session, installation_id=installation_id)
+    except WrightyError:
+        return False
+    return True
+
+
 def verify_by_hand(
     store: Store,
     item_id: int,
@@ -88,6 +98,8 @@ def verify_by_hand(
     """Run item ``item_id``'s checks by hand (``policy``: its agent's, from wrighty.json),
     telling each one's evidence as it ends; WrightyError (nothing run, nothing written) for
     an item that is running or has no checks or no workspace here."""
+    from wrighty.supervisor.checks import CheckSpec, run_check  # (`show` asks `runs_here`)
+
     item = store.get_item(item_id)
     if item is None:
         raise NotFoundError(f"item {item_id} does not exist; `wrighty list` shows the items")
