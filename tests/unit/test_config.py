@@ -241,7 +241,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"color": "blue"},
             "color: unknown key (allowed here: $schema, schemaVersion, store, worker, status, "
-            "agents, budgets, limits, notify, pricing)",
+            "agents, budgets, limits, notify, verify, pricing)",
         ),
         (
             {"agents": {"helper": {}}},
@@ -251,7 +251,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"agents": {"claude": {"flavour": 1}}},
             "agents.claude.flavour: unknown key (allowed here: adapter, executable, args, env, "
-            "command, resumeCommand, permission, resume, account, maxConcurrent)",
+            "command, resumeCommand, permission, resume, account, maxConcurrent, verify)",
         ),
         (
             {"agents": {"claude": {"command": ["claude"]}}},

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from wrighty.config.models import (
     WrightyConfig,
 )
 from wrighty.config.problems import (
+    EMPTY_CHECK_PROGRAM,
     EMPTY_PROGRAM,
     Problem,
     echo_value,
@@ -220,7 +222,6 @@ def _budget_problems(config: WrightyConfig) -> list[Problem]:
 def _verify_problems(config: WrightyConfig) -> list[Problem]:
     """A check's argv can be passed; check names are unique across the project's checks and
     each agent's; an agent's items run at most MAX_CHECKS checks (docs/verify.md)."""
-    project = config.verify.checks if config.verify is not None else []
     located = _located_checks(config)
     problems: list[Problem] = []
     for where, checks in located:
@@ -230,26 +231,29 @@ def _verify_problems(config: WrightyConfig) -> list[Problem]:
                 if "\x00" in arg:
                     problems.append(Problem(at, "holds a NUL byte"))
                 elif position == 0 and not arg:
-                    problems.append(Problem(at, EMPTY_PROGRAM))
-    project_names = {check.name for check in project}
+                    problems.append(Problem(at, EMPTY_CHECK_PROGRAM))
+    project = config.verify.checks if config.verify is not None else []
+    project_named = {
+        check.name: json_path("verify", "checks", index) for index, check in enumerate(project)
+    }
     for where, checks in located:
-        seen: set[str] = set() if where == ("verify",) else set(project_names)
+        named = {} if where == ("verify",) else dict(project_named)
         for index, check in enumerate(checks):
-            if check.name in seen:
+            if check.name in named:
                 problems.append(
                     Problem(
                         json_path(*where, "checks", index, "name"),
-                        f"{check.name!r} is already a check's name: each check needs its own "
-                        "(across verify.checks and each agent's verify.checks)",
+                        f"{check.name!r} is already the name of {named[check.name]}; give each "
+                        "check its own (an agent's checks run with verify.checks)",
                     )
                 )
-            seen.add(check.name)
+            named.setdefault(check.name, json_path(*where, "checks", index))
         if where != ("verify",) and len(project) + len(checks) > MAX_CHECKS:
             problems.append(
                 Problem(
                     json_path(*where, "checks"),
-                    f"the agent's items would run {len(project) + len(checks)} checks with "
-                    f"verify.checks: at most {MAX_CHECKS}",
+                    f"with the {len(project)} of verify.checks, the agent's items would run "
+                    f"{len(project) + len(checks)} checks: at most {MAX_CHECKS}",
                 )
             )
     return problems
@@ -257,8 +261,8 @@ def _verify_problems(config: WrightyConfig) -> list[Problem]:
 
 def check_program_problems(config: WrightyConfig, *, agent: str | None = None) -> list[Problem]:
     """Checks whose program this process cannot find on its PATH (``agent``: only the checks
-    that agent's items run). A relative path names a file in each item's workspace, which
-    only a run has: it is left to the run (docs/verify.md)."""
+    that agent's items run), each at its argv. A relative path (with a '/') names a file in
+    each item's workspace, which only a run has: it is left to the run (docs/verify.md)."""
     from wrighty.supervisor.process import executable_problem
 
     problems = []
@@ -267,12 +271,12 @@ def check_program_problems(config: WrightyConfig, *, agent: str | None = None) -
             continue
         for index, check in enumerate(checks):
             program = check.argv[0]
-            if "/" in program and not program.startswith("/"):
+            if os.sep in program and not os.path.isabs(program):
                 continue
             problem = executable_problem(program, None)
             if problem is not None:
-                at = json_path(*where, "checks", index, "argv", 0)
-                problems.append(Problem(at, f"the check {check.name}'s program {problem}"))
+                at = json_path(*where, "checks", index, "argv")
+                problems.append(Problem(at, f"check {check.name!r}: program {problem}"))
     return problems
 
 

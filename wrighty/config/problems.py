@@ -22,10 +22,14 @@ from wrighty.config.models import (
     MAX_CONFIG_DEPTH,
     MAX_NUMBER_DIGITS,
     SCHEMA_VERSION,
+    VerifySettings,
     WrightyConfig,
 )
+from wrighty.domain.model import CHECK_NAME
+from wrighty.domain.verify_limits import MIN_CHECK_TIMEOUT_SECONDS
 
 EMPTY_PROGRAM = 'is empty: name the program to run, as in ["/usr/local/bin/notify-me"]'
+EMPTY_CHECK_PROGRAM = 'is empty: name the program to run, as in ["python", "-m", "pytest", "-q"]'
 # Where a sink's form tag sits in a problem's location (it is left out of the JSON path).
 _SINK_TAG_AT = {("notify", "urls"): 3, ("notify", "command"): 2}
 
@@ -128,6 +132,15 @@ _BOUND_WORDS = {
 }
 
 
+# What a pattern asks for, in words, for the patterns a person writes by hand most.
+_PATTERN_WORDS = {
+    f"^{CHECK_NAME.pattern}$": "must be 1 to 64 letters, digits, '.', '_' or '-', starting "
+    "with a letter or digit",
+}
+# Bounds in minutes that read better in words than as a decimal.
+_MINUTES_WORDS = {MIN_CHECK_TIMEOUT_SECONDS / 60: "1/60 (one second)"}
+
+
 _PLAIN_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*")
 
 
@@ -159,14 +172,23 @@ def _problem_from(detail: Mapping[str, Any]) -> Problem:
     if kind in _BOUND_WORDS:
         symbol, key = _BOUND_WORDS[kind]
         got = echo_value(detail.get("input"), loc)
-        message = f"must be {symbol} {number_text(context[key])}{got}"
+        bound = context[key]
+        words = _MINUTES_WORDS.get(bound) if str(loc[-1]).endswith("Minutes") else None
+        message = f"must be {symbol} {words or number_text(bound)}{got}"
     elif kind == "extra_forbidden":
         allowed = _allowed_keys(loc[:-1])
         message = "unknown key" + (f" (allowed here: {', '.join(allowed)})" if allowed else "")
+        message += _projects_own(loc)
     elif kind == "missing":
         message = "is required"
     elif kind == "too_short" and loc[:2] == ("notify", "command"):
         message = EMPTY_PROGRAM
+    elif kind == "too_short" and _is_check_argv(loc):
+        message = EMPTY_CHECK_PROGRAM
+    elif kind == "too_long" and loc[-2:] == ("verify", "checks"):
+        message = f"has {context['actual_length']} checks: at most {context['max_length']}"
+    elif kind == "string_pattern_mismatch" and context.get("pattern") in _PATTERN_WORDS:
+        message = _PATTERN_WORDS[context["pattern"]] + echo_value(detail.get("input"), loc)
     elif kind in ("model_type", "dict_type"):
         message = "must be an object" + echo_value(detail.get("input"), loc)
     elif kind == "literal_error" and loc == ("schemaVersion",):
@@ -178,6 +200,20 @@ def _problem_from(detail: Mapping[str, Any]) -> Problem:
         message = str(detail["msg"]).replace("Input should be", "must be")
         message += echo_value(detail.get("input"), loc)
     return Problem(path, message)
+
+
+def _is_check_argv(loc: tuple[Any, ...]) -> bool:
+    """``loc`` is a check's argv (verify.checks.N.argv or agents.X.verify.checks.N.argv)."""
+    return loc[-4:-2] == ("verify", "checks") and loc[-1:] == ("argv",)
+
+
+def _projects_own(loc: tuple[Any, ...]) -> str:
+    """For a key of the project's verify section written in an agent's: where it goes."""
+    if len(loc) == 4 and loc[0] == "agents" and loc[2] == "verify":
+        key = loc[3]
+        if any(_alias(VerifySettings, name) == key for name in VerifySettings.model_fields):
+            return f"; {key} is the project's: set verify.{key}"
+    return ""
 
 
 def number_text(value: float) -> str:
@@ -207,8 +243,13 @@ def echo_value(value: object, loc: tuple[Any, ...]) -> str:
 
 
 def _may_hold_secrets(loc: tuple[Any, ...]) -> bool:
-    """`agents` (env values, arguments, commands) and the notify sinks (URLs carry tokens)."""
-    return loc[:1] == ("agents",) or loc[:2] in (("notify", "urls"), ("notify", "command"))
+    """`agents` (env values, arguments, commands), the notify sinks (URLs carry tokens) and
+    the checks' argv."""
+    return (
+        loc[:1] == ("agents",)
+        or loc[:2] in (("notify", "urls"), ("notify", "command"))
+        or (loc[:2] == ("verify", "checks") and "argv" in loc[3:4])
+    )
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:

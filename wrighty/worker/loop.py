@@ -146,10 +146,13 @@ def _refuse_unrunnable(plan: AgentPlan) -> None:
 def _refuse_missing_checks(config: WrightyConfig, agent: str) -> None:
     """The checks the worker's items run must be programs it can start, as its agent must."""
     problems = check_program_problems(config, agent=agent)
-    if problems:
-        raise WrightyError(
-            f"{problems[0]}; install it or change the check's argv in wrighty.json (docs/verify.md)"
-        )
+    if not problems:
+        return
+    first = problems[0]
+    fix = "install it or change" if "not found" in first.message else "change"
+    more = len(problems) - 1
+    suffix = f" (and {more} more; `wrighty config validate` lists them)" if more else ""
+    raise WrightyError(f"{first.message}; {fix} {first.path} in wrighty.json{suffix}")
 
 
 def _variables_for_runs(loaded: LoadedConfig, target: StoreTarget | None) -> dict[str, str]:
