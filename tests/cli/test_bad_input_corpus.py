@@ -106,6 +106,27 @@ def notify(section: object) -> Setup:
     return config_json({"notify": section})
 
 
+def verify(section: object, **more: object) -> Setup:
+    return config_json({"verify": section, **more})
+
+
+def check(name: str, *argv: str, **more: object) -> dict[str, object]:
+    """One check of wrighty.json's verify section."""
+    return {"name": name, "argv": list(argv or ("true",)), **more}
+
+
+def checks(prefix: str, count: int) -> list[dict[str, object]]:
+    return [check(f"{prefix}{n}") for n in range(count)]
+
+
+def agent_verify(section: object, **project: object) -> Setup:
+    """A command agent `demo`, the default, with a verify section of its own."""
+    return config_json(
+        {"worker": {"defaultAgent": "demo"}, **project,
+         "agents": {"demo": {"adapter": "command", "command": ["true"], "verify": section}}}
+    )  # fmt: skip
+
+
 def create_with(*options: str) -> tuple[str, ...]:
     return ("create", "--title", "t", "--body", "b", *options)
 
@@ -1511,6 +1532,211 @@ CASES: list[Case] = [
         "notify.command.shell: unknown key (allowed here: events, reasonCodes, argv, "
         "timeoutSeconds)",
         setup=notify({"command": {"argv": ["true"], "shell": True}}),
+    ),
+    # wrighty.json's verify section (docs/config.md#verify)
+    Case(
+        "config-verify-name-not-a-name",
+        ("list",),
+        "verify.checks.0.name: must be 1 to 64 letters, digits, '.', '_' or '-', starting with "
+        'a letter or digit (got the string "run tests")',
+        setup=verify({"checks": [check("run tests")]}),
+    ),
+    Case(
+        "config-verify-name-starts-with-a-dash",
+        ("worker", "start", "--once"),
+        "verify.checks.0.name: must be 1 to 64 letters",
+        setup=verify({"checks": [check("-x")]}),
+    ),
+    Case(
+        "config-verify-name-too-long",
+        ("list",),
+        "verify.checks.0.name: must be 1 to 64 letters, digits, '.', '_' or '-', starting with "
+        "a letter or digit (got a string)",
+        setup=verify({"checks": [check("t" * 65)]}),
+    ),
+    Case(
+        "config-verify-name-not-a-string",
+        ("list",),
+        "verify.checks.0.name: must be a valid string (got 7)",
+        setup=verify({"checks": [{"name": 7, "argv": ["true"]}]}),
+    ),
+    Case(
+        "config-verify-name-missing",
+        ("list",),
+        "verify.checks.0.name: is required",
+        setup=verify({"checks": [{"argv": ["true"]}]}),
+    ),
+    Case(
+        "config-verify-name-twice",
+        ("list",),
+        "verify.checks.1.name: 'tests' is already the name of verify.checks.0; give each check "
+        "its own (an agent's checks run with verify.checks)",
+        setup=verify({"checks": [check("tests"), check("tests")]}),
+    ),
+    Case(
+        "config-verify-name-of-the-project-in-an-agent",
+        ("worker", "start", "--once"),
+        "agents.demo.verify.checks.0.name: 'lint' is already the name of verify.checks.0",
+        setup=agent_verify({"checks": [check("lint")]}, verify={"checks": [check("lint")]}),
+    ),
+    Case(
+        "config-verify-argv-empty-list",
+        ("list",),
+        'verify.checks.0.argv: is empty: name the program to run, as in ["python", "-m", '
+        '"pytest", "-q"]',
+        setup=verify({"checks": [{"name": "tests", "argv": []}]}),
+    ),
+    Case(
+        "config-verify-argv-empty-program",
+        ("list",),
+        "verify.checks.0.argv.0: is empty: name the program to run",
+        setup=verify({"checks": [check("tests", "", SECRET)]}),
+    ),
+    Case(
+        "config-verify-argv-nul",
+        ("list",),
+        "verify.checks.0.argv.2: holds a NUL byte",
+        setup=verify({"checks": [check("tests", "pytest", "-k", f"{SECRET}\x00")]}),
+    ),
+    Case(
+        "config-verify-agent-argv-nul",
+        ("list",),
+        "agents.demo.verify.checks.0.argv.0: holds a NUL byte",
+        setup=agent_verify({"checks": [check("t", "py\x00test")]}),
+    ),
+    Case(
+        "config-verify-argv-a-shell-string",
+        ("list",),
+        "verify.checks.0.argv: must be a valid list (got a string)",
+        setup=verify({"checks": [{"name": "t", "argv": f"curl -H {SECRET}"}]}),
+    ),
+    Case(
+        "config-verify-argv-not-strings",
+        ("list",),
+        "verify.checks.0.argv.1: must be a valid string (got 3)",
+        setup=verify({"checks": [{"name": "t", "argv": ["pytest", 3]}]}),
+    ),
+    Case(
+        "config-verify-argv-missing",
+        ("list",),
+        "verify.checks.0.argv: is required",
+        setup=verify({"checks": [{"name": "t"}]}),
+    ),
+    Case(
+        "config-verify-timeout-zero",
+        ("list",),
+        "verify.checks.0.timeoutMinutes: must be >= 1/60 (one second) (got 0)",
+        setup=verify({"checks": [check("t", timeoutMinutes=0)]}),
+    ),
+    Case(
+        "config-verify-timeout-past-seven-days",
+        ("list",),
+        "verify.checks.0.timeoutMinutes: must be <= 10080 (got 10081)",
+        setup=verify({"checks": [check("t", timeoutMinutes=10081)]}),
+    ),
+    Case(
+        "config-verify-timeout-a-string",
+        ("list",),
+        'verify.checks.0.timeoutMinutes: must be a valid number (got the string "20m")',
+        setup=verify({"checks": [check("t", timeoutMinutes="20m")]}),
+    ),
+    Case(
+        "config-verify-fix-turns-negative",
+        ("list",),
+        "verify.maxFixTurns: must be >= 0 (got -1)",
+        setup=verify({"checks": [check("t")], "maxFixTurns": -1}),
+    ),
+    Case(
+        "config-verify-fix-turns-past-bound",
+        ("list",),
+        "verify.maxFixTurns: must be <= 10 (got 11)",
+        setup=verify({"maxFixTurns": 11}),
+    ),
+    Case(
+        "config-verify-fix-turns-a-fraction",
+        ("list",),
+        "verify.maxFixTurns: must be a valid integer",
+        setup=verify({"maxFixTurns": 1.5}),
+    ),
+    Case(
+        "config-verify-feedback-bytes-below",
+        ("list",),
+        "verify.feedbackBytes: must be >= 1000 (got 999)",
+        setup=verify({"feedbackBytes": 999}),
+    ),
+    Case(
+        "config-verify-feedback-bytes-past-bound",
+        ("list",),
+        "verify.feedbackBytes: must be <= 100000 (got 100001)",
+        setup=verify({"feedbackBytes": 100001}),
+    ),
+    Case(
+        "config-verify-too-many-checks",
+        ("list",),
+        "verify.checks: has 21 checks: at most 20",
+        setup=verify({"checks": checks("c", 21)}),
+    ),
+    Case(
+        "config-verify-too-many-with-an-agents",
+        ("worker", "start", "--once"),
+        "agents.demo.verify.checks: with the 15 of verify.checks, the agent's items would run 21 "
+        "checks: at most 20",
+        setup=agent_verify({"checks": checks("a", 6)}, verify={"checks": checks("p", 15)}),
+    ),
+    Case(
+        "config-verify-not-an-object",
+        ("list",),
+        "verify: must be an object (got a list)",
+        setup=verify([check("t")]),
+    ),
+    Case(
+        "config-verify-checks-not-a-list",
+        ("list",),
+        "verify.checks: must be a valid list (got an object)",
+        setup=verify({"checks": check("t")}),
+    ),
+    Case(
+        "config-verify-unknown-key",
+        ("list",),
+        "verify.check: unknown key (allowed here: checks, maxFixTurns, feedbackBytes)",
+        setup=verify({"check": [check("t")]}),
+    ),
+    Case(
+        "config-verify-check-unknown-key",
+        ("list",),
+        "verify.checks.0.shell: unknown key (allowed here: name, argv, timeoutMinutes)",
+        setup=verify({"checks": [check("t", shell=True)]}),
+    ),
+    Case(
+        "config-verify-agent-fix-turns",
+        ("list",),
+        "agents.demo.verify.maxFixTurns: unknown key (allowed here: checks); maxFixTurns is the "
+        "project's: set verify.maxFixTurns",
+        setup=agent_verify({"checks": [check("t")], "maxFixTurns": 1}),
+    ),
+    Case(
+        "config-verify-problems-listed",
+        ("config", "validate"),
+        "2 problems, listed on standard output",
+        stdout_allowed=True,
+        setup=verify({"checks": [check("t", ""), check("t")]}),
+    ),
+    Case(
+        "worker-check-program-missing",
+        ("worker", "start", "--once"),
+        "check 'lint': program 'no-such-linter' not found on PATH; install it or change "
+        "verify.checks.1.argv in wrighty.json",
+        setup=agent_verify(
+            {"checks": []}, verify={"checks": [check("ok"), check("lint", "no-such-linter")]}
+        ),
+    ),
+    Case(
+        "worker-agent-check-program-missing",
+        ("worker", "start", "--once"),
+        "check 'a': program '/nonexistent/check' not found; install it or change "
+        "agents.demo.verify.checks.0.argv in wrighty.json (and 1 more; `wrighty config "
+        "validate` lists them)",
+        setup=agent_verify({"checks": [check("a", "/nonexistent/check"), check("b", "no-such-b")]}),
     ),
     Case(
         "config-notify-max-attempts-zero",
