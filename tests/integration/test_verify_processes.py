@@ -28,7 +28,8 @@ from wrighty.store.postgres import PostgresStore
 from wrighty.store.sqlite import SqliteStore
 
 # An agent that answers 41 on its first turn, and 42 once it has been told what its checks
-# said (never, if its task says STUBBORN); it keeps every prompt it gets (outside the workspace) and its session id.
+# said (never, if its task says STUBBORN); it keeps every prompt it gets (outside the
+# workspace) and its session id.
 AGENT = textwrap.dedent(
     """\
     import os, pathlib, sys
