@@ -66,6 +66,7 @@ def make_project(
     *,
     verify: dict[str, Any],
     worker: dict[str, Any] | None = None,
+    notify: dict[str, Any] | None = None,
 ) -> ProjectOnDisk:
     """A project whose agent is AGENT (command adapter, resumable), with ``verify``."""
     root.mkdir(parents=True)
@@ -78,6 +79,8 @@ def make_project(
         "agents": {"answer": {"adapter": "command", "command": argv, "resumeCommand": argv}},
         "verify": verify,
     }  # fmt: skip
+    if notify is not None:
+        document["notify"] = notify
     if store_url is not None:
         document["store"] = {"url": store_url}
     config, problems = check_config_text(json.dumps(document))
@@ -146,8 +149,13 @@ def test_a_failing_check_is_fixed_in_the_same_session_and_the_item_is_done(
 def test_fix_turns_spent_wait_for_a_person_naming_the_check(
     tmp_path: Path, store_url: str | None
 ) -> None:
+    # a sink nobody listens on: the notices stay in the outbox, to be read
+    sink = {"command": ["/bin/false"], "events": ["needs-attention"]}
     project = make_project(
-        tmp_path / "p", store_url, verify={"checks": [ANSWER_CHECK], "maxFixTurns": 1}
+        tmp_path / "p",
+        store_url,
+        verify={"checks": [ANSWER_CHECK], "maxFixTurns": 1},
+        notify=sink,
     )
     item_id = project.plant("STUBBORN: always 41")
     project.worker("--once")
@@ -163,6 +171,13 @@ def test_fix_turns_spent_wait_for_a_person_naming_the_check(
     assert "after 1 fix turn" in waiting.reason
     assert waiting.next_action == f"wrighty requeue {item_id} --resume"
     assert waiting.fix_turns == 1
+    store = project.store()
+    try:
+        told = store.list_notices(["pending", "delivered", "given-up"])
+    finally:
+        store.close()
+    [notice] = [n.notice for n in told if n.notice.event == "needs-attention"]
+    assert notice.payload["failing_checks"] == [{"name": "answer", "ending": "exit code 1"}]
 
 
 def test_a_check_that_cannot_start_is_a_configuration_problem(

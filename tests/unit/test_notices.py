@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import string
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -51,6 +52,7 @@ from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition
 from wrighty.domain.usage import Limit, Usage
+from wrighty.domain.verify import Check, CheckEvidence, VerifyPolicy, after_checks
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, 250_000, tzinfo=UTC)
 SOURCE = Source("inst-a", "w-1")
@@ -122,7 +124,7 @@ def events_of(change: Change) -> tuple[str, ...]:
     return notice.events
 
 
-def the_notice(change: Change, source: Source = SOURCE, **kw: str) -> Notice:
+def the_notice(change: Change, source: Source = SOURCE, **kw: Any) -> Notice:
     [notice] = notices_for(change, source, **kw)
     return notice
 
@@ -255,6 +257,37 @@ def test_done_is_a_done_notice() -> None:
     assert (notice.event, notice.events, notice.reason_code) == ("done", ("done",), None)
     assert notice.payload["state"] == "done"
     assert (notice.payload["reason"], notice.payload["next_action"]) == (None, None)
+
+
+def test_a_settlement_after_checks_names_the_failing_ones_and_how_each_ended() -> None:
+    evidence = (
+        CheckEvidence("lint", ("ruff",), 0.2, exit_code=0),
+        CheckEvidence("tests", ("pytest",), 3.0, "1 failed", exit_code=1),
+        CheckEvidence("types\x1b[2J", ("mypy",), 0.0, start_failure="not found"),
+    )
+    claimed = item()
+    change = settle(
+        claimed,
+        after_checks(
+            claimed,
+            run_end(OutcomeClass.SUCCEEDED),
+            evidence[:2],
+            policy=VerifyPolicy((Check("lint", ("ruff",)), Check("tests", ("pytest",)))),
+            fix_turns=2,
+        ),
+        at=NOW,
+    )
+    notice = the_notice(change, checks=evidence)
+    assert (notice.event, notice.reason_code) == ("needs-attention", "verification-failed")
+    assert notice.payload["failing_checks"] == [
+        {"name": "tests", "ending": "exit code 1"},
+        {"name": "types\\x1b[2J", "ending": "could not start"},
+    ]
+    _, body = notice.text()
+    assert "failing checks: tests (exit code 1), types\\x1b[2J (could not start)" in body
+    # checks that all passed, or none at all, name nothing
+    assert "failing_checks" not in the_notice(change, checks=evidence[:1]).payload
+    assert "failing_checks" not in the_notice(change).payload
 
 
 def test_the_reaper_rescuing_into_a_retry_is_worker_lost_first() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from wrighty.domain.times import rfc3339
 
 if TYPE_CHECKING:
     from wrighty.domain.health import WorkerRow
+    from wrighty.domain.verify import CheckEvidence
 
 # Every event a notice can carry, in the order docs/notifications.md lists them.
 EVENTS = (
@@ -81,6 +83,7 @@ class Notice:
             part
             for part in (
                 payload.get("reason"),
+                _failing_line(payload.get("failing_checks")),
                 f"next: {payload['next_action']}" if payload.get("next_action") else None,
                 f"on {payload['installation_id']}"
                 + (f" by {payload['worker_id']}" if payload.get("worker_id") else "")
@@ -89,6 +92,15 @@ class Notice:
             if part
         ]
         return head, "\n".join(lines)
+
+
+def _failing_line(failing: object) -> str | None:
+    """The failing checks a notice names, on one line (None: it names none)."""
+    if not isinstance(failing, list) or not failing:
+        return None
+    named = (f"{check.get('name')} ({check.get('ending')})" for check in failing
+             if isinstance(check, dict))  # fmt: skip
+    return "failing checks: " + ", ".join(named)
 
 
 def _bounded(text: str | None, limit: int) -> str | None:
@@ -119,8 +131,15 @@ def _events_of(change: Change) -> tuple[str, ...]:
     return tuple(found)
 
 
-def notices_for(change: Change, source: Source, *, new_id: str | None = None) -> tuple[Notice, ...]:
-    """The notice of one item's change (none when it tells nobody anything)."""
+def notices_for(
+    change: Change,
+    source: Source,
+    *,
+    new_id: str | None = None,
+    checks: Sequence[CheckEvidence] = (),
+) -> tuple[Notice, ...]:
+    """The notice of one item's change (none when it tells nobody anything); ``checks``: the
+    evidence of the checks that decided it, whose failures it names."""
     events = _events_of(change)
     if not events:
         return ()
@@ -141,15 +160,22 @@ def notices_for(change: Change, source: Source, *, new_id: str | None = None) ->
         "installation_id": source.installation_id,
         "worker_id": source.worker_id,
     }
+    failing = [check for check in checks if not check.passed]
+    if failing:
+        payload["failing_checks"] = [
+            {"name": printable_line(check.name), "ending": check.ending()} for check in failing
+        ]
     notice = Notice(notice_id, events[0], events, at, after.id, after.reason_code, payload)
     return (notice,)
 
 
-def with_notices(change: Change, source: Source | None) -> Change:
+def with_notices(
+    change: Change, source: Source | None, *, checks: Sequence[CheckEvidence] = ()
+) -> Change:
     """``change`` carrying its notice, when notifications are on (``source`` given)."""
     if source is None:
         return change
-    return dataclasses.replace(change, notices=notices_for(change, source))
+    return dataclasses.replace(change, notices=notices_for(change, source, checks=checks))
 
 
 def circuit_notice(

@@ -15,7 +15,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -567,6 +567,7 @@ class ClaimRun:
             installation_id=self._setting.installation_id,
             environ=os.environ,
         )
+        checks: tuple[CheckEvidence, ...] = ()  # the evidence of the run's checks, if it had any
         if stopped_by is StopReason.SHUTDOWN:
             settlement = decisions.after_shutdown(claimed, run_end, resumable=not missing)
         elif result.outcome_class is OutcomeClass.BUDGET_EXCEEDED:
@@ -585,7 +586,7 @@ class ClaimRun:
                 verified = self._verify(run_id, output.session, verification, run_end, missing)
                 if verified is None:
                     return  # the claim was lost, and that was told
-                settlement = verified
+                settlement, checks = verified
             else:
                 settlement = decisions.after_run(
                     claimed,
@@ -600,7 +601,7 @@ class ClaimRun:
         change = settle(claimed, settlement, at=self._now())
         hint = output.reader.reset_hint() if output.reader else None
         self._move_circuit(change, result.outcome_class, hint)
-        self._write_settlement(change, run_id)
+        self._write_settlement(change, run_id, checks=checks)
 
     # -- verifying --------------------------------------------------------------------------
 
@@ -633,9 +634,10 @@ class ClaimRun:
         verification: Verification,
         run_end: RunEnd,
         missing: tuple[str, ...],
-    ) -> Settlement | None:
-        """Run the checks of a succeeded run, and say where the item goes after them; None
-        when the claim was lost meanwhile (told; nothing more is written)."""
+    ) -> tuple[Settlement, tuple[CheckEvidence, ...]] | None:
+        """Run the checks of a succeeded run, and say where the item goes after them, with
+        their evidence; None when the claim was lost meanwhile (told; nothing more is
+        written)."""
         claimed = self._claimed
         place = CheckPlace(
             claimed,
@@ -647,11 +649,11 @@ class ClaimRun:
         outcome = self._check_runner().run(place, verification)
         if outcome is StopReason.SHUTDOWN:
             self._outcome_known()
-            return decisions.after_shutdown(claimed, run_end, resumable=not missing)
+            return decisions.after_shutdown(claimed, run_end, resumable=not missing), ()
         if isinstance(outcome, StopReason):
             return None
         self._outcome_known()
-        return verify.after_checks(
+        settlement = verify.after_checks(
             claimed,
             run_end,
             outcome,
@@ -659,6 +661,7 @@ class ClaimRun:
             fix_turns=claimed.fix_turns,
             resume_missing=missing,
         )
+        return settlement, tuple(outcome)
 
     def _move_circuit(
         self, change: Change | None, outcome: OutcomeClass, hint: ResetHint | None = None
@@ -715,11 +718,13 @@ class ClaimRun:
         self._move_circuit(change, OutcomeClass.INTERNAL_ERROR)
         self._write_settlement(change, self.run_id)
 
-    def _write_settlement(self, change: Change, run_id: str | None) -> None:
+    def _write_settlement(
+        self, change: Change, run_id: str | None, *, checks: Sequence[CheckEvidence] = ()
+    ) -> None:
         self.pending = change
         write_settlement(
             self._store, change, run_id, self._emit,
-            notify=self._setting.notify, wake=self._setting.notify_wake,
+            notify=self._setting.notify, wake=self._setting.notify_wake, checks=checks,
         )  # fmt: skip
 
     def _claim_lost(self, claimed: Item, **fields: Any) -> None:
@@ -784,12 +789,14 @@ def write_settlement(
     *,
     notify: Source | None = None,
     wake: Callable[[], None] | None = None,
+    checks: Sequence[CheckEvidence] = (),
 ) -> None:
     """Write a claim's settlement and say so; if the claim had moved on, say that instead.
-    With ``notify``, the settlement's notice goes to the outbox in the same transaction, and
-    ``wake`` tells the deliverer once it is committed."""
+    With ``notify``, the settlement's notice goes to the outbox in the same transaction
+    (naming the failing ``checks``, the run's checks' evidence), and ``wake`` tells the
+    deliverer once it is committed."""
     claimed, after = change.before, change.after
-    told = with_notices(change, notify)
+    told = with_notices(change, notify, checks=checks)
     if not store.write_transition(told):
         claim_lost(emit, claimed, reason="fenced")
         return
