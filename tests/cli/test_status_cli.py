@@ -16,10 +16,15 @@ import pytest
 from rich.console import Console
 
 from tests.cli.conftest import wrighty
+from tests.cli.run_helpers import create_queued, start_run
+from tests.cli.test_verify_cli import PASSING, with_checks
+from tests.cli.test_verify_display import LINT, TESTS, checked_then_waiting
 from tests.conftest import FakeClock
 from tests.helpers import snapshot
 from wrighty.cli.status_views import watch_status
 from wrighty.domain.health import WorkerRow, WorkerState
+from wrighty.domain.outcomes import RunKind
+from wrighty.domain.verify import CheckEvidence
 from wrighty.installation import installation_id
 from wrighty.store.sqlite import SqliteStore
 
@@ -666,3 +671,34 @@ def test_status_names_the_agents_whose_items_no_live_worker_runs(
         'wrighty_warnings{check="unserved_agent"} 0'
         in wrighty("status", "--format", "prometheus").stdout
     )
+
+
+def test_status_counts_the_checks_by_result_and_the_fix_turns(
+    initialised: Path, clock: FakeClock
+) -> None:
+    """Verification's totals (docs/verify.md): the checks a worker ran after a run and those
+    run by hand (`wrighty verify`), by result, and the fix turns; zeros before any."""
+    _, before = status()
+    nothing = {"checks_passed": 0, "checks_failed": 0, "checks_not_started": 0, "fix_turns": 0}
+    assert before["verification"] == nothing
+    with_checks(initialised, PASSING)
+    types = CheckEvidence("types", ("mypy", "."), 3.0, "Success\n", exit_code=0)
+    slow = CheckEvidence("slow", ("sleep", "99"), 60.0, "", signal=9, timed_out=True)
+    gone = CheckEvidence("docs", ("no-such-program",), 0.0, start_failure="not found")
+    item_id = checked_then_waiting(initialised, clock, [LINT, types, TESTS, slow, gone])
+    assert wrighty("verify", str(item_id)).exit_code == 0  # by hand: passes, and it is done
+    start_run(initialised, create_queued(), at=clock(), session_id="s-2", kind=RunKind.FIX)
+    _, document = status()
+    assert document["verification"] == {
+        "checks_passed": 3, "checks_failed": 2, "checks_not_started": 1, "fix_turns": 1,
+    }  # fmt: skip
+    prometheus = wrighty("status", "--format", "prometheus").stdout
+    assert "# TYPE wrighty_checks_total counter\n" in prometheus
+    assert "# TYPE wrighty_fix_turns_total counter\n" in prometheus
+    samples = [line for line in prometheus.splitlines() if line.startswith("wrighty_checks_total")]
+    assert samples == [
+        'wrighty_checks_total{result="passed"} 3',
+        'wrighty_checks_total{result="failed"} 2',
+        'wrighty_checks_total{result="not-started"} 1',
+    ]
+    assert "\nwrighty_fix_turns_total 1\n" in prometheus

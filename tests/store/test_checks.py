@@ -20,6 +20,7 @@ from tests.store.test_contract import new_item
 from tests.store.test_ledger import MOVED, begin, end_run_keeping_the_claim, moved_by_another_writer
 from tests.store.txhooks import execute_raw
 from wrighty.domain.claims import settle
+from wrighty.domain.health import VerificationFigures
 from wrighty.domain.model import Item, NewRun
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
@@ -261,6 +262,45 @@ def test_many_items_are_read_at_once_each_by_its_own_evidence(
     assert store.verified_items(list(outcomes)) == outcomes
     some = sorted(outcomes)[::2]
     assert store.verified_items(some) == {item_id: outcomes[item_id] for item_id in some}
+
+
+# -- the figures of `wrighty status` ------------------------------------------------------------
+
+
+def test_status_counts_every_check_by_result_and_every_fix_turn_for_good(
+    store: Store, clock: FakeClock
+) -> None:
+    """Verification's totals, read with the queue's figures: every check recorded, by a
+    worker or by hand, as passed, failed (a non-zero exit or a signal) or not started, and
+    every run of kind fix. They only grow: a requeue, which sets the item's own count of fix
+    turns to 0, takes nothing from them (Prometheus reads them as counters)."""
+    assert store.queue_figures(now=clock()).verification == VerificationFigures()
+    claimed, run_id = begin(store, clock)
+    for position, evidence in enumerate((PASSED, FAILED, STOPPED, NOT_STARTED)):
+        assert store.record_check(claimed, record(claimed, position, evidence, clock(),
+                                                  run_id=run_id))  # fmt: skip
+    fix = settlement(ItemState.RETRY_SCHEDULED, OutcomeClass.SUCCEEDED, clock,
+                     reason_code=VERIFICATION_FAILED, not_before=clock(),
+                     counts_as_fix_turn=True)  # fmt: skip
+    assert store.write_transition(settle(claimed, fix, at=clock()))
+    again = acquire(store, clock, item_id=claimed.id)
+    turn = NewRun("run-fix", RunKind.FIX, "w1", "inst-a", clock(), "s-1")
+    assert store.start_run(again, turn) is not None
+    assert store.record_check(again, record(again, 0, PASSED, clock(), verification="v-2",
+                                            run_id="run-fix"))  # fmt: skip
+    spent = settlement(ItemState.NEEDS_ATTENTION, OutcomeClass.SUCCEEDED, clock,
+                       reason_code=VERIFICATION_FAILED)  # fmt: skip
+    assert store.write_transition(settle(again, spent, at=clock()))
+    waiting = fetched(store, claimed)
+    assert store.record_check(waiting, record(waiting, 0, NOT_STARTED, clock(), verification="v-3",
+                                              actor="operator"))  # fmt: skip
+    counted = VerificationFigures(
+        checks_passed=2, checks_failed=2, checks_not_started=2, fix_turns=1
+    )
+    assert store.queue_figures(now=clock()).verification == counted
+    requeued = item_service.requeue_item(store, claimed.id, resume=False, now=clock.advance(1))
+    assert requeued.fix_turns == 0
+    assert store.queue_figures(now=clock()).verification == counted
 
 
 # -- the item's columns -------------------------------------------------------------------------

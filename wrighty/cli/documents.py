@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from wrighty.agents import AgentInfo
     from wrighty.domain.budgets import AgentHold
     from wrighty.domain.classify import Classification
+    from wrighty.domain.health import VerificationFigures
     from wrighty.domain.ledger import AgentSpending, Spend, Spending
     from wrighty.domain.notices import OutboxFigures, StoredNotice
     from wrighty.domain.scheduling import Wait
@@ -585,6 +586,17 @@ def status_json(report: StatusReport) -> dict[str, Any]:
         "spend": spending_json(report.spending) if report.spending is not None else None,
         "notify": outbox_json(report.outbox, report.checked_at),
         "unserved": [{"agent": u.agent, "waiting": u.waiting} for u in report.unserved],
+        "verification": verification_figures_json(figures.verification),
+    }
+
+
+def verification_figures_json(figures: VerificationFigures) -> dict[str, int]:
+    """Verification's totals over every check and fix turn recorded (docs/verify.md)."""
+    return {
+        "checks_passed": figures.checks_passed,
+        "checks_failed": figures.checks_failed,
+        "checks_not_started": figures.checks_not_started,
+        "fix_turns": figures.fix_turns,
     }
 
 

@@ -121,6 +121,28 @@ def _spend_gauge(name: str, row: AgentSpending) -> str | None:
     return str(int(row.hold is not None))
 
 
+CHECK_RESULTS = (
+    ("passed", "checks_passed"),
+    ("failed", "checks_failed"),
+    ("not-started", "checks_not_started"),
+)
+
+
+def _verification_metrics(lines: list[str], verification: dict[str, int]) -> None:
+    """Verification's counters over every check and run recorded (docs/verify.md)."""
+    _metric(
+        lines,
+        "checks_total",
+        "counter",
+        "Checks run after agent runs or by hand (wrighty verify), by result: passed (exit "
+        "code 0), failed (ran and did not pass) or not-started (could not start).",
+    )
+    for result, key in CHECK_RESULTS:
+        lines.append(f'wrighty_checks_total{{result="{result}"}} {verification[key]}')
+    _metric(lines, "fix_turns_total", "counter", "Fix turns: runs resumed to fix failed checks.")
+    lines.append(f"wrighty_fix_turns_total {verification['fix_turns']}")
+
+
 def _outbox_metrics(lines: list[str], outbox: dict[str, Any]) -> None:
     gauges = (
         ("notify_pending", "Notifications not delivered yet (docs/notifications.md).", "pending"),
@@ -200,6 +222,7 @@ def status_prometheus(report: StatusReport) -> str:
         lines.append(
             f'wrighty_unserved_items{{agent="{_label_value(unserved.agent)}"}} {unserved.waiting}'
         )
+    _verification_metrics(lines, document["verification"])
     _spend_metrics(lines, report)
     _outbox_metrics(lines, document["notify"])
     _metric(lines, "problems", "gauge", "Health checks that failed, by check.")

@@ -84,6 +84,19 @@ def liveness(
 
 
 @dataclass(frozen=True)
+class VerificationFigures:
+    """Verification's totals over every check and run the store holds (docs/verify.md): they
+    only grow, so Prometheus reads them as counters. A check passed (it started and exited 0),
+    failed (it ran and did not pass) or could not start; by a worker or by hand. The fix turns
+    are the runs of kind fix: a requeue resets an item's own count, never this one."""
+
+    checks_passed: int = 0
+    checks_failed: int = 0
+    checks_not_started: int = 0
+    fix_turns: int = 0
+
+
+@dataclass(frozen=True)
 class QueueFigures:
     """What the store counts for `wrighty status`, in one read."""
 
@@ -100,6 +113,7 @@ class QueueFigures:
     blocked: int = 0
     # Queued or retry-scheduled items by the agent they name (None: worker.defaultAgent's).
     waiting_by_agent: Mapping[str | None, int] = field(default_factory=dict)
+    verification: VerificationFigures = field(default_factory=VerificationFigures)
 
 
 @dataclass(frozen=True)

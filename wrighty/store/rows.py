@@ -433,7 +433,7 @@ def queue_figures_from_rows(
 ) -> QueueFigures:
     """The queue's figures from its three reads: the items by state, the figures, and the
     items waiting by agent."""
-    from wrighty.domain.health import QueueFigures
+    from wrighty.domain.health import QueueFigures, VerificationFigures
 
     counts = {state: 0 for state in ItemState}
     counts.update({ItemState(r["state"]): r["n"] for r in counted if r["state"] in _STATE_NAMES})
@@ -448,6 +448,12 @@ def queue_figures_from_rows(
         waiting_on_dependencies=row["waiting_on_dependencies"],
         blocked=row["blocked"],
         waiting_by_agent={r["agent"]: r["n"] for r in by_agent},
+        verification=VerificationFigures(
+            checks_passed=row["checks_passed"],
+            checks_failed=row["checks"] - row["checks_passed"] - row["checks_not_started"],
+            checks_not_started=row["checks_not_started"],
+            fix_turns=row["fix_turns"],
+        ),
     )
 
 

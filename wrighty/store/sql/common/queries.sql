@@ -144,7 +144,10 @@ SELECT agent, count(*) AS n FROM items WHERE state IN ('queued', 'retry-schedule
 -- queued or retry-scheduled, and an item it comes after (itself, or one of those it comes
 -- after, and so on) is cancelled, needs attention or does not exist, or it comes after itself
 -- (longer cycles, which only a store written by hand holds, are counted by services/status.py).
--- Read in the same transaction as the counts.
+-- Verification's figures, over every check and run ever recorded (counters, never lowered):
+-- the checks, those that passed (started, exit code 0) and those that could not start
+-- (checks_by_result; the rest ran and failed), and the fix turns, runs of kind 'fix'
+-- (runs_fix_turns). Read in the same transaction as the counts.
 WITH RECURSIVE
 waiting_now AS (
     SELECT queued_at FROM items
@@ -174,7 +177,11 @@ SELECT
            SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
            WHERE d.item_id = items.id AND coalesce(dep.state, 'missing') <> 'done')) AS waiting_on_dependencies,
     (SELECT count(*) FROM items
-     WHERE state IN ('queued', 'retry-scheduled') AND id IN (SELECT id FROM stuck)) AS blocked;
+     WHERE state IN ('queued', 'retry-scheduled') AND id IN (SELECT id FROM stuck)) AS blocked,
+    (SELECT count(*) FROM checks) AS checks,
+    (SELECT count(*) FROM checks WHERE start_failure IS NULL AND exit_code = 0) AS checks_passed,
+    (SELECT count(*) FROM checks WHERE start_failure IS NOT NULL) AS checks_not_started,
+    (SELECT count(*) FROM runs WHERE kind = 'fix') AS fix_turns;
 
 -- name: upsert_worker
 INSERT INTO workers (worker_id, label, installation_id, pid, process_started_at, version, state,

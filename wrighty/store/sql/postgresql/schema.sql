@@ -120,6 +120,7 @@ CREATE INDEX runs_by_item ON runs (item_id, started_at);
 CREATE INDEX runs_by_claim ON runs (item_id, generation);
 CREATE INDEX runs_by_agent ON runs (agent, started_at);
 CREATE INDEX runs_by_start ON runs (started_at);
+CREATE INDEX runs_fix_turns ON runs (item_id) WHERE kind = 'fix';
 
 CREATE TABLE workers (
     worker_id          TEXT PRIMARY KEY,
@@ -224,6 +225,7 @@ CREATE TABLE checks (
 );
 
 CREATE INDEX checks_by_item ON checks (item_id, seq);
+CREATE INDEX checks_by_result ON checks (start_failure, exit_code);
 
 CREATE FUNCTION wrighty_refuse_evidence_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
