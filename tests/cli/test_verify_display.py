@@ -218,3 +218,16 @@ def test_list_has_a_checks_column_and_json_verified_once_an_item_was_verified(
         entry["id"]: entry["verified"] for entry in json.loads(wrighty("list", "--json").stdout)
     }
     assert listed == {plain: None, failed: False, mended: True}
+
+
+def test_list_attention_json_says_whether_each_items_latest_verification_passed(
+    initialised: Path, clock: FakeClock
+) -> None:
+    with_checks(initialised, PASSING)
+    failed = checked_then_waiting(initialised, clock, [LINT, TESTS])
+    passed = checked_then_waiting(initialised, clock, [LINT], reason_code="agent-failure")
+    never = checked_then_waiting(initialised, clock, [], reason_code="agent-failure")
+    expected = {failed: False, passed: True, never: None}
+    for args in (["--attention"], ["--state", "needs-attention"]):
+        listed = json.loads(wrighty("list", *args, "--json").stdout)
+        assert {entry["id"]: entry["verified"] for entry in listed} == expected

@@ -449,11 +449,12 @@ def scheduling_json(
     }
 
 
-def waiting_item_json(entry: WaitingItem, total: Usage) -> dict[str, Any]:
-    """An item summary with since when it has needed attention, how many runs it had and what
-    they spent."""
+def waiting_item_json(entry: WaitingItem, total: Usage, verified: bool | None) -> dict[str, Any]:
+    """An item summary with whether its latest verification passed, since when it has needed
+    attention, how many runs it had and what they spent."""
     return {
         **item_summary_json(entry.item),
+        "verified": verified,
         "since": rfc3339(entry.since),
         "attempts": entry.attempts,
         "usage": usage_json(total),

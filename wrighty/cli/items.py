@@ -398,15 +398,23 @@ def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:
 
     with app_ctx.store() as store:
         waiting = item_service.items_needing_attention(store)
-        totals = (
-            usage_service.item_totals(store, default_agent=ledger_settings(app_ctx)[1])
+        totals, verified = (
+            (
+                usage_service.item_totals(store, default_agent=ledger_settings(app_ctx)[1]),
+                store.verified_items([entry.item.id for entry in waiting]),  # one read
+            )
             if as_json
-            else {}
+            else ({}, {})
         )
     if as_json:
         nothing = total(())
         print_json(
-            [waiting_item_json(entry, totals.get(entry.item.id, nothing)) for entry in waiting]
+            [
+                waiting_item_json(
+                    entry, totals.get(entry.item.id, nothing), verified.get(entry.item.id)
+                )
+                for entry in waiting
+            ]
         )
     elif not waiting:
         typer.echo(f"no items in state {ItemState.NEEDS_ATTENTION}")
