@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import stat
 import subprocess
 import sys
 import time
@@ -21,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.vendors.gemini_provider import GeminiProvider
+from tests.vendors.openai_provider import OpenAIProvider, codex_provider_args
 from tests.vendors.provider import Provider
 from wrighty.domain.model import Run
 from wrighty.store.sqlite import SqliteStore
@@ -36,6 +40,7 @@ WORKER_TIMEOUT_SECONDS = 120
 # looks while it is open (and says so), and `held_while_open` checks what must hold whenever
 # it looks.
 CIRCUIT_OPEN_MINUTES = 0.2
+CODEX_KEY = "sk-codex-secret-0123456789"
 
 
 def vendor_cli(name: str) -> Path:
@@ -47,6 +52,59 @@ def vendor_cli(name: str) -> Path:
             pytest.fail(f"{reason}, and WRIGHTY_REQUIRE_VENDOR_CLIS=1 requires it")
         pytest.skip(f"{reason}; run tests/vendors/install-clis (npm) to include these tests")
     return path
+
+
+def claude_agent(provider: Provider, home: Path, **settings: Any) -> dict[str, Any]:
+    """The `agents` entry of Claude Code talking to ``provider``, its settings under ``home``."""
+    return {
+        "claude": {
+            "executable": str(vendor_cli("claude")),
+            "env": {
+                "ANTHROPIC_BASE_URL": provider.url,
+                "ANTHROPIC_API_KEY": "sk-test",
+                "CLAUDE_CODE_MAX_RETRIES": "0",
+                "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            },
+            **settings,
+        }
+    }
+
+
+def codex_agent(provider: OpenAIProvider, home: Path, **settings: Any) -> dict[str, Any]:
+    """The `agents` entry of Codex talking to ``provider``, its settings under ``home``."""
+    codex_home = home / ".codex"
+    codex_home.mkdir(exist_ok=True)
+    return {
+        "codex": {
+            "executable": str(vendor_cli("codex")),
+            "args": codex_provider_args(provider.url),
+            "env": {"CODEX_API_KEY": CODEX_KEY, "CODEX_HOME": str(codex_home)},
+            **settings,
+        }
+    }
+
+
+def argv_wrapper(home: Path, name: str = "claude") -> tuple[Path, Path]:
+    """A program that appends its arguments (tab-separated, one start a line) to a log, then
+    execs the real CLI ``name`` (same pid, so wrighty watches and stops the CLI itself)."""
+    wrapper = home / f"{name}-argv"
+    log = home / f"{name}-argv.log"
+    real = shlex.quote(str(vendor_cli(name)))
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'{{ for a in "$@"; do printf \'%s\\t\' "$a"; done; echo; }} >> {shlex.quote(str(log))}\n'
+        f'exec {real} "$@"\n'
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper, log
+
+
+def started_argvs(log: Path) -> list[list[str]]:
+    """The argv of each start of the CLI, in order (without the program)."""
+    if not log.exists():
+        return []
+    return [line.rstrip("\t").split("\t") for line in log.read_text().splitlines()]
 
 
 def _wrighty() -> list[str]:
@@ -213,4 +271,16 @@ def vendor_project(tmp_path: Path) -> Iterator[VendorProject]:
 @pytest.fixture
 def provider() -> Iterator[Provider]:
     with Provider() as serving:
+        yield serving
+
+
+@pytest.fixture
+def openai_provider() -> Iterator[OpenAIProvider]:
+    with OpenAIProvider() as serving:
+        yield serving
+
+
+@pytest.fixture
+def gemini_provider() -> Iterator[GeminiProvider]:
+    with GeminiProvider() as serving:
         yield serving

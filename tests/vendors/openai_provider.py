@@ -11,7 +11,9 @@ with the key in ``CODEX_API_KEY``::
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from tests.vendors.fakeserver import FakeHandler, FakeProvider
@@ -69,7 +71,9 @@ ERRORS: dict[str, tuple[int, str, str | None, str | None, str]] = {
 # down; "hang" accepts the request and never answers until then; "stream-rate" accepts it
 # (200) and then fails the response with a rate limit, as OpenAI does mid-stream.
 # "usage" answers as "ok" does, reporting the token counts of USAGE.
-MODES = frozenset({"ok", "hang", "slow", "stream-rate", "usage", *ERRORS})
+# "script" answers the n-th request with the provider's ``script[n]`` (a text, or a Call of one
+# of the CLI's tools), and with a 500 once the script is used up.
+MODES = frozenset({"ok", "hang", "slow", "stream-rate", "usage", "script", *ERRORS})
 USAGE = {
     "input_tokens": 2400,
     "input_tokens_details": {"cached_tokens": 1800},
@@ -77,6 +81,14 @@ USAGE = {
     "output_tokens_details": {"reasoning_tokens": 120},
     "total_tokens": 2750,
 }
+
+
+@dataclass(frozen=True)
+class Call:
+    """A scripted answer that calls the CLI's tool ``name`` with ``arguments``."""
+
+    name: str
+    arguments: Mapping[str, Any]
 
 
 def codex_provider_args(url: str) -> list[str]:
@@ -169,6 +181,28 @@ def stream_body(reply: str, model: str, usage: dict[str, Any] | None = None) -> 
     return b"".join(_sse(event) for event in events)
 
 
+def call_stream_body(call: Call, call_id: str, model: str) -> bytes:
+    """The server-sent events of an answer that is one function call, completing the
+    response."""
+    item = {
+        "type": "function_call",
+        "id": f"fc_{call_id}",
+        "call_id": call_id,
+        "name": call.name,
+        "arguments": json.dumps(dict(call.arguments)),
+        "status": "completed",
+    }
+    events = [
+        {"type": "response.created", "response": _response("resp_1", model, "in_progress", [])},
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {**item, "arguments": "", "status": "in_progress"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed",
+         "response": _response("resp_1", model, "completed", [item])},
+    ]  # fmt: skip
+    return b"".join(_sse(event) for event in events)
+
+
 def failed_stream_body(model: str, code: str, message: str) -> bytes:
     """The server-sent events of a response that fails before any output."""
     failed = _response("resp_1", model, "failed", [])
@@ -184,6 +218,7 @@ def error_body(kind: str, code: str | None, param: str | None, message: str) -> 
 
 class _Handler(FakeHandler):
     request_id_header = "x-request-id"
+    provider: ClassVar[OpenAIProvider]
 
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
@@ -218,9 +253,20 @@ class _Handler(FakeHandler):
         elif mode in ERRORS:
             status, kind, code, param, message = ERRORS[mode]
             self._send_error(status, kind, code, message, param)
+        elif mode == "script":
+            self._answer_script(model)
         else:
             usage = USAGE if mode == "usage" else None
             self._send(200, "text/event-stream", stream_body(self.provider.reply, model, usage))
+
+    def _answer_script(self, model: str) -> None:
+        answer, number = self.provider._next_answer()
+        if answer is None:
+            self._send_error(500, "server_error", None, "the provider's script is used up")
+        elif isinstance(answer, Call):
+            self._send(200, "text/event-stream", call_stream_body(answer, f"call_{number}", model))
+        else:
+            self._send(200, "text/event-stream", stream_body(answer, model))
 
     def _send_error(
         self,
@@ -235,11 +281,12 @@ class _Handler(FakeHandler):
 
 class OpenAIProvider(FakeProvider):
     """A Responses API server on 127.0.0.1 (random free port) answering as ``mode`` says:
-    "ok", "hang", "slow" or a key of ERRORS.
+    "ok", "hang", "slow", "script" or a key of ERRORS.
 
     ``requests`` holds the parsed JSON body of every ``POST /v1/responses`` received, in order,
     and ``headers`` their request headers; ``seen`` holds ``(method, path)`` of every request.
-    Its ``url`` is the server's root URL; the API lives under ``/v1``.
+    Its ``url`` is the server's root URL; the API lives under ``/v1``. In "script" mode,
+    ``script`` holds the answers still to give, in order, and ``scripted`` counts those given.
     """
 
     modes = MODES
@@ -250,6 +297,16 @@ class OpenAIProvider(FakeProvider):
     def __init__(self, mode: str = "ok", reply: str = "done.") -> None:
         super().__init__(mode, reply)
         self.headers: list[dict[str, str]] = []
+        self.script: list[str | Call] = []
+        self.scripted = 0
+
+    def _next_answer(self) -> tuple[str | Call | None, int]:
+        """The next scripted answer (None once the script is used up), and its number."""
+        with self._lock:
+            if not self.script:
+                return None, self.scripted
+            self.scripted += 1
+            return self.script.pop(0), self.scripted
 
     def _accepted(self, headers: dict[str, str]) -> None:
         self.headers.append(headers)

@@ -144,8 +144,9 @@ def usage_stream_body(model: str, *, second: bool) -> bytes:
 
 @dataclass(frozen=True)
 class Turn:
-    """One answer of the "script" mode: a text block, then a call of TOOL_CALL (``tool``) or,
-    with ``slow``, a second text block that grows a word at a time and never ends.
+    """One answer of the "script" mode: a text block, then a call of TOOL_CALL (``tool``), or
+    of the tool ``call`` names (``{"name": ..., "input": {...}}``), or, with ``slow``, a second
+    text block that grows a word at a time and never ends.
 
     ``usage`` holds the four counts of USAGE_TURNS' entries: the input ones go in
     `message_start` (with an output count of 1, as the API does), ``output_tokens`` in the
@@ -156,6 +157,7 @@ class Turn:
     text: str = "done."
     tool: bool = False
     slow: bool = False
+    call: Mapping[str, Any] | None = None
 
     def tokens(self) -> int:
         return sum(self.usage.values())
@@ -184,15 +186,16 @@ def script_stream(turn: Turn, message_id: str, model: str) -> tuple[bytes, bytes
         more = {"type": "content_block_delta", "index": 1,
                 "delta": {"type": "text_delta", "text": "and more "}}  # fmt: skip
         return "".join(_sse(event) for event in events).encode(), _sse(more).encode()
-    if turn.tool:
-        call = {**TOOL_CALL, "id": f"toolu_{message_id}"}
+    if turn.tool or turn.call is not None:
+        call = {**(turn.call or TOOL_CALL), "type": "tool_use", "id": f"toolu_{message_id}"}
         arguments = {"type": "input_json_delta", "partial_json": json.dumps(call["input"])}
         events += [
             {"type": "content_block_start", "index": 1, "content_block": {**call, "input": {}}},
             {"type": "content_block_delta", "index": 1, "delta": arguments},
             {"type": "content_block_stop", "index": 1},
         ]
-    stop = {"stop_reason": "tool_use" if turn.tool else "end_turn", "stop_sequence": None}
+    calls = turn.tool or turn.call is not None
+    stop = {"stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None}
     events += [
         {
             "type": "message_delta",

@@ -11,16 +11,23 @@ from __future__ import annotations
 import json
 import shlex
 import signal
-import stat
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 
-from tests.vendors.conftest import VendorProject, finish, next_event, vendor_cli, wait_for
+from tests.vendors.conftest import (
+    VendorProject,
+    argv_wrapper,
+    claude_agent,
+    finish,
+    next_event,
+    started_argvs,
+    wait_for,
+)
 from tests.vendors.provider import USAGE_TURNS, Provider, Turn
-from tests.vendors.test_claude import claude_agent, vendor_session_ids
+from tests.vendors.test_claude import vendor_session_ids
 from wrighty.domain.model import Run
 from wrighty.domain.usage import Usage
 
@@ -65,28 +72,6 @@ def tokens_of(usage: Usage) -> dict[str, int]:
     }
 
 
-def argv_wrapper(project: VendorProject) -> tuple[Path, Path]:
-    """A program that appends its arguments (tab-separated, one start a line) to a log, then
-    execs the real claude (same pid, so wrighty watches and stops the CLI itself)."""
-    wrapper = project.home / "claude-argv"
-    log = project.home / "claude-argv.log"
-    real = shlex.quote(str(vendor_cli("claude")))
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'{{ for a in "$@"; do printf \'%s\\t\' "$a"; done; echo; }} >> {shlex.quote(str(log))}\n'
-        f'exec {real} "$@"\n'
-    )
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    return wrapper, log
-
-
-def started_argvs(log: Path) -> list[list[str]]:
-    """The argv of each start of the CLI, in order (without the program)."""
-    if not log.exists():
-        return []
-    return [line.rstrip("\t").split("\t") for line in log.read_text().splitlines()]
-
-
 def budget_flags(argv: list[str]) -> list[str]:
     return [arg for arg in argv if arg.startswith("--max-budget-usd")]
 
@@ -103,7 +88,7 @@ def configured(
     argvs."""
     provider.mode = "script"
     provider.script = list(turns)
-    wrapper, log = argv_wrapper(project)
+    wrapper, log = argv_wrapper(project.home)
     agents = claude_agent(provider, project.home, executable=str(wrapper), args=["--model", SONNET])
     project.configure(
         agents, defaultAgent="claude", workspaceMode="directory", pollSeconds=0.1, **(worker or {})

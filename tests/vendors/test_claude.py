@@ -12,27 +12,17 @@ from typing import Any
 
 import pytest
 
-from tests.vendors.conftest import VendorProject, finish, next_event, vendor_cli, wait_for
+from tests.vendors.conftest import (
+    VendorProject,
+    claude_agent,
+    finish,
+    next_event,
+    wait_for,
+)
 from tests.vendors.provider import Provider
 from wrighty.vendors import VENDORS
 
 pytestmark = pytest.mark.slow
-
-
-def claude_agent(provider: Provider, home: Path, **settings: Any) -> dict[str, Any]:
-    return {
-        "claude": {
-            "executable": str(vendor_cli("claude")),
-            "env": {
-                "ANTHROPIC_BASE_URL": provider.url,
-                "ANTHROPIC_API_KEY": "sk-test",
-                "CLAUDE_CODE_MAX_RETRIES": "0",
-                "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            },
-            **settings,
-        }
-    }
 
 
 def run_item(project: VendorProject, provider: Provider, mode: str) -> dict[str, Any]:

@@ -8,15 +8,22 @@ import re
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.vendors.conftest import VendorProject, finish, next_event, vendor_cli, wait_for
+from tests.vendors.conftest import (
+    CODEX_KEY,
+    VendorProject,
+    codex_agent,
+    finish,
+    next_event,
+    vendor_cli,
+    wait_for,
+)
 from tests.vendors.gemini_provider import GeminiProvider, gemini_settings
-from tests.vendors.openai_provider import OpenAIProvider, codex_provider_args
+from tests.vendors.openai_provider import OpenAIProvider
 from wrighty.vendors import VENDORS
 
 pytestmark = pytest.mark.slow
@@ -88,35 +95,10 @@ def test_gemini_without_credentials_is_an_auth_failure(vendor_project: VendorPro
 
 # --- Codex and Gemini against loopback fakes of their providers' APIs ---------------------
 
-CODEX_KEY = "sk-codex-secret-0123456789"
 GEMINI_KEY = "AIzaFakeGeminiKey0123456789"
 GEMINI_MODEL = "gemini-2.5-flash"
 PROMPT = "Reply with the single word: done."
 CRASH_RETRY = {"action": "retry", "initialRetryMinutes": 0.01, "maxAttempts": 2}
-
-
-@pytest.fixture
-def openai_provider() -> Iterator[OpenAIProvider]:
-    with OpenAIProvider() as serving:
-        yield serving
-
-
-@pytest.fixture
-def gemini_provider() -> Iterator[GeminiProvider]:
-    with GeminiProvider() as serving:
-        yield serving
-
-
-def codex_agent(provider: OpenAIProvider, home: Path) -> dict[str, Any]:
-    codex_home = home / ".codex"
-    codex_home.mkdir(exist_ok=True)
-    return {
-        "codex": {
-            "executable": str(vendor_cli("codex")),
-            "args": codex_provider_args(provider.url),
-            "env": {"CODEX_API_KEY": CODEX_KEY, "CODEX_HOME": str(codex_home)},
-        }
-    }
 
 
 def gemini_agent(provider: GeminiProvider, home: Path) -> dict[str, Any]:

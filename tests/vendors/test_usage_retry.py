@@ -13,11 +13,12 @@ import pytest
 from tests.vendors.conftest import (
     CIRCUIT_OPEN_MINUTES,
     VendorProject,
+    claude_agent,
     held_while_open,
     next_event,
 )
 from tests.vendors.provider import Provider
-from tests.vendors.test_claude import claude_agent, vendor_session_ids
+from tests.vendors.test_claude import vendor_session_ids
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 from tests.vendors.conftest import (
     CIRCUIT_OPEN_MINUTES,
     VendorProject,
+    codex_agent,
     held_while_open,
     vendor_cli,
 )
@@ -26,7 +26,6 @@ from tests.vendors.openai_provider import OpenAIProvider
 from tests.vendors.test_codex_gemini import (
     GEMINI_MODEL,
     PROMPT,
-    codex_agent,
     codex_thread_ids,
     codex_user_texts,
     gemini_agent,
@@ -50,18 +49,6 @@ USAGE_RETRY = {
 }
 CODEX_RATE_WAIT = timedelta(seconds=2)  # openai_provider.RATE_MESSAGE: "Please try again in 2s."
 GEMINI_QUOTA_WAIT = timedelta(seconds=7)  # gemini_provider "quota": RetryInfo retryDelay "7s"
-
-
-@pytest.fixture
-def openai_provider() -> Iterator[OpenAIProvider]:
-    with OpenAIProvider() as serving:
-        yield serving
-
-
-@pytest.fixture
-def gemini_provider() -> Iterator[GeminiProvider]:
-    with GeminiProvider() as serving:
-        yield serving
 
 
 def configured(project: VendorProject, agents: dict[str, Any], **worker: Any) -> None:
