@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from tests.vendors.fakeserver import FakeHandler, FakeProvider
@@ -87,7 +87,9 @@ ERRORS: dict[str, tuple[int, str, str, list[dict[str, Any]]]] = {
 # error: a provider that answered once, then hit its limit.
 # "usage" answers a turn with a call of TOOL_CALL and the turn that carries its result with
 # text, each reporting the token counts of USAGE_TURNS (first, second).
-MODES = frozenset({"ok", "hang", "slow", "tool-then-rate", "usage", *ERRORS})
+# "script" answers the n-th streamed call with the provider's ``script[n]`` (a text, or a
+# ``functionCall``: ``{"name": ..., "args": {...}}``), and with a 500 once it is used up.
+MODES = frozenset({"ok", "hang", "slow", "tool-then-rate", "usage", "script", *ERRORS})
 TOOL_CALL = {"name": "list_directory", "args": {"dir_path": "."}}
 USAGE = {"promptTokenCount": 7, "candidatesTokenCount": 3, "totalTokenCount": 10}
 USAGE_TURNS: tuple[dict[str, int], ...] = (
@@ -126,10 +128,10 @@ def chunk(text: str, model: str, *, final: bool) -> dict[str, Any]:
     return {"candidates": [candidate], "usageMetadata": USAGE, "modelVersion": model}
 
 
-def tool_call_chunk(model: str) -> dict[str, Any]:
-    """One GenerateContentResponse that ends the answer with a call of TOOL_CALL."""
+def tool_call_chunk(model: str, call: dict[str, Any] = TOOL_CALL) -> dict[str, Any]:
+    """One GenerateContentResponse that ends the answer with a call of ``call``."""
     candidate = {
-        "content": {"role": "model", "parts": [{"functionCall": TOOL_CALL}]},
+        "content": {"role": "model", "parts": [{"functionCall": call}]},
         "finishReason": "STOP",
         "index": 0,
     }
@@ -155,6 +157,8 @@ def error_body(status: int, name: str, message: str, details: list[Any]) -> dict
 
 
 class _Handler(FakeHandler):
+    provider: ClassVar[GeminiProvider]
+
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
         raw = self._read_body()
@@ -176,6 +180,9 @@ class _Handler(FakeHandler):
             return
         if self.provider.mode == "usage" and method == STREAM_METHOD:
             self._answer_with_usage(model, body)
+            return
+        if self.provider.mode == "script" and method == STREAM_METHOD:
+            self._answer_script(model)
             return
         self._answer(method, model)
 
@@ -214,18 +221,28 @@ class _Handler(FakeHandler):
             answer = {**tool_call_chunk(model), "usageMetadata": USAGE_TURNS[0]}
         self._send(200, "text/event-stream", _sse(answer))
 
+    def _answer_script(self, model: str) -> None:
+        answer = self.provider._next_answer()
+        if answer is None:
+            self._send_error(*ERRORS["server"])
+        elif isinstance(answer, str):
+            self._send(200, "text/event-stream", _sse(chunk(answer, model, final=True)))
+        else:
+            self._send(200, "text/event-stream", _sse(tool_call_chunk(model, answer)))
+
     def _send_error(self, status: int, name: str, message: str, details: list[Any]) -> None:
         self._send_json(status, error_body(status, name, message, details))
 
 
 class GeminiProvider(FakeProvider):
     """A Gemini API server on 127.0.0.1 (random free port) answering as ``mode`` says:
-    "ok", "hang", "slow", "tool-then-rate", "usage" or a key of ERRORS.
+    "ok", "hang", "slow", "tool-then-rate", "usage", "script" or a key of ERRORS.
 
     ``requests`` holds ``(method, body)`` for every model call received, in order ("method" is
     the API method: streamGenerateContent, generateContent, countTokens), and ``headers`` their
     request headers; ``seen`` holds ``(http method, path)`` of every request. Its ``url`` is the
-    base URL to put in ``GOOGLE_GEMINI_BASE_URL``.
+    base URL to put in ``GOOGLE_GEMINI_BASE_URL``. In "script" mode, ``script`` holds the
+    answers still to give, in order.
     """
 
     modes = MODES
@@ -236,6 +253,12 @@ class GeminiProvider(FakeProvider):
     def __init__(self, mode: str = "ok", reply: str = "done.") -> None:
         super().__init__(mode, reply)
         self.headers: list[dict[str, str]] = []
+        self.script: list[str | dict[str, Any]] = []
+
+    def _next_answer(self) -> str | dict[str, Any] | None:
+        """The next scripted answer (None once the script is used up)."""
+        with self._lock:
+            return self.script.pop(0) if self.script else None
 
     @property
     def streamed(self) -> list[dict[str, Any]]:

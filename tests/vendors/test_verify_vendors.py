@@ -1,11 +1,11 @@
-"""Verification's fix turn with the real Claude Code and Codex CLIs (docs/verify.md).
+"""Verification's fix turn with the real Claude Code, Codex and Gemini CLIs (docs/verify.md).
 
 A loopback provider makes the agent write answer.txt with the CLI's own tool, under the
 workspace permission profile. The project's check wants 42; the first turn writes 41, so the
 check fails and the item goes `retry-scheduled` (`verification-failed`). The next claim resumes
 the same vendor session with the failing check's name and output as its prompt; the provider
 has the agent write 42, the check passes, and the item is done, with both verifications'
-evidence in the store. (Gemini is not covered here: its offline fake answers no tool calls.)
+evidence in the store.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from tests.vendors.conftest import (
     codex_agent,
     started_argvs,
 )
+from tests.vendors.gemini_provider import GeminiProvider
 from tests.vendors.openai_provider import Call, OpenAIProvider
 from tests.vendors.provider import USAGE_TURNS, Provider, Turn
-from tests.vendors.test_codex_gemini import codex_user_texts
+from tests.vendors.test_codex_gemini import codex_user_texts, gemini_agent, gemini_user_texts
 from wrighty.domain.verify import CheckRecord
 from wrighty.store.sqlite import SqliteStore
 
@@ -178,7 +179,7 @@ def test_claude_fixes_its_work_in_the_same_session_from_the_checks_feedback(
         Turn(USAGE_TURNS[0], text="Reading.", call=read(answer)),
         Turn(USAGE_TURNS[0], text="Fixing.", call=write(answer, "42\n")),
         Turn(USAGE_TURNS[1], text="Fixed."),
-    ]  # fmt: skip
+    ]
     fix_turn_passes(vendor_project, item_id, session_id)
     assert provider.script == [], "the fix turn did not run its script to the end"
 
@@ -223,3 +224,37 @@ def test_codex_fixes_its_work_in_the_same_thread_from_the_checks_feedback(
     assert ("--sandbox", "workspace-write") in itertools.pairwise(resumed)
     assert {h.get("session-id") for h in openai_provider.headers[asked:]} == {thread_id}
     assert_feedback(codex_user_texts(openai_provider.requests[asked]))
+
+
+# --- Gemini CLI -----------------------------------------------------------------------------
+
+
+def write_file(path: Path, content: str) -> dict[str, Any]:
+    """A call of the Gemini CLI's own file-writing tool."""
+    return {"name": "write_file", "args": {"file_path": str(path), "content": content}}
+
+
+def test_gemini_fixes_its_work_in_the_same_session_from_the_checks_feedback(
+    vendor_project: VendorProject, gemini_provider: GeminiProvider
+) -> None:
+    wrapper, log = argv_wrapper(vendor_project.home, "gemini")
+    agents = gemini_agent(gemini_provider, vendor_project.home)
+    agents["gemini"]["executable"] = str(wrapper)
+    configured(vendor_project, agents)
+    item_id = vendor_project.create(PROMPT)
+    answer = workspace_of(vendor_project, item_id).resolve() / "answer.txt"
+    gemini_provider.mode = "script"
+    gemini_provider.script = [write_file(answer, "41\n"), "Written."]
+    first = first_turn_fails_its_check(vendor_project, item_id)
+    session_id = first["session"]["session_id"]
+    asked = len(gemini_provider.streamed)
+
+    gemini_provider.script = [write_file(answer, "42\n"), "Fixed."]
+    fix_turn_passes(vendor_project, item_id, session_id)
+    assert gemini_provider.script == [], "the fix turn did not run its script to the end"
+
+    fresh, resumed = started_argvs(log)
+    assert fresh[fresh.index("--session-id") + 1] == session_id
+    assert resumed[resumed.index("--resume") + 1] == session_id
+    assert ("--approval-mode", "auto_edit") in itertools.pairwise(resumed)
+    assert_feedback(gemini_user_texts(gemini_provider.streamed[asked]))
