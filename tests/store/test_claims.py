@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import FakeClock
 from tests.store.test_contract import new_item
-from tests.store.txhooks import InjectedFault, fail_after, statements_hooked
+from tests.store.txhooks import InjectedFault, execute_raw, fail_after, statements_hooked
 from wrighty.domain.claims import (
     ClaimRequest,
     LeaseTerms,
@@ -23,6 +23,7 @@ from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import replay, transition
+from wrighty.errors import UnreadableError
 from wrighty.services import items as item_service
 from wrighty.services import reaper
 from wrighty.store import Store
@@ -723,3 +724,47 @@ def test_a_run_and_its_session_are_recorded_together_or_not_at_all(
     assert recorded is not None
     assert recorded.run_id == "r-1"
     assert store.get_session(claimed.id) == session
+
+
+# -- the work product's branch and base (docs/work-product.md) ---------------------------------
+
+BASE = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_a_sessions_branch_and_base_are_kept_and_a_resume_without_them_keeps_them(
+    store: Store, clock: FakeClock
+) -> None:
+    item = queued(store, clock)
+    claimed = acquire(store, clock)
+    start(store, claimed, clock)
+    made = Session(claimed.id, "claude", None, "/tmp/wt/1", "inst-a", "wrighty/1-t", BASE)
+    assert store.record_session(claimed, made, at=clock())
+    assert store.get_session(item.id) == made
+    # a later run (a resume) records its session without them: the worktree's stay
+    resumed = dataclasses.replace(made, session_id="s-1", branch=None, base_commit=None)
+    assert store.record_session(claimed, resumed, at=clock())
+    assert store.get_session(item.id) == dataclasses.replace(made, session_id="s-1")
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "says"),
+    [
+        ("branch", "-x", "is not a branch wrighty makes"),
+        ("branch", "a..b", "is not a branch wrighty makes"),
+        ("branch", "a\x1bb", "is not a branch wrighty makes"),
+        ("base_commit", "HEAD", "is not a commit id"),
+        ("base_commit", BASE.upper(), "is not a commit id"),
+    ],
+)
+def test_a_sessions_stored_branch_or_base_that_does_not_read_is_refused(
+    store: Store, clock: FakeClock, column: str, value: str, says: str
+) -> None:
+    item = queued(store, clock)
+    claimed = acquire(store, clock)
+    start(store, claimed, clock)
+    made = Session(claimed.id, "claude", None, "/tmp/wt/1", "inst-a", "wrighty/1-t", BASE)
+    assert store.record_session(claimed, made, at=clock())
+    execute_raw(store, f"UPDATE sessions SET {column} = '{value}'")
+    with pytest.raises(UnreadableError) as refused:
+        store.get_session(item.id)
+    assert says in str(refused.value)

@@ -21,6 +21,9 @@ DEFAULT_PRIORITY = 2  # P2 (docs/scheduling.md)
 # A verification check's name (docs/verify.md): a short word that reasons, events and a
 # command line can name as it is. Here, not in verify.py, because an item names its checks
 # (`Item.verify_checks`) and reading an item loads no more than this module.
+# A commit as git names it in full (SHA-1 or SHA-256), and a branch wrighty makes for an item.
+COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+BRANCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
 CHECK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # The reasons an item waits for a person with because of its checks (verify.py decides them;
 # `show` and the inbox offer `wrighty verify` for them, so they are here, as CHECK_NAME is).
@@ -116,6 +119,10 @@ class Session:
     session_id: str | None
     workspace: str
     installation_id: str
+    # worktree mode: the item's branch and the commit it was made from (docs/work-product.md);
+    # None for other modes and for worktrees made before branches (detached).
+    branch: str | None = None
+    base_commit: str | None = None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from wrighty.domain.model import (
+    BRANCH_NAME,
     CHECK_NAME,
+    COMMIT_ID,
     DEFAULT_PRIORITY,
     Dependency,
     Event,
@@ -560,6 +562,8 @@ def session_params(claimed: Item, session: Session, *, at: datetime) -> dict[str
         "session_id": session.session_id,
         "workspace": session.workspace,
         "installation_id": session.installation_id,
+        "branch": session.branch,
+        "base_commit": session.base_commit,
         "updated_at": to_db_time(at),
     }
 
@@ -570,12 +574,22 @@ def claimed_session(row: Any) -> Session | None:
 
 
 def session_from_row(row: Any, prefix: str = "") -> Session:
+    item_id = row[f"{prefix}item_id"]
+    read = Fields(row, "session", item_id, item_id=item_id)
+    branch = read.optional_text(f"{prefix}branch")
+    if branch is not None and (BRANCH_NAME.fullmatch(branch) is None or ".." in branch):
+        read.refuse(f"{prefix}branch", f"{_shown(branch)} is not a branch wrighty makes")
+    base = read.optional_text(f"{prefix}base_commit")
+    if base is not None and COMMIT_ID.fullmatch(base) is None:
+        read.refuse(f"{prefix}base_commit", f"{_shown(base)} is not a commit id")
     return Session(
-        item_id=row[f"{prefix}item_id"],
+        item_id=item_id,
         vendor=row[f"{prefix}vendor"],
         session_id=row[f"{prefix}session_id"],
         workspace=row[f"{prefix}workspace"],
         installation_id=row[f"{prefix}installation_id"],
+        branch=branch,
+        base_commit=base,
     )
 
 

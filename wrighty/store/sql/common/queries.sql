@@ -94,8 +94,10 @@ WHERE run_id = :run_id
               AND items.generation = runs.generation AND items.claimed_by = runs.worker_id);
 
 -- name: upsert_session_guarded
-INSERT INTO sessions (item_id, vendor, session_id, workspace, installation_id, updated_at)
-SELECT :item_id, :vendor, :session_id, :workspace, :installation_id, :updated_at
+INSERT INTO sessions (item_id, vendor, session_id, workspace, installation_id, branch,
+                      base_commit, updated_at)
+SELECT :item_id, :vendor, :session_id, :workspace, :installation_id, :branch, :base_commit,
+       :updated_at
 WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'running'
               AND generation = :generation AND claimed_by = :claimed_by)
 ON CONFLICT (item_id) DO UPDATE
@@ -103,6 +105,9 @@ SET vendor = excluded.vendor,
     session_id = excluded.session_id,
     workspace = excluded.workspace,
     installation_id = excluded.installation_id,
+    -- a run that brings no branch (a resume) keeps the one the worktree was made with
+    branch = coalesce(excluded.branch, sessions.branch),
+    base_commit = coalesce(excluded.base_commit, sessions.base_commit),
     updated_at = excluded.updated_at;
 
 -- name: record_run_session

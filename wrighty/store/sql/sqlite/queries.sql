@@ -64,7 +64,8 @@ WHERE id = :id
 -- and the claim one step.
 SELECT items.*, sessions.item_id AS session_item_id, sessions.vendor AS session_vendor,
        sessions.session_id AS session_session_id, sessions.workspace AS session_workspace,
-       sessions.installation_id AS session_installation_id
+       sessions.installation_id AS session_installation_id,
+       sessions.branch AS session_branch, sessions.base_commit AS session_base_commit
 FROM items INDEXED BY items_claim_order  -- its order: without statistics SQLite would sort
 LEFT JOIN sessions ON sessions.item_id = items.id
 WHERE items.state IN ('queued', 'retry-scheduled')

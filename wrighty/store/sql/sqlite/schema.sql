@@ -70,7 +70,9 @@ CREATE TABLE sessions (
     session_id      TEXT,
     workspace       TEXT NOT NULL,
     installation_id TEXT NOT NULL,
-    updated_at      TEXT NOT NULL
+    updated_at      TEXT NOT NULL,
+    branch          TEXT,
+    base_commit     TEXT
 ) STRICT;
 
 CREATE TABLE runs (
