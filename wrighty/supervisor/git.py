@@ -1,0 +1,100 @@
+"""git, as wrighty runs it on an item's workspace or the project (docs/work-product.md):
+an argv with no shell, no prompt for credentials, no pager, no colour, git's messages in
+English, a time limit, and the answer as text. Every caller goes through ``git``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from wrighty.domain.text import printable_line
+
+# git commands wrighty runs touch one repository on this machine; a network one (a push) has
+# its own, longer limit.
+LOCAL_SECONDS = 60.0
+# How much of git's last line of stderr a message shows.
+_WHY_CHARS = 300
+
+
+class GitError(Exception):
+    """git could not be run, or ended other than with 0: the message says which command and
+    git's own last line, neutralised."""
+
+
+@dataclass(frozen=True)
+class GitResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def why(self) -> str:
+        """git's last line of stderr (or stdout), one neutralised line."""
+        lines = (self.stderr.strip() or self.stdout.strip()).splitlines()
+        last = lines[-1] if lines else f"git exited with {self.returncode}"
+        return printable_line(last)[:_WHY_CHARS]
+
+
+def git_program() -> str | None:
+    """The git on this process's PATH (None: none)."""
+    return shutil.which("git")
+
+
+def run_git(
+    repo: Path,
+    *args: str,
+    input_text: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = LOCAL_SECONDS,
+) -> GitResult:
+    """``git -C repo ARGS`` and its answer (GitError when git is missing or timed out; a
+    non-zero exit is the result's, for the caller to judge). ``env``: variables added."""
+    program = git_program()
+    if program is None:
+        raise GitError("git is not installed (it is needed for workspaceMode worktree)")
+    environ = {
+        **os.environ,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "LC_ALL": "C",
+        "GIT_OPTIONAL_LOCKS": "0",
+        **(env or {}),
+    }
+    try:
+        done = subprocess.run(
+            [program, "-C", str(repo), "-c", "color.ui=false", *args],
+            input=input_text,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env=environ,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {args[0] if args else ''} took longer than {timeout:g}s") from None
+    except OSError as error:
+        raise GitError(f"cannot run git: {error.strerror or error}") from None
+    return GitResult(done.returncode, done.stdout, done.stderr)
+
+
+def git_ok(
+    repo: Path,
+    *args: str,
+    input_text: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = LOCAL_SECONDS,
+) -> str:
+    """``run_git``'s stdout when git ended with 0; GitError saying why otherwise."""
+    result = run_git(repo, *args, input_text=input_text, env=env, timeout=timeout)
+    if not result.ok:
+        raise GitError(f"git {' '.join(args[:2])}: {result.why()}")
+    return result.stdout
