@@ -410,6 +410,16 @@ CASES: list[Case] = [
             ),
         )
     ),
+    *(
+        Case(f"diff-{name}", args, says, setup=with_setups(*setups))
+        for name, args, says, setups in (
+            ("unknown-item", ("diff", "7"), "item 7 does not exist", ()),
+            ("not-run", ("diff", "1"), "item 1 has no workspace yet: it has not run", (item(),)),
+            ("stat-not-run", ("diff", "1", "--stat"), "item 1 has no workspace yet", (item(),)),
+            ("zero", ("diff", "0"), "greater than or equal to 1", ()),
+            ("not-a-number", ("diff", "x\x1b[2J"), "x\\x1b[2J", ()),
+        )
+    ),
     Case(
         "import-cycle",
         ("import", "tasks.md"),

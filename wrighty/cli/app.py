@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "release": ("wrighty.cli.items", "release"),
     "reap": ("wrighty.cli.items", "reap"),
     "verify": ("wrighty.cli.verify", "verify"),
+    "diff": ("wrighty.cli.diff", "diff"),
     "inbox": ("wrighty.cli.inbox", "inbox"),
     "workers": ("wrighty.cli.observability", "workers"),
     "status": ("wrighty.cli.observability", "status"),

@@ -71,10 +71,8 @@ def run_git(
     try:
         done = subprocess.run(
             [program, "-C", str(repo), "-c", "color.ui=false", *args],
-            input=input_text,
+            input=None if input_text is None else input_text.encode(),
             capture_output=True,
-            text=True,
-            errors="replace",
             env=environ,
             timeout=timeout,
             check=False,
@@ -83,7 +81,12 @@ def run_git(
         raise GitError(f"git {args[0] if args else ''} took longer than {timeout:g}s") from None
     except OSError as error:
         raise GitError(f"cannot run git: {error.strerror or error}") from None
-    return GitResult(done.returncode, done.stdout, done.stderr)
+    # Decoded as git wrote it: a carriage return stays one (text mode would make it a newline).
+    return GitResult(done.returncode, _decoded(done.stdout), _decoded(done.stderr))
+
+
+def _decoded(output: bytes) -> str:
+    return output.decode("utf-8", errors="replace")
 
 
 def git_ok(

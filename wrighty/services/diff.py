@@ -1,0 +1,198 @@
+"""`wrighty diff ITEM`: an item's change against its base, committed and not
+(docs/work-product.md#seeing-the-change-wrighty-diff).
+
+The change is what ``git diff BASE`` shows in the item's workspace (the base's tree against
+the files there now: commits made since and changes not committed) plus every untracked file
+that git does not ignore, shown as a new file. The untracked files are marked
+``--intent-to-add`` in a copy of the workspace's index, in a folder of wrighty's own: the
+workspace's own index, files and objects are left as they were.
+
+Which base:
+
+- the commit recorded with the item's session when its worktree was made (worktree mode);
+- a worktree made before branches (detached, no base recorded): where its HEAD forked from
+  the project's HEAD (their merge base), so that commits its agent made on the detached HEAD
+  are shown and the project's later commits are not; its own HEAD when they share none;
+- ``current`` mode (the project's own directory) and a folder the item was pinned to with
+  ``--workspace`` that is a git work tree: its HEAD, with a note that the changes may not all
+  be the item's and that commits made there are not shown.
+
+A ``directory`` workspace (not a git work tree), an item that has not run, and a workspace on
+another installation are refused with one line.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from wrighty.domain.model import Item, Session
+from wrighty.errors import NotFoundError, WrightyError
+from wrighty.store.port import Store
+from wrighty.supervisor.git import GitError, git_ok, run_git
+
+# Options that keep `git diff` from running any program the repository's config names (an
+# external diff, a text conversion, a file-system monitor): the diff is git's own.
+_NO_PROGRAMS = ("-c", "core.fsmonitor=false")
+_DIFF = ("diff", "--no-ext-diff", "--no-textconv")
+
+
+class Kind(Enum):
+    """What the item's workspace is, by where it is."""
+
+    WORKTREE = "worktree"  # .wrighty/worktrees/<id>
+    DIRECTORY = "directory"  # .wrighty/workspaces/<id>
+    CURRENT = "current"  # the project's own directory
+    PINNED = "pinned"  # the folder given to `create --workspace`
+
+
+@dataclass(frozen=True)
+class Change:
+    """An item's change: git's diff (or its stat) of the workspace against ``base``."""
+
+    item_id: int
+    workspace: Path
+    base: str  # the full commit id the change is shown against
+    text: str  # git's output, as git wrote it: text from outside, neutralised when shown
+    note: str | None  # why the change may not be all the item's, or how the base was chosen
+
+
+def item_change(
+    store: Store,
+    item_id: int,
+    *,
+    project_root: Path,
+    state_dir: Path,
+    installation_id: str,
+    stat: bool = False,
+) -> Change:
+    """Item ``item_id``'s change against its base (``stat``: git's ``--stat`` of it);
+    WrightyError, nothing run, for an item whose workspace is not a git work tree here."""
+    item = store.get_item(item_id)
+    if item is None:
+        raise NotFoundError(f"item {item_id} does not exist; `wrighty list` shows the items")
+    session = store.get_session(item.id)
+    try:
+        workspace, kind = _workspace(item, session, project_root, state_dir, installation_id)
+        assert session is not None
+        base, note = _base(item, session, workspace, kind, project_root)
+        return Change(item.id, workspace, base, _diff(workspace, base, stat=stat), note)
+    except GitError as error:
+        raise WrightyError(f"cannot show item {item.id}'s change: {error}") from None
+
+
+def _workspace(
+    item: Item, session: Session | None, project_root: Path, state_dir: Path, installation: str
+) -> tuple[Path, Kind]:
+    from wrighty.worker.workspaces import workspace_problem
+
+    if session is None:
+        raise WrightyError(
+            f"item {item.id} has no workspace yet: it has not run (`wrighty queue {item.id}`)"
+        )
+    if session.installation_id != installation:
+        raise WrightyError(
+            f"item {item.id}'s workspace is on another installation "
+            f"({session.installation_id}); run `wrighty diff {item.id}` there"
+        )
+    problem = workspace_problem(
+        session.workspace, item=item, project_root=project_root, state_dir=state_dir
+    )
+    if problem is not None:
+        raise WrightyError(problem)
+    workspace = Path(session.workspace)
+    kind = _kind(item, workspace, project_root, state_dir)
+    if kind is Kind.DIRECTORY:
+        raise WrightyError(
+            f"item {item.id}'s workspace is not a git work tree (workspaceMode directory): "
+            f"its files are in {workspace}"
+        )
+    if not workspace.is_dir():
+        raise WrightyError(f"item {item.id}'s workspace {workspace} is gone; nothing to show")
+    if not _is_work_tree_top(workspace):
+        raise WrightyError(f"item {item.id}'s workspace {workspace} is not a git work tree")
+    return workspace, kind
+
+
+def _kind(item: Item, workspace: Path, project_root: Path, state_dir: Path) -> Kind:
+    if item.workspace and workspace == Path(item.workspace):
+        return Kind.PINNED
+    if workspace == state_dir / "worktrees" / str(item.id):
+        return Kind.WORKTREE
+    if workspace == state_dir / "workspaces" / str(item.id):
+        return Kind.DIRECTORY
+    return Kind.CURRENT
+
+
+def _is_work_tree_top(workspace: Path) -> bool:
+    """Whether ``workspace`` is the top of a git work tree (not a folder inside one)."""
+    found = run_git(workspace, "rev-parse", "--show-toplevel")
+    if not found.ok or not found.stdout.strip():
+        return False
+    return Path(found.stdout.strip()).resolve() == workspace.resolve()
+
+
+def _base(
+    item: Item, session: Session, workspace: Path, kind: Kind, project_root: Path
+) -> tuple[str, str | None]:
+    """The commit to show the change against, and a note when the change may hold more than
+    the item's or less."""
+    if session.base_commit is not None:
+        found = run_git(
+            workspace, "rev-parse", "--verify", "--quiet", f"{session.base_commit}^{{commit}}"
+        )
+        if not found.ok:
+            raise WrightyError(
+                f"item {item.id}'s base commit {session.base_commit} is no longer in the "
+                f"repository of {workspace}"
+            )
+        return found.stdout.strip(), None
+    head = _head(workspace)
+    if kind is Kind.WORKTREE:  # made before branches: where it forked from the project
+        project_head = run_git(project_root, "rev-parse", "--verify", "--quiet", "HEAD")
+        if project_head.ok:
+            fork = run_git(workspace, "merge-base", head, project_head.stdout.strip())
+            if fork.ok and fork.stdout.strip():
+                return fork.stdout.strip(), None
+        return head, None  # no history in common
+    where = (
+        "the project's own directory (workspaceMode current)"
+        if kind is Kind.CURRENT
+        else "the folder it was pinned to (--workspace)"
+    )
+    return head, (
+        f"item {item.id} works in {where}: these are all its changes against HEAD, which may "
+        "include others' and do not include commits made there"
+    )
+
+
+def _head(workspace: Path) -> str:
+    """The workspace's HEAD commit; with no commit yet, git's empty tree."""
+    found = run_git(workspace, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    if found.ok:
+        return found.stdout.strip()
+    # hash-object without -w writes nothing.
+    return git_ok(workspace, "hash-object", "-t", "tree", "--stdin", input_text="").strip()
+
+
+def _diff(workspace: Path, base: str, *, stat: bool) -> str:
+    """``git diff [--stat] BASE`` in ``workspace``, untracked files not ignored included."""
+    index = Path(git_ok(workspace, "rev-parse", "--git-path", "index").strip())
+    if not index.is_absolute():
+        index = workspace / index
+    with tempfile.TemporaryDirectory(prefix="wrighty-diff-") as scratch:
+        copy = Path(scratch) / "index"
+        try:
+            if index.is_file():
+                shutil.copyfile(index, copy)
+        except OSError as error:
+            raise WrightyError(
+                f"cannot read the git index of {workspace}: {error.strerror or error}"
+            ) from None
+        env = {"GIT_INDEX_FILE": str(copy)}
+        git_ok(workspace, *_NO_PROGRAMS, "add", "--intent-to-add", "--", ".", env=env)
+        shown = ("--stat",) if stat else ()
+        return git_ok(workspace, *_NO_PROGRAMS, *_DIFF, *shown, base, "--", env=env)
