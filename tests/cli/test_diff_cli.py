@@ -5,6 +5,7 @@ files included, ignored ones not; refused, in one line, for an item with no git 
 from __future__ import annotations
 
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import TERMS, create_queued, open_store
 from tests.conftest import FakeClock
+from tests.helpers import installed_wrighty
 from wrighty.cli.diff import show
 from wrighty.domain.claims import ClaimRequest
 from wrighty.domain.model import NewRun, Session
@@ -178,6 +180,33 @@ def test_piped_output_is_not_paged(repo: Path, clock: FakeClock, tmp_path: Path)
     assert result.exit_code == 0
     assert "+x = 1" in result.stdout
     assert not marker.exists()
+
+
+def test_on_a_terminal_the_installed_command_pages_the_change(
+    repo: Path, clock: FakeClock, tmp_path: Path
+) -> None:
+    item_id, workspace, _ = worktree_item(repo, clock)
+    (workspace / "new.py").write_text("x = 1\n")
+    got = tmp_path / "got"
+    pager = f"{sys.executable} -c \"import sys; open({str(got)!r}, 'w').write(sys.stdin.read())\""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
+    primary, secondary = pty.openpty()
+    try:
+        done = subprocess.run(
+            [installed_wrighty(), "diff", str(item_id)],
+            cwd=repo,
+            stdin=subprocess.DEVNULL,
+            stdout=secondary,
+            stderr=subprocess.PIPE,
+            env={**env, "PAGER": pager},
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(secondary)
+        os.close(primary)
+    assert done.returncode == 0, done.stderr
+    assert "+x = 1\n" in got.read_text()
 
 
 def test_on_a_terminal_the_lines_go_to_the_pager_without_a_shell(tmp_path: Path) -> None:
