@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pty
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -169,6 +170,45 @@ def test_current_mode_shows_the_project_against_head_and_says_it_may_hold_others
     assert "+changed" in result.stdout
     assert "workspaceMode current" in result.stderr
     assert "may include others'" in result.stderr
+
+
+def test_a_project_in_a_folder_of_a_repository_shows_that_folder_only(
+    initialised: Path, clock: FakeClock
+) -> None:
+    outer = initialised.parent
+    shutil.rmtree(initialised / ".git")
+    git(outer, "init", "-q")
+    git(outer, "config", "user.name", "Test")
+    git(outer, "config", "user.email", "test@example.com")
+    (outer / ".gitignore").write_text(".wrighty/\n")
+    (initialised / "app.py").write_text("one\n")
+    (outer / "elsewhere.txt").write_text("one\n")
+    git(outer, "add", "-A")
+    git(outer, "commit", "-q", "-m", "first")
+    item_id = ran_in(initialised, clock, initialised)
+    (initialised / "app.py").write_text("two\n")
+    (initialised / "new.txt").write_text("new\n")
+    (outer / "elsewhere.txt").write_text("two\n")
+    (outer / "outside.txt").write_text("new\n")
+    result = wrighty("diff", str(item_id), "--stat")
+    assert result.exit_code == 0, result.output
+    assert [line.split("|")[0].strip() for line in result.stdout.splitlines()[:-1]] == [
+        "project/app.py",
+        "project/new.txt",
+    ]
+
+
+def test_a_folder_where_the_worktree_was_is_not_taken_for_one(repo: Path, clock: FakeClock) -> None:
+    """A plain folder at the item's worktree's place is inside the project's repository;
+    its files (ignored there) are not the item's change."""
+    workspace = repo / ".wrighty" / "worktrees" / "1"
+    workspace.mkdir(parents=True)
+    item_id = ran_in(repo, clock, workspace)
+    result = wrighty("diff", str(item_id))
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"wrighty: item {item_id}'s workspace {workspace} is not a git work tree"
+    ]
 
 
 def test_piped_output_is_not_paged(repo: Path, clock: FakeClock, tmp_path: Path) -> None:

@@ -14,8 +14,9 @@ Which base:
   the project's HEAD (their merge base), so that commits its agent made on the detached HEAD
   are shown and the project's later commits are not; its own HEAD when they share none;
 - ``current`` mode (the project's own directory) and a folder the item was pinned to with
-  ``--workspace`` that is a git work tree: its HEAD, with a note that the changes may not all
-  be the item's and that commits made there are not shown.
+  ``--workspace`` that is in a git work tree: its HEAD, with a note that the changes may not
+  all be the item's and that commits made there are not shown. Only the files under the
+  workspace are shown (a project in a folder of a larger repository: that folder's).
 
 A ``directory`` workspace (not a git work tree), an item that has not run, and a workspace on
 another installation are refused with one line.
@@ -112,7 +113,7 @@ def _workspace(
         )
     if not workspace.is_dir():
         raise WrightyError(f"item {item.id}'s workspace {workspace} is gone; nothing to show")
-    if not _is_work_tree_top(workspace):
+    if not _in_work_tree(workspace, top=kind is Kind.WORKTREE):
         raise WrightyError(f"item {item.id}'s workspace {workspace} is not a git work tree")
     return workspace, kind
 
@@ -127,12 +128,14 @@ def _kind(item: Item, workspace: Path, project_root: Path, state_dir: Path) -> K
     return Kind.CURRENT
 
 
-def _is_work_tree_top(workspace: Path) -> bool:
-    """Whether ``workspace`` is the top of a git work tree (not a folder inside one)."""
-    found = run_git(workspace, "rev-parse", "--show-toplevel")
-    if not found.ok or not found.stdout.strip():
+def _in_work_tree(workspace: Path, *, top: bool) -> bool:
+    """Whether ``workspace`` is in a git work tree; ``top``: is the top of one (an item's
+    worktree: a folder left there without its worktree is inside the project's)."""
+    found = run_git(workspace, "rev-parse", "--is-inside-work-tree", "--show-toplevel")
+    lines = found.stdout.split("\n")
+    if not found.ok or len(lines) < 2 or lines[0] != "true":
         return False
-    return Path(found.stdout.strip()).resolve() == workspace.resolve()
+    return not top or Path(lines[1]).resolve() == workspace.resolve()
 
 
 def _base(
@@ -179,7 +182,8 @@ def _head(workspace: Path) -> str:
 
 
 def _diff(workspace: Path, base: str, *, stat: bool) -> str:
-    """``git diff [--stat] BASE`` in ``workspace``, untracked files not ignored included."""
+    """``git diff [--stat] BASE`` of the files under ``workspace`` (a project in a folder of
+    a repository: that folder's), untracked files not ignored included."""
     index = Path(git_ok(workspace, "rev-parse", "--git-path", "index").strip())
     if not index.is_absolute():
         index = workspace / index
@@ -195,4 +199,4 @@ def _diff(workspace: Path, base: str, *, stat: bool) -> str:
         env = {"GIT_INDEX_FILE": str(copy)}
         git_ok(workspace, *_NO_PROGRAMS, "add", "--intent-to-add", "--", ".", env=env)
         shown = ("--stat",) if stat else ()
-        return git_ok(workspace, *_NO_PROGRAMS, *_DIFF, *shown, base, "--", env=env)
+        return git_ok(workspace, *_NO_PROGRAMS, *_DIFF, *shown, base, "--", ".", env=env)
