@@ -58,7 +58,7 @@ class Change:
     workspace: Path
     base: str  # the full commit id the change is shown against
     text: str  # git's output, as git wrote it: text from outside, neutralised when shown
-    note: str | None  # why the change may not be all the item's, or how the base was chosen
+    note: str | None  # why the change may hold more than the item's, or less
 
 
 def item_change(
