@@ -15,6 +15,7 @@ from wrighty.config.models import (
     AgentSettings,
     CheckSettings,
     CommandSink,
+    CompletionSettings,
     NotifySettings,
     ProcessCrashPolicy,
     UrlSink,
@@ -37,6 +38,7 @@ from wrighty.domain.adapters import ADAPTERS, COMMAND_ADAPTER, VENDOR_ADAPTERS
 from wrighty.domain.leases import heartbeat_limit
 from wrighty.domain.scheduling import LABEL_PATTERN
 from wrighty.domain.verify_limits import MAX_CHECKS
+from wrighty.domain.work_product import branch_prefix_problem, identity_problem
 from wrighty.errors import StoreError
 
 
@@ -176,6 +178,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
     )
     problems.extend(_notify_shape_problems(config.notify))
     problems.extend(_verify_problems(config))
+    problems.extend(_completion_problems(config.completion))
     if worker.default_agent not in config.agent_names():
         problems.append(
             Problem(
@@ -185,6 +188,37 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
             )
         )
     return problems
+
+
+def _completion_problems(completion: CompletionSettings) -> list[Problem]:
+    """A branch prefix git accepts, a base git cannot take for an option, an author git keeps
+    as written (docs/work-product.md)."""
+    problems: list[Problem] = []
+    prefix = branch_prefix_problem(completion.branch_prefix)
+    if prefix is not None:
+        got = echo_value(completion.branch_prefix, ("completion", "branchPrefix"))
+        problems.append(Problem("completion.branchPrefix", prefix + got))
+    base = completion.base
+    if base is not None and (base.startswith("-") or not _GIT_REF.fullmatch(base)):
+        problems.append(
+            Problem(
+                "completion.base",
+                "must name a git ref or commit (as `main`, `origin/main`, `v1.2` or a commit id), "
+                "not starting with '-'" + echo_value(base, ("completion", "base")),
+            )
+        )
+    if completion.author is not None:
+        for key in ("name", "email"):
+            value = getattr(completion.author, key)
+            problem = identity_problem(value)
+            if problem is not None:
+                at = ("completion", "author", key)
+                problems.append(Problem(json_path(*at), problem + echo_value(value, at)))
+    return problems
+
+
+# What completion.base may hold: a ref's letters, and git's ^ ~ @ { } of revision syntax.
+_GIT_REF = re.compile(r"[A-Za-z0-9._/@^~{}+-]+")
 
 
 def _budget_problems(config: WrightyConfig) -> list[Problem]:

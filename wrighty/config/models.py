@@ -29,6 +29,7 @@ from wrighty.domain.verify_limits import (
     MIN_CHECK_TIMEOUT_SECONDS,
     MIN_FEEDBACK_BYTES,
 )
+from wrighty.domain.work_product import DEFAULT_BRANCH_PREFIX, MAX_BRANCH_PREFIX, MAX_IDENTITY
 from wrighty.inputs import MIB
 
 CONFIG_FILENAME = "wrighty.json"
@@ -505,6 +506,42 @@ class LimitSettings(_Section):
     )
 
 
+class CommitAuthor(_Section):
+    name: str = Field(
+        ..., min_length=1, max_length=MAX_IDENTITY, description="The commits' author name."
+    )
+    email: str = Field(
+        ..., min_length=1, max_length=MAX_IDENTITY, description="The commits' author email."
+    )
+
+
+class CompletionSettings(_Section):
+    """What becomes of a worktree item's change (docs/work-product.md)."""
+
+    branch_prefix: str = Field(
+        DEFAULT_BRANCH_PREFIX,
+        max_length=MAX_BRANCH_PREFIX,
+        description="The start of every item's branch name: <branchPrefix><id>-<slug of the "
+        "title>. Letters, digits, '.', '_', '-' and '/', as git accepts in a branch name.",
+    )
+    base: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_BRANCH_PREFIX * 2,
+        description="The git ref (branch, tag or commit) each item's branch starts from; null: "
+        "the project's HEAD when the item's worktree is made.",
+    )
+    commit: Literal["wrighty", "agent", "none"] = Field(
+        "wrighty",
+        description="Who commits a done run's changes on its branch: wrighty (git add -A and a "
+        "commit naming the item), the agent itself, or none.",
+    )
+    author: CommitAuthor | None = Field(
+        None,
+        description="The identity of wrighty's commits; null: git's own (user.name, user.email).",
+    )
+
+
 class WrightyConfig(_Section):
     schema_uri: str | None = Field(None, alias="$schema", description="Editor schema hint.")
     schema_version: Literal[1] = Field(SCHEMA_VERSION, description="Version of this file's layout.")
@@ -527,6 +564,11 @@ class WrightyConfig(_Section):
         description="The project's own checks, run after every succeeded run: an item is done "
         "only when they all pass; a failure resumes the agent's session with their output "
         "(docs/verify.md). Without it, a succeeded run is done.",
+    )
+    completion: CompletionSettings = Field(
+        default_factory=CompletionSettings,
+        description="Branches and commits of worktree items (worker.workspaceMode worktree): "
+        "docs/work-product.md.",
     )
     pricing: dict[str, ModelPrice] = Field(
         default_factory=dict,

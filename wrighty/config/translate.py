@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from wrighty.domain.health import Thresholds
     from wrighty.domain.retry import CrashPolicy, UsagePolicy
     from wrighty.domain.verify import Check, VerifyPolicy
+    from wrighty.domain.work_product import Completion
 
 
 def zone_named(name: str) -> tzinfo:
@@ -193,4 +194,20 @@ def verify_policy(config: WrightyConfig, agent: str) -> VerifyPolicy | None:
         checks,
         max_fix_turns=config.verify.max_fix_turns,
         feedback_bytes=config.verify.feedback_bytes,
+    )
+
+
+def completion_of(config: WrightyConfig) -> Completion:
+    """How worktree items' branches are made and their done runs committed
+    (docs/work-product.md)."""
+    from wrighty.domain.work_product import Completion
+
+    section = config.completion
+    author = section.author
+    return Completion(
+        branch_prefix=section.branch_prefix,
+        base=section.base,
+        commit=section.commit,
+        author_name=author.name if author is not None else None,
+        author_email=author.email if author is not None else None,
     )

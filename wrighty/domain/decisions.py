@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -305,3 +306,29 @@ def after_shutdown(item: Item, run_end: RunEnd, *, resumable: bool) -> Settlemen
         "the workspace is kept",
         resumable=False,
     )
+
+
+# A done run whose commit failed (docs/work-product.md#commits).
+COMMIT_FAILED = "commit-failed"
+
+
+def commit_failed(item: Item, run_end: RunEnd, why: str) -> Settlement:
+    """A done run whose commit failed waits for a person: its changes stay in the worktree,
+    and a resumed run (or a person's own commit) finishes it."""
+    return Settlement(
+        ItemState.NEEDS_ATTENTION,
+        process_started=True,
+        run_end=run_end,
+        reason_code=COMMIT_FAILED,
+        reason=f"the run succeeded but wrighty could not commit its changes: {why}; they are "
+        "still in the item's worktree (fix the cause, e.g. the hook or completion.author, "
+        "then resume it, or commit them by hand)",
+        next_action=suggestions.requeue(item.id, resume=True),
+    )
+
+
+def uncommitted(settlement: Settlement) -> Settlement:
+    """A done run whose agent (completion.commit "agent") left changes it did not commit."""
+    said = "the agent left uncommitted changes in its worktree (completion.commit is agent)"
+    reason = f"{settlement.reason}; {said}" if settlement.reason else said
+    return dataclasses.replace(settlement, reason=reason)

@@ -34,6 +34,9 @@ class WorkerEvent(StrEnum):
     CHECK_FAILED = "check-failed"
     FIX_SCHEDULED = "fix-scheduled"
     SETTLE_PENDING = "settle-pending"
+    # A done run's change on its branch (docs/work-product.md#commits), before `settled`.
+    COMMITTED = "committed"
+    UNCOMMITTED = "uncommitted"
     # When wrighty or the store fails.
     STORE_UNREACHABLE = "store-unreachable"
     CLAIM_FAILED = "claim-failed"

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -31,6 +32,7 @@ from wrighty.config import (
     agent_circuit,
     budgets_of,
     check_program_problems,
+    completion_of,
     crash_policy_of,
     lease_terms_of,
     limits_of,
@@ -54,6 +56,7 @@ from wrighty.domain.model import Change, Item
 from wrighty.domain.notices import Source
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339, system_now
+from wrighty.domain.work_product import Completion
 from wrighty.domain.worker_events import WorkerEvent
 from wrighty.errors import StoreError, UnreadableError, WrightyError
 from wrighty.notify.delivery import DeliveryThread, delivery_paused
@@ -64,6 +67,7 @@ from wrighty.services.reaper import reap_expired
 from wrighty.store import StoreTarget
 from wrighty.store.deadlines import call_deadline
 from wrighty.store.port import Store
+from wrighty.supervisor.git import GitError
 from wrighty.supervisor.process import executable_problem
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.lease import LeaseGuard, Reading, lease_end, read_clocks
@@ -78,7 +82,7 @@ from wrighty.worker.run import (
     write_settlement,
 )
 from wrighty.worker.wakeup import WakeUps
-from wrighty.worker.workspaces import CurrentDirectoryLock
+from wrighty.worker.workspaces import CurrentDirectoryLock, resolve_base
 
 # Where the worker's events go, each as one whole line's record: `event`, `at`, `worker_id`,
 # then its keys (`wrighty worker start` prints it as JSON or plain text).
@@ -141,6 +145,17 @@ def _refuse_unrunnable(plan: AgentPlan) -> None:
     raise WrightyError(
         f"agent {plan.name!r}: executable {problem}" + (fix if "not found" in problem else "")
     )
+
+
+def _refuse_no_base(mode: str, project_root: Path, completion: Completion) -> None:
+    """In worktree mode, every item's branch starts from completion.base (or HEAD): it must
+    name a commit of the project's repository, or no claim could start."""
+    if mode != "worktree":
+        return
+    try:
+        resolve_base(project_root, completion)
+    except GitError as error:
+        raise WrightyError(str(error)) from None
 
 
 def _refuse_missing_checks(config: WrightyConfig, agent: str) -> None:
@@ -274,6 +289,7 @@ class Worker:
         plan = plan_agent(self._config, agent_name, project_root=self._project_root)
         _refuse_unrunnable(plan)
         _refuse_missing_checks(self._config, agent_name)
+        _refuse_no_base(self._mode, self._project_root, completion_of(self._config))
         if options.item_id is not None:
             self._refuse_unclaimable(options.item_id, agent_name)
         gate = self._gate(plan)
@@ -391,6 +407,7 @@ class Worker:
             notify_wake=self._wake_delivery,
             machine=self._machine,
             verify=policy,
+            completion=completion_of(self._config),
         )
 
     def _refuse_unclaimable(self, item_id: int, agent_name: str) -> None:

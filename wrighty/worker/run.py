@@ -35,6 +35,7 @@ from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import OPERATOR_REQUEUE
 from wrighty.domain.usage import Price, Usage, total
 from wrighty.domain.verify import CheckEvidence, VerifyPolicy
+from wrighty.domain.work_product import Completion
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
 from wrighty.services.runlogs import logs_of
@@ -46,6 +47,7 @@ from wrighty.supervisor.process import (
     stop_earlier_run,
 )
 from wrighty.vendors.base import Reader, VendorError
+from wrighty.worker import commit
 from wrighty.worker.checks import CheckPlace, CheckRunner, Verification
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.lease import LeaseGuard
@@ -82,6 +84,8 @@ class Setting:
     notify_wake: Callable[[], None] | None = None  # the deliverer's: a notice just committed
     machine: MachineWatch | None = None  # the worker's machine: its back-off and hold
     verify: VerifyPolicy | None = None  # the agent's checks (None: wrighty.json has none)
+    # worktree items' branches and commits
+    completion: Completion = dataclasses.field(default_factory=Completion)
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,8 @@ class _Start:
     session_id: str | None
     argv: tuple[str, ...]
     feedback: tuple[CheckEvidence, ...] = ()  # a fix turn's: the checks that failed
+    branch: str | None = None  # the worktree's branch, made or attached now
+    base_commit: str | None = None  # the commit a branch made now starts from
 
 
 class _Output:
@@ -159,6 +165,7 @@ class ClaimRun:
         self.agent: AgentProcess | None = None  # set once the agent is started
         self._hold: budgets.AgentHold | None = None  # the agent's day budget, if it stopped the run
         self.pending: Change | None = None  # the settlement being written, until it is
+        self._branch: str | None = None  # the item's branch, in worktree mode
 
     # -- the way through --------------------------------------------------------------------
 
@@ -193,11 +200,14 @@ class ClaimRun:
             start.session_id,
             str(start.workspace),
             setting.installation_id,
+            branch=start.branch,
+            base_commit=start.base_commit,
         )
         if self._store.start_run(claimed, new_run, session=session) is None:
             self._claim_lost(claimed, reason="fenced")
             return
         self.run_id = run_id
+        self._branch = start.branch or _recorded_branch(self._claim.session, start.workspace)
         task = claimed.body
         if start.kind.resumes:
             if not self._stop_earlier_runs(run_id):
@@ -281,7 +291,7 @@ class ClaimRun:
         feedback = self._owed_feedback() if resume else ()
         session_id = resumed_id or (str(uuid.uuid4()) if plan.preassigns_session else None)
         try:
-            workspace = choose_workspace(
+            chosen = choose_workspace(
                 self._setting.workspace_mode,
                 project_root=self._setting.project_root,
                 state_dir=self._setting.state_dir,
@@ -289,6 +299,7 @@ class ClaimRun:
                 session=recorded,
                 resume=resume,
                 start_over=self._claim.claimed_reason_code == OPERATOR_REQUEUE,
+                completion=self._setting.completion,
             )
             left = meter.limit.left_after(meter.prior).max_cost_usd
             argv = (
@@ -304,7 +315,9 @@ class ClaimRun:
             self._settle_start_failed(run_id, failure, kind=choice.kind)
             return None
         kind = RunKind.FIX if feedback else choice.kind
-        return _Start(kind, workspace, session_id, argv, feedback)
+        return _Start(
+            kind, chosen.path, session_id, argv, feedback, chosen.branch, chosen.base_commit
+        )
 
     def _owed_feedback(self) -> tuple[CheckEvidence, ...]:
         """The failed checks a resumed run is to hear of: a fix turn's feedback (empty when
@@ -598,10 +611,33 @@ class ClaimRun:
                     usage=_usage_facts(output.reader),
                     resume_missing=missing,
                 )
+        if settlement.to_state is ItemState.DONE and self._branch is not None:
+            settlement = self._complete(run_id, output.session, settlement)
         change = settle(claimed, settlement, at=self._now())
         hint = output.reader.reset_hint() if output.reader else None
         self._move_circuit(change, result.outcome_class, hint)
         self._write_settlement(change, run_id, checks=checks)
+
+    # -- committing -------------------------------------------------------------------------
+
+    def _complete(self, run_id: str, session: Session, settlement: Settlement) -> Settlement:
+        """What completion.commit asks after a done run on the item's branch, under the claim;
+        the settlement, as it stands or changed by what git said (docs/work-product.md)."""
+        claimed, branch = self._claimed, self._branch
+        done = commit.complete(
+            Path(session.workspace), self._setting.completion, item=claimed, run_id=run_id
+        )
+        if done.ending is commit.Ending.COMMITTED:
+            self._emit(
+                WorkerEvent.COMMITTED,
+                item_id=claimed.id, run_id=run_id, branch=branch, commit=done.commit,
+            )  # fmt: skip
+        elif done.ending is commit.Ending.UNCOMMITTED:
+            self._emit(WorkerEvent.UNCOMMITTED, item_id=claimed.id, run_id=run_id, branch=branch)
+            return decisions.uncommitted(settlement)
+        elif done.ending is commit.Ending.FAILED and settlement.run_end is not None:
+            return decisions.commit_failed(claimed, settlement.run_end, done.why or "")
+        return settlement
 
     # -- verifying --------------------------------------------------------------------------
 
@@ -729,6 +765,14 @@ class ClaimRun:
 
     def _claim_lost(self, claimed: Item, **fields: Any) -> None:
         claim_lost(self._emit, claimed, **fields)
+
+
+def _recorded_branch(recorded: Session | None, workspace: Path) -> str | None:
+    """The branch the item's session recorded for ``workspace``, the run's (a worktree kept
+    as it was keeps its branch)."""
+    if recorded is None or recorded.workspace != str(workspace):
+        return None
+    return recorded.branch
 
 
 def _usage_facts(reader: Reader | None) -> decisions.UsageFacts | None:

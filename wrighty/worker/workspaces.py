@@ -3,7 +3,8 @@
 - ``current``: the directory that holds wrighty.json. One agent at a time works there: the
   worker takes an exclusive file lock before it claims, and holds it for the whole run.
 - ``directory``: a plain folder per item, ``.wrighty/workspaces/<id>``.
-- ``worktree``: a git worktree per item, ``.wrighty/worktrees/<id>``, detached at HEAD.
+- ``worktree``: a git worktree per item, ``.wrighty/worktrees/<id>``, on a branch of its own
+  (``<completion.branchPrefix><id>-<slug>``) made from completion.base (docs/work-product.md).
 
 An item pinned with ``wrighty create --workspace PATH`` always runs there. The first run records
 its workspace in the item's session; every later run of the item reuses it. wrighty never
@@ -15,8 +16,7 @@ says what to do.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -25,7 +25,9 @@ from wrighty.domain import suggestions
 from wrighty.domain.machine import StartFailure, Step
 from wrighty.domain.model import Item, Session
 from wrighty.domain.text import printable_line
+from wrighty.domain.work_product import Completion, branch_name
 from wrighty.files import make_private_dirs
+from wrighty.supervisor.git import GitError, git_ok, run_git
 
 
 class WorkspaceError(Exception):
@@ -38,6 +40,17 @@ class WorkspaceError(Exception):
         self.failure = StartFailure(step, message, errno)
 
 
+@dataclass(frozen=True)
+class Workspace:
+    """Where a run works; in worktree mode, the branch it made or attached and the full id of
+    the base commit it made the branch from (None when it kept what was there: the session
+    keeps what it recorded)."""
+
+    path: Path
+    branch: str | None = None
+    base_commit: str | None = None
+
+
 def choose_workspace(
     mode: str,
     *,
@@ -47,7 +60,8 @@ def choose_workspace(
     session: Session | None,
     resume: bool = False,
     start_over: bool = False,
-) -> Path:
+    completion: Completion | None = None,
+) -> Workspace:
     """The workspace for ``item``'s next run, created if its mode makes one per item. A
     resume works in its session's workspace; a fresh run too while that one exists.
 
@@ -60,7 +74,7 @@ def choose_workspace(
             session.workspace, item=item, project_root=project_root, state_dir=state_dir
         )
         if problem is None:
-            return Path(session.workspace)
+            return Workspace(Path(session.workspace))
         if resume or not start_over:
             raise WorkspaceError(
                 f"{problem}; `{suggestions.requeue(item.id, resume=False)}` starts over in the "
@@ -85,15 +99,17 @@ def choose_workspace(
                 f"`{suggestions.cancel(item.id)}` and create the item anew",
                 Step.PINNED_WORKSPACE,
             )
-        return pinned
+        return Workspace(pinned)
     if mode == "current":
-        return project_root
+        return Workspace(project_root)
     if mode == "directory":
         path = state_dir / "workspaces" / str(item.id)
         _make_folder(path.parent, Step.WORKSPACE_ROOT)
         _make_folder(path, Step.WORKSPACE)
-        return path
-    return _worktree(project_root, state_dir / "worktrees" / str(item.id))
+        return Workspace(path)
+    return _worktree(
+        project_root, state_dir / "worktrees" / str(item.id), item, completion or Completion()
+    )
 
 
 def workspace_problem(
@@ -131,26 +147,51 @@ def _make_folder(path: Path, step: Step) -> None:
         ) from None
 
 
-def _worktree(project_root: Path, path: Path) -> Path:
+def _worktree(project_root: Path, path: Path, item: Item, completion: Completion) -> Workspace:
+    """The item's worktree: kept as it is when it exists (its branch, or none for one made
+    detached before branches); else made on the item's branch, which is made from the base
+    when it does not exist yet, and attached as it is when it does (work may be on it)."""
     if path.exists():
-        return path
-    git = shutil.which("git")
-    if git is None:
-        raise WorkspaceError("workspaceMode is worktree but git is not installed", Step.GIT)
+        return Workspace(path)
     _make_folder(path.parent, Step.WORKSPACE_ROOT)
-    # --force: a worktree of this item that someone deleted is still registered with git,
-    # which would otherwise refuse to add it again.
-    add = ["worktree", "add", "--force", "--detach", str(path), "HEAD"]
-    done = subprocess.run(
-        [git, "-C", str(project_root), *add],
-        capture_output=True,
-        text=True,
-        check=False,
+    branch = branch_name(completion.branch_prefix, item.id, item.title)
+    try:
+        if run_git(project_root, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").ok:
+            # --force: a worktree of this item that someone deleted is still registered with
+            # git (and holds the branch), which would otherwise refuse to add it again.
+            git_ok(project_root, "worktree", "add", "--force", str(path), branch)
+            return Workspace(path, branch)
+        base = resolve_base(project_root, completion)
+        git_ok(project_root, "worktree", "add", "--force", "-b", branch, str(path), base)
+    except GitError as error:
+        raise WorkspaceError(f"cannot create a git worktree at {path}: {error}", Step.GIT) from None
+    return Workspace(path, branch, base)
+
+
+def resolve_base(project_root: Path, completion: Completion) -> str:
+    """The full id of the commit completion.base names (HEAD when it is null); GitError saying
+    what to do when it names none (docs/work-product.md)."""
+    found = run_git(
+        project_root, "rev-parse", "--verify", "--quiet", f"{completion.base_ref}^{{commit}}"
     )
-    if done.returncode != 0:
-        last_line = (done.stderr.strip().splitlines() or ["git failed"])[-1]
-        raise WorkspaceError(f"cannot create a git worktree at {path}: {last_line}", Step.GIT)
-    return path
+    if found.ok and found.stdout.strip():
+        return found.stdout.strip()
+    inside = run_git(project_root, "rev-parse", "--git-dir")
+    if not inside.ok:
+        raise GitError(
+            f"{project_root} is not in a git repository; run `git init` there and commit, or "
+            "set worker.workspaceMode to directory"
+        )
+    if completion.base is None:
+        raise GitError(
+            f"the git repository at {project_root} has no commit yet; commit once (worktrees "
+            "start from HEAD), or set completion.base in wrighty.json"
+        )
+    shown = printable_line(completion.base)
+    raise GitError(
+        f"completion.base {shown!r} names no commit in the git repository at {project_root}; "
+        "fix completion.base in wrighty.json (null: the project's HEAD)"
+    )
 
 
 class CurrentDirectoryLock:

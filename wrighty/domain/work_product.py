@@ -1,0 +1,100 @@
+"""The work product's rules (docs/work-product.md): the branch an item's worktree is on, what
+makes a branch prefix or a commit identity acceptable, the message of the commit wrighty makes
+after a run that is done (where the item goes when that commit fails: decisions.py). Pure,
+and light: checking wrighty.json loads it."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+from wrighty.domain.model import BRANCH_NAME, Item
+from wrighty.domain.text import clip
+
+CommitMode = Literal["wrighty", "agent", "none"]
+DEFAULT_BRANCH_PREFIX = "wrighty/"
+MAX_BRANCH_PREFIX = 100
+MAX_SLUG = 40
+MAX_IDENTITY = 200
+# How much of the item's body the commit message carries: its first line, bounded.
+MAX_BODY_LINE = 200
+# The trailers that tie a commit to its item and run (`git log --grep`, `git interpret-trailers`).
+ITEM_TRAILER = "Wrighty-Item"
+RUN_TRAILER = "Wrighty-Run"
+
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Completion:
+    """wrighty.json's completion section: how an item's branch is named and made, and who
+    commits what a done run leaves in its worktree."""
+
+    branch_prefix: str = DEFAULT_BRANCH_PREFIX
+    base: str | None = None  # a git ref; None: the project's HEAD when the worktree is made
+    commit: CommitMode = "wrighty"
+    author_name: str | None = None  # None (both): git's own identity
+    author_email: str | None = None
+
+    @property
+    def base_ref(self) -> str:
+        return self.base or "HEAD"
+
+
+def slug(title: str) -> str:
+    """``title`` as lowercase ASCII letters, digits and '-', at most MAX_SLUG characters
+    ("Fix the login page!" -> "fix-the-login-page"); empty when nothing of it is ASCII."""
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    words = _NOT_SLUG.sub("-", ascii_title.lower()).strip("-")
+    return words[:MAX_SLUG].rstrip("-")
+
+
+def branch_name(prefix: str, item_id: int, title: str) -> str:
+    """The branch of item ``item_id``'s worktree: ``<prefix><id>-<slug>`` (no slug, no dash)."""
+    words = slug(title)
+    return f"{prefix}{item_id}-{words}" if words else f"{prefix}{item_id}"
+
+
+def branch_prefix_problem(prefix: str) -> str | None:
+    """Why git would refuse branches that start with ``prefix`` (git check-ref-format's rules,
+    within the letters wrighty allows), or None."""
+    if len(prefix) > MAX_BRANCH_PREFIX:
+        return f"is longer than {MAX_BRANCH_PREFIX} characters"
+    example = f"{prefix}1-x"
+    if not BRANCH_NAME.fullmatch(example):
+        return (
+            "must start with a letter or digit and hold only letters, digits, '.', '_', '-' and '/'"
+        )
+    if ".." in prefix or "//" in prefix:
+        return "must not hold '..' or '//' (git refuses such branch names)"
+    for part in example.split("/"):
+        if part.startswith(".") or part.endswith(".lock"):
+            return "must not have a part that starts with '.' or ends with '.lock' (git refuses it)"
+    return None
+
+
+def identity_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a commit author's name or email, or None."""
+    if not value.strip():
+        return "is empty"
+    if len(value) > MAX_IDENTITY:
+        return f"is longer than {MAX_IDENTITY} characters"
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+        return "holds a newline or another control character"
+    if "<" in value or ">" in value:
+        return "must not hold '<' or '>' (git drops them)"
+    return None
+
+
+def commit_message(item: Item, run_id: str) -> str:
+    """The message of the commit wrighty makes for ``item``'s done run: its title, its body's
+    first line (bounded), and the trailers naming the item and the run."""
+    lines = [line.strip() for line in item.body.splitlines()]
+    first = next((line for line in lines if line), "")
+    parts = [item.title.strip() or f"wrighty item {item.id}"]
+    if first and first != parts[0]:
+        parts.append(clip(first, MAX_BODY_LINE))
+    parts.append(f"{ITEM_TRAILER}: {item.id}\n{RUN_TRAILER}: {run_id}")
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,77 @@
+"""The commit after a done run (docs/work-product.md#commits): per completion.commit, wrighty
+commits everything the run left in the item's worktree on its branch (``wrighty``), or only
+looks whether the agent left anything uncommitted (``agent``), or does nothing (``none``).
+The message and the settlement of a failed commit are the domain's (domain/work_product.py);
+every git call goes through supervisor/git.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from wrighty.domain.model import Item
+from wrighty.domain.work_product import Completion, commit_message
+from wrighty.supervisor.git import GitError, git_ok, run_git
+
+
+class Ending(StrEnum):
+    COMMITTED = "committed"  # wrighty made a commit
+    NOTHING = "nothing"  # nothing to commit: the agent changed nothing, or committed itself
+    UNCOMMITTED = "uncommitted"  # completion.commit agent: the agent left changes
+    FAILED = "failed"  # git refused (a hook, no identity): the changes stay in the worktree
+    NOT_ASKED = "not-asked"  # completion.commit none, or agent with a clean worktree
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    ending: Ending
+    commit: str | None = None  # the commit wrighty made
+    why: str | None = None  # why it failed: git's last line, neutralised
+
+
+def complete(workspace: Path, completion: Completion, *, item: Item, run_id: str) -> CommitResult:
+    """Do what completion.commit says with the worktree ``workspace`` of ``item``'s done run."""
+    try:
+        if completion.commit == "wrighty":
+            return _commit(workspace, completion, item=item, run_id=run_id)
+        if completion.commit == "agent" and git_ok(workspace, "status", "--porcelain").strip():
+            return CommitResult(Ending.UNCOMMITTED)
+    except GitError as error:
+        return CommitResult(Ending.FAILED, why=str(error))
+    return CommitResult(Ending.NOT_ASKED)
+
+
+def _commit(workspace: Path, completion: Completion, *, item: Item, run_id: str) -> CommitResult:
+    added = run_git(workspace, "add", "-A")  # what .gitignore ignores stays out
+    if not added.ok:
+        return CommitResult(Ending.FAILED, why=added.why())
+    staged = run_git(workspace, "diff", "--cached", "--quiet")
+    if staged.ok:
+        return CommitResult(Ending.NOTHING)
+    if staged.returncode != 1:
+        return CommitResult(Ending.FAILED, why=staged.why())
+    made = run_git(
+        workspace,
+        "commit",
+        "--quiet",
+        "--file=-",
+        "--cleanup=whitespace",  # a title that starts with '#' is kept
+        input_text=commit_message(item, run_id),
+        env=_identity(completion),
+    )
+    if not made.ok:
+        return CommitResult(Ending.FAILED, why=made.why())
+    return CommitResult(Ending.COMMITTED, commit=git_ok(workspace, "rev-parse", "HEAD").strip())
+
+
+def _identity(completion: Completion) -> dict[str, str]:
+    """completion.author as git's author and committer; nothing: git's own identity."""
+    if completion.author_name is None or completion.author_email is None:
+        return {}
+    return {
+        "GIT_AUTHOR_NAME": completion.author_name,
+        "GIT_AUTHOR_EMAIL": completion.author_email,
+        "GIT_COMMITTER_NAME": completion.author_name,
+        "GIT_COMMITTER_EMAIL": completion.author_email,
+    }
