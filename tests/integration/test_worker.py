@@ -549,6 +549,8 @@ def test_worktree_mode_runs_each_item_in_a_git_worktree(project: Project) -> Non
         "user.email=t@example.invalid",
     ]
     subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "config", "user.name", "t"], check=True)  # wrighty's commit's
+    subprocess.run([*git, "config", "user.email", "t@example.invalid"], check=True)
     (project.root / "README").write_text("hello")
     subprocess.run([*git, "add", "README"], check=True)
     subprocess.run([*git, "commit", "-qm", "init"], check=True)

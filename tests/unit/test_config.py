@@ -241,7 +241,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"color": "blue"},
             "color: unknown key (allowed here: $schema, schemaVersion, store, worker, status, "
-            "agents, budgets, limits, notify, verify, pricing)",
+            "agents, budgets, limits, notify, verify, completion, pricing)",
         ),
         (
             {"agents": {"helper": {}}},
