@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import sqlite3
+import subprocess
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -125,6 +126,19 @@ def agent_verify(section: object, **project: object) -> Setup:
         {"worker": {"defaultAgent": "demo"}, **project,
          "agents": {"demo": {"adapter": "command", "command": ["true"], "verify": section}}}
     )  # fmt: skip
+
+
+def completion(section: object, **worker: object) -> Setup:
+    """A command agent `demo`, the default, with wrighty.json's completion ``section``."""
+    return config_json(
+        {"worker": {"defaultAgent": "demo", **worker}, "completion": section,
+         "agents": {"demo": {"adapter": "command", "command": ["true"]}}}
+    )  # fmt: skip
+
+
+def git_init(project: Path) -> None:
+    """A git repository in the project, with no commit."""
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
 
 
 def create_with(*options: str) -> tuple[str, ...]:
@@ -418,6 +432,82 @@ CASES: list[Case] = [
             ("stat-not-run", ("diff", "1", "--stat"), "item 1 has no workspace yet", (item(),)),
             ("zero", ("diff", "0"), "greater than or equal to 1", ()),
             ("not-a-number", ("diff", "x\x1b[2J"), "x\\x1b[2J", ()),
+        )
+    ),
+    # wrighty.json's completion section and a worktree worker's base (docs/work-product.md)
+    *(
+        Case(f"completion-{name}", args, says, setup=setup)
+        for name, args, says, setup in (
+            (
+                "prefix-with-dots",
+                ("list",),
+                "completion.branchPrefix: must not hold '..' or '//' (git refuses such branch "
+                'names) (got the string "a..b/")',
+                completion({"branchPrefix": "a..b/"}),
+            ),
+            (
+                "prefix-with-a-dash-first",
+                ("list",),
+                "completion.branchPrefix: must start with a letter or digit",
+                completion({"branchPrefix": "-x/"}),
+            ),
+            (
+                "prefix-with-a-lock-part",
+                ("worker", "start", "--once"),
+                "completion.branchPrefix: must not have a part that starts with '.' or ends "
+                "with '.lock'",
+                completion({"branchPrefix": "a.lock/"}),
+            ),
+            (
+                "prefix-with-control",
+                ("list",),
+                "completion.branchPrefix: must start with a letter or digit and hold only "
+                "letters, digits",
+                completion({"branchPrefix": "a\x1b[2J/"}),
+            ),
+            (
+                "base-an-option",
+                ("list",),
+                "completion.base: must name a git ref or commit",
+                completion({"base": "--output=x"}),
+            ),
+            (
+                "commit-unknown",
+                ("list",),
+                "completion.commit: must be 'wrighty', 'agent' or 'none' (got the string \"me\")",
+                completion({"commit": "me"}),
+            ),
+            (
+                "author-newline",
+                ("list",),
+                "completion.author.name: holds a newline or another control character",
+                completion({"author": {"name": "a\nb", "email": "a@b.invalid"}}),
+            ),
+            (
+                "author-no-email",
+                ("list",),
+                "completion.author.email: is required",
+                completion({"author": {"name": "a"}}),
+            ),
+            (
+                "worktree-without-a-commit",
+                ("worker", "start", "--once"),
+                "has no commit yet; commit once (worktrees start from HEAD), or set "
+                "completion.base in wrighty.json",
+                with_setups(completion({}, workspaceMode="worktree"), git_init),
+            ),
+            (
+                "worktree-base-names-nothing",
+                ("worker", "start", "--once"),
+                "completion.base 'release' names no commit in the git repository",
+                with_setups(completion({"base": "release"}, workspaceMode="worktree"), git_init),
+            ),
+            (
+                "worktree-not-a-repository",
+                ("worker", "start", "--once"),
+                "is not in a git repository; run `git init` there and commit",
+                completion({}, workspaceMode="worktree"),
+            ),
         )
     ),
     Case(
