@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -286,3 +287,51 @@ def test_completion_commit_none_leaves_the_worktree_as_it_is(tmp_path: Path) -> 
     assert not finished.named("committed")
     assert not finished.named("uncommitted")
     assert "feature.txt" in git(worktree(project, item_id), "status", "--porcelain")
+
+
+def test_a_deleted_worktree_is_made_again_on_its_branch_as_it_stands(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p")
+    item_id = project.plant("FAIL FIRST then add it", title="add it")
+    project.worker("--once")  # fails: its half work stays in the worktree
+    branch = f"wrighty/{item_id}-add-it"
+    tree = worktree(project, item_id)
+    # someone commits the half work on the branch by hand, then deletes the worktree
+    git(tree, "add", "half.txt")
+    git(tree, "commit", "-qm", "half, by hand")
+    by_hand = git(tree, "rev-parse", "HEAD")
+    shutil.rmtree(tree)
+    subprocess.run(
+        project.command("requeue", str(item_id), "--fresh"), env=project.env, check=True,
+        capture_output=True,
+    )  # fmt: skip
+
+    again = project.worker("--once")
+
+    assert project.get(item_id).state is ItemState.DONE
+    assert git(tree, "symbolic-ref", "--short", "HEAD") == branch
+    [told] = again.named("committed")
+    assert git(project.root, "rev-parse", f"{told['commit']}^") == by_hand  # not reset
+
+
+def test_a_detached_worktree_of_an_earlier_version_keeps_working_without_a_branch(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path / "p")
+    item_id = project.plant("add it", title="add it")
+    tree = worktree(project, item_id)
+    tree.parent.mkdir(parents=True)
+    git(project.root, "worktree", "add", "-q", "--detach", str(tree), "HEAD")
+
+    finished = project.worker("--once")
+
+    assert project.get(item_id).state is ItemState.DONE
+    assert (tree / "feature.txt").exists()
+    assert not finished.named("committed")
+    assert git(project.root, "branch", "--list", "wrighty/*") == ""
+    store = project.store()
+    try:
+        session = store.get_session(item_id)
+    finally:
+        store.close()
+    assert session is not None
+    assert (session.workspace, session.branch, session.base_commit) == (str(tree), None, None)
