@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from wrighty.agents import AgentPlan
 from wrighty.domain import budgets, decisions, machine, verify
@@ -55,6 +55,8 @@ from wrighty.worker.machine import MachineWatch
 from wrighty.worker.meter import RunMeter
 from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.workspaces import WorkspaceError, choose_workspace
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -377,23 +379,37 @@ class ClaimRun:
         ]
         if not earlier:
             return True
-        stopped = threading.Event()
 
-        def stop_them() -> None:
+        def stop_them() -> bool:
+            for run in earlier:
+                stop_earlier_run(run.run_id, run.pid, run.process_started_at, grace_seconds=grace)
+            return True
+
+        return self._renewing(stop_them, name="earlier") is not None
+
+    def _renewing(self, work: Callable[[], _T], *, name: str) -> _T | None:
+        """``work``'s answer, the claim renewed at every heartbeat while it runs in a thread of
+        its own; None if the claim was lost meanwhile (``work`` then ends on its own)."""
+        answer: list[_T] = []
+        failed: list[BaseException] = []
+        finished = threading.Event()
+
+        def run() -> None:
             try:
-                for run in earlier:
-                    stop_earlier_run(
-                        run.run_id, run.pid, run.process_started_at, grace_seconds=grace
-                    )
+                answer.append(work())
+            except BaseException as error:  # told in the claim's thread
+                failed.append(error)
             finally:
-                stopped.set()
+                finished.set()
 
-        threading.Thread(target=stop_them, name=f"earlier-{self._claimed.id}", daemon=True).start()
-        while not stopped.wait(self._setting.heartbeat_seconds):
+        threading.Thread(target=run, name=f"{name}-{self._claimed.id}", daemon=True).start()
+        while not finished.wait(self._setting.heartbeat_seconds):
             result = self._store.renew(self._claimed, terms=self._setting.terms)
             if result.outcome is RenewOutcome.LOST:
-                return False
-        return True
+                return None
+        if failed:
+            raise failed[0]
+        return answer[0]
 
     # -- watching ---------------------------------------------------------------------------
 
@@ -612,7 +628,11 @@ class ClaimRun:
                     resume_missing=missing,
                 )
         if settlement.to_state is ItemState.DONE and self._branch is not None:
-            settlement = self._complete(run_id, output.session, settlement)
+            completed = self._complete(run_id, output.session, settlement)
+            if completed is None:
+                self._tell_lost()
+                return
+            settlement = completed
         change = settle(claimed, settlement, at=self._now())
         hint = output.reader.reset_hint() if output.reader else None
         self._move_circuit(change, result.outcome_class, hint)
@@ -620,13 +640,19 @@ class ClaimRun:
 
     # -- committing -------------------------------------------------------------------------
 
-    def _complete(self, run_id: str, session: Session, settlement: Settlement) -> Settlement:
-        """What completion.commit asks after a done run on the item's branch, under the claim;
-        the settlement, as it stands or changed by what git said (docs/work-product.md)."""
+    def _complete(self, run_id: str, session: Session, settlement: Settlement) -> Settlement | None:
+        """What completion.commit asks after a done run on the item's branch, under the claim
+        (renewed at every heartbeat while git and its hooks run); the settlement, as it stands
+        or changed by what git said (docs/work-product.md). None if the claim was lost."""
         claimed, branch = self._claimed, self._branch
-        done = commit.complete(
-            Path(session.workspace), self._setting.completion, item=claimed, run_id=run_id
+        done = self._renewing(
+            lambda: commit.complete(
+                Path(session.workspace), self._setting.completion, item=claimed, run_id=run_id
+            ),
+            name="commit",
         )
+        if done is None:
+            return None
         if done.ending is commit.Ending.COMMITTED:
             self._emit(
                 WorkerEvent.COMMITTED,
