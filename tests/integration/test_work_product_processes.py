@@ -335,3 +335,20 @@ def test_a_detached_worktree_of_an_earlier_version_keeps_working_without_a_branc
         store.close()
     assert session is not None
     assert (session.workspace, session.branch, session.base_commit) == (str(tree), None, None)
+
+
+def test_completion_base_names_where_every_branch_starts(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p", completion={"base": "release", "branchPrefix": "bot."})
+    release = git(project.root, "rev-parse", "HEAD")
+    git(project.root, "branch", "release")
+    (project.root / "later.txt").write_text("later\n")
+    git(project.root, "add", "later.txt")
+    git(project.root, "commit", "-qm", "later, on main only")
+    item_id = project.plant("add it", title="Add it")
+
+    finished = project.worker("--once")
+
+    assert finished.returncode == 0, finished.stderr
+    branch = f"bot.{item_id}-add-it"
+    assert git(project.root, "rev-parse", f"{branch}^") == release
+    assert not (worktree(project, item_id) / "later.txt").exists()
