@@ -300,6 +300,9 @@ def test_a_deleted_worktree_is_made_again_on_its_branch_as_it_stands(tmp_path: P
     git(tree, "commit", "-qm", "half, by hand")
     by_hand = git(tree, "rev-parse", "HEAD")
     shutil.rmtree(tree)
+    # a new branch prefix does not make the item a new branch: its session's is kept
+    document = json.loads(project.config.read_text())
+    project.config.write_text(json.dumps({**document, "completion": {"branchPrefix": "other/"}}))
     subprocess.run(
         project.command("requeue", str(item_id), "--fresh"), env=project.env, check=True,
         capture_output=True,

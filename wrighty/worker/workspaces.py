@@ -107,9 +107,13 @@ def choose_workspace(
         _make_folder(path.parent, Step.WORKSPACE_ROOT)
         _make_folder(path, Step.WORKSPACE)
         return Workspace(path)
-    return _worktree(
-        project_root, state_dir / "worktrees" / str(item.id), item, completion or Completion()
-    )
+    completion = completion or Completion()
+    path = state_dir / "worktrees" / str(item.id)
+    # A worktree made again keeps the branch its session recorded (completion.branchPrefix
+    # may have changed since).
+    recorded = session.branch if session is not None and session.workspace == str(path) else None
+    branch = recorded or branch_name(completion.branch_prefix, item.id, item.title)
+    return _worktree(project_root, path, branch, completion)
 
 
 def workspace_problem(
@@ -147,14 +151,13 @@ def _make_folder(path: Path, step: Step) -> None:
         ) from None
 
 
-def _worktree(project_root: Path, path: Path, item: Item, completion: Completion) -> Workspace:
+def _worktree(project_root: Path, path: Path, branch: str, completion: Completion) -> Workspace:
     """The item's worktree: kept as it is when it exists (its branch, or none for one made
     detached before branches); else made on the item's branch, which is made from the base
     when it does not exist yet, and attached as it is when it does (work may be on it)."""
     if path.exists():
         return Workspace(path)
     _make_folder(path.parent, Step.WORKSPACE_ROOT)
-    branch = branch_name(completion.branch_prefix, item.id, item.title)
     try:
         if run_git(project_root, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").ok:
             # --force: a worktree of this item that someone deleted is still registered with
