@@ -37,6 +37,8 @@ def test_a_relative_command_runs_from_the_project_in_every_workspace_mode(
     if mode == "worktree":
         git = ["git", "-C", str(project.root), "-c", "user.email=t@t", "-c", "user.name=t"]
         subprocess.run([*git, "init", "-q"], check=True)
+        for key, value in (("user.email", "t@t"), ("user.name", "t")):  # wrighty's commits'
+            subprocess.run([*git, "config", key, value], check=True)
         subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "init"], check=True)
     item_id = project.plant("the task")
     finished = project.worker("--once")

@@ -35,6 +35,8 @@ def project_in(tmp_path: Path, mode: str) -> tuple[ProjectOnDisk, Path]:
     if mode == "worktree":
         git = ["git", "-C", str(project.root), "-c", "user.email=t@t", "-c", "user.name=t"]
         subprocess.run([*git, "init", "-q"], check=True)
+        for key, value in (("user.email", "t@t"), ("user.name", "t")):  # wrighty's commits'
+            subprocess.run([*git, "config", key, value], check=True)
         subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "init"], check=True)
     return project, flag
 
