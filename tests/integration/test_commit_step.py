@@ -63,6 +63,7 @@ def test_a_change_the_agent_committed_itself_is_not_committed_again(repo: Path) 
 
 
 def test_a_title_that_starts_with_a_hash_is_kept(repo: Path) -> None:
+    git(repo, "config", "commit.cleanup", "strip")  # a project's own: '#' lines are comments
     (repo / "a.txt").write_text("a\n")
     done = complete(repo, Completion(), item=ITEM, run_id="run-1")
     assert done.ending is Ending.COMMITTED

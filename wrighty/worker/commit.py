@@ -56,7 +56,7 @@ def _commit(workspace: Path, completion: Completion, *, item: Item, run_id: str)
         "commit",
         "--quiet",
         "--file=-",
-        "--cleanup=whitespace",  # a title that starts with '#' is kept
+        "--cleanup=whitespace",  # a "#" title is kept, whatever commit.cleanup says
         input_text=commit_message(item, run_id),
         env=_identity(completion),
     )
