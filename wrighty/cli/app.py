@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reap": ("wrighty.cli.items", "reap"),
     "verify": ("wrighty.cli.verify", "verify"),
     "diff": ("wrighty.cli.diff", "diff"),
+    "workspaces": ("wrighty.cli.workspaces", "workspaces_app"),
     "inbox": ("wrighty.cli.inbox", "inbox"),
     "workers": ("wrighty.cli.observability", "workers"),
     "status": ("wrighty.cli.observability", "status"),

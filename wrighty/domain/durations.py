@@ -14,6 +14,7 @@ MAX_ITEM_TIMEOUT_SECONDS = 7 * DAY_SECONDS  # create --timeout, worker.itemTimeo
 MAX_IDLE_TIMEOUT_SECONDS = 30 * DAY_SECONDS  # worker start --idle-timeout
 MAX_QUEUE_WAIT_SECONDS = 365 * DAY_SECONDS  # status --max-queue-wait, status.maxQueueWaitSeconds
 MAX_WORKER_AGE_SECONDS = DAY_SECONDS  # --worker-max-age, status.workerMaxAgeSeconds
+MAX_CLEAN_AGE_SECONDS = 10 * 365 * DAY_SECONDS  # workspaces clean --older-than
 
 _UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")

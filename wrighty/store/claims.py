@@ -132,6 +132,10 @@ class ClaimsSql(ItemsSql):
         rows = self._rows("select_session", {"item_id": item_id})
         return session_from_row(rows[0]) if rows else None
 
+    def list_sessions(self, installation_id: str) -> Rows[Session]:
+        rows = self._rows("select_sessions_of_installation", {"installation_id": installation_id})
+        return self._read_all(rows, session_from_row)
+
     def record_session(
         self, claimed: Item, session: Session, *, at: datetime, run_id: str | None = None
     ) -> bool:

@@ -120,6 +120,11 @@ class Store(Protocol):
 
     def get_session(self, item_id: int) -> Session | None: ...
 
+    def list_sessions(self, installation_id: str) -> Rows[Session]:
+        """The sessions recorded on installation ``installation_id``, by item id (`wrighty
+        workspaces`: the workspaces on this machine)."""
+        ...
+
     def write_transition(self, change: Change) -> bool:
         """Write ``change`` (item, event, the end of the claim's open run, its notices in
         the outbox, and an edit's dependencies) atomically.

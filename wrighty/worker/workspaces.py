@@ -7,8 +7,9 @@
   (``<completion.branchPrefix><id>-<slug>``) made from completion.base (docs/work-product.md).
 
 An item pinned with ``wrighty create --workspace PATH`` always runs there. The first run records
-its workspace in the item's session; every later run of the item reuses it. wrighty never
-deletes a workspace. When the recorded one has gone, a resume cannot run (the worker settles
+its workspace in the item's session; every later run of the item reuses it. Only `wrighty
+workspaces clean` deletes one, when a person asks, and only a finished item's
+(domain/workspaces.py). When the recorded one has gone, a resume cannot run (the worker settles
 the item before it gets here), but a fresh run gets a new workspace as the first run did: the
 item's folder or worktree is made again; a pinned folder that is gone is a start failure that
 says what to do.
@@ -26,6 +27,7 @@ from wrighty.domain.machine import StartFailure, Step
 from wrighty.domain.model import Item, Session
 from wrighty.domain.text import printable_line
 from wrighty.domain.work_product import Completion, branch_name
+from wrighty.domain.workspaces import Mode, workspace_mode
 from wrighty.files import make_private_dirs
 from wrighty.supervisor.git import GitError, git_ok, run_git
 
@@ -126,14 +128,14 @@ def workspace_problem(
     path = Path(recorded)
     if not path.is_absolute():
         return f"the workspace {shown} recorded for item {item.id} is not an absolute path"
-    allowed = {
-        project_root,
-        state_dir / "workspaces" / str(item.id),
-        state_dir / "worktrees" / str(item.id),
-    }
-    if item.workspace and Path(item.workspace).is_absolute():
-        allowed.add(Path(item.workspace))
-    if ".." in path.parts or path not in allowed:
+    mode = workspace_mode(
+        path,
+        item_id=item.id,
+        pinned=Path(item.workspace) if item.workspace else None,
+        project_root=project_root,
+        state_dir=state_dir,
+    )
+    if mode is Mode.OTHER:
         return (
             f"the workspace {shown} recorded for item {item.id} is not one wrighty makes for it "
             "(nor the folder it was pinned to)"

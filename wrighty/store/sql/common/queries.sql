@@ -37,6 +37,9 @@ SELECT * FROM runs WHERE run_id = :run_id;
 -- name: select_session
 SELECT * FROM sessions WHERE item_id = :item_id;
 
+-- name: select_sessions_of_installation
+SELECT * FROM sessions WHERE installation_id = :installation_id ORDER BY item_id;
+
 -- name: end_open_runs
 -- The run of a claim ends together with the move that releases the claim.
 UPDATE runs

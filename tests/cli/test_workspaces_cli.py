@@ -1,0 +1,302 @@
+"""`wrighty workspaces` and `wrighty workspaces clean` on a real git project: worktrees made
+with `git worktree add` on a branch of their own, their sessions written to the store as a
+worker would (docs/work-product.md)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.conftest import wrighty
+from tests.cli.run_helpers import TERMS, Started, create_queued, open_store, settle
+from tests.conftest import FakeClock
+from wrighty.domain.claims import ClaimRequest
+from wrighty.domain.model import NewRun, Session
+from wrighty.domain.outcomes import OutcomeClass, RunKind
+from wrighty.domain.states import ItemState
+from wrighty.installation import installation_id
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An initialised wrighty project in a git repository with one commit on main."""
+    root = tmp_path / "project"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "Test")
+    git(root, "config", "user.email", "test@example.com")
+    (root / "README").write_text("hello\n")
+    git(root, "add", "README")
+    git(root, "commit", "-q", "-m", "first")
+    monkeypatch.chdir(root)
+    assert wrighty("init").exit_code == 0
+    return root
+
+
+def record_run(project: Path, item_id: int, clock: FakeClock, session: Session) -> Started:
+    """Claim the queued item and record its run with ``session``, as a worker would."""
+    store = open_store(project)
+    try:
+        request = ClaimRequest("w-test", installation_id(), TERMS, "claude", item_id=item_id)
+        held = store.acquire(request, now=clock())
+        assert held is not None
+        run = store.start_run(
+            held.item,
+            NewRun(f"run-{item_id}", RunKind.FRESH, "w-test", installation_id(), clock(), "s-1"),
+            session=session,
+        )
+        assert run is not None
+        return Started(held.item, run)
+    finally:
+        store.close()
+
+
+def worktree_item(
+    project: Path,
+    clock: FakeClock,
+    state: ItemState,
+    *,
+    commit: bool = True,
+    merge: bool = False,
+    dirty: bool = False,
+) -> int:
+    """An item whose run worked in a worktree on branch wrighty/<id>-task, left in ``state``:
+    with a commit on that branch (merged into main when ``merge``), and an uncommitted
+    change when ``dirty``."""
+    item_id = create_queued()
+    path = project / ".wrighty" / "worktrees" / str(item_id)
+    branch = f"wrighty/{item_id}-task"
+    base = git(project, "rev-parse", "HEAD")
+    git(project, "worktree", "add", "-q", "-b", branch, str(path), "HEAD")
+    if commit:
+        (path / f"change-{item_id}.txt").write_text("work\n")
+        git(path, "add", ".")
+        git(path, "commit", "-q", "-m", f"item {item_id}")
+    if merge:
+        git(project, "merge", "-q", "--ff-only", branch)
+    if dirty:
+        (path / "README").write_text("edited, not committed\n")
+    session = Session(item_id, "command", "s-1", str(path), installation_id(), branch, base)
+    _leave_in(project, clock, record_run(project, item_id, clock, session), state)
+    return item_id
+
+
+def directory_item(project: Path, clock: FakeClock, state: ItemState) -> int:
+    item_id = create_queued()
+    path = project / ".wrighty" / "workspaces" / str(item_id)
+    (path / "deep").mkdir(parents=True)
+    (path / "deep" / "data.bin").write_bytes(bytes(range(256)) * 400)
+    (path / "outside").symlink_to(project / "README")  # never followed, never removed through
+    session = Session(item_id, "command", "s-1", str(path), installation_id())
+    _leave_in(project, clock, record_run(project, item_id, clock, session), state)
+    return item_id
+
+
+def pinned_item(project: Path, clock: FakeClock, folder: Path) -> int:
+    folder.mkdir()
+    made = wrighty("create", "--title", "t", "--body", "b", "--workspace", str(folder), "--queue")
+    assert made.exit_code == 0, made.output
+    item_id = int(json.loads(wrighty("list", "--json").stdout)[-1]["id"])
+    session = Session(item_id, "command", "s-1", str(folder), installation_id())
+    _leave_in(project, clock, record_run(project, item_id, clock, session), ItemState.DONE)
+    return item_id
+
+
+def _leave_in(project: Path, clock: FakeClock, started: Started, state: ItemState) -> None:
+    if state is ItemState.RUNNING:
+        return
+    outcome = OutcomeClass.SUCCEEDED if state is ItemState.DONE else OutcomeClass.AGENT_FAILURE
+    later = clock() + timedelta(hours=1) if state is ItemState.RETRY_SCHEDULED else None
+    settle(project, started, state, at=clock(), outcome=outcome, not_before=later)
+
+
+def listed(*args: str) -> dict[int, dict[str, Any]]:
+    result = wrighty("workspaces", "--json", *args)
+    assert result.exit_code == 0, result.output
+    return {row["item_id"]: row for row in json.loads(result.stdout)}
+
+
+def clean(*args: str) -> tuple[int, dict[int, dict[str, Any]]]:
+    result = wrighty("workspaces", "clean", "--json", *args)
+    assert result.exit_code in (0, 1), result.output
+    document = json.loads(result.stdout)
+    return result.exit_code, {row["item_id"]: row for row in document["results"]}
+
+
+def branches(project: Path) -> set[str]:
+    return set(git(project, "branch", "--format=%(refname:short)").split())
+
+
+def test_the_list_says_what_git_says_of_each_worktree(repo: Path, clock: FakeClock) -> None:
+    merged = worktree_item(repo, clock, ItemState.DONE, merge=True)
+    ahead = worktree_item(repo, clock, ItemState.NEEDS_ATTENTION, dirty=True)
+    folder = directory_item(repo, clock, ItemState.DONE)
+    rows = listed()
+    assert rows[merged] | {"size_bytes": 0} == rows[merged] | {
+        "state": "done",
+        "mode": "worktree",
+        "path": str(repo / ".wrighty" / "worktrees" / str(merged)),
+        "exists": True,
+        "branch": f"wrighty/{merged}-task",
+        "branch_exists": True,
+        "ahead": 1,
+        "behind": 0,
+        "dirty": False,
+        "merged": True,
+        "size_bytes": 0,
+    }
+    assert rows[merged]["size_bytes"] > 0
+    assert (rows[ahead]["state"], rows[ahead]["dirty"], rows[ahead]["merged"]) == (
+        "needs-attention",
+        True,
+        False,
+    )
+    assert (rows[ahead]["ahead"], rows[ahead]["behind"]) == (1, 0)
+    assert rows[folder]["mode"] == "directory"
+    assert rows[folder]["branch"] is rows[folder]["dirty"] is rows[folder]["merged"] is None
+    assert rows[folder]["size_bytes"] >= 256 * 400  # the data file, not the README linked to
+    table = wrighty("workspaces")
+    assert table.exit_code == 0, table.output
+    assert f"wrighty/{ahead}-task" in table.stdout
+    [line] = [line for line in table.stdout.splitlines() if line.startswith(f"{ahead} ")]
+    assert line.split()[:8] == [
+        str(ahead), "needs-attention", "worktree", f"wrighty/{ahead}-task", "1", "0", "dirty", "no"
+    ]  # fmt: skip
+
+
+def test_no_workspace_is_said_plainly(repo: Path) -> None:
+    create_queued()
+    result = wrighty("workspaces")
+    assert (result.exit_code, result.stdout) == (0, "no workspaces on this installation\n")
+    assert listed() == {}
+
+
+def test_a_finished_merged_worktree_goes_with_its_branch(repo: Path, clock: FakeClock) -> None:
+    item_id = worktree_item(repo, clock, ItemState.DONE, merge=True)
+    path = repo / ".wrighty" / "worktrees" / str(item_id)
+    code, results = clean(str(item_id), "--branches")
+    assert code == 0
+    assert results[item_id]["outcome"] == "removed"
+    assert not path.exists()
+    assert f"wrighty/{item_id}-task" not in branches(repo)
+    assert str(path) not in git(repo, "worktree", "list")  # git's record of it pruned
+    shown = wrighty("show", str(item_id))  # the session still names the path: show copes
+    assert shown.exit_code == 0, shown.output
+    assert listed()[item_id]["exists"] is False
+
+
+def test_without_branches_the_branch_and_its_commits_stay(repo: Path, clock: FakeClock) -> None:
+    item_id = worktree_item(repo, clock, ItemState.DONE)  # not merged: the branch keeps it
+    code, results = clean("--done")
+    assert (code, results[item_id]["outcome"]) == (0, "removed")
+    assert f"wrighty/{item_id}-task" in branches(repo)
+    assert not (repo / ".wrighty" / "worktrees" / str(item_id)).exists()
+    again = listed()[item_id]
+    assert (again["exists"], again["branch_exists"], again["merged"]) == (False, True, False)
+
+
+def test_uncommitted_or_unmerged_work_needs_force(repo: Path, clock: FakeClock) -> None:
+    dirty = worktree_item(repo, clock, ItemState.DONE, merge=True, dirty=True)
+    unmerged = worktree_item(repo, clock, ItemState.CANCELLED)
+    code, results = clean("--done", "--branches")
+    assert code == 1
+    assert results[dirty]["outcome"] == results[unmerged]["outcome"] == "refused"
+    assert "uncommitted changes" in results[dirty]["reason"]
+    assert "commits the project's HEAD lacks" in results[unmerged]["reason"]
+    assert (
+        (repo / ".wrighty" / "worktrees" / str(dirty) / "README").read_text().startswith("edited")
+    )
+    assert {f"wrighty/{dirty}-task", f"wrighty/{unmerged}-task"} <= branches(repo)
+    text = wrighty("workspaces", "clean", "--done", "--branches")
+    assert text.exit_code == 1
+    assert f"refused: item {dirty}'s worktree has uncommitted changes" in text.stdout
+    code, results = clean("--done", "--branches", "--force")
+    assert code == 0
+    assert {results[dirty]["outcome"], results[unmerged]["outcome"]} == {"removed"}
+    assert not {f"wrighty/{dirty}-task", f"wrighty/{unmerged}-task"} & branches(repo)
+    assert not (repo / ".wrighty" / "worktrees" / str(dirty)).exists()
+
+
+def test_what_a_run_or_a_resume_needs_is_never_removed(repo: Path, clock: FakeClock) -> None:
+    running = worktree_item(repo, clock, ItemState.RUNNING, merge=True)
+    waiting = worktree_item(repo, clock, ItemState.NEEDS_ATTENTION, merge=True)
+    retry = directory_item(repo, clock, ItemState.RETRY_SCHEDULED)
+    pinned = pinned_item(repo, clock, repo.parent / "pinned")
+    ids = (running, waiting, retry, pinned)
+    code, results = clean(*map(str, ids), "--force", "--branches")
+    assert code == 1
+    assert {results[item_id]["outcome"] for item_id in ids} == {"refused"}
+    assert "is running" in results[running]["reason"]
+    assert "a retry, a resume or a run still needs" in results[waiting]["reason"]
+    assert "--workspace" in results[pinned]["reason"]
+    for item_id in (running, waiting):
+        assert (repo / ".wrighty" / "worktrees" / str(item_id)).is_dir()
+        assert f"wrighty/{item_id}-task" in branches(repo)
+    assert (repo / ".wrighty" / "workspaces" / str(retry) / "deep" / "data.bin").exists()
+    assert (repo.parent / "pinned").is_dir()
+    code, results = clean("--merged", "--older-than", "1s", "--force", "--branches")
+    assert (code, results) == (0, {})  # the filters never pick them
+
+
+def test_the_filters_combine(repo: Path, clock: FakeClock) -> None:
+    old = worktree_item(repo, clock, ItemState.DONE, merge=True)
+    clock.advance(3 * 86400)
+    unmerged = worktree_item(repo, clock, ItemState.DONE)
+    recent = worktree_item(repo, clock, ItemState.DONE, merge=True)
+    code, results = clean("--merged", "--older-than", "2d", "--dry-run")
+    assert (code, list(results)) == (0, [old])
+    code, results = clean("--merged", "--dry-run")
+    assert (code, sorted(results)) == (0, sorted([old, recent]))
+    assert unmerged not in results
+
+
+def test_a_dry_run_changes_nothing(repo: Path, clock: FakeClock) -> None:
+    item_id = worktree_item(repo, clock, ItemState.DONE, merge=True)
+    folder = directory_item(repo, clock, ItemState.CANCELLED)
+    before = listed()
+    result = wrighty("workspaces", "clean", "--done", "--branches", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert f"would remove item {item_id}'s worktree" in result.stdout
+    assert f"and its branch wrighty/{item_id}-task" in result.stdout
+    assert f"would remove item {folder}'s directory" in result.stdout
+    assert listed() == before
+    assert f"wrighty/{item_id}-task" in branches(repo)
+
+
+def test_a_directory_workspace_goes_without_following_its_links(
+    repo: Path, clock: FakeClock
+) -> None:
+    item_id = directory_item(repo, clock, ItemState.DONE)
+    code, results = clean(str(item_id))
+    assert (code, results[item_id]["outcome"]) == (0, "removed")
+    assert not (repo / ".wrighty" / "workspaces" / str(item_id)).exists()
+    assert (repo / "README").read_text() == "hello\n"  # the file linked to is untouched
+    code, results = clean(str(item_id))  # again: nothing left
+    assert (code, results[item_id]["outcome"]) == (0, "nothing-to-do")
+
+
+def test_a_stored_branch_wrighty_would_not_name_is_not_deleted(
+    repo: Path, clock: FakeClock
+) -> None:
+    item_id = worktree_item(repo, clock, ItemState.DONE, merge=True)
+    git(repo, "branch", "precious")
+    connection = sqlite3.connect(repo / ".wrighty" / "wrighty.db")
+    connection.execute("UPDATE sessions SET branch = 'precious' WHERE item_id = ?", (item_id,))
+    connection.commit()
+    connection.close()
+    code, results = clean(str(item_id), "--branches")
+    assert (code, results[item_id]["outcome"]) == (1, "refused")
+    assert "precious" in branches(repo)

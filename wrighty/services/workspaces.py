@@ -1,0 +1,340 @@
+"""`wrighty workspaces`: the workspaces on this installation and what git says of each
+(`list_workspaces`), and `wrighty workspaces clean`: removing those no run, retry or resume can
+need again (`clean`), by the rule of wrighty/domain/workspaces.py (docs/work-product.md).
+
+Worktrees are removed through git (`git worktree remove`, then `git worktree prune`), a
+directory workspace as a folder, never following a symbolic link out of it; a branch with
+`git branch -d` (`-D` with --force). Every git command goes through wrighty/supervisor/git.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+
+from wrighty.domain.model import Item, Session
+from wrighty.domain.text import printable_line
+from wrighty.domain.workspaces import (
+    Filters,
+    Mode,
+    Workspace,
+    is_items_branch,
+    picked,
+    removal_refusal,
+    workspace_mode,
+)
+from wrighty.errors import NotFoundError, WrightyError
+from wrighty.store.port import Store
+from wrighty.supervisor.git import GitError, run_git
+
+# How many files and folders one listing looks at, in all its workspaces, to sum their sizes:
+# past it, a size is a lower bound (`Workspace.size_complete`), so a listing stays quick.
+SIZE_ENTRIES = 200_000
+
+
+@dataclass(frozen=True)
+class Project:
+    """Where the project is: its root (wrighty.json's folder) and wrighty's folder in it."""
+
+    root: Path
+    state_dir: Path
+
+
+def list_workspaces(
+    store: Store,
+    project: Project,
+    *,
+    installation_id: str,
+    size_entries: int = SIZE_ENTRIES,
+) -> list[Workspace]:
+    """One workspace per item with a session on this installation, by item id."""
+    sessions = store.list_sessions(installation_id)
+    if not sessions:
+        return []
+    items = {item.id: item for item in store.list_items()}
+    found = [
+        _facts(items[session.item_id], session, project)
+        for session in sessions
+        if session.item_id in items
+    ]
+    return _with_sizes(found, size_entries)
+
+
+def _facts(item: Item, session: Session, project: Project) -> Workspace:
+    recorded = Path(session.workspace)
+    mode = workspace_mode(
+        recorded,
+        item_id=item.id,
+        pinned=Path(item.workspace) if item.workspace else None,
+        project_root=project.root,
+        state_dir=project.state_dir,
+    )
+    workspace = Workspace(
+        item_id=item.id,
+        state=item.state,
+        updated_at=item.updated_at,
+        mode=mode,
+        path=session.workspace,
+        exists=_exists(recorded),
+        branch=session.branch,
+        base=session.base_commit,
+    )
+    if mode is not Mode.WORKTREE:
+        return workspace
+    try:
+        return _git_facts(workspace, project.root)
+    except GitError as error:
+        return replace(workspace, note=printable_line(str(error)))
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return os.path.lexists(path)
+    except (OSError, ValueError):
+        return False
+
+
+def _git_facts(workspace: Workspace, root: Path) -> Workspace:
+    """What git says of a worktree: whether its branch is there, its commits ahead of and
+    behind its base, uncommitted changes, and whether the project's HEAD has its commits (the
+    worktree's HEAD; once the worktree is gone, its branch's)."""
+    path = Path(workspace.path)
+    branch_head = _commit(root, f"refs/heads/{workspace.branch}") if workspace.branch else None
+    dirty: bool | None = None
+    note: str | None = None
+    head = branch_head
+    if workspace.exists:
+        if _toplevel(path) != path.resolve():
+            note, head = "not a git worktree", None
+        else:
+            status = run_git(path, "status", "--porcelain")
+            dirty = bool(status.stdout.strip()) if status.ok else None
+            note = None if status.ok else status.why()
+            head = _commit(path, "HEAD")
+    ahead = behind = None
+    if head is not None and workspace.base is not None:
+        counted = run_git(root, "rev-list", "--left-right", "--count", f"{workspace.base}...{head}")
+        if counted.ok and len(counted.stdout.split()) == 2:
+            behind, ahead = (int(number) for number in counted.stdout.split())
+    merged = None
+    project_head = _commit(root, "HEAD")
+    if head is not None and project_head is not None:
+        answer = run_git(root, "merge-base", "--is-ancestor", head, project_head)
+        if answer.returncode in (0, 1):
+            merged = answer.returncode == 0
+        else:
+            note = note or answer.why()
+    elif note is None and (workspace.exists or branch_head is not None):
+        note = "the project has no HEAD" if project_head is None else "its HEAD cannot be read"
+    return replace(
+        workspace,
+        branch_exists=branch_head is not None,
+        ahead=ahead,
+        behind=behind,
+        dirty=dirty,
+        merged=merged,
+        note=note,
+    )
+
+
+def _commit(repo: Path, revision: str) -> str | None:
+    """The full id of the commit ``revision`` names in ``repo``; None when none. (Every
+    revision asked for is wrighty's: HEAD, or a branch as model.BRANCH_NAME allows it.)"""
+    result = run_git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    return (result.stdout.strip() or None) if result.ok else None
+
+
+def _toplevel(path: Path) -> Path | None:
+    """The work tree ``path`` is in, as git sees it (None: none)."""
+    result = run_git(path, "rev-parse", "--show-toplevel")
+    return Path(result.stdout.strip()).resolve() if result.ok and result.stdout.strip() else None
+
+
+def _with_sizes(workspaces: list[Workspace], entries: int) -> list[Workspace]:
+    """Each worktree's and directory's size on disk, the walks sharing ``entries``."""
+    sized = []
+    for workspace in workspaces:
+        if workspace.mode in (Mode.WORKTREE, Mode.DIRECTORY) and workspace.exists:
+            size, looked_at, complete = disk_usage(Path(workspace.path), entries)
+            entries -= looked_at
+            workspace = replace(workspace, size_bytes=size, size_complete=complete)
+        sized.append(workspace)
+    return sized
+
+
+def disk_usage(top: Path, entries: int) -> tuple[int, int, bool]:
+    """The bytes on disk under ``top`` (its blocks; a link counts as itself, never followed),
+    how many entries were looked at (at most ``entries``), and whether that was all of them."""
+    total = 0
+    looked_at = 0
+    try:
+        first = os.lstat(top)
+    except OSError:
+        return 0, 0, True
+    total += _bytes(first)
+    if not stat.S_ISDIR(first.st_mode):
+        return total, 1, True
+    folders = [top]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as listing:
+                for entry in listing:
+                    if looked_at >= entries:
+                        return total, looked_at, False
+                    looked_at += 1
+                    try:
+                        facts = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += _bytes(facts)
+                    if stat.S_ISDIR(facts.st_mode):
+                        folders.append(Path(entry.path))
+        except OSError:
+            continue
+    return total, looked_at, True
+
+
+def _bytes(facts: os.stat_result) -> int:
+    blocks = getattr(facts, "st_blocks", None)
+    return blocks * 512 if blocks is not None else facts.st_size
+
+
+# -- cleaning ---------------------------------------------------------------------------------
+
+
+class Outcome(StrEnum):
+    REMOVED = "removed"  # what was asked is gone
+    WOULD_REMOVE = "would-remove"  # --dry-run: it would have been
+    REFUSED = "refused"  # the rule says no (the reason says why)
+    FAILED = "failed"  # git or the file system said no
+    NOTHING = "nothing-to-do"  # neither the folder nor a branch to delete is left
+
+
+@dataclass(frozen=True)
+class Cleaned:
+    """What `workspaces clean` did with one workspace."""
+
+    workspace: Workspace
+    outcome: Outcome
+    removed_workspace: bool = False
+    deleted_branch: bool = False
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class CleanRequest:
+    ids: tuple[int, ...] = ()
+    filters: Filters = field(default_factory=Filters)
+    branches: bool = False  # delete the item's branch too
+    force: bool = False
+    dry_run: bool = False
+
+
+def select(workspaces: list[Workspace], request: CleanRequest, store: Store) -> list[Workspace]:
+    """The workspaces a clean request names: those of the items given (NotFoundError for an
+    item that does not exist, WrightyError for one without a workspace here), or those the
+    filters pick."""
+    if request.ids and request.filters.any:
+        raise WrightyError("give item ids or filters (--done, --merged, --older-than), not both")
+    if not request.ids:
+        if not request.filters.any:
+            raise WrightyError(
+                "say which workspaces to remove: give item ids, or --done, --merged or "
+                "--older-than DURATION (`wrighty workspaces` lists them)"
+            )
+        return [workspace for workspace in workspaces if picked(workspace, request.filters)]
+    by_id = {workspace.item_id: workspace for workspace in workspaces}
+    chosen = []
+    for item_id in dict.fromkeys(request.ids):
+        if item_id not in by_id:
+            if store.get_item(item_id) is None:
+                raise NotFoundError(f"item {item_id} does not exist")
+            raise WrightyError(
+                f"item {item_id} has no workspace on this installation "
+                "(`wrighty workspaces` lists those that have one)"
+            )
+        chosen.append(by_id[item_id])
+    return chosen
+
+
+def clean(chosen: Iterable[Workspace], request: CleanRequest, root: Path) -> list[Cleaned]:
+    """Remove each of ``chosen`` that the rule allows (nothing with ``dry_run``); a refusal
+    or a failure for one leaves the others to be cleaned."""
+    done = [_clean_one(workspace, request, root) for workspace in chosen]
+    if not request.dry_run and any(
+        cleaned.workspace.mode is Mode.WORKTREE and cleaned.removed_workspace for cleaned in done
+    ):
+        run_git(root, "worktree", "prune")  # best effort: git's records of worktrees gone
+    return done
+
+
+def _clean_one(workspace: Workspace, request: CleanRequest, root: Path) -> Cleaned:
+    refusal = removal_refusal(workspace, force=request.force, branches=request.branches)
+    if refusal is not None:
+        return Cleaned(workspace, Outcome.REFUSED, reason=refusal)
+    branch = workspace.branch if request.branches and workspace.branch_exists else None
+    if branch is not None and not is_items_branch(branch, workspace.item_id):
+        return Cleaned(
+            workspace,
+            Outcome.REFUSED,
+            reason=f"the branch {printable_line(branch)} is not one wrighty names for item "
+            f"{workspace.item_id}; delete it with git if you mean to",
+        )
+    if not workspace.exists and branch is None:
+        return Cleaned(workspace, Outcome.NOTHING)
+    if request.dry_run:
+        return Cleaned(
+            workspace,
+            Outcome.WOULD_REMOVE,
+            removed_workspace=workspace.exists,
+            deleted_branch=branch is not None,
+        )
+    removed = False
+    if workspace.exists:
+        problem = _remove(workspace, root, force=request.force)
+        if problem is not None:
+            return Cleaned(workspace, Outcome.FAILED, reason=problem)
+        removed = True
+    if branch is not None:
+        deleted = run_git(root, "branch", "-D" if request.force else "-d", "--", branch)
+        if not deleted.ok:
+            if removed:
+                run_git(root, "worktree", "prune")
+            return Cleaned(
+                workspace,
+                Outcome.FAILED,
+                removed_workspace=removed,
+                reason=f"the branch {printable_line(branch)} was kept: {deleted.why()}",
+            )
+    return Cleaned(
+        workspace, Outcome.REMOVED, removed_workspace=removed, deleted_branch=branch is not None
+    )
+
+
+def _remove(workspace: Workspace, root: Path, *, force: bool) -> str | None:
+    """Remove the workspace's folder; why not, when it could not be."""
+    path = Path(workspace.path)
+    if path.is_symlink():
+        return f"{printable_line(workspace.path)} is a symbolic link: wrighty does not follow it"
+    if workspace.mode is Mode.WORKTREE:
+        removed = run_git(
+            root, "worktree", "remove", *(["--force"] if force else []), "--", str(path)
+        )
+        return None if removed.ok else f"git worktree remove: {removed.why()}"
+    if not shutil.rmtree.avoids_symlink_attacks:  # pragma: no cover - every platform we run on
+        return "this platform cannot remove a folder without following links in it"
+    try:
+        shutil.rmtree(path)
+    except OSError as error:
+        return f"cannot remove {printable_line(workspace.path)}: {error.strerror or error}"
+    return None
+
+
+def nothing_refused(done: Collection[Cleaned]) -> bool:
+    return all(cleaned.outcome not in (Outcome.REFUSED, Outcome.FAILED) for cleaned in done)
