@@ -99,7 +99,10 @@ def directory_item(project: Path, clock: FakeClock, state: ItemState) -> int:
     path = project / ".wrighty" / "workspaces" / str(item_id)
     (path / "deep").mkdir(parents=True)
     (path / "deep" / "data.bin").write_bytes(bytes(range(256)) * 400)
-    (path / "outside").symlink_to(project / "README")  # never followed, never removed through
+    outside = project.parent / f"outside-{item_id}"
+    outside.mkdir()
+    (outside / "big.bin").write_bytes(b"x" * 2_000_000)
+    (path / "outside").symlink_to(outside)  # never followed: not counted, not removed through
     session = Session(item_id, "command", "s-1", str(path), installation_id())
     _leave_in(project, clock, record_run(project, item_id, clock, session), state)
     return item_id
@@ -167,7 +170,8 @@ def test_the_list_says_what_git_says_of_each_worktree(repo: Path, clock: FakeClo
     assert (rows[ahead]["ahead"], rows[ahead]["behind"]) == (1, 0)
     assert rows[folder]["mode"] == "directory"
     assert rows[folder]["branch"] is rows[folder]["dirty"] is rows[folder]["merged"] is None
-    assert rows[folder]["size_bytes"] >= 256 * 400  # the data file, not the README linked to
+    # the data file, not the big one the link leads to
+    assert 256 * 400 <= rows[folder]["size_bytes"] < 1_000_000
     table = wrighty("workspaces")
     assert table.exit_code == 0, table.output
     assert f"wrighty/{ahead}-task" in table.stdout
@@ -283,7 +287,7 @@ def test_a_directory_workspace_goes_without_following_its_links(
     code, results = clean(str(item_id))
     assert (code, results[item_id]["outcome"]) == (0, "removed")
     assert not (repo / ".wrighty" / "workspaces" / str(item_id)).exists()
-    assert (repo / "README").read_text() == "hello\n"  # the file linked to is untouched
+    assert (repo.parent / f"outside-{item_id}" / "big.bin").stat().st_size == 2_000_000
     code, results = clean(str(item_id))  # again: nothing left
     assert (code, results[item_id]["outcome"]) == (0, "nothing-to-do")
 
