@@ -510,6 +510,39 @@ CASES: list[Case] = [
             ),
         )
     ),
+    *(
+        Case(f"workspaces-{name}", ("workspaces", "clean", *args), says, setup=setup)
+        for name, args, says, setup in (
+            ("clean-nothing-named", (), "say which workspaces to remove: give item ids", None),
+            ("clean-dry-run-alone", ("--dry-run", "--force"), "say which workspaces", None),
+            ("clean-unknown-item", ("99",), "item 99 does not exist", None),
+            ("clean-unknown-among", ("99", "1", "--force"), "item 99 does not exist", item()),
+            ("clean-never-ran", ("1",), "item 1 has no workspace on this installation", item()),
+            ("clean-ids-and-filter", ("1", "--done"), "give item ids or filters", item()),
+            ("clean-id-zero", ("0",), "Invalid value for 'ID'", None),
+            ("clean-id-not-a-number", ("one",), "Invalid value for 'ID'", None),
+            ("clean-id-too-large", ("9" * 30,), "Invalid value for 'ID'", None),
+            (
+                "older-than-no-unit",
+                ("--older-than", "30"),
+                "--older-than: cannot read duration",
+                None,
+            ),
+            (
+                "older-than-bad",
+                ("--older-than", "soon"),
+                "--older-than: cannot read duration",
+                None,
+            ),
+            ("older-than-empty", ("--older-than", ""), "--older-than: empty duration", None),
+            ("older-than-zero", ("--older-than", "0d"), "greater than zero", None),
+            ("older-than-negative", ("--older-than", "-1d"), "cannot read duration", None),
+            ("older-than-too-long", ("--older-than", "4000d"), "the limit is 3650d", None),
+            ("older-than-control", ("--older-than", "1\x1b[2Jd"), "cannot read duration", None),
+            ("older-than-missing", ("--done", "--older-than"), "requires an argument", None),
+            ("unknown-option", ("--all",), "No such option: --all", None),
+        )
+    ),
     Case(
         "import-cycle",
         ("import", "tasks.md"),

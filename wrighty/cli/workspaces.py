@@ -60,7 +60,7 @@ def clean(
     item_ids: Annotated[
         list[int] | None,
         typer.Argument(
-            metavar="[ID]...",
+            metavar="ID",
             min=1,
             max=MAX_ITEM_ID,
             show_default=False,
