@@ -348,8 +348,8 @@ def requeue_item(
     ``resume``: the item becomes a retry that is due now, so the next worker of the
     installation that holds the session resumes it (the usual pre-launch checks apply).
     Otherwise it goes back to ``queued`` and its next run starts a new session (in the same
-    workspace: wrighty never deletes one). ``budget``: the item's own bounds from now on (each
-    one given replaces the item's; one not given is kept).
+    workspace: only a finished item's is ever deleted). ``budget``: the item's own bounds from
+    now on (each one given replaces the item's; one not given is kept).
     """
     # Here, not at the top: `wrighty list` loads this module and needs no resume rule.
     from wrighty.domain.resume import session_id_recorded
