@@ -304,3 +304,25 @@ def test_a_stored_branch_wrighty_would_not_name_is_not_deleted(
     code, results = clean(str(item_id), "--branches")
     assert (code, results[item_id]["outcome"]) == (1, "refused")
     assert "precious" in branches(repo)
+
+
+def test_a_path_from_the_store_is_shown_neutralised_and_never_touched(
+    repo: Path, clock: FakeClock
+) -> None:
+    item_id = create_queued()
+    odd = str(repo.parent / "elsewhere\x1b[2J")
+    Path(odd).mkdir()
+    session = Session(item_id, "command", "s-1", odd, installation_id())
+    _leave_in(repo, clock, record_run(repo, item_id, clock, session), ItemState.DONE)
+    table = wrighty("workspaces")
+    assert table.exit_code == 0, table.output
+    assert "\x1b" not in table.stdout
+    assert "elsewhere\\x1b[2J" in table.stdout
+    document = wrighty("workspaces", "--json")
+    assert "\x1b" not in document.stdout
+    assert json.loads(document.stdout)[0]["mode"] == "other"
+    result = wrighty("workspaces", "clean", str(item_id), "--force")
+    assert result.exit_code == 1
+    assert "is not one wrighty made in this project" in result.stdout
+    assert "\x1b" not in result.stdout
+    assert Path(odd).is_dir()
