@@ -326,3 +326,22 @@ def test_a_path_from_the_store_is_shown_neutralised_and_never_touched(
     assert "is not one wrighty made in this project" in result.stdout
     assert "\x1b" not in result.stdout
     assert Path(odd).is_dir()
+
+
+def test_without_git_the_facts_are_unknown_and_nothing_is_removed(
+    repo: Path, clock: FakeClock
+) -> None:
+    item_id = worktree_item(repo, clock, ItemState.DONE, merge=True)
+    no_git = {"PATH": str(repo / "no-programs-here")}
+    document = wrighty("workspaces", "--json", env=no_git)
+    assert document.exit_code == 0, document.output
+    [row] = json.loads(document.stdout)
+    assert (row["dirty"], row["merged"]) == (None, None)
+    assert "git is not installed" in row["note"]
+    refused = wrighty("workspaces", "clean", str(item_id), env=no_git)
+    assert refused.exit_code == 1
+    assert "cannot tell whether" in refused.stdout
+    failed = wrighty("workspaces", "clean", str(item_id), "--force", env=no_git)
+    assert failed.exit_code == 1
+    assert f"could not clean item {item_id}: git is not installed" in failed.stdout
+    assert (repo / ".wrighty" / "worktrees" / str(item_id)).is_dir()

@@ -9,6 +9,7 @@ directory workspace as a folder, never following a symbolic link out of it; a br
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -57,15 +58,18 @@ def list_workspaces(
     if not sessions:
         return []
     items = {item.id: item for item in store.list_items()}
+    heads: dict[str, str | None] = {}  # the project's HEAD, read once, when a worktree asks
     found = [
-        _facts(items[session.item_id], session, project)
+        _facts(items[session.item_id], session, project, heads)
         for session in sessions
         if session.item_id in items
     ]
     return _with_sizes(found, size_entries)
 
 
-def _facts(item: Item, session: Session, project: Project) -> Workspace:
+def _facts(
+    item: Item, session: Session, project: Project, heads: dict[str, str | None]
+) -> Workspace:
     recorded = Path(session.workspace)
     mode = workspace_mode(
         recorded,
@@ -87,7 +91,9 @@ def _facts(item: Item, session: Session, project: Project) -> Workspace:
     if mode is not Mode.WORKTREE:
         return workspace
     try:
-        return _git_facts(workspace, project.root)
+        if "HEAD" not in heads:
+            heads["HEAD"] = _commit(project.root, "HEAD")
+        return _git_facts(workspace, project.root, heads["HEAD"])
     except GitError as error:
         return replace(workspace, note=printable_line(str(error)))
 
@@ -99,7 +105,7 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def _git_facts(workspace: Workspace, root: Path) -> Workspace:
+def _git_facts(workspace: Workspace, root: Path, project_head: str | None) -> Workspace:
     """What git says of a worktree: whether its branch is there, its commits ahead of and
     behind its base, uncommitted changes, and whether the project's HEAD has its commits (the
     worktree's HEAD; once the worktree is gone, its branch's)."""
@@ -122,7 +128,6 @@ def _git_facts(workspace: Workspace, root: Path) -> Workspace:
         if counted.ok and len(counted.stdout.split()) == 2:
             behind, ahead = (int(number) for number in counted.stdout.split())
     merged = None
-    project_head = _commit(root, "HEAD")
     if head is not None and project_head is not None:
         answer = run_git(root, "merge-base", "--is-ancestor", head, project_head)
         if answer.returncode in (0, 1):
@@ -270,11 +275,19 @@ def clean(chosen: Iterable[Workspace], request: CleanRequest, root: Path) -> lis
     if not request.dry_run and any(
         cleaned.workspace.mode is Mode.WORKTREE and cleaned.removed_workspace for cleaned in done
     ):
-        run_git(root, "worktree", "prune")  # best effort: git's records of worktrees gone
+        with contextlib.suppress(GitError):  # best effort: git's records of worktrees gone
+            run_git(root, "worktree", "prune")
     return done
 
 
 def _clean_one(workspace: Workspace, request: CleanRequest, root: Path) -> Cleaned:
+    try:
+        return _clean_or_refuse(workspace, request, root)
+    except GitError as error:  # git missing, or past its time limit
+        return Cleaned(workspace, Outcome.FAILED, reason=printable_line(str(error)))
+
+
+def _clean_or_refuse(workspace: Workspace, request: CleanRequest, root: Path) -> Cleaned:
     refusal = removal_refusal(workspace, force=request.force, branches=request.branches)
     if refusal is not None:
         return Cleaned(workspace, Outcome.REFUSED, reason=refusal)
@@ -304,8 +317,6 @@ def _clean_one(workspace: Workspace, request: CleanRequest, root: Path) -> Clean
     if branch is not None:
         deleted = run_git(root, "branch", "-D" if request.force else "-d", "--", branch)
         if not deleted.ok:
-            if removed:
-                run_git(root, "worktree", "prune")
             return Cleaned(
                 workspace,
                 Outcome.FAILED,
