@@ -345,3 +345,23 @@ def test_without_git_the_facts_are_unknown_and_nothing_is_removed(
     assert failed.exit_code == 1
     assert f"could not clean item {item_id}: git is not installed" in failed.stdout
     assert (repo / ".wrighty" / "worktrees" / str(item_id)).is_dir()
+
+
+def test_a_branch_git_will_not_delete_is_kept_and_said(repo: Path, clock: FakeClock) -> None:
+    item_id = worktree_item(repo, clock, ItemState.DONE)
+    branch = f"wrighty/{item_id}-task"
+    git(repo, "checkout", "-q", "--ignore-other-worktrees", branch)  # the project is on it
+    code, results = clean(str(item_id), "--branches")
+    assert code == 1
+    assert results[item_id] | {"reason": None} == results[item_id] | {
+        "outcome": "failed",
+        "removed_workspace": True,
+        "deleted_branch": False,
+        "reason": None,
+    }
+    assert (
+        f"its workspace was removed, but the branch {branch} was kept"
+        in (results[item_id]["reason"])
+    )
+    assert branch in branches(repo)
+    assert not (repo / ".wrighty" / "worktrees" / str(item_id)).exists()

@@ -321,7 +321,8 @@ def _clean_or_refuse(workspace: Workspace, request: CleanRequest, root: Path) ->
                 workspace,
                 Outcome.FAILED,
                 removed_workspace=removed,
-                reason=f"the branch {printable_line(branch)} was kept: {deleted.why()}",
+                reason=f"{'its workspace was removed, but ' if removed else ''}the branch "
+                f"{printable_line(branch)} was kept: {deleted.why()}",
             )
     return Cleaned(
         workspace, Outcome.REMOVED, removed_workspace=removed, deleted_branch=branch is not None
