@@ -15,12 +15,15 @@ import pytest
 
 from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import TERMS, Started, create_queued, open_store, settle
-from tests.conftest import FakeClock
+from tests.conftest import START, FakeClock
+from wrighty.cli.workspaces import size_text
 from wrighty.domain.claims import ClaimRequest
 from wrighty.domain.model import NewRun, Session
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
+from wrighty.domain.workspaces import Mode, Workspace
 from wrighty.installation import installation_id
+from wrighty.services.workspaces import disk_usage
 
 
 def git(repo: Path, *args: str) -> str:
@@ -365,3 +368,19 @@ def test_a_branch_git_will_not_delete_is_kept_and_said(repo: Path, clock: FakeCl
     )
     assert branch in branches(repo)
     assert not (repo / ".wrighty" / "worktrees" / str(item_id)).exists()
+
+
+def test_a_size_walk_stops_at_its_bound_and_says_so(tmp_path: Path) -> None:
+    folder = tmp_path / "w"
+    (folder / "a").mkdir(parents=True)
+    for n in range(5):
+        (folder / "a" / f"f{n}").write_bytes(b"x" * 5000)
+    whole, looked_at, complete = disk_usage(folder, 100)
+    assert (looked_at, complete) == (6, True)
+    assert whole >= 5 * 5000
+    part, looked_at, complete = disk_usage(folder, 3)
+    assert (looked_at, complete) == (3, False)
+    assert part < whole
+    shown = Workspace(1, ItemState.DONE, START, Mode.DIRECTORY, str(folder), True,
+                      size_bytes=2048, size_complete=False)  # fmt: skip
+    assert size_text(shown) == ">= 2.0 KiB"
