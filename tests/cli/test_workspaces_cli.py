@@ -384,3 +384,15 @@ def test_a_size_walk_stops_at_its_bound_and_says_so(tmp_path: Path) -> None:
     shown = Workspace(1, ItemState.DONE, START, Mode.DIRECTORY, str(folder), True,
                       size_bytes=2048, size_complete=False)  # fmt: skip
     assert size_text(shown) == ">= 2.0 KiB"
+
+
+def test_listing_runs_no_program_the_repositorys_config_names(repo: Path, clock: FakeClock) -> None:
+    worktree_item(repo, clock, ItemState.DONE, dirty=True)
+    marker = repo.parent / "monitor-ran"
+    monitor = repo.parent / "monitor.sh"
+    monitor.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    monitor.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", str(monitor))
+    [row] = listed().values()
+    assert row["dirty"] is True
+    assert not marker.exists()

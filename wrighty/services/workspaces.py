@@ -118,7 +118,8 @@ def _git_facts(workspace: Workspace, root: Path, project_head: str | None) -> Wo
         if _toplevel(path) != path.resolve():
             note, head = "not a git worktree", None
         else:
-            status = run_git(path, "status", "--porcelain")
+            # No file-system monitor: a program the repository's config names is not run.
+            status = run_git(path, "-c", "core.fsmonitor=false", "status", "--porcelain")
             dirty = bool(status.stdout.strip()) if status.ok else None
             note = None if status.ok else status.why()
             head = _commit(path, "HEAD")
