@@ -387,12 +387,16 @@ def test_a_size_walk_stops_at_its_bound_and_says_so(tmp_path: Path) -> None:
 
 
 def test_listing_runs_no_program_the_repositorys_config_names(repo: Path, clock: FakeClock) -> None:
-    worktree_item(repo, clock, ItemState.DONE, dirty=True)
+    dirty = worktree_item(repo, clock, ItemState.DONE, dirty=True)
+    tidy = worktree_item(repo, clock, ItemState.DONE, merge=True)
     marker = repo.parent / "monitor-ran"
     monitor = repo.parent / "monitor.sh"
     monitor.write_text(f"#!/bin/sh\ntouch {marker}\n")
     monitor.chmod(0o755)
     git(repo, "config", "core.fsmonitor", str(monitor))
-    [row] = listed().values()
-    assert row["dirty"] is True
+    assert listed()[dirty]["dirty"] is True
+    assert not marker.exists()
+    # `git worktree remove` (without --force) looks at the worktree's files too
+    code, results = clean(str(tidy))
+    assert (code, results[tidy]["outcome"]) == (0, "removed")
     assert not marker.exists()

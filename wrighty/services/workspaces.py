@@ -36,6 +36,9 @@ from wrighty.supervisor.git import GitError, run_git
 # How many files and folders one listing looks at, in all its workspaces, to sum their sizes:
 # past it, a size is a lower bound (`Workspace.size_complete`), so a listing stays quick.
 SIZE_ENTRIES = 200_000
+# For the git commands that look at a worktree's files (status, and worktree remove, which runs
+# status): no file-system monitor, so that no program the repository's config names is run.
+NO_MONITOR = ("-c", "core.fsmonitor=false")
 
 
 @dataclass(frozen=True)
@@ -118,8 +121,7 @@ def _git_facts(workspace: Workspace, root: Path, project_head: str | None) -> Wo
         if _toplevel(path) != path.resolve():
             note, head = "not a git worktree", None
         else:
-            # No file-system monitor: a program the repository's config names is not run.
-            status = run_git(path, "-c", "core.fsmonitor=false", "status", "--porcelain")
+            status = run_git(path, *NO_MONITOR, "status", "--porcelain")
             dirty = bool(status.stdout.strip()) if status.ok else None
             note = None if status.ok else status.why()
             head = _commit(path, "HEAD")
@@ -337,7 +339,13 @@ def _remove(workspace: Workspace, root: Path, *, force: bool) -> str | None:
         return f"{printable_line(workspace.path)} is a symbolic link: wrighty does not follow it"
     if workspace.mode is Mode.WORKTREE:
         removed = run_git(
-            root, "worktree", "remove", *(["--force"] if force else []), "--", str(path)
+            root,
+            *NO_MONITOR,
+            "worktree",
+            "remove",
+            *(["--force"] if force else []),
+            "--",
+            str(path),
         )
         return None if removed.ok else f"git worktree remove: {removed.why()}"
     if not shutil.rmtree.avoids_symlink_attacks:  # pragma: no cover - every platform we run on
