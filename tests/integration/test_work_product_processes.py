@@ -152,6 +152,12 @@ def test_a_done_item_is_committed_on_its_own_branch_made_from_the_base(
     )
     assert git(tree, "status", "--porcelain") == ""  # everything committed but the ignored
     assert git(project.root, "rev-parse", "main") == base  # the project's branch is untouched
+    shown = subprocess.run(
+        project.command("show", str(item_id), "--json"),
+        cwd=project.root, env=project.env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    said = json.loads(shown.stdout)["session"]
+    assert (said["branch"], said["base_commit"]) == (branch, base)
 
 
 def test_completion_author_signs_the_commit(tmp_path: Path) -> None:

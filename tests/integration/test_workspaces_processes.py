@@ -76,23 +76,26 @@ def test_a_workers_worktree_is_listed_and_cleaned(tmp_path: Path) -> None:
     assert project.get(item_id).state is ItemState.DONE
     path = project.root / ".wrighty" / "worktrees" / str(item_id)
     row = listed(project)[item_id]
-    # the agent's file is not committed: the worktree is dirty; it has no commit of its own
+    # the done run's change is committed on the item's branch (completion.commit wrighty): the
+    # worktree is clean, one commit ahead of its base, which the project's HEAD lacks
     assert (row["mode"], row["path"], row["exists"], row["dirty"]) == (
         "worktree",
         str(path),
         True,
-        True,
+        False,
     )
-    assert row["merged"] is True
+    assert (row["ahead"], row["merged"]) == (1, False)
     assert row["size_bytes"] > 0
-    refused = wrighty(project, "workspaces", "clean", "--done")
+    refused = wrighty(project, "workspaces", "clean", "--done", "--branches")
     assert refused.returncode == 1
-    assert "uncommitted changes" in refused.stdout
+    assert "has commits the project's HEAD lacks" in refused.stdout
     assert (path / "work.txt").exists()
-    forced = wrighty(project, "workspaces", "clean", "--done", "--force")
-    assert forced.returncode == 0, forced.stderr
+    # without --branches the branch keeps the work: the worktree goes
+    cleaned = wrighty(project, "workspaces", "clean", "--done")
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     assert not path.exists()
     assert str(path) not in git(project.root, "worktree", "list")
+    assert "work.txt" in git(project.root, "show", "--name-only", "--format=", row["branch"])
     shown = wrighty(project, "show", str(item_id))
     assert shown.returncode == 0, shown.stderr
 

@@ -87,6 +87,8 @@ def session_json(session: Session, *, resumable: bool) -> dict[str, Any]:
         "workspace": session.workspace,
         "installation_id": session.installation_id,
         "resumable": resumable,
+        "branch": session.branch,
+        "base_commit": session.base_commit,
     }
 
 
