@@ -109,3 +109,31 @@ def fork_server(folder: Path) -> Iterator[Path]:
         for process in family:
             with suppress(psutil.NoSuchProcess):
                 process.kill()
+
+
+def git_env() -> dict[str, str]:
+    """The environment a test's own git commands run in: no global or system git settings (the
+    test repository's identity alone), no WRIGHTY_ or GIT_ variables from outside."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WRIGHTY_", "GIT_"))}
+    return {**env, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git -C repo ARGS``'s standard output, stripped (CalledProcessError if it fails)."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=git_env()
+    )
+    return done.stdout.strip()
+
+
+def git_repo(root: Path, *, name: str = "Test", email: str = "test@example.com") -> Path:
+    """A git repository at ``root`` (made if missing) on branch main, with that identity and one
+    commit (a README)."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", name)
+    git(root, "config", "user.email", email)
+    (root / "README").write_text("hello\n")
+    git(root, "add", "README")
+    git(root, "commit", "-q", "-m", "first")
+    return root

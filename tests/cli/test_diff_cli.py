@@ -16,19 +16,12 @@ import pytest
 from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import TERMS, create_queued, open_store
 from tests.conftest import FakeClock
-from tests.helpers import installed_wrighty
+from tests.helpers import git, installed_wrighty
 from wrighty.cli.diff import show
 from wrighty.domain.claims import ClaimRequest
 from wrighty.domain.model import NewRun, Session
 from wrighty.domain.outcomes import RunKind
 from wrighty.installation import installation_id
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture

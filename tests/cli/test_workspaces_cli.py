@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import TERMS, Started, create_queued, open_store, settle
 from tests.conftest import START, FakeClock
+from tests.helpers import git, git_repo
 from wrighty.cli.workspaces import size_text
 from wrighty.domain.claims import ClaimRequest
 from wrighty.domain.model import NewRun, Session
@@ -26,24 +26,10 @@ from wrighty.installation import installation_id
 from wrighty.services.workspaces import disk_usage
 
 
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
-
-
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An initialised wrighty project in a git repository with one commit on main."""
-    root = tmp_path / "project"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Test")
-    git(root, "config", "user.email", "test@example.com")
-    (root / "README").write_text("hello\n")
-    git(root, "add", "README")
-    git(root, "commit", "-q", "-m", "first")
+    root = git_repo(tmp_path / "project")
     monkeypatch.chdir(root)
     assert wrighty("init").exit_code == 0
     return root

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import git
 from wrighty.domain.model import Item
 from wrighty.domain.states import ItemState
 from wrighty.domain.work_product import Completion
@@ -40,11 +41,6 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ):
         subprocess.run(["git", "-C", str(root), *args], check=True)
     return root
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    return done.stdout.strip()
 
 
 def test_nothing_to_commit_is_no_commit(repo: Path) -> None:

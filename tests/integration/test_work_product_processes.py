@@ -5,7 +5,6 @@ its done run's changes are committed there; on both stores."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import postgres_schema
+from tests.helpers import git, git_env
 from tests.integration.worker_process import ProjectOnDisk
 from wrighty.config import check_config_text
 from wrighty.domain.states import ItemState
@@ -47,19 +47,6 @@ def store_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
         return
     with postgres_schema() as url:
         yield url
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=_git_env()
-    )
-    return done.stdout.strip()
-
-
-def _git_env() -> dict[str, str]:
-    """No global or system git settings: the test repo's own identity alone."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WRIGHTY_", "GIT_"))}
-    return {**env, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
 
 def make_project(
@@ -94,7 +81,7 @@ def make_project(
         git(root, "add", "-A")
         git(root, "commit", "-qm", "the project")
     (root / "marks").mkdir()
-    env = _git_env()
+    env = git_env()
     env["MARKS"] = str(root / "marks")
     if store_url is None:
         SqliteStore.open(root / ".wrighty" / "wrighty.db").close()

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import git, git_repo
 from tests.integration.worker_process import ProjectOnDisk, make_project
 from wrighty.domain.states import ItemState
 
@@ -25,22 +26,8 @@ AGENT = textwrap.dedent(
 )
 
 
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
-
-
 def worktree_project(tmp_path: Path) -> ProjectOnDisk:
-    root = tmp_path / "p"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Test")
-    git(root, "config", "user.email", "test@example.com")
-    (root / "README").write_text("hello\n")
-    git(root, "add", "README")
-    git(root, "commit", "-q", "-m", "first")
+    root = git_repo(tmp_path / "p")
     agent = root / "agent.py"
     agent.write_text(AGENT)
     return make_project(
