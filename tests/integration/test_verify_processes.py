@@ -11,15 +11,12 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
-import pytest
 
-from tests.conftest import postgres_schema
 from tests.integration.worker_process import LiveWorker, ProjectOnDisk
 from wrighty.config import check_config_text
 from wrighty.domain.outcomes import OutcomeClass, RunKind
@@ -49,15 +46,6 @@ ANSWER_CHECK = {
     "name": "answer",
     "argv": ["sh", "-c", 'a=$(cat answer.txt); echo "the answer is $a"; test "$a" = 42'],
 }
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
-    if request.param == "sqlite":
-        yield None
-        return
-    with postgres_schema() as url:
-        yield url
 
 
 def make_project(

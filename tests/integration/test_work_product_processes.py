@@ -9,13 +9,9 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.conftest import postgres_schema
 from tests.helpers import git, git_env
 from tests.integration.worker_process import ProjectOnDisk
 from wrighty.config import check_config_text
@@ -38,15 +34,6 @@ AGENT = textwrap.dedent(
     pathlib.Path("build.log").write_text("noise\\n")
     """
 )
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
-    if request.param == "sqlite":
-        yield None
-        return
-    with postgres_schema() as url:
-        yield url
 
 
 def make_project(
