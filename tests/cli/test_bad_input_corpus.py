@@ -514,6 +514,7 @@ CASES: list[Case] = [
         Case(f"workspaces-{name}", ("workspaces", "clean", *args), says, setup=setup)
         for name, args, says, setup in (
             ("clean-nothing-named", (), "say which workspaces to remove: give item ids", None),
+            ("clean-logs-alone", ("--logs",), "say which workspaces to remove", None),
             ("clean-dry-run-alone", ("--dry-run", "--force"), "say which workspaces", None),
             ("clean-unknown-item", ("99",), "item 99 does not exist", None),
             ("clean-unknown-among", ("99", "1", "--force"), "item 99 does not exist", item()),

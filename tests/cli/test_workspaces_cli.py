@@ -386,3 +386,50 @@ def test_listing_runs_no_program_the_repositorys_config_names(repo: Path, clock:
     code, results = clean(str(tidy))
     assert (code, results[tidy]["outcome"]) == (0, "removed")
     assert not marker.exists()
+
+
+def run_logs(project: Path, item_id: int) -> Path:
+    """The item's run logs, as the worker leaves them (.wrighty/runs/<id>/<run>/)."""
+    folder = project / ".wrighty" / "runs" / str(item_id) / "run-0123456789ab"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "stdout.log").write_text("the agent said things\n")
+    return folder.parent
+
+
+def test_logs_go_with_a_finished_items_workspace_and_only_then(
+    repo: Path, clock: FakeClock
+) -> None:
+    done = worktree_item(repo, clock, ItemState.DONE, merge=True)
+    waiting = worktree_item(repo, clock, ItemState.NEEDS_ATTENTION, merge=True)
+    done_logs, waiting_logs = run_logs(repo, done), run_logs(repo, waiting)
+
+    code, results = clean(str(done), str(waiting), "--logs", "--dry-run")
+    assert code == 1  # the item that needs attention is refused
+    assert (results[done]["outcome"], results[done]["removed_logs"]) == ("would-remove", True)
+    assert done_logs.exists()
+    assert waiting_logs.exists()
+
+    code, results = clean(str(done), str(waiting), "--logs")
+    assert (results[done]["outcome"], results[done]["removed_logs"]) == ("removed", True)
+    assert (results[waiting]["outcome"], results[waiting]["removed_logs"]) == ("refused", False)
+    assert not done_logs.exists()
+    assert waiting_logs.exists()  # a resume may need to be understood: kept with its workspace
+    said = wrighty("workspaces", "clean", str(done), "--logs")  # the workspace is gone already
+    assert said.exit_code == 0, said.output
+    assert (
+        said.stdout
+        == f"item {done}: nothing left to remove ({repo}/.wrighty/worktrees/{done} is gone)\n"
+    )
+
+
+def test_logs_of_an_item_whose_workspace_was_cleaned_before_go_on_their_own(
+    repo: Path, clock: FakeClock
+) -> None:
+    item_id = worktree_item(repo, clock, ItemState.DONE, merge=True)
+    assert clean(str(item_id))[0] == 0  # the workspace, not the logs
+    logs = run_logs(repo, item_id)
+    said = wrighty("workspaces", "clean", str(item_id), "--logs")
+    assert said.exit_code == 0, said.output
+    assert said.stdout == f"item {item_id}: removed its run logs (its workspace is gone)\n"
+    assert not logs.exists()
+    assert wrighty("logs", str(item_id)).exit_code == 2  # said in one line, no traceback

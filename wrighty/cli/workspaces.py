@@ -85,6 +85,9 @@ def clean(
     branches: Annotated[
         bool, typer.Option("--branches", help="Delete each item's branch too.")
     ] = False,
+    logs: Annotated[
+        bool, typer.Option("--logs", help="Remove each item's run logs too (.wrighty/runs/ID).")
+    ] = False,
     force: Annotated[
         bool,
         typer.Option(
@@ -116,6 +119,7 @@ def clean(
             ids=tuple(item_ids or ()),
             filters=Filters(done=done, merged=merged, updated_before=cutoff),
             branches=branches,
+            logs=logs,
             force=force,
             dry_run=dry_run,
         )
@@ -123,7 +127,7 @@ def clean(
             store, project, installation_id=installation_id(), size_entries=0
         )
         chosen = service.select(found, request, store)
-    results = service.clean(chosen, request, project.root)
+    results = service.clean(chosen, request, project)
     if as_json:
         from wrighty.cli.documents import print_json
 
@@ -176,6 +180,7 @@ def cleaned_json(cleaned: Cleaned) -> dict[str, Any]:
         "outcome": cleaned.outcome.value,
         "removed_workspace": cleaned.removed_workspace,
         "deleted_branch": cleaned.deleted_branch,
+        "removed_logs": cleaned.removed_logs,
         "reason": cleaned.reason,
     }
 
@@ -248,14 +253,20 @@ def cleaned_lines(results: list[Cleaned]) -> list[str]:
         branch = f"its branch {workspace.branch}"
         if cleaned.outcome in (Outcome.REMOVED, Outcome.WOULD_REMOVE):
             would = "would " if cleaned.outcome is Outcome.WOULD_REMOVE else ""
+            logs = " and its run logs" if cleaned.removed_logs else ""
             if cleaned.removed_workspace:
                 line = f"{would}remove{'' if would else 'd'} {folder}"
                 if cleaned.deleted_branch:
                     line += f" and {branch}"
-            else:
+                line += logs
+            elif cleaned.deleted_branch:
                 line = (
-                    f"{item}: {would}delete{'' if would else 'd'} {branch} (its workspace is gone)"
+                    f"{item}: {would}delete{'' if would else 'd'} {branch}{logs} (its workspace "
+                    "is gone)"
                 )
+            else:
+                verb = f"{would}remove{'' if would else 'd'}"
+                line = f"{item}: {verb} its run logs (its workspace is gone)"
         elif cleaned.outcome is Outcome.NOTHING:
             line = f"{item}: nothing left to remove ({workspace.path} is gone)"
         elif cleaned.outcome is Outcome.REFUSED:

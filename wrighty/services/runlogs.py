@@ -37,9 +37,14 @@ def output_bytes(text: str) -> bytes:
     return text.encode("utf-8", errors="surrogateescape")
 
 
+def run_logs_of(state_dir: Path, item_id: int) -> Path:
+    """Where the worker keeps the log files of item ``item_id``'s runs, a folder per run."""
+    return state_dir / "runs" / str(item_id)
+
+
 def logs_of(state_dir: Path, item_id: int, run_id: str) -> Path:
     """Where the worker keeps the log files of item ``item_id``'s run ``run_id``."""
-    return state_dir / "runs" / str(item_id) / run_id
+    return run_logs_of(state_dir, item_id) / run_id
 
 
 def run_log_dir(state_dir: Path, run: Run) -> Path:

@@ -30,6 +30,7 @@ from wrighty.domain.workspaces import (
     workspace_mode,
 )
 from wrighty.errors import NotFoundError, WrightyError
+from wrighty.services.runlogs import run_logs_of
 from wrighty.store.port import Store
 from wrighty.supervisor.git import GitError, run_git
 
@@ -232,6 +233,7 @@ class Cleaned:
     outcome: Outcome
     removed_workspace: bool = False
     deleted_branch: bool = False
+    removed_logs: bool = False  # --logs: the item's run logs (.wrighty/runs/<id>)
     reason: str | None = None
 
 
@@ -240,6 +242,7 @@ class CleanRequest:
     ids: tuple[int, ...] = ()
     filters: Filters = field(default_factory=Filters)
     branches: bool = False  # delete the item's branch too
+    logs: bool = False  # remove the item's run logs too
     force: bool = False
     dry_run: bool = False
 
@@ -271,10 +274,11 @@ def select(workspaces: list[Workspace], request: CleanRequest, store: Store) -> 
     return chosen
 
 
-def clean(chosen: Iterable[Workspace], request: CleanRequest, root: Path) -> list[Cleaned]:
+def clean(chosen: Iterable[Workspace], request: CleanRequest, project: Project) -> list[Cleaned]:
     """Remove each of ``chosen`` that the rule allows (nothing with ``dry_run``); a refusal
     or a failure for one leaves the others to be cleaned."""
-    done = [_clean_one(workspace, request, root) for workspace in chosen]
+    root = project.root
+    done = [_clean_one(workspace, request, project) for workspace in chosen]
     if not request.dry_run and any(
         cleaned.workspace.mode is Mode.WORKTREE and cleaned.removed_workspace for cleaned in done
     ):
@@ -283,9 +287,12 @@ def clean(chosen: Iterable[Workspace], request: CleanRequest, root: Path) -> lis
     return done
 
 
-def _clean_one(workspace: Workspace, request: CleanRequest, root: Path) -> Cleaned:
+def _clean_one(workspace: Workspace, request: CleanRequest, project: Project) -> Cleaned:
     try:
-        return _clean_or_refuse(workspace, request, root)
+        cleaned = _clean_or_refuse(workspace, request, project.root)
+        if request.logs and cleaned.outcome not in (Outcome.REFUSED, Outcome.FAILED):
+            return _clean_logs(cleaned, project, dry_run=request.dry_run)
+        return cleaned
     except GitError as error:  # git missing, or past its time limit
         return Cleaned(workspace, Outcome.FAILED, reason=printable_line(str(error)))
 
@@ -355,6 +362,23 @@ def _remove(workspace: Workspace, root: Path, *, force: bool) -> str | None:
     except OSError as error:
         return f"cannot remove {printable_line(workspace.path)}: {error.strerror or error}"
     return None
+
+
+def _clean_logs(cleaned: Cleaned, project: Project, *, dry_run: bool) -> Cleaned:
+    """``cleaned`` with its item's run logs removed too (``--logs``; the rule that let its
+    workspace go lets them go: no run, retry or resume of a finished item needs them)."""
+    logs = run_logs_of(project.state_dir, cleaned.workspace.item_id)
+    if not logs.is_dir() or logs.is_symlink():
+        return cleaned
+    outcome = Outcome.WOULD_REMOVE if dry_run else Outcome.REMOVED
+    if dry_run:
+        return replace(cleaned, outcome=outcome, removed_logs=True)
+    try:
+        shutil.rmtree(logs)
+    except OSError as error:
+        why = f"cannot remove its run logs {printable_line(str(logs))}: {error.strerror or error}"
+        return replace(cleaned, outcome=Outcome.FAILED, reason=why)
+    return replace(cleaned, outcome=outcome, removed_logs=True)
 
 
 def nothing_refused(done: Collection[Cleaned]) -> bool:
