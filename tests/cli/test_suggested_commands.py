@@ -89,8 +89,16 @@ agent_names = st.from_regex(AGENT_NAME_PATTERN.strip("^$"), fullmatch=True)
     limit=bounds,
     spent=spending,
     can_verify=st.booleans(),
+    has_change=st.booleans(),
     reason_code=st.sampled_from(
-        [None, "agent-failure", "budget-exceeded", "verification-failed", "check-start-failed"]
+        [
+            None,
+            "agent-failure",
+            "budget-exceeded",
+            "verification-failed",
+            "check-start-failed",
+            "commit-failed",
+        ]
     ),
 )
 def test_every_command_show_offers_parses(
@@ -102,10 +110,16 @@ def test_every_command_show_offers_parses(
     limit: Limit,
     spent: Usage,
     can_verify: bool,
+    has_change: bool,
     reason_code: str | None,
 ) -> None:
     standing = Standing(
-        resumable, has_logs, lease_expired, raise_flags(limit, spent), can_verify=can_verify
+        resumable,
+        has_logs,
+        lease_expired,
+        raise_flags(limit, spent),
+        can_verify=can_verify,
+        has_change=has_change,
     )
     for suggestion in next_commands(item_id, state, standing, reason_code=reason_code):
         parse(suggestion.command)
@@ -150,6 +164,7 @@ ARGUMENTS: dict[Any, st.SearchStrategy[dict[str, Any]]] = {
     suggestions.queue: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.show: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.verify: st.fixed_dictionaries({"item_id": item_ids}),
+    suggestions.diff: st.fixed_dictionaries({"item_id": item_ids, "stat": st.booleans()}),
     suggestions.start_worker: st.fixed_dictionaries({"item_id": item_ids, "agent": agent_names}),
     suggestions.drop_dependency: st.fixed_dictionaries(
         {"item_id": item_ids, "depends_on": item_ids}

@@ -126,3 +126,44 @@ def test_an_item_whose_budget_cannot_be_raised_may_still_have_its_checks_run() -
         "wrighty logs 12",
         "wrighty cancel 12",
     ]
+
+
+def change_offered(
+    state: ItemState, *, has_change: bool, reason_code: str | None = None
+) -> list[str]:
+    standing = Standing(resumable=True, has_logs=True, lease_expired=False, has_change=has_change)
+    offered = next_commands(12, state, standing, reason_code=reason_code)
+    return [suggestion.command for suggestion in offered]
+
+
+def test_a_done_item_whose_change_shows_here_is_offered_its_diff() -> None:
+    assert change_offered(ItemState.DONE, has_change=True) == ["wrighty diff 12"]
+    assert change_offered(ItemState.DONE, has_change=False) == []
+
+
+def test_an_item_whose_commit_failed_is_offered_a_resume_then_its_change() -> None:
+    # The hook's complaint is the agent's to mend: resume first; the change, to see what failed.
+    standing = Standing(resumable=True, has_logs=True, lease_expired=False, has_change=True)
+    offered = next_commands(12, ItemState.NEEDS_ATTENTION, standing, reason_code="commit-failed")
+    assert [suggestion.command for suggestion in offered] == [
+        "wrighty requeue 12 --resume",
+        "wrighty diff 12",
+        "wrighty requeue 12 --fresh",
+        "wrighty logs 12",
+        "wrighty cancel 12",
+    ]
+    assert "hook" in offered[0].purpose
+
+
+@pytest.mark.parametrize(
+    "state", [ItemState.TODO, ItemState.QUEUED, ItemState.RUNNING, ItemState.RETRY_SCHEDULED]
+)
+def test_the_change_is_offered_only_for_an_item_done_or_waiting_for_a_person(
+    state: ItemState,
+) -> None:
+    assert "wrighty diff 12" not in change_offered(state, has_change=True)
+
+
+def test_the_change_is_offered_only_where_wrighty_diff_would_show_it() -> None:
+    assert "wrighty diff 12" in change_offered(ItemState.NEEDS_ATTENTION, has_change=True)
+    assert "wrighty diff 12" not in change_offered(ItemState.NEEDS_ATTENTION, has_change=False)

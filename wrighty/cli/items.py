@@ -466,6 +466,7 @@ def print_show(out: Console, facts: ShowFacts) -> None:
         hold=facts.hold,
         default_agent=facts.default_agent,
         max_fix_turns=facts.max_fix_turns,
+        progress=facts.progress,
     )
 
 

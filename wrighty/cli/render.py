@@ -18,7 +18,7 @@ from wrighty.domain.model import Event, Item, Run
 from wrighty.domain.scheduling import priority_name
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.suggestions import Standing, next_commands
-from wrighty.domain.text import printable, printable_line
+from wrighty.domain.text import plural, printable, printable_line
 from wrighty.domain.transitions import is_edit
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage, cost_label
 from wrighty.richtext import local_time, outside
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
     from wrighty.services.usage import UsageReport
+    from wrighty.services.workspaces import Progress
 
 
 # Wide enough for any row; rich pads no line to the width, so nothing grows with it.
@@ -319,9 +320,11 @@ def print_item_detail(
     hold: AgentHold | None = None,
     default_agent: str | None = None,
     max_fix_turns: int | None = None,
+    progress: Progress | None = None,
 ) -> None:
     """``default_agent``: the agent of an item that names none (worker.defaultAgent);
-    ``max_fix_turns``: its agent's verify.maxFixTurns (None: it has no checks)."""
+    ``max_fix_turns``: its agent's verify.maxFixTurns (None: it has no checks);
+    ``progress``: its worktree's commits and uncommitted changes (None: not known here)."""
     item = detail.item
     heading = Text(f"Item {item.id}  ", style="bold")
     heading.append_text(styled_state(item.state.value))
@@ -335,6 +338,7 @@ def print_item_detail(
             item.workspace
             or (detail.session.workspace if detail.session else "(chosen at the first run)"),
         ),
+        *_branch_fields(detail, progress),
         ("timeout", format_duration(item.timeout_seconds) if item.timeout_seconds else "(default)"),
         ("queued at", local_time(item.queued_at)),
         *_scheduling_fields(detail),
@@ -380,6 +384,26 @@ def print_item_detail(
 
 
 LABEL_WIDTH = 11
+SHORT_COMMIT = 12  # the characters of a commit id shown for it
+
+
+def _branch_fields(detail: ItemDetail, progress: Progress | None) -> list[tuple[str, str]]:
+    """The branch the item's session recorded, its base commit, and (when known here) the
+    commits made on it since and whether its worktree has uncommitted changes
+    (docs/work-product.md)."""
+    session = detail.session
+    if session is None or (session.branch is None and session.base_commit is None):
+        return []
+    words = session.branch or "(detached)"
+    if session.base_commit is not None:
+        words += f" from {session.base_commit[:SHORT_COMMIT]}"
+    facts = []
+    if progress is not None and progress.ahead is not None:
+        ahead = progress.ahead
+        facts.append(f"{ahead} {plural(ahead, 'commit', 'commits')} ahead")
+    if progress is not None and progress.dirty is not None:
+        facts.append("uncommitted changes" if progress.dirty else "nothing uncommitted")
+    return [("branch", ", ".join([words, *facts]))]
 
 
 def _agent_words(item: Item, default_agent: str | None) -> str:

@@ -10,7 +10,7 @@ from wrighty.domain import suggestions
 from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
-from wrighty.domain.model import Item, RunEnd
+from wrighty.domain.model import COMMIT_FAILED, Item, RunEnd
 from wrighty.domain.outcomes import (
     USAGE_CLASSES,
     USAGE_RETRY_FRESH,
@@ -306,10 +306,6 @@ def after_shutdown(item: Item, run_end: RunEnd, *, resumable: bool) -> Settlemen
         "the workspace is kept",
         resumable=False,
     )
-
-
-# A done run whose commit failed (docs/work-product.md#commits).
-COMMIT_FAILED = "commit-failed"
 
 
 def commit_failed(item: Item, run_end: RunEnd, why: str) -> Settlement:

@@ -30,6 +30,8 @@ CHECK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 VERIFICATION_FAILED = "verification-failed"
 CHECK_START_FAILED = "check-start-failed"
 WAITS_FOR_CHECKS = frozenset({VERIFICATION_FAILED, CHECK_START_FAILED})
+# A done run whose commit failed (docs/work-product.md#commits).
+COMMIT_FAILED = "commit-failed"
 
 
 # The output streams of an agent process.

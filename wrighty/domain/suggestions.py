@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from wrighty.domain.model import CHECK_START_FAILED, VERIFICATION_FAILED, WAITS_FOR_CHECKS
+from wrighty.domain.model import (
+    CHECK_START_FAILED,
+    COMMIT_FAILED,
+    VERIFICATION_FAILED,
+    WAITS_FOR_CHECKS,
+)
 from wrighty.domain.states import ItemState
 
 
@@ -53,6 +58,11 @@ def verify(item_id: int) -> str:
     return f"wrighty verify {item_id}"
 
 
+def diff(item_id: int, *, stat: bool = False) -> str:
+    """The item's change against its base (docs/work-product.md#seeing-the-change-wrighty-diff)."""
+    return f"wrighty diff {item_id}" + (" --stat" if stat else "")
+
+
 def start_worker(item_id: int, agent: str) -> str:
     """A worker of ``agent`` for this item alone."""
     return f"wrighty worker start --item {item_id} --agent {agent}"
@@ -82,6 +92,7 @@ COMMANDS = (
     queue,
     show,
     verify,
+    diff,
     start_worker,
     drop_dependency,
     reset_circuit,
@@ -104,6 +115,9 @@ class Standing:
     # `wrighty verify N` would run the item's checks here (it has checks, it is not running,
     # and its workspace is on this installation).
     can_verify: bool = False
+    # `wrighty diff N` would show the item's change here (its workspace is a git work tree on
+    # this installation, and there: the rule `wrighty diff` refuses by).
+    has_change: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,16 +126,29 @@ class Suggestion:
     purpose: str
 
 
+# Why resuming helps, by the reason the item waits for a person (a reason not named here: it
+# goes on where it stopped).
+_RESUME_PURPOSES = {
+    VERIFICATION_FAILED: "another turn: resume the session with the failing checks' output",
+    COMMIT_FAILED: "resume the session: its agent can mend what the commit's hook refused",
+}
+
+
 def next_commands(
     item_id: int, state: ItemState, standing: Standing, *, reason_code: str | None = None
 ) -> list[Suggestion]:
     """The commands that move ``item_id`` on from ``state`` (``reason_code``: why it is
     there), the likeliest first; none for a state that needs nobody (todo and queued wait for
-    a person or a worker as they should, done and cancelled are final)."""
+    a person or a worker as they should, cancelled is final), but the change of an item that
+    is done or waits for a person, when `wrighty diff` would show it here."""
     last_logs = [Suggestion(logs(item_id), "read the last run's output")]
     if not standing.has_logs:
         last_logs = []
     give_up = Suggestion(cancel(item_id), "give up on the item (final)")
+    # The change of an item that is done or waits for a person, where `wrighty diff` shows it.
+    change = [Suggestion(diff(item_id), "see the item's change against its base")]
+    shows_change = state in (ItemState.DONE, ItemState.NEEDS_ATTENTION) and standing.has_change
+    change = change if shows_change else []
     raised = standing.raise_budget or ()
     budget = ", with a higher budget" if raised else ""
     # An item that waits for a person because of its checks: they may be run again by hand.
@@ -135,20 +162,14 @@ def next_commands(
         standing.raise_budget is None
     ):
         # The most a budget may be is spent: no requeue would run it (checks spend nothing).
-        return [*checks_again, *last_logs, give_up]
+        return [*checks_again, *change, *last_logs, give_up]
+    if state is ItemState.DONE:
+        return change
     if state is ItemState.NEEDS_ATTENTION:
-        again = "resume the session where it stopped"
-        if reason_code == VERIFICATION_FAILED:
-            again = "another turn: resume the session with the failing checks' output"
-        resume = Suggestion(requeue(item_id, resume=True, raised=raised), f"{again}{budget}")
-        fresh = Suggestion(
-            requeue(item_id, resume=False, raised=raised),
-            f"start over in a new session, same workspace{budget}",
-        )
-        resumed = [resume] if standing.resumable else []
+        resumed, fresh = _requeues(item_id, standing, reason_code)
         if reason_code == CHECK_START_FAILED:  # wrighty.json's to mend, not the agent's
-            return [*checks_again, *resumed, fresh, *last_logs, give_up]
-        return [*resumed, *checks_again, fresh, *last_logs, give_up]
+            return [*checks_again, *resumed, fresh, *change, *last_logs, give_up]
+        return [*resumed, *checks_again, *change, fresh, *last_logs, give_up]
     if state is ItemState.RETRY_SCHEDULED:
         return [
             Suggestion(
@@ -170,3 +191,19 @@ def next_commands(
             Suggestion(cancel(item_id), "stop the agent and give up on the item"),
         ]
     return []
+
+
+def _requeues(
+    item_id: int, standing: Standing, reason_code: str | None
+) -> tuple[list[Suggestion], Suggestion]:
+    """A waiting item's resume (when this installation can resume it) and fresh start, each
+    with the options that lift its spent budget."""
+    raised = standing.raise_budget or ()
+    budget = ", with a higher budget" if raised else ""
+    again = _RESUME_PURPOSES.get(reason_code or "", "resume the session where it stopped")
+    resume = Suggestion(requeue(item_id, resume=True, raised=raised), f"{again}{budget}")
+    fresh = Suggestion(
+        requeue(item_id, resume=False, raised=raised),
+        f"start over in a new session, same workspace{budget}",
+    )
+    return ([resume] if standing.resumable else []), fresh

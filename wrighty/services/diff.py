@@ -85,6 +85,23 @@ def item_change(
         raise WrightyError(f"cannot show item {item.id}'s change: {error}") from None
 
 
+def change_refusal(
+    item: Item,
+    session: Session | None,
+    *,
+    project_root: Path,
+    state_dir: Path,
+    installation_id: str,
+) -> str | None:
+    """Why `wrighty diff` would refuse to show ``item``'s change here (None: it would show it).
+    One git command at most: whether the workspace is in a git work tree."""
+    try:
+        _workspace(item, session, project_root, state_dir, installation_id)
+    except WrightyError as error:
+        return str(error)
+    return None
+
+
 def _workspace(
     item: Item, session: Session | None, project_root: Path, state_dir: Path, installation: str
 ) -> tuple[Path, Kind]:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from wrighty.domain.usage import Limit, Usage
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail
+    from wrighty.services.workspaces import Progress
     from wrighty.store.port import Store
 
 
@@ -55,6 +56,9 @@ class ShowFacts:
     usage_limit: int | None
     default_agent: str  # worker.defaultAgent: the agent of an item that names none
     max_fix_turns: int | None = None  # its agent's verify.maxFixTurns; None: no checks
+    # Its worktree's commits since its base and uncommitted changes; None: not known here (no
+    # base recorded, or `wrighty diff` would not show its change here).
+    progress: Progress | None = None
 
 
 def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
@@ -80,6 +84,7 @@ def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
         detail.item, detail.session, plan, installation_id=installation_id(), environ=os.environ
     )
     crash_limit, usage_limit = _retry_limits(context)
+    has_change = _has_change(context, detail)
     standing = Standing(
         resumable=resumable,
         has_logs=_has_logs(context, detail.runs),
@@ -87,10 +92,12 @@ def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
         and lease_expired(detail.item.lease_expires_at, context.now()),
         raise_budget=raise_flags(budget, spent),
         can_verify=_can_verify(context, detail),
+        has_change=has_change,
     )
     return ShowFacts(
         detail, standing, resumable, circuit, hold, budget, spent, crash_limit, usage_limit,
         default_agent, _fix_turns_limit(context, detail.item.agent),
+        _progress(detail) if has_change else None,
     )  # fmt: skip
 
 
@@ -201,6 +208,42 @@ def _can_verify(context: Context, detail: ItemDetail) -> bool:
         return False
     policy = verify_policy(config, item.agent or config.worker.default_agent)
     return runs_here(item, detail.session, policy, installation_id=installation_id())
+
+
+def _has_change(context: Context, detail: ItemDetail) -> bool:
+    """Whether `wrighty diff` would show the item's change here (by the rule it refuses by:
+    one git command at most)."""
+    from wrighty.config import STATE_DIRNAME
+    from wrighty.installation import installation_id
+    from wrighty.services.diff import change_refusal
+
+    if detail.session is None:
+        return False
+    try:
+        root = context.config().root
+    except WrightyError:
+        return False
+    refusal = change_refusal(
+        detail.item,
+        detail.session,
+        project_root=root,
+        state_dir=root / STATE_DIRNAME,
+        installation_id=installation_id(),
+    )
+    return refusal is None
+
+
+def _progress(detail: ItemDetail) -> Progress | None:
+    """How far the item's worktree is from the base its session recorded (two git commands);
+    None when no base is recorded (no worktree made with a branch)."""
+    from pathlib import Path
+
+    from wrighty.services.workspaces import worktree_progress
+
+    session = detail.session
+    if session is None or session.base_commit is None:
+        return None
+    return worktree_progress(Path(session.workspace), session.base_commit)
 
 
 def _item_agent(context: Context, agent: str | None) -> AgentPlan | None:

@@ -122,9 +122,7 @@ def _git_facts(workspace: Workspace, root: Path, project_head: str | None) -> Wo
         if _toplevel(path) != path.resolve():
             note, head = "not a git worktree", None
         else:
-            status = run_git(path, *NO_MONITOR, "status", "--porcelain")
-            dirty = bool(status.stdout.strip()) if status.ok else None
-            note = None if status.ok else status.why()
+            dirty, note = _uncommitted(path)
             head = _commit(path, "HEAD")
     ahead = behind = None
     if head is not None and workspace.base is not None:
@@ -149,6 +147,32 @@ def _git_facts(workspace: Workspace, root: Path, project_head: str | None) -> Wo
         merged=merged,
         note=note,
     )
+
+
+def _uncommitted(path: Path) -> tuple[bool | None, str | None]:
+    """Whether the worktree at ``path`` has uncommitted changes, untracked files included
+    (None: git could not tell, and why)."""
+    status = run_git(path, *NO_MONITOR, "status", "--porcelain")
+    return (bool(status.stdout.strip()), None) if status.ok else (None, status.why())
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far an item's worktree is from its base, as `wrighty show` says it."""
+
+    ahead: int | None  # the commits its HEAD has that its base lacks (None: unknown)
+    dirty: bool | None  # uncommitted changes, untracked files included (None: unknown)
+
+
+def worktree_progress(path: Path, base: str | None) -> Progress:
+    """The commits the worktree at ``path`` made since ``base`` and whether it has uncommitted
+    changes: two git commands, whatever the worktree holds."""
+    ahead = None
+    if base is not None:
+        counted = run_git(path, "rev-list", "--count", f"{base}..HEAD")
+        if counted.ok and counted.stdout.strip().isdigit():
+            ahead = int(counted.stdout.strip())
+    return Progress(ahead, _uncommitted(path)[0])
 
 
 def _commit(repo: Path, revision: str) -> str | None:
