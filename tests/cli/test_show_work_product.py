@@ -11,9 +11,13 @@ import shutil
 from pathlib import Path
 
 from tests.cli.conftest import wrighty
-from tests.cli.test_workspaces_cli import directory_item, git, repo, worktree_item
+from tests.cli.run_helpers import create_queued, settle
+from tests.cli.test_workspaces_cli import directory_item, git, record_run, repo, worktree_item
 from tests.conftest import FakeClock
+from wrighty.domain.model import Session
+from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
+from wrighty.installation import installation_id
 
 __all__ = ["repo"]
 
@@ -89,3 +93,18 @@ def test_a_directory_workspace_has_no_branch_and_no_diff(repo: Path, clock: Fake
     text = shown(item_id)
     assert not any(line.strip().startswith("branch ") for line in text.splitlines())
     assert "wrighty diff" not in text
+
+
+def test_the_project_directory_has_no_branch_and_its_diff_is_not_offered(
+    repo: Path, clock: FakeClock
+) -> None:
+    # workspaceMode current: `wrighty diff` shows it, but others' changes may be in it.
+    item_id = create_queued()
+    session = Session(item_id, "command", "s-1", str(repo), installation_id())
+    started = record_run(repo, item_id, clock, session)
+    settle(repo, started, ItemState.DONE, at=clock(), outcome=OutcomeClass.SUCCEEDED)
+    (repo / "README").write_text("changed\n")
+    text = shown(item_id)
+    assert not any(line.strip().startswith("branch ") for line in text.splitlines())
+    assert "wrighty diff" not in text
+    assert wrighty("diff", str(item_id)).exit_code == 0

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Static
 
 from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import write_logs
+from tests.cli.test_workspaces_cli import repo, worktree_item
 from tests.conftest import FakeClock
 from tests.inbox.conftest import make_project
 from tests.inbox.seed import Script, drive, make_app, new, open_project_store, seed, settled
@@ -23,6 +24,8 @@ from wrighty.domain.states import ItemState
 from wrighty.inbox.app import READ_ONLY_REFUSAL, InboxApp
 from wrighty.services.inbox import Board
 from wrighty.store.port import Store
+
+__all__ = ["repo"]  # the fixture: a project in a real git repository
 
 
 def drive_and_close(app: InboxApp, store: Store, script: Script, **options: Any) -> None:
@@ -465,3 +468,21 @@ def test_the_side_panel_says_which_agents_items_no_live_worker_runs(
         assert f"~ {status_line}" in " ".join(side.split()), side
 
     drive_and_close(app, opened, script, size=(200, 40))
+
+
+def test_the_detail_shows_a_worktree_items_branch_and_offers_its_change(
+    repo: Path, clock: FakeClock
+) -> None:
+    # `wrighty show`'s branch line and its `wrighty diff`, in the pane (real git).
+    item_id = worktree_item(repo, clock, ItemState.NEEDS_ATTENTION, dirty=True)
+    app, store = make_app(repo)
+
+    async def script(app: InboxApp, pilot: object) -> None:
+        assert app.detail is not None
+        assert app.detail.item.id == item_id
+        screen = screen_text(app)
+        assert f"wrighty/{item_id}-task from " in screen
+        assert "1 commit ahead, uncommitted changes" in screen
+        assert f"wrighty diff {item_id}" in screen
+
+    drive_and_close(app, store, script, size=(140, 60))

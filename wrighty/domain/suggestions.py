@@ -115,8 +115,8 @@ class Standing:
     # `wrighty verify N` would run the item's checks here (it has checks, it is not running,
     # and its workspace is on this installation).
     can_verify: bool = False
-    # `wrighty diff N` would show the item's change here (its workspace is a git work tree on
-    # this installation, and there: the rule `wrighty diff` refuses by).
+    # The item has a change of its own (a base recorded with its worktree) that `wrighty diff N`
+    # would show here (on this installation, there, a git work tree: the rule it refuses by).
     has_change: bool = False
 
 

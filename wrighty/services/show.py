@@ -211,13 +211,15 @@ def _can_verify(context: Context, detail: ItemDetail) -> bool:
 
 
 def _has_change(context: Context, detail: ItemDetail) -> bool:
-    """Whether `wrighty diff` would show the item's change here (by the rule it refuses by:
-    one git command at most)."""
+    """Whether the item has a change of its own that `wrighty diff` would show here: its
+    session recorded a base (a worktree made on a branch: `current` and pinned folders hold
+    others' changes too), and `wrighty diff` would not refuse it (its rule: one git command at
+    most)."""
     from wrighty.config import STATE_DIRNAME
     from wrighty.installation import installation_id
     from wrighty.services.diff import change_refusal
 
-    if detail.session is None:
+    if detail.session is None or detail.session.base_commit is None:
         return False
     try:
         root = context.config().root
