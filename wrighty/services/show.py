@@ -215,12 +215,13 @@ def _has_change(context: Context, detail: ItemDetail) -> bool:
     session recorded a base (a worktree made on a branch: `current` and pinned folders hold
     others' changes too), and `wrighty diff` would not refuse it (its rule: one git command at
     most)."""
+    if detail.session is None or detail.session.base_commit is None:
+        return False
+    # git's service is loaded only for an item that has a branch
     from wrighty.config import STATE_DIRNAME
     from wrighty.installation import installation_id
     from wrighty.services.diff import change_refusal
 
-    if detail.session is None or detail.session.base_commit is None:
-        return False
     try:
         root = context.config().root
     except WrightyError:
@@ -238,13 +239,13 @@ def _has_change(context: Context, detail: ItemDetail) -> bool:
 def _progress(detail: ItemDetail) -> Progress | None:
     """How far the item's worktree is from the base its session recorded (two git commands);
     None when no base is recorded (no worktree made with a branch)."""
+    session = detail.session
+    if session is None or session.base_commit is None:
+        return None
     from pathlib import Path
 
     from wrighty.services.workspaces import worktree_progress
 
-    session = detail.session
-    if session is None or session.base_commit is None:
-        return None
     return worktree_progress(Path(session.workspace), session.base_commit)
 
 
