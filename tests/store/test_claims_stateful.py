@@ -52,6 +52,7 @@ WORKERS = ["w1", "w2", "w3"]
 TERMS = LeaseTerms(lease_seconds=60, default_timeout_seconds=300)
 SETTLE_TARGETS = [
     ItemState.DONE,
+    ItemState.REVIEW,
     ItemState.NEEDS_ATTENTION,
     ItemState.RETRY_SCHEDULED,
     ItemState.QUEUED,

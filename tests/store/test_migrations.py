@@ -33,6 +33,9 @@ def _shape(connection: sqlite3.Connection) -> dict[str, object]:
 
 def _build(tmp_path: Path, name: str, scripts: list[str]) -> sqlite3.Connection:
     connection = sqlite3.connect(tmp_path / name, isolation_level=None)
+    # As the store's runner applies them (wrighty/store/sqlite.py): 0017 rebuilds items.
+    connection.execute("PRAGMA foreign_keys = OFF")
+    connection.execute("PRAGMA legacy_alter_table = ON")
     connection.execute("BEGIN")
     for script in scripts:
         _run_script(connection, script)

@@ -37,6 +37,18 @@ def needing_attention(store: Store, clock: FakeClock, title: str = "t", **change
     return change.after
 
 
+def in_review(store: Store, clock: FakeClock, title: str = "t", **changes) -> Item:
+    """A queued item claimed, run and settled to review (a verified success)."""
+    made = queued(store, clock, title, **changes)
+    claimed = acquire(store, clock, "w-review", item_id=made.id)
+    start(store, claimed, clock)
+    change = settle(
+        claimed, settlement(ItemState.REVIEW, OutcomeClass.SUCCEEDED, clock), at=clock()
+    )
+    assert store.write_transition(change)
+    return change.after
+
+
 def finished(store: Store, clock: FakeClock, title: str = "t") -> None:
     """One item done, one cancelled."""
     made = queued(store, clock, f"{title}, done")
@@ -81,12 +93,16 @@ def test_every_open_state_in_the_boards_order_and_nothing_finished(
     retry = _retry_scheduled(store, clock, due_in=60, session_id=None)
     attention_normal = needing_attention(store, clock, "needs attention, P2")
     attention_urgent = needing_attention(store, clock, "needs attention, P1", priority=1)
+    review_normal = in_review(store, clock, "review, P2")
+    review_urgent = in_review(store, clock, "review, P0", priority=0)
     finished(store, clock, "highest ids")
 
     entries = store.list_open_items(limit=1000)
     assert [e.item.id for e in entries] == [
         attention_urgent.id,
         attention_normal.id,
+        review_urgent.id,
+        review_normal.id,
         retry.id,
         run_one.id,
         queued_urgent.id,
@@ -100,6 +116,8 @@ def test_every_open_state_in_the_boards_order_and_nothing_finished(
     assert [e.item.state for e in entries] == [
         ItemState.NEEDS_ATTENTION,
         ItemState.NEEDS_ATTENTION,
+        ItemState.REVIEW,
+        ItemState.REVIEW,
         ItemState.RETRY_SCHEDULED,
         ItemState.RUNNING,
         ItemState.QUEUED,

@@ -38,7 +38,7 @@ from wrighty.domain.model import Item, NewRun, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.scheduling import ConcurrencyLimits
 from wrighty.domain.states import TERMINAL_STATES, ItemState
-from wrighty.domain.transitions import replay
+from wrighty.domain.transitions import EDITABLE_STATES, replay
 from wrighty.errors import WrightyError
 from wrighty.services import items as item_service
 from wrighty.services import reaper
@@ -57,6 +57,7 @@ OUTCOMES = [
     ItemState.RETRY_SCHEDULED,
     ItemState.RETRY_SCHEDULED,
     ItemState.NEEDS_ATTENTION,
+    ItemState.REVIEW,
     ItemState.QUEUED,
     ItemState.CANCELLED,
 ]
@@ -302,7 +303,7 @@ class SchedulingMachine(RuleBasedStateMachine):
         item = self._pick(index)
         if item is None:
             return
-        editable = item.state not in TERMINAL_STATES and item.state is not ItemState.RUNNING
+        editable = item.state in EDITABLE_STATES
         try:
             change = item_service.edit_item(self.store, item.id, now=self.now, priority=priority)
         except WrightyError:
@@ -329,7 +330,7 @@ class SchedulingMachine(RuleBasedStateMachine):
                 if earlier not in reach:
                     reach.add(earlier)
                     frontier.append(earlier)
-        editable = item.state not in TERMINAL_STATES and item.state is not ItemState.RUNNING
+        editable = item.state in EDITABLE_STATES
         allowed = editable and (has if remove else not has and item.id not in reach)
         wanted = {"not_after": [depends_on.id]} if remove else {"after": [depends_on.id]}
         try:

@@ -84,6 +84,27 @@ def test_sections_come_in_order_and_a_held_retry_is_among_the_held() -> None:
     assert counts[Section.WAITING] == 2
 
 
+def test_items_ready_for_review_have_their_own_section_after_attention_oldest_first() -> None:
+    entries = [
+        entry(item(1, ItemState.QUEUED, queued_at=ago(3))),
+        entry(item(2, ItemState.REVIEW), since=ago(5)),
+        entry(item(3, ItemState.NEEDS_ATTENTION, reason_code="auth"), since=ago(1)),
+        entry(item(4, ItemState.REVIEW), since=ago(40)),
+        entry(item(5, ItemState.RETRY_SCHEDULED, not_before=NOW)),
+    ]
+    # A review item is never among the held: nothing it waits for is work to claim.
+    rows = board_rows(entries, {2: "waits for item 1"}, now=NOW)
+    assert [(r.section, r.item.id) for r in rows] == [
+        (Section.ATTENTION, 3),
+        (Section.REVIEW, 4),
+        (Section.REVIEW, 2),
+        (Section.RETRY, 5),
+        (Section.WAITING, 1),
+    ]
+    assert rows[1].why == "ready for review: verified, waiting for a person"
+    assert section_counts(rows)[Section.REVIEW] == 2
+
+
 def test_needs_attention_groups_by_reason_code_or_lists_the_longest_waiting_first() -> None:
     entries = [
         entry(item(1, ItemState.NEEDS_ATTENTION, reason_code="timeout"), since=ago(50)),

@@ -7,11 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from wrighty.domain.claims import CLAIMABLE_STATES
 from wrighty.domain.model import Event, Item, NewItem
 from wrighty.domain.states import TERMINAL_STATES, TRANSITIONS, ItemState, parse_state
 from wrighty.domain.transitions import (
+    EDITABLE_STATES,
     ReplayError,
     creation_event,
+    edit,
     replay,
     transition,
     validate_new_item,
@@ -186,8 +189,32 @@ def test_state_names_are_exactly_the_design_names() -> None:
         "running",
         "retry-scheduled",
         "needs-attention",
+        "review",
         "done",
         "cancelled",
     ]
     with pytest.raises(ValueError, match="valid: todo, queued"):
         parse_state("finished")
+
+
+def test_review_is_entered_from_running_and_left_by_accept_reject_or_cancel() -> None:
+    """A verified success waits for a person: accepted it is done, rejected it goes back to
+    work (retry-scheduled, to resume its session), or it is cancelled; nothing else."""
+    assert {s for s in ItemState if ItemState.REVIEW in TRANSITIONS[s]} == {ItemState.RUNNING}
+    assert TRANSITIONS[ItemState.REVIEW] == {
+        ItemState.DONE,
+        ItemState.RETRY_SCHEDULED,
+        ItemState.CANCELLED,
+    }
+    assert ItemState.REVIEW not in TERMINAL_STATES
+    assert ItemState.REVIEW not in CLAIMABLE_STATES
+    assert ItemState.REVIEW not in EDITABLE_STATES
+    running = make_item(ItemState.RUNNING, claimed_by="w1", lease_expires_at=T0)
+    waiting = transition(running, ItemState.REVIEW, at=T0, actor="worker w1").after
+    assert (waiting.claimed_by, waiting.lease_expires_at) == (None, None)  # no lease
+    rejected = transition(waiting, ItemState.RETRY_SCHEDULED, at=T0, actor="op", not_before=T0)
+    assert rejected.after.state is ItemState.RETRY_SCHEDULED
+    with pytest.raises(IllegalTransitionError, match="cannot move from review to queued"):
+        transition(waiting, ItemState.QUEUED, at=T0, actor="op")
+    with pytest.raises(IllegalTransitionError, match="item 1 is review: it waits for review"):
+        edit(waiting, at=T0, actor="op", priority=0)

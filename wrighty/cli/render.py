@@ -60,6 +60,7 @@ _STATE_STYLES = {
     "running": "bold blue",
     "retry-scheduled": "yellow",
     "needs-attention": "bold red",
+    "review": "bold green",
     "done": "green",
     "cancelled": "dim",
 }

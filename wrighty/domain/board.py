@@ -43,6 +43,7 @@ class Section(StrEnum):
     """Where a row stands on the board, in the order the board shows them."""
 
     ATTENTION = "needs-attention"
+    REVIEW = "review"  # ready for review: a verified success waiting for a person
     RETRY = "retry-scheduled"
     RUNNING = "running"
     HELD = "held"  # waiting, but something holds it: a dependency, a limit, a budget, a circuit
@@ -89,6 +90,8 @@ def retry_policy(reason_code: str | None) -> str:
 def section_of(item: Item, held: str | None) -> Section:
     if item.state is ItemState.NEEDS_ATTENTION:
         return Section.ATTENTION
+    if item.state is ItemState.REVIEW:
+        return Section.REVIEW
     if item.state is ItemState.RUNNING:
         return Section.RUNNING
     if held is not None:
@@ -102,6 +105,8 @@ def _why(entry: OpenItem, section: Section, held: str | None, now: datetime) -> 
     item = entry.item
     if section is Section.HELD and held is not None:
         return held
+    if section is Section.REVIEW:
+        return "ready for review: verified, waiting for a person"
     if section is Section.ATTENTION:
         return f"{item.reason_code or 'unknown'}: {item.reason or ''}".rstrip(": ")
     if section is Section.RETRY:
@@ -147,6 +152,8 @@ def _sort_key(row: Row, order: AttentionOrder) -> tuple[object, ...]:
     if row.section is Section.ATTENTION:
         group = item.reason_code or "" if order is AttentionOrder.REASON else ""
         return (rank, group, _when(row.entry.since), item.id)
+    if row.section is Section.REVIEW:  # the longest waiting first
+        return (rank, _when(row.entry.since), item.id)
     if row.section is Section.RETRY:
         return (rank, _when(item.not_before), item.id)
     if row.section is Section.RUNNING:

@@ -9,6 +9,9 @@ class ItemState(StrEnum):
     RUNNING = "running"
     RETRY_SCHEDULED = "retry-scheduled"
     NEEDS_ATTENTION = "needs-attention"
+    # A verified success waiting for a person: accepted it is done, rejected it goes back to
+    # work (retry-scheduled, its session resumed). Not claimable, no lease (docs/states.md).
+    REVIEW = "review"
     DONE = "done"
     CANCELLED = "cancelled"
 
@@ -25,6 +28,7 @@ TRANSITIONS: dict[ItemState, frozenset[ItemState]] = {
     ItemState.RUNNING: frozenset(
         {
             ItemState.DONE,
+            ItemState.REVIEW,
             ItemState.RETRY_SCHEDULED,
             ItemState.NEEDS_ATTENTION,
             ItemState.QUEUED,
@@ -45,6 +49,8 @@ TRANSITIONS: dict[ItemState, frozenset[ItemState]] = {
     ItemState.NEEDS_ATTENTION: frozenset(
         {ItemState.QUEUED, ItemState.RETRY_SCHEDULED, ItemState.DONE, ItemState.CANCELLED}
     ),
+    # Accepted: done. Rejected: back to work, its session resumed. Or cancelled.
+    ItemState.REVIEW: frozenset({ItemState.DONE, ItemState.RETRY_SCHEDULED, ItemState.CANCELLED}),
     ItemState.DONE: frozenset(),
     ItemState.CANCELLED: frozenset(),
 }

@@ -152,13 +152,14 @@ def edit(
     as read, so that adding one twice or removing one it lacks changes nothing), the checks
     it chooses (``verify_checks``: as ``Item.verify_checks``; KEEP leaves them). The state
     stays; the event (reason code ``edited``) says what changed. Refused for a running item
-    (its worker holds it as claimed) and a final one."""
+    (its worker holds it as claimed), one in review (it is reviewed as it was verified) and a
+    final one."""
     if item.state not in EDITABLE_STATES:
-        why = (
-            "its worker holds it; edit it once it has settled"
-            if item.state is ItemState.RUNNING
-            else "it is final"
-        )
+        why = {
+            ItemState.RUNNING: "its worker holds it; edit it once it has settled",
+            # What a person reviews was verified as it stands: its checks, its dependencies.
+            ItemState.REVIEW: "it waits for review as it was verified; accept or reject it first",
+        }.get(item.state, "it is final")
         raise IllegalTransitionError(f"item {item.id} is {item.state}: {why}")
     if priority is not None:
         check_priority(priority)

@@ -28,6 +28,7 @@ from wrighty.styles import VERDICT_STYLES
 
 SECTION_TAGS: dict[Section, tuple[str, str]] = {
     Section.ATTENTION: ("ATTN", "bold red"),
+    Section.REVIEW: ("REVW", "bold green"),
     Section.RETRY: ("RETRY", "yellow"),
     Section.RUNNING: ("RUN", "bold blue"),
     Section.HELD: ("HELD", "magenta"),
@@ -88,6 +89,7 @@ def row_cells(row: Row, now: datetime) -> tuple[Text, ...]:
 
 _HEADER_WORDS = {
     Section.ATTENTION: "attn",
+    Section.REVIEW: "review",
     Section.RETRY: "retry",
     Section.RUNNING: "run",
     Section.HELD: "held",

@@ -112,10 +112,11 @@ class Store(Protocol):
 
     def list_open_items(self, *, limit: int) -> Rows[OpenItem]:
         """The items that are not finished (todo, queued, running, retry-scheduled,
-        needs-attention), read in one snapshot, at most ``limit`` of them: needs-attention first,
-        then retry-scheduled, running, queued, todo; within a state by priority, then id. Each
-        with when it entered its state, how many runs it has had, its latest run, its labels and
-        the items it comes after (with their states). ValueError for a negative ``limit``."""
+        needs-attention, review), read in one snapshot, at most ``limit`` of them:
+        needs-attention first, then review, retry-scheduled, running, queued, todo; within a
+        state by priority, then id. Each with when it entered its state, how many runs it has
+        had, its latest run, its labels and the items it comes after (with their states).
+        ValueError for a negative ``limit``."""
         ...
 
     def get_session(self, item_id: int) -> Session | None: ...

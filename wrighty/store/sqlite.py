@@ -165,8 +165,21 @@ class SqliteStore(SqlStore):
         known = migrations(DIALECT)
         if self._applied_versions() == [m.version for m in known]:
             return False  # up to date: opening takes no write lock
-        with self._write() as tx:
-            self._migrate_in(tx, DIALECT, lambda script: _run_script(self._connection, script))
+        # A migration may rebuild a table others reference (SQLite cannot alter a CHECK; 0017
+        # rebuilds items): with foreign keys off and the legacy rename, dropping and renaming
+        # leaves the references as written. Both pragmas only take effect outside a
+        # transaction; every foreign key is checked before the migration commits.
+        with self._call(), _as_store_error(self._path):
+            self._connection.execute("PRAGMA foreign_keys = OFF")
+            self._connection.execute("PRAGMA legacy_alter_table = ON")
+        try:
+            with self._write() as tx:
+                self._migrate_in(tx, DIALECT, lambda script: _run_script(self._connection, script))
+                _refuse_broken_references(self._connection, self._path)
+        finally:
+            with self._call(), _as_store_error(self._path):
+                self._connection.execute("PRAGMA legacy_alter_table = OFF")
+                self._connection.execute("PRAGMA foreign_keys = ON")
         return True
 
     def _applied_versions(self) -> list[int]:
@@ -500,6 +513,17 @@ def _run_script(connection: sqlite3.Connection, script: str) -> None:
             statement = ""
     if statement.strip() and not _only_comments(statement):
         raise ValueError(f"incomplete SQL statement at the end of a script: {statement[:80]!r}")
+
+
+def _refuse_broken_references(connection: sqlite3.Connection, path: Path) -> None:
+    """Fail the migration (its transaction rolls back) when a row references one that is gone."""
+    broken = connection.execute("PRAGMA foreign_key_check").fetchall()
+    if broken:
+        table, rowid, parent = broken[0][0], broken[0][1], broken[0][2]
+        raise StoreError(
+            f"{path}: migrating the store would leave {len(broken)} row(s) referencing rows "
+            f"that do not exist (first: {table} row {rowid} -> {parent}); nothing was changed"
+        )
 
 
 def _only_comments(text: str) -> bool:

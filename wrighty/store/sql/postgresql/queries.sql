@@ -212,7 +212,7 @@ SELECT * FROM items WHERE import_key IN (SELECT value FROM json_array_elements_t
 
 -- name: select_open_items
 -- The board (Store.list_open_items): the items not finished, at most :limit, in the board's
--- order (needs-attention, retry-scheduled, running, queued, todo; then priority and id), cut
+-- order (needs-attention, review, retry-scheduled, running, queued, todo; then priority and id), cut
 -- before anything else is read (items_by_state: done and cancelled items are never walked).
 -- Each with when it entered its state (its latest event that is not an edit, :edited being an
 -- edit's reason code; item_events_by_item), how many runs it has had and the id of its latest
@@ -222,10 +222,11 @@ SELECT * FROM items WHERE import_key IN (SELECT value FROM json_array_elements_t
 -- row guess and read every item (done ones too) with a parallel seq scan instead of the index.
 WITH board AS MATERIALIZED (
     SELECT items.*,
-           CASE state WHEN 'needs-attention' THEN 0 WHEN 'retry-scheduled' THEN 1
-                      WHEN 'running' THEN 2 WHEN 'queued' THEN 3 ELSE 4 END AS board_rank
+           CASE state WHEN 'needs-attention' THEN 0 WHEN 'review' THEN 1
+                      WHEN 'retry-scheduled' THEN 2 WHEN 'running' THEN 3 WHEN 'queued' THEN 4
+                      ELSE 5 END AS board_rank
     FROM items
-    WHERE state IN ('needs-attention', 'retry-scheduled', 'running', 'queued', 'todo')
+    WHERE state IN ('needs-attention', 'review', 'retry-scheduled', 'running', 'queued', 'todo')
     ORDER BY board_rank, priority, id
     LIMIT :limit
 )

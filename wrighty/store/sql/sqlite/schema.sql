@@ -1,33 +1,39 @@
 -- The current schema. A new database is built from this file; existing ones get the numbered
 -- migrations. tests/store/test_migrations.py proves both end in the same schema.
 
-CREATE TABLE items (
-    id               INTEGER PRIMARY KEY AUTOINCREMENT,
-    title            TEXT    NOT NULL,
-    body             TEXT    NOT NULL,
-    agent            TEXT,
-    timeout_seconds  REAL,
-    workspace        TEXT,
-    state            TEXT    NOT NULL CHECK (state IN ('todo', 'queued', 'running',
-                                 'retry-scheduled', 'needs-attention', 'done', 'cancelled')),
-    generation       INTEGER NOT NULL DEFAULT 0,
-    claimed_by       TEXT,
-    lease_expires_at TEXT,
-    queued_at        TEXT,
-    not_before       TEXT,
-    reason_code      TEXT,
-    reason           TEXT,
-    next_action      TEXT,
-    crash_retries    INTEGER NOT NULL DEFAULT 0,
-    requeues         INTEGER NOT NULL DEFAULT 0,
-    created_at       TEXT    NOT NULL,
-    updated_at       TEXT    NOT NULL,
-    claimed_at       TEXT,
-    renew_deadline   TEXT,
-    usage_retries    INTEGER NOT NULL DEFAULT 0,
-    max_cost_usd     REAL,
-    max_tokens       INTEGER,
-    priority INTEGER NOT NULL DEFAULT 2 CHECK (priority BETWEEN 0 AND 3)
+-- Quoted: the name migration 0017 gives it renaming its rebuilt table (SQLite keeps the text).
+CREATE TABLE "items" (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    title              TEXT    NOT NULL,
+    body               TEXT    NOT NULL,
+    agent              TEXT,
+    timeout_seconds    REAL,
+    workspace          TEXT,
+    state              TEXT    NOT NULL CHECK (state IN ('todo', 'queued', 'running',
+                                   'retry-scheduled', 'needs-attention', 'review', 'done',
+                                   'cancelled')),
+    generation         INTEGER NOT NULL DEFAULT 0,
+    claimed_by         TEXT,
+    lease_expires_at   TEXT,
+    queued_at          TEXT,
+    not_before         TEXT,
+    reason_code        TEXT,
+    reason             TEXT,
+    next_action        TEXT,
+    crash_retries      INTEGER NOT NULL DEFAULT 0,
+    requeues           INTEGER NOT NULL DEFAULT 0,
+    created_at         TEXT    NOT NULL,
+    updated_at         TEXT    NOT NULL,
+    claimed_at         TEXT,
+    renew_deadline     TEXT,
+    usage_retries      INTEGER NOT NULL DEFAULT 0,
+    max_cost_usd       REAL,
+    max_tokens         INTEGER,
+    priority           INTEGER NOT NULL DEFAULT 2 CHECK (priority BETWEEN 0 AND 3),
+    import_key         TEXT,
+    import_fingerprint TEXT,
+    fix_turns          INTEGER NOT NULL DEFAULT 0,
+    verify_checks      TEXT
 ) STRICT;
 
 CREATE INDEX items_by_state ON items (state, queued_at, id);
@@ -192,15 +198,11 @@ CREATE TABLE item_labels (
 ) STRICT;
 
 -- `wrighty import` (docs/scheduling.md#importing-a-markdown-file): an imported item's key.
-ALTER TABLE items ADD COLUMN import_key TEXT;
-ALTER TABLE items ADD COLUMN import_fingerprint TEXT;
 CREATE UNIQUE INDEX items_by_import_key ON items (import_key) WHERE import_key IS NOT NULL;
 
 -- Verification (docs/verify.md): an item's fix turns and the checks it chose (null: those
 -- wrighty.json gives its agent; else a JSON array of names, [] for none), and each check's
 -- evidence, insert-only (seq: the order of insertion, which orders an item's verifications).
-ALTER TABLE items ADD COLUMN fix_turns INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE items ADD COLUMN verify_checks TEXT;
 
 CREATE TABLE checks (
     verification_id  TEXT    NOT NULL,
