@@ -190,3 +190,11 @@ def test_an_item_a_worker_can_take_now_has_no_reason_not_to(
 ) -> None:
     claimable = item(state, claimed_by=None, not_before=not_before)
     assert not_claimable_reason(claimable, agent="demo", default_agent="demo", now=NOW) is None
+
+
+def test_a_worker_told_to_take_an_item_in_review_is_told_it_waits_for_a_person() -> None:
+    waiting = item(ItemState.REVIEW, claimed_by=None)
+    assert not_claimable_reason(waiting, agent="demo", default_agent="demo", now=NOW) == (
+        f"item {waiting.id} is review; it is verified and waits for a person's review, "
+        "not for a worker"
+    )

@@ -174,6 +174,7 @@ def not_claimable_reason(
         ItemState.RUNNING: f"worker {item.claimed_by} holds it",
         ItemState.NEEDS_ATTENTION: f"`{suggestions.show(item.id)}` says why, and "
         f"`{suggestions.requeue(item.id, resume=False)}` (or `--resume`) puts it back to work",
+        ItemState.REVIEW: "it is verified and waits for a person's review, not for a worker",
         ItemState.DONE: "it is finished",
         ItemState.CANCELLED: "it was cancelled",
     }
