@@ -79,7 +79,7 @@ def test_status_counts_every_state_and_validates_against_its_schema(
     assert document["healthy"] is True
     assert document["counts"] == {
         "todo": 1, "queued": 1, "running": 0, "retry-scheduled": 0,
-        "needs-attention": 0, "done": 0, "cancelled": 0,
+        "needs-attention": 0, "review": 0, "done": 0, "cancelled": 0,
     }  # fmt: skip
     assert (document["waiting"], document["oldest_queue_wait_seconds"]) == (1, 90.0)
     assert document["retry_scheduled_next_due"] is None
@@ -90,6 +90,7 @@ def test_status_counts_every_state_and_validates_against_its_schema(
         assert SECRET not in output
         assert "fix it" not in output
     assert 'wrighty_items{state="queued"} 1' in prometheus
+    assert 'wrighty_items{state="review"} 0' in prometheus
     assert "wrighty_oldest_queue_wait_seconds 90.0" in prometheus
     samples = [line for line in prometheus.splitlines() if not line.startswith("#")]
     assert all(re.fullmatch(r'wrighty_[a-z_]+(\{[a-z]+="[a-z_-]+"\})? (\d+(\.\d+)?|NaN)', s)
