@@ -35,6 +35,12 @@ def test_an_item_in_review_is_listed_counted_not_editable_and_cancellable(
     assert json.loads(wrighty("list", "--state", "queued", "--json").stdout) == []
     counts = json.loads(wrighty("status", "--json", "--min-workers", "0").stdout)["counts"]
     assert (counts["review"], counts["running"]) == (1, 0)
+    shown_text = wrighty("show", str(item_id))
+    assert shown_text.exit_code == 0, shown_text.output
+    assert "review" in shown_text.stdout
+    listed_text = wrighty("list", "--state", "review")
+    assert listed_text.exit_code == 0, listed_text.output
+    assert "review" in listed_text.stdout
     refused = wrighty("edit", str(item_id), "--priority", "0")
     assert refused.exit_code == 2
     assert f"item {item_id} is review: it waits for review as it was verified" in refused.output
