@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -126,11 +125,7 @@ def test_a_done_item_is_committed_on_its_own_branch_made_from_the_base(
     )
     assert git(tree, "status", "--porcelain") == ""  # everything committed but the ignored
     assert git(project.root, "rev-parse", "main") == base  # the project's branch is untouched
-    shown = subprocess.run(
-        project.command("show", str(item_id), "--json"),
-        cwd=project.root, env=project.env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    said = json.loads(shown.stdout)["session"]
+    said = json.loads(project.wrighty("show", str(item_id), "--json"))["session"]
     assert (said["branch"], said["base_commit"]) == (branch, base)
 
 
@@ -172,10 +167,7 @@ def test_a_failing_pre_commit_hook_leaves_the_item_for_a_person_and_the_change_i
 
     # once the hook lets it through, resuming the item commits the change on the same branch
     hook.unlink()
-    subprocess.run(
-        project.command("requeue", str(item_id), "--resume"), env=project.env, check=True,
-        capture_output=True,
-    )  # fmt: skip
+    project.wrighty("requeue", str(item_id), "--resume")
     again = project.worker("--once")
     assert project.get(item_id).state is ItemState.DONE
     [told] = again.named("committed")
@@ -216,10 +208,7 @@ def test_a_resumed_run_keeps_the_branch(tmp_path: Path, store_url: str | None) -
     (project.root / "later.txt").write_text("later\n")
     git(project.root, "add", "later.txt")
     git(project.root, "commit", "-qm", "later")
-    subprocess.run(
-        project.command("requeue", str(item_id), "--resume"), env=project.env, check=True,
-        capture_output=True,
-    )  # fmt: skip
+    project.wrighty("requeue", str(item_id), "--resume")
 
     again = project.worker("--once")
 
@@ -283,10 +272,7 @@ def test_a_deleted_worktree_is_made_again_on_its_branch_as_it_stands(tmp_path: P
     # a new branch prefix does not make the item a new branch: its session's is kept
     document = json.loads(project.config.read_text())
     project.config.write_text(json.dumps({**document, "completion": {"branchPrefix": "other/"}}))
-    subprocess.run(
-        project.command("requeue", str(item_id), "--fresh"), env=project.env, check=True,
-        capture_output=True,
-    )  # fmt: skip
+    project.wrighty("requeue", str(item_id), "--fresh")
 
     again = project.worker("--once")
 

@@ -86,6 +86,16 @@ class ProjectOnDisk:
         start = [sys.executable, str(launcher)] if launcher else [sys.executable, "-m", "wrighty"]
         return [*start, "--config", str(self.config), *args]
 
+    def wrighty(self, *args: str) -> str:
+        """Run `wrighty ARGS` in the project, as its user would; its standard output (the test
+        fails if it exits other than 0)."""
+        done = subprocess.run(
+            self.command(*args), cwd=self.root, env=self.env, capture_output=True, text=True,
+            timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
     def worker(self, *args: str, launcher: Path | None = None, timeout: float = 60) -> Finished:
         """Run `wrighty worker start --json ARGS` to its end."""
         done = subprocess.run(
