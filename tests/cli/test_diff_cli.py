@@ -364,3 +364,23 @@ def test_a_base_the_repository_no_longer_has_is_refused(repo: Path, clock: FakeC
         f"wrighty: item {item_id}'s base commit {missing} is no longer in the repository of "
         f"{workspace}"
     ]
+
+
+def test_a_change_git_would_trust_its_index_about_is_shown(repo: Path, clock: FakeClock) -> None:
+    """A change of the same size with the same time as the index has for the file (two writes
+    in one tick of the kernel's clock; the change time left out, as a project may tell git to)
+    is one that git's own `diff` misses when the index is newer: `wrighty diff` shows it."""
+    git(repo, "config", "core.trustctime", "false")
+    (repo / "app.py").write_text("one\n")
+    git(repo, "add", "app.py")
+    git(repo, "commit", "-q", "-m", "app")
+    written = (repo / "app.py").stat().st_mtime_ns
+    item_id = ran_in(repo, clock, repo)
+    (repo / "app.py").write_text("two\n")  # the same size
+    os.utime(repo / "app.py", ns=(written, written))  # and the time the index has for it
+    later = written + 2_000_000_000
+    os.utime(repo / ".git" / "index", ns=(later, later))  # the index newer than the file
+    assert git(repo, "diff", "--stat") == ""  # git trusts its index
+    result = wrighty("diff", str(item_id))
+    assert result.exit_code == 0, result.output
+    assert "+two" in result.stdout

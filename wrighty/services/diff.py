@@ -24,6 +24,7 @@ another installation are refused with one line.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -209,6 +210,10 @@ def _diff(workspace: Path, base: str, *, stat: bool) -> str:
         try:
             if index.is_file():
                 shutil.copyfile(index, copy)
+                # An index older than every file: git then compares the content of each file
+                # whose size and time match its entry ("racily clean"), instead of trusting
+                # them; two writes in one tick of the kernel's clock look alike otherwise.
+                os.utime(copy, (1, 1))
         except OSError as error:
             raise WrightyError(
                 f"cannot read the git index of {workspace}: {error.strerror or error}"
