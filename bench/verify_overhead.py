@@ -29,13 +29,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from pickup import postgres_schema  # a fresh schema per contender (run from bench/)
 
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import NewItem
@@ -49,23 +48,6 @@ CONTENDERS: dict[str, list[list[str]]] = {
     "check true": [["/bin/true"]],
     f"check sleep {SLEEP_SECONDS}": [["sleep", SLEEP_SECONDS]],
 }
-
-
-@contextmanager
-def postgres_schema(server: str) -> Iterator[str]:
-    """A fresh schema on ``server``, dropped afterwards: the URL that uses it."""
-    import psycopg
-    from psycopg import sql
-
-    schema = f"wrighty_bench_verify_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    try:
-        joiner = "&" if "?" in server else "?"
-        yield f"{server}{joiner}options=-csearch_path%3D{schema}&application_name=wrighty-bench"
-    finally:
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 def open_store(root: Path, url: str | None) -> SqlStore:

@@ -281,11 +281,11 @@ def edit(
         )
     if verify_default and (verify or no_verify):
         raise WrightyError("give --verify-default alone, without --verify or --no-verify")
-    checks: tuple[str, ...] | Keep | None = (
-        None if verify_default else _chosen_checks(verify, no_verify)
-    )
-    if checks is None and not verify_default:
-        checks = KEEP
+    checks: tuple[str, ...] | Keep | None = KEEP  # as the item has them
+    if verify_default:
+        checks = None
+    elif verify or no_verify:
+        checks = _chosen_checks(verify, no_verify)
     chosen = None if priority is None else parse_priority(priority)
     app_ctx = app_context(ctx)
     check_names = check_names_of(app_ctx.config().config)

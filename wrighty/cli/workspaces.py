@@ -5,7 +5,7 @@ domain/workspaces.py's; here are the options, the table and the JSON (docs/json.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -45,7 +45,7 @@ def workspaces(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     with app_ctx.store() as store:
         found = list_workspaces(store, project, installation_id=installation_id())
     if as_json:
-        from wrighty.cli.documents import print_json
+        from wrighty.cli.documents import print_json, workspace_json
 
         print_json([workspace_json(workspace) for workspace in found])
     elif found:
@@ -129,7 +129,7 @@ def clean(
         chosen = service.select(found, request, store)
     results = service.clean(chosen, request, project)
     if as_json:
-        from wrighty.cli.documents import print_json
+        from wrighty.cli.documents import cleaned_json, print_json
 
         print_json({"dry_run": dry_run, "results": [cleaned_json(done) for done in results]})
     else:
@@ -148,41 +148,6 @@ def _project(app_ctx: AppContext) -> Project:
 
 
 # -- output -----------------------------------------------------------------------------------
-
-
-def workspace_json(workspace: Workspace) -> dict[str, Any]:
-    return {
-        "item_id": workspace.item_id,
-        "state": workspace.state.value,
-        "mode": workspace.mode.value,
-        "path": workspace.path,
-        "exists": workspace.exists,
-        "branch": workspace.branch,
-        "branch_exists": workspace.branch_exists,
-        "base": workspace.base,
-        "ahead": workspace.ahead,
-        "behind": workspace.behind,
-        "dirty": workspace.dirty,
-        "merged": workspace.merged,
-        "size_bytes": workspace.size_bytes,
-        "size_complete": workspace.size_complete,
-        "note": workspace.note,
-    }
-
-
-def cleaned_json(cleaned: Cleaned) -> dict[str, Any]:
-    workspace = cleaned.workspace
-    return {
-        "item_id": workspace.item_id,
-        "mode": workspace.mode.value,
-        "path": workspace.path,
-        "branch": workspace.branch,
-        "outcome": cleaned.outcome.value,
-        "removed_workspace": cleaned.removed_workspace,
-        "deleted_branch": cleaned.deleted_branch,
-        "removed_logs": cleaned.removed_logs,
-        "reason": cleaned.reason,
-    }
 
 
 def _yes_no(value: bool | None, yes: str, no: str) -> str:
