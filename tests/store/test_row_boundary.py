@@ -54,6 +54,7 @@ ITEM_POISONS = [
     ("max_cost_usd", "1e308", "is not a number 0..1e+09"),
     ("crash_retries", "-1", "-1 is not a whole number"),
     ("fix_turns", "-1", "-1 is not a whole number"),
+    ("rejections", "-2", "-2 is not a whole number"),
     ("verify_checks", "'{{{'", "is not a JSON list of check names"),
     ("verify_checks", "'\"tests\"'", "is not a JSON list of check names"),
     ("verify_checks", "'[\"tests\", 1]'", "is not a JSON list of check names"),

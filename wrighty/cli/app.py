@@ -46,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reap": ("wrighty.cli.items", "reap"),
     "verify": ("wrighty.cli.verify", "verify"),
     "diff": ("wrighty.cli.diff", "diff"),
+    "accept": ("wrighty.cli.review", "accept"),
+    "reject": ("wrighty.cli.review", "reject"),
     "workspaces": ("wrighty.cli.workspaces", "workspaces_app"),
     "inbox": ("wrighty.cli.inbox", "inbox"),
     "workers": ("wrighty.cli.observability", "workers"),

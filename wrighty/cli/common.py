@@ -27,6 +27,8 @@ from wrighty.domain.usage import Limit
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from wrighty.cli.render import OutputConsole
     from wrighty.config import LoadedConfig
 
@@ -81,6 +83,22 @@ def app_context(ctx: typer.Context) -> AppContext:
     obj = ctx.find_root().obj
     assert isinstance(obj, AppContext)
     return obj
+
+
+def file_option(flag: str, path: Path, *, limit: int) -> str:
+    """The UTF-8 text of the file an option names (at most ``limit`` bytes), or one line that
+    says why it cannot be read."""
+    from wrighty.inputs import InputError, read_text_file
+
+    try:
+        return read_text_file(path, limit=limit)
+    except FileNotFoundError:
+        raise WrightyError(f"{flag} {path}: no such file") from None
+    except OSError as error:
+        why = (error.strerror or type(error).__name__).lower()
+        raise WrightyError(f"{flag} {path}: cannot read ({why})") from None
+    except InputError as error:
+        raise WrightyError(f"{flag} {path}: {error}") from None
 
 
 def seconds_option(name: str, value: str | None, at_most: float) -> float | None:

@@ -380,6 +380,8 @@ def item_detail_json(
         "max_fix_turns": max_fix_turns,
         "verify_checks": None if item.verify_checks is None else list(item.verify_checks),
         "verified": detail.verified,
+        "rejections": item.rejections,
+        "feedback": item.feedback,
         **scheduling_json(detail.labels, detail.after, detail.wait),
         "before": list(detail.before),
         "session": session_json(detail.session, resumable=resumable) if detail.session else None,

@@ -19,6 +19,7 @@ from wrighty.cli.common import (
     MaxTokensOption,
     app_context,
     console,
+    file_option,
     limit_options,
     seconds_option,
 )
@@ -48,7 +49,7 @@ from wrighty.domain.states import ItemState, parse_state
 from wrighty.domain.text import printable_line
 from wrighty.domain.transitions import checks_words, validate_new_item
 from wrighty.errors import WrightyError
-from wrighty.inputs import InputError, read_text_file, read_text_stream
+from wrighty.inputs import InputError, read_text_stream
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -114,15 +115,7 @@ def _read_body(body: str | None, body_file: Path | None) -> str:
     if body is not None:
         return body
     if body_file is not None and str(body_file) != "-":
-        try:
-            return read_text_file(body_file, limit=MAX_BODY_BYTES)
-        except FileNotFoundError:
-            raise WrightyError(f"--body-file {body_file}: no such file") from None
-        except OSError as error:
-            why = (error.strerror or type(error).__name__).lower()
-            raise WrightyError(f"--body-file {body_file}: cannot read ({why})") from None
-        except InputError as error:
-            raise WrightyError(f"--body-file {body_file}: {error}") from None
+        return file_option("--body-file", body_file, limit=MAX_BODY_BYTES)
     if body_file is None and sys.stdin.isatty():
         raise WrightyError(
             "no task given: pass --body TEXT, --body-file PATH, or pipe the task on stdin"

@@ -18,7 +18,7 @@ from wrighty.domain.model import Event, Item, Run
 from wrighty.domain.scheduling import priority_name
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.suggestions import Standing, next_commands
-from wrighty.domain.text import plural, printable, printable_line
+from wrighty.domain.text import clip, plural, printable, printable_line
 from wrighty.domain.transitions import is_edit
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage, cost_label
 from wrighty.richtext import local_time, outside
@@ -356,6 +356,7 @@ def print_item_detail(
         fields.append(("next", item.next_action))
     fields += _retry_fields(detail, max_attempts, usage_max_attempts)
     fields += _verify_fields(detail, max_fix_turns)
+    fields += _review_fields(item)
     fields += _usage_fields(detail.runs, total or Usage(final=True), limit, hold)
     if circuit is not None:
         fields.append(("waits for", _circuit_wait(circuit)))
@@ -504,6 +505,7 @@ def _print_runs(console: Console, runs: list[Run]) -> None:
 
 
 DIAGNOSTIC_TAIL_LINES = 10
+FEEDBACK_SHOWN_CHARS = 200  # a rejection's feedback, in `show` (all of it: show --json)
 
 
 def _verify_fields(detail: ItemDetail, max_fix_turns: int | None) -> list[tuple[str, str]]:
@@ -519,6 +521,14 @@ def _verify_fields(detail: ItemDetail, max_fix_turns: int | None) -> list[tuple[
         of = f" of {max_fix_turns}" if max_fix_turns is not None else ""
         fields.append(("fix turns", f"{item.fix_turns}{of}"))
     return fields
+
+
+def _review_fields(item: Item) -> list[tuple[str, str]]:
+    """How many times a person rejected the item, and the latest feedback's start."""
+    if not item.rejections:
+        return []
+    feedback = clip(printable_line((item.feedback or "").strip()), FEEDBACK_SHOWN_CHARS)
+    return [("rejections", str(item.rejections)), ("feedback", feedback)]
 
 
 def _print_checks(console: Console, detail: ItemDetail) -> None:

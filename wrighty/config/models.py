@@ -29,7 +29,13 @@ from wrighty.domain.verify_limits import (
     MIN_CHECK_TIMEOUT_SECONDS,
     MIN_FEEDBACK_BYTES,
 )
-from wrighty.domain.work_product import DEFAULT_BRANCH_PREFIX, MAX_BRANCH_PREFIX, MAX_IDENTITY
+from wrighty.domain.work_product import (
+    DEFAULT_BRANCH_PREFIX,
+    DEFAULT_MAX_REJECTIONS,
+    MAX_BRANCH_PREFIX,
+    MAX_IDENTITY,
+    MAX_MAX_REJECTIONS,
+)
 from wrighty.inputs import MIB
 
 CONFIG_FILENAME = "wrighty.json"
@@ -539,6 +545,17 @@ class CompletionSettings(_Section):
     author: CommitAuthor | None = Field(
         None,
         description="The identity of wrighty's commits; null: git's own (user.name, user.email).",
+    )
+    review: Literal["auto", "person"] = Field(
+        "auto",
+        description="Who finishes an item whose run is done (and verified): auto, it is done; "
+        "person, it waits in review for `wrighty accept` or `wrighty reject`.",
+    )
+    max_rejections: int = Field(
+        DEFAULT_MAX_REJECTIONS,
+        ge=1,
+        le=MAX_MAX_REJECTIONS,
+        description="How many times `wrighty reject` may send one item back to its agent.",
     )
 
 

@@ -210,4 +210,6 @@ def completion_of(config: WrightyConfig) -> Completion:
         commit=section.commit,
         author_name=author.name if author is not None else None,
         author_email=author.email if author is not None else None,
+        review=section.review,
+        max_rejections=section.max_rejections,
     )

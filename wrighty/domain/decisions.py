@@ -10,7 +10,7 @@ from wrighty.domain import suggestions
 from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
-from wrighty.domain.model import COMMIT_FAILED, Item, RunEnd
+from wrighty.domain.model import COMMIT_FAILED, REJECTED, Item, RunEnd
 from wrighty.domain.outcomes import (
     USAGE_CLASSES,
     USAGE_RETRY_FRESH,
@@ -267,13 +267,19 @@ def choose_run(
 ) -> RunChoice:
     """A due retry resumes its session; anything else starts fresh. A retry whose resume
     address is incomplete is never silently run fresh: only a usage retry whose settlement
-    said so (``retry_reason``, the reason code it waited with) starts a new session.
+    said so (``retry_reason``, the reason code it waited with) starts a new session, and so
+    does a rejected item's when its session cannot be resumed.
     ``resume``: what this installation sees of the item's recorded session; None when none is
     recorded (or, as it starts fresh anyway, when the claim did not take a due retry)."""
     fresh_retry = retry_reason == USAGE_RETRY_FRESH
     if claimed_from is not ItemState.RETRY_SCHEDULED or resume is None or fresh_retry:
         return RunChoice(RunKind.FRESH)
-    return RunChoice(RunKind.RESUME, resume_gaps(resume))
+    gaps = resume_gaps(resume)
+    if gaps and retry_reason == REJECTED:
+        # The rejected work is in the workspace, and the feedback is about it: a new session
+        # is told the task and the feedback (docs/work-product.md#review).
+        return RunChoice(RunKind.FRESH)
+    return RunChoice(RunKind.RESUME, gaps)
 
 
 def resume_state_missing(item: Item, missing: tuple[str, ...]) -> Settlement:

@@ -32,6 +32,12 @@ CHECK_START_FAILED = "check-start-failed"
 WAITS_FOR_CHECKS = frozenset({VERIFICATION_FAILED, CHECK_START_FAILED})
 # A done run whose commit failed (docs/work-product.md#commits).
 COMMIT_FAILED = "commit-failed"
+# Review (docs/work-product.md#review): an item waits for a person, is accepted or rejected; an
+# accept whose integration failed leaves it in review, saying why (an event with no move).
+READY_FOR_REVIEW = "ready-for-review"
+ACCEPTED = "accepted"
+REJECTED = "rejected"
+INTEGRATION_FAILED = "integration-failed"
 
 
 # The output streams of an agent process.
@@ -96,6 +102,11 @@ class Item:
     import_fingerprint: str | None = None
     verify_checks: tuple[str, ...] | None = None  # as NewItem's: None follows wrighty.json
     fix_turns: int = 0  # verify.maxFixTurns's, beside crash_retries and usage_retries
+    # Review (docs/work-product.md#review): how many times a person rejected the item
+    # (completion.maxRejections's), and the latest rejection's feedback: the prompt of the run
+    # that follows it.
+    rejections: int = 0
+    feedback: str | None = None
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,16 @@ def diff(item_id: int, *, stat: bool = False) -> str:
     return f"wrighty diff {item_id}" + (" --stat" if stat else "")
 
 
+def accept(item_id: int) -> str:
+    """Accept an item in review: done, its change integrated (docs/work-product.md#review)."""
+    return f"wrighty accept {item_id}"
+
+
+def reject(item_id: int) -> str:
+    """Send an item in review back to its agent with a person's feedback."""
+    return f"wrighty reject {item_id} --feedback TEXT"
+
+
 def start_worker(item_id: int, agent: str) -> str:
     """A worker of ``agent`` for this item alone."""
     return f"wrighty worker start --item {item_id} --agent {agent}"
@@ -93,6 +103,8 @@ COMMANDS = (
     show,
     verify,
     diff,
+    accept,
+    reject,
     start_worker,
     drop_dependency,
     reset_circuit,
@@ -147,7 +159,9 @@ def next_commands(
     give_up = Suggestion(cancel(item_id), "give up on the item (final)")
     # The change of an item that is done or waits for a person, where `wrighty diff` shows it.
     change = [Suggestion(diff(item_id), "see the item's change against its base")]
-    shows_change = state in (ItemState.DONE, ItemState.NEEDS_ATTENTION) and standing.has_change
+    shows_change = standing.has_change and state in (
+        ItemState.DONE, ItemState.NEEDS_ATTENTION, ItemState.REVIEW
+    )  # fmt: skip
     change = change if shows_change else []
     raised = standing.raise_budget or ()
     budget = ", with a higher budget" if raised else ""
@@ -163,8 +177,8 @@ def next_commands(
     ):
         # The most a budget may be is spent: no requeue would run it (checks spend nothing).
         return [*checks_again, *change, *last_logs, give_up]
-    if state is ItemState.DONE:
-        return change
+    if state in (ItemState.DONE, ItemState.REVIEW):
+        return [*change, *_reviews(item_id, state, give_up)]
     if state is ItemState.NEEDS_ATTENTION:
         resumed, fresh = _requeues(item_id, standing, reason_code)
         if reason_code == CHECK_START_FAILED:  # wrighty.json's to mend, not the agent's
@@ -191,6 +205,17 @@ def next_commands(
             Suggestion(cancel(item_id), "stop the agent and give up on the item"),
         ]
     return []
+
+
+def _reviews(item_id: int, state: ItemState, give_up: Suggestion) -> list[Suggestion]:
+    """What a person does with an item in review (none for another state)."""
+    if state is not ItemState.REVIEW:
+        return []
+    return [
+        Suggestion(accept(item_id), "accept the change: done, and integrated as configured"),
+        Suggestion(reject(item_id), "send it back to its agent with your feedback"),
+        give_up,
+    ]
 
 
 def _requeues(

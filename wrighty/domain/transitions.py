@@ -10,6 +10,7 @@ from datetime import datetime
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, format_duration
 from wrighty.domain.model import (
     DEFAULT_PRIORITY,
+    INTEGRATION_FAILED,
     MAX_BODY_BYTES,
     MAX_TITLE_LENGTH,
     Change,
@@ -212,6 +213,12 @@ def checks_words(chosen: tuple[str, ...] | None) -> str:
     return ", ".join(chosen) if chosen else "none"
 
 
+def is_review_note(reason_code: str | None, state: ItemState) -> bool:
+    """Whether an event with no move is review's note of a failed integration
+    (docs/work-product.md#review)."""
+    return reason_code == INTEGRATION_FAILED and state is ItemState.REVIEW
+
+
 def is_edit(event: Event) -> bool:
     """Whether ``event`` records an edit (no move) rather than a move between states."""
     return event.reason_code == EDITED and event.from_state == event.to_state
@@ -321,6 +328,8 @@ def replay(events: Iterable[Event]) -> ItemState:
         elif is_edit(event):
             if state not in EDITABLE_STATES:
                 raise ReplayError(f"event {number} edits a {state} item, which is not editable")
+        elif event.from_state == event.to_state and is_review_note(event.reason_code, state):
+            pass  # an accept whose integration failed: the item stayed in review
         elif not can_move(state, event.to_state):
             raise ReplayError(f"event {number} moves {state} to {event.to_state}, not allowed")
         state = event.to_state

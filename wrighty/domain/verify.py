@@ -361,7 +361,7 @@ def feedback_prompt(
         header + _tail(output, share)
         for header, output, share in zip(headers, outputs, shares, strict=True)
     ]
-    return _fit(head + "".join(sections) + omitted, feedback_bytes)
+    return fit_text(head + "".join(sections) + omitted, feedback_bytes)
 
 
 def _sections_that_fit(headers: list[str], outputs: list[str], room: int) -> tuple[int, str]:
@@ -426,7 +426,7 @@ def _tail(output: str, share: int) -> str:
     return note + kept if _size(note) <= share else ""
 
 
-def _fit(text: str, limit: int) -> str:
+def fit_text(text: str, limit: int) -> str:
     """``text`` if it fits in ``limit`` bytes; else its start, cut at a character's edge, and
     a line that says it was cut."""
     data = text.encode("utf-8")

@@ -14,6 +14,9 @@ from wrighty.domain.model import BRANCH_NAME, Item
 from wrighty.domain.text import clip
 
 CommitMode = Literal["wrighty", "agent", "none"]
+ReviewMode = Literal["auto", "person"]
+DEFAULT_MAX_REJECTIONS = 5
+MAX_MAX_REJECTIONS = 100
 DEFAULT_BRANCH_PREFIX = "wrighty/"
 MAX_BRANCH_PREFIX = 100
 MAX_SLUG = 40
@@ -37,6 +40,8 @@ class Completion:
     commit: CommitMode = "wrighty"
     author_name: str | None = None  # None (both): git's own identity
     author_email: str | None = None
+    review: ReviewMode = "auto"  # person: a done run's item waits in review (review.py)
+    max_rejections: int = DEFAULT_MAX_REJECTIONS
 
     @property
     def base_ref(self) -> str:

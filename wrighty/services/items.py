@@ -153,7 +153,7 @@ def edit_item(
         check_dependencies(item.id, change.after_added, known=known, edges=pairs)
         return change
 
-    return _apply_change(store, item_id, plan)
+    return apply_change(store, item_id, plan)
 
 
 def scheduling_waits(
@@ -416,10 +416,12 @@ def release_item(store: Store, item_id: int, *, now: datetime, actor: str = OPER
 
 
 def _apply(store: Store, item_id: int, plan: Plan) -> Item:
-    return _apply_change(store, item_id, plan).after
+    return apply_change(store, item_id, plan).after
 
 
-def _apply_change(store: Store, item_id: int, plan: Plan) -> Change:
+def apply_change(store: Store, item_id: int, plan: Plan) -> Change:
+    """Read the item, let ``plan`` decide its change, write it with the store's compare-and-set;
+    when another writer moved the item in between, decide again (at most a few times)."""
     for _ in range(_CAS_ATTEMPTS):
         before = require_item(store, item_id)
         change = plan(before)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from wrighty.agents import AgentPlan
-from wrighty.domain import budgets, decisions, machine, verify
+from wrighty.domain import budgets, decisions, machine, review, verify
 from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, Settlement, settle
 from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
 from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session, Stream
@@ -210,7 +210,6 @@ class ClaimRun:
             return
         self.run_id = run_id
         self._branch = start.branch or _recorded_branch(self._claim.session, start.workspace)
-        task = claimed.body
         if start.kind.resumes:
             if not self._stop_earlier_runs(run_id):
                 self._claim_lost(claimed, reason="fenced")
@@ -219,7 +218,7 @@ class ClaimRun:
                 WorkerEvent.RESUMED, item_id=claimed.id, run_id=run_id,
                 session_id=start.session_id, kind=start.kind.value,
             )  # fmt: skip
-            task = self._resume_prompt(start)
+        task = self._prompt(start)
         output = _Output(self._plan.reader(), self._wake, session, meter)
         try:
             spec = self._launch_spec(run_id, start, claim_token, task)
@@ -333,11 +332,18 @@ class ClaimRun:
             latest_run_started=latest.started_at if latest else None,
         )
 
-    def _resume_prompt(self, start: _Start) -> str:
-        """What a resumed session is told: a fix turn, its checks' feedback; any other
-        resume, to carry on with its task."""
+    def _prompt(self, start: _Start) -> str:
+        """What the agent is told. The run a rejection asked for: the person's feedback (a new
+        session, the task first; docs/work-product.md#review). Else a new session, its task; a
+        fix turn, its checks' feedback; any other resume, to carry on with its task."""
+        claimed = self._claimed
+        if claimed.feedback and review.owes_feedback(self._claim.claimed_reason_code):
+            told = review.feedback_prompt(claimed.feedback, secrets=secret_values(os.environ))
+            return told if start.kind.resumes else f"{claimed.body}\n\n{told}"
+        if not start.kind.resumes:
+            return claimed.body
         if start.kind is not RunKind.FIX:
-            return decisions.CONTINUATION_PROMPT + self._claimed.body
+            return decisions.CONTINUATION_PROMPT + claimed.body
         policy = self._setting.verify or VerifyPolicy(())
         return verify.feedback_prompt(
             start.feedback,
@@ -633,6 +639,8 @@ class ClaimRun:
                 self._tell_lost()
                 return
             settlement = completed
+        if settlement.to_state is ItemState.DONE and self._setting.completion.review == "person":
+            settlement = review.to_review(claimed, settlement)
         change = settle(claimed, settlement, at=self._now())
         hint = output.reader.reset_hint() if output.reader else None
         self._move_circuit(change, result.outcome_class, hint)

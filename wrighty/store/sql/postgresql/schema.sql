@@ -238,3 +238,8 @@ $$;
 
 CREATE TRIGGER checks_insert_only BEFORE UPDATE OR DELETE ON checks
 FOR EACH ROW EXECUTE FUNCTION wrighty_refuse_evidence_change();
+
+-- Review's reject (docs/work-product.md#review): how many times a person rejected the item, and
+-- the feedback of the latest rejection, which the next run is given as its prompt.
+ALTER TABLE items ADD COLUMN rejections INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE items ADD COLUMN feedback TEXT;

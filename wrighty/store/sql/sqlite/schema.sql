@@ -33,7 +33,9 @@ CREATE TABLE "items" (
     import_key         TEXT,
     import_fingerprint TEXT,
     fix_turns          INTEGER NOT NULL DEFAULT 0,
-    verify_checks      TEXT
+    verify_checks      TEXT,
+    rejections         INTEGER NOT NULL DEFAULT 0,
+    feedback           TEXT
 ) STRICT;
 
 CREATE INDEX items_by_state ON items (state, queued_at, id);

@@ -1,0 +1,113 @@
+"""`wrighty accept` and `wrighty reject`: a person's word on an item in review
+(docs/work-product.md#review)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wrighty.cli.common import ItemId, JsonFlag, app_context, file_option
+from wrighty.domain.text import printable_line
+from wrighty.errors import WrightyError
+
+# Exit code when the change could not be integrated (the item stays in review; 2 is bad input).
+NOT_INTEGRATED_EXIT = 1
+
+
+def accept(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
+    """Accept an item in review: its change is integrated as completion.integrate says, and it
+    is done. If the integration fails, it stays in review (exit code 1)."""
+    from wrighty.services.review import IntegrationFailed, accept_item
+
+    app_ctx = app_context(ctx)
+    with app_ctx.store() as store:
+        try:
+            accepted = accept_item(store, item_id, now=app_ctx.now())
+        except IntegrationFailed as failed:
+            typer.echo(
+                f"item {item_id} stays in review: {printable_line(failed.message)}", err=True
+            )
+            raise typer.Exit(NOT_INTEGRATED_EXIT) from None
+    integrated = accepted.integrated
+    if as_json:
+        from wrighty.cli.documents import item_summary_json, print_json
+
+        print_json(
+            {
+                **item_summary_json(accepted.item),
+                "integrated": integrated.words if integrated else None,
+                "url": integrated.url if integrated else None,
+            }
+        )
+        return
+    typer.echo(f"item {accepted.item.id} is {accepted.item.state}")
+    if integrated is not None and integrated.words:
+        typer.echo(f"  {printable_line(integrated.words)}")
+
+
+FeedbackOption = Annotated[
+    str | None,
+    typer.Option("--feedback", metavar="TEXT", help="What the agent is to change."),
+]
+FeedbackFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--feedback-file",
+        metavar="PATH",
+        help="Read the feedback from a file ('-': standard input).",
+        dir_okay=True,
+    ),
+]
+
+
+def reject(
+    ctx: typer.Context,
+    item_id: ItemId,
+    feedback: FeedbackOption = None,
+    feedback_file: FeedbackFileOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Send an item in review back to its agent: its session resumes now, in the same
+    workspace, with your feedback as the prompt (checked again, then back in review)."""
+    from wrighty.config.translate import completion_of
+    from wrighty.services.review import reject_item
+
+    text = _feedback(feedback, feedback_file)
+    app_ctx = app_context(ctx)
+    completion = completion_of(app_ctx.config().config)
+    with app_ctx.store() as store:
+        item = reject_item(
+            store, item_id, text, now=app_ctx.now(), max_rejections=completion.max_rejections
+        )
+    if as_json:
+        from wrighty.cli.documents import item_summary_json, print_json
+
+        print_json({**item_summary_json(item), "rejections": item.rejections})
+        return
+    typer.echo(
+        f"item {item.id} is {item.state} (rejection {item.rejections} of "
+        f"{completion.max_rejections}): its agent takes it up again with your feedback"
+    )
+
+
+def _feedback(feedback: str | None, feedback_file: Path | None) -> str:
+    from wrighty.domain.review import MAX_FEEDBACK_BYTES
+
+    if (feedback is None) == (feedback_file is None):
+        raise WrightyError(
+            "give the feedback once: --feedback TEXT or --feedback-file PATH ('-' for stdin)"
+        )
+    if feedback is not None:
+        return feedback
+    assert feedback_file is not None
+    if str(feedback_file) != "-":
+        return file_option("--feedback-file", feedback_file, limit=MAX_FEEDBACK_BYTES)
+    from wrighty.inputs import InputError, read_text_stream
+
+    try:
+        return read_text_stream(sys.stdin.buffer, limit=MAX_FEEDBACK_BYTES)
+    except InputError as error:
+        raise WrightyError(f"the feedback on standard input {error}") from None

@@ -1,0 +1,153 @@
+"""Review (docs/work-product.md#review): an item whose run is done waits for a person, who
+accepts it (done) or rejects it with feedback (back to work: the next run resumes its session
+with the feedback as its prompt). Pure: where the item goes and what each move records."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from datetime import datetime
+
+from wrighty.domain import suggestions
+from wrighty.domain.claims import Settlement
+from wrighty.domain.model import (
+    ACCEPTED,
+    INTEGRATION_FAILED,
+    READY_FOR_REVIEW,
+    REJECTED,
+    Change,
+    Item,
+)
+from wrighty.domain.redact import redact_known
+from wrighty.domain.states import ItemState
+from wrighty.domain.text import clip, printable, printable_line
+from wrighty.domain.transitions import history_event, transition
+from wrighty.errors import IllegalTransitionError, WrightyError
+
+# A person's feedback: the prompt of the next run, so bounded as a prompt is.
+MAX_FEEDBACK_BYTES = 64 * 1024
+# How much of the feedback the reject's event (and `show`'s reason) quotes.
+_QUOTED_CHARS = 200
+_REASON_CHARS = 500
+
+_FEEDBACK_HEAD = "A person reviewed your work on this task and rejected it. Their feedback:\n\n"
+_FEEDBACK_TAIL = (
+    "\n\nChange the work in this workspace to address the feedback (your earlier work is "
+    "here). When you have finished, end your turn: your work is checked and reviewed again.\n"
+)
+
+
+def to_review(item: Item, settlement: Settlement) -> Settlement:
+    """``settlement``, a done run's, as one that waits for a person's review instead
+    (completion.review "person")."""
+    reason = f"{settlement.reason or 'the run succeeded'}; it waits for a person's review"
+    return dataclasses.replace(
+        settlement,
+        to_state=ItemState.REVIEW,
+        reason_code=READY_FOR_REVIEW,
+        reason=reason,
+        next_action=suggestions.accept(item.id),
+    )
+
+
+def _require_review(item: Item, verb: str) -> None:
+    if item.state is not ItemState.REVIEW:
+        raise IllegalTransitionError(
+            f"item {item.id} is {item.state}; {verb} takes items in review"
+        )
+
+
+def check_acceptable(item: Item) -> None:
+    """Refuse, before anything is integrated, an item that is not in review."""
+    _require_review(item, "accept")
+
+
+def accept(item: Item, *, at: datetime, actor: str, integrated: str | None = None) -> Change:
+    """review -> done; ``integrated``: what the integration did, in words, for the event."""
+    _require_review(item, "accept")
+    reason = f"accepted; {integrated}" if integrated else "accepted"
+    return transition(
+        item, ItemState.DONE, at=at, actor=actor, reason_code=ACCEPTED,
+        reason=clip(reason, _REASON_CHARS),
+    )  # fmt: skip
+
+
+def feedback_problem(feedback: str) -> str | None:
+    """Why ``feedback`` cannot be a rejection's, or None."""
+    try:
+        size = len(feedback.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "the feedback is not valid UTF-8 text (undecodable bytes); give it as UTF-8"
+    if not feedback.strip():
+        return "the feedback is empty: say what the agent is to change"
+    if size > MAX_FEEDBACK_BYTES:
+        return (
+            f"the feedback is larger than {MAX_FEEDBACK_BYTES // 1024} KiB: put the details in "
+            "a file in the workspace and tell the agent to read it"
+        )
+    return None
+
+
+def reject(item: Item, feedback: str, *, at: datetime, actor: str, max_rejections: int) -> Change:
+    """review -> retry-scheduled, due now, with ``feedback`` kept for the next run's prompt.
+    The rejection is counted (at most ``max_rejections``); the automatic retries' and fix
+    turns' counters start again, as for work the agent takes up anew."""
+    _require_review(item, "reject")
+    problem = feedback_problem(feedback)
+    if problem is not None:
+        raise WrightyError(problem)
+    if item.rejections >= max_rejections:
+        raise WrightyError(
+            f"item {item.id} was rejected {item.rejections} times, completion.maxRejections "
+            f"in wrighty.json: accept it (`{suggestions.accept(item.id)}`), cancel it "
+            f"(`{suggestions.cancel(item.id)}`) or raise completion.maxRejections"
+        )
+    count = item.rejections + 1
+    quoted = clip(printable_line(feedback.strip()), _QUOTED_CHARS)
+    change = transition(
+        item, ItemState.RETRY_SCHEDULED, at=at, actor=actor, reason_code=REJECTED,
+        reason=f"rejection {count} of {max_rejections}: {quoted}", not_before=at,
+    )  # fmt: skip
+    after = dataclasses.replace(
+        change.after,
+        rejections=count,
+        feedback=feedback,
+        crash_retries=0,
+        usage_retries=0,
+        fix_turns=0,
+    )
+    return dataclasses.replace(change, after=after)
+
+
+def integration_failed(item: Item, why: str, *, at: datetime, actor: str) -> Change:
+    """An accept whose integration failed: the item stays in review, its reason says why (an
+    event with no move, as an edit's)."""
+    _require_review(item, "accept")
+    reason = clip(f"accept failed to integrate: {why}", _REASON_CHARS)
+    after = dataclasses.replace(
+        item,
+        reason_code=INTEGRATION_FAILED,
+        reason=reason,
+        next_action=suggestions.accept(item.id),
+        updated_at=at,
+    )
+    event = history_event(
+        item, after, at=at, actor=actor, reason_code=INTEGRATION_FAILED, reason=reason
+    )
+    return Change(before=item, after=after, event=event)
+
+
+def owes_feedback(claimed_reason_code: str | None) -> bool:
+    """Whether a run claimed from a retry scheduled with ``claimed_reason_code`` is the one a
+    rejection asked for (its prompt is the feedback)."""
+    return claimed_reason_code == REJECTED
+
+
+def feedback_prompt(feedback: str, *, secrets: Iterable[str] = ()) -> str:
+    """What a resumed session is told after a rejection: the person's feedback, with secrets
+    replaced and control characters escaped but for newline and tab, and what to do; bounded
+    (a value read back from the store is bounded again)."""
+    from wrighty.domain.verify import fit_text
+
+    text = printable(redact_known(feedback.replace("\r\n", "\n").strip(), tuple(secrets)))
+    return _FEEDBACK_HEAD + fit_text(text, MAX_FEEDBACK_BYTES) + _FEEDBACK_TAIL
