@@ -220,6 +220,10 @@ def stored(statement: str) -> Setup:
     return poison
 
 
+# One item, in review (as a worker with completion.review person leaves it).
+REVIEWED = stored("UPDATE items SET state = 'review' WHERE id = 1")
+
+
 def no_config(project: Path) -> None:
     (project / "wrighty.json").unlink()
 
@@ -507,6 +511,168 @@ CASES: list[Case] = [
                 ("worker", "start", "--once"),
                 "is not in a git repository; run `git init` there and commit",
                 completion({}, workspaceMode="worktree"),
+            ),
+        )
+    ),
+    # review's accept and reject (docs/work-product.md#review), and their completion keys
+    *(
+        Case(f"review-{name}", args, says, setup=setup, stdin=stdin)
+        for name, args, says, setup, stdin in (
+            ("accept-unknown-item", ("accept", "7"), "no item 7; `wrighty list` shows", None, b""),
+            (
+                "accept-not-in-review",
+                ("accept", "1"),
+                "item 1 is todo; accept takes items in review",
+                item(),
+                b"",
+            ),
+            ("accept-zero", ("accept", "0"), "Invalid value for 'ID'", None, b""),
+            (
+                "accept-done",
+                ("accept", "1"),
+                "item 1 is done; accept takes items in review",
+                stored("UPDATE items SET state = 'done' WHERE id = 1"),
+                b"",
+            ),
+            (
+                "reject-unknown-item",
+                ("reject", "7", "--feedback", "x"),
+                "no item 7; `wrighty list` shows",
+                None,
+                b"",
+            ),
+            (
+                "reject-not-in-review",
+                ("reject", "1", "--feedback", "x"),
+                "item 1 is todo; reject takes items in review",
+                item(),
+                b"",
+            ),
+            (
+                "reject-no-feedback",
+                ("reject", "1"),
+                "give the feedback once: --feedback TEXT or --feedback-file PATH",
+                REVIEWED,
+                b"",
+            ),
+            (
+                "reject-feedback-twice",
+                ("reject", "1", "--feedback", "x", "--feedback-file", "f.txt"),
+                "give the feedback once",
+                with_setups(REVIEWED, file("f.txt", b"y")),
+                b"",
+            ),
+            (
+                "reject-feedback-empty",
+                ("reject", "1", "--feedback", " \n "),
+                "the feedback is empty: say what the agent is to change",
+                REVIEWED,
+                b"",
+            ),
+            (
+                "reject-feedback-too-large",
+                ("reject", "1", "--feedback", "x" * 65537),
+                "the feedback is larger than 64 KiB",
+                REVIEWED,
+                b"",
+            ),
+            (
+                "reject-feedback-file-missing",
+                ("reject", "1", "--feedback-file", "none.txt"),
+                "--feedback-file none.txt: no such file",
+                REVIEWED,
+                b"",
+            ),
+            (
+                "reject-feedback-file-folder",
+                ("reject", "1", "--feedback-file", "d"),
+                "--feedback-file d: is a directory, not a regular file",
+                with_setups(REVIEWED, folder("d")),
+                b"",
+            ),
+            (
+                "reject-feedback-file-fifo",
+                ("reject", "1", "--feedback-file", "pipe"),
+                "--feedback-file pipe: is a FIFO",
+                with_setups(REVIEWED, fifo("pipe")),
+                b"",
+            ),
+            (
+                "reject-feedback-file-too-large",
+                ("reject", "1", "--feedback-file", "big.txt"),
+                "--feedback-file big.txt: is larger than 64 KiB",
+                with_setups(REVIEWED, file("big.txt", b"x" * 65537)),
+                b"",
+            ),
+            (
+                "reject-feedback-file-not-utf8",
+                ("reject", "1", "--feedback-file", "l1.txt"),
+                "--feedback-file l1.txt: is not UTF-8",
+                with_setups(REVIEWED, file("l1.txt", b"caf\xe9")),
+                b"",
+            ),
+            (
+                "reject-feedback-file-empty",
+                ("reject", "1", "--feedback-file", "e.txt"),
+                "the feedback is empty",
+                with_setups(REVIEWED, file("e.txt", b"\n")),
+                b"",
+            ),
+            (
+                "reject-feedback-stdin-too-large",
+                ("reject", "1", "--feedback-file", "-"),
+                "the feedback on standard input is larger than 64 KiB",
+                REVIEWED,
+                b"x" * 65537,
+            ),
+            (
+                "reject-spent",
+                ("reject", "1", "--feedback", "again"),
+                "item 1 was rejected 5 times, completion.maxRejections in wrighty.json",
+                stored("UPDATE items SET state = 'review', rejections = 5 WHERE id = 1"),
+                b"",
+            ),
+            (
+                "reject-stored-rejections-negative",
+                ("reject", "1", "--feedback", "again"),
+                "its rejections does not read",
+                stored("UPDATE items SET state = 'review', rejections = -4 WHERE id = 1"),
+                b"",
+            ),
+            (
+                "completion-review-unknown",
+                ("list",),
+                "completion.review: must be 'auto' or 'person'",
+                completion({"review": "maybe"}),
+                b"",
+            ),
+            (
+                "completion-max-rejections-zero",
+                ("list",),
+                "completion.maxRejections: must be >= 1 (got 0)",
+                completion({"maxRejections": 0}),
+                b"",
+            ),
+            (
+                "completion-max-rejections-too-many",
+                ("list",),
+                "completion.maxRejections: must be <= 100 (got 101)",
+                completion({"maxRejections": 101}),
+                b"",
+            ),
+            (
+                "completion-max-rejections-text",
+                ("list",),
+                'completion.maxRejections: must be a valid integer (got the string "3")',
+                completion({"maxRejections": "3"}),
+                b"",
+            ),
+            (
+                "completion-max-rejections-fraction",
+                ("list",),
+                "completion.maxRejections: must be a valid integer (got 2.5)",
+                completion({"maxRejections": 2.5}),
+                b"",
             ),
         )
     ),

@@ -41,11 +41,13 @@ def make_project(
     *,
     completion: dict[str, Any] | None = None,
     commit_first: bool = True,
+    agent: str = AGENT,
+    verify: dict[str, Any] | None = None,
 ) -> ProjectOnDisk:
-    """A git repository with one commit (unless not ``commit_first``) whose agent is AGENT, in
-    worktree mode."""
+    """A git repository with one commit (unless not ``commit_first``) whose agent is ``agent``
+    (a Python program), in worktree mode, with wrighty.json's ``completion`` and ``verify``."""
     root.mkdir(parents=True)
-    (root / "agent.py").write_text(AGENT)
+    (root / "agent.py").write_text(agent)
     argv = [sys.executable, str(root / "agent.py")]
     document: dict[str, Any] = {
         "worker": {"defaultAgent": "maker", "workspaceMode": "worktree", "leaseSeconds": 5,
@@ -54,6 +56,8 @@ def make_project(
     }  # fmt: skip
     if completion is not None:
         document["completion"] = completion
+    if verify is not None:
+        document["verify"] = verify
     if store_url is not None:
         document["store"] = {"url": store_url}
     config, problems = check_config_text(json.dumps(document))

@@ -1,0 +1,119 @@
+"""Review with real git and real `wrighty worker start` processes
+(docs/work-product.md#review): completion.review person keeps a verified, committed change in
+review; reject sends it back and the same session hears the feedback; accept makes it done; on
+both stores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+from tests.helpers import git
+from tests.integration.test_work_product_processes import make_project
+from wrighty.domain.states import ItemState
+
+# An agent that records each prompt it is given (MARKS/prompt-N) and the session it runs in,
+# and writes answer.txt: 41, or 42 once its prompt carries a person's feedback.
+AGENT = textwrap.dedent(
+    """\
+    import os, pathlib, sys
+    task = sys.stdin.read()
+    marks = pathlib.Path(os.environ["MARKS"])
+    number = len(list(marks.glob("prompt-*"))) + 1
+    (marks / f"prompt-{number}").write_text(task)
+    (marks / f"session-{number}").write_text(os.environ.get("WRIGHTY_SESSION_ID", ""))
+    answer = "42" if "must be 42" in task else "41"
+    pathlib.Path("answer.txt").write_text(answer + "\\n")
+    """
+)
+CHECK = {"checks": [{"name": "answer", "argv": ["test", "-f", "answer.txt"]}]}
+
+
+def test_reject_resumes_the_session_with_the_feedback_and_accept_makes_it_done(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    project = make_project(
+        tmp_path / "p", store_url, completion={"review": "person"}, agent=AGENT, verify=CHECK
+    )
+    marks = project.root / "marks"
+    item_id = project.plant("Write the answer.", title="Answer")
+    branch = f"wrighty/{item_id}-answer"
+    base = git(project.root, "rev-parse", "main")
+
+    first = project.worker("--once")
+
+    assert first.returncode == 0, first.stderr
+    waiting = project.get(item_id)
+    assert (waiting.state, waiting.reason_code) == (ItemState.REVIEW, "ready-for-review")
+    assert waiting.next_action == f"wrighty accept {item_id}"
+    assert git(project.root, "show", f"{branch}:answer.txt") == "41"
+    [settled] = first.named("settled")
+    assert settled["state"] == "review"
+    shown = project.wrighty("show", str(item_id))
+    assert f"wrighty reject {item_id} --feedback TEXT" in shown
+
+    said = project.wrighty("reject", str(item_id), "--feedback", "The answer must be 42.")
+    assert said.strip() == (
+        f"item {item_id} is retry-scheduled (rejection 1 of 5): its agent takes it up again "
+        "with your feedback"
+    )
+    second = project.worker("--once")
+
+    assert second.returncode == 0, second.stderr
+    [resumed] = second.named("resumed")
+    assert resumed["kind"] == "resume"
+    prompt = (marks / "prompt-2").read_text()
+    assert prompt.startswith("A person reviewed your work on this task and rejected it.")
+    assert "The answer must be 42." in prompt
+    assert (marks / "session-2").read_text() == (marks / "session-1").read_text() != ""
+    again = project.get(item_id)
+    assert (again.state, again.rejections) == (ItemState.REVIEW, 1)
+    assert git(project.root, "show", f"{branch}:answer.txt") == "42"
+    assert git(project.root, "rev-list", "--count", f"{base}..{branch}") == "2"
+    detail = json.loads(project.wrighty("show", str(item_id), "--json"))
+    # each run's change was checked: the rejected one again
+    assert [[c["passed"] for c in run["checks"]] for run in detail["runs"]] == [[True], [True]]
+    assert (detail["rejections"], detail["feedback"]) == (1, "The answer must be 42.")
+
+    accepted = project.wrighty("accept", str(item_id))
+    assert accepted.strip() == f"item {item_id} is done"
+    done = json.loads(project.wrighty("show", str(item_id), "--json"))
+    assert (done["state"], done["reason_code"]) == ("done", "accepted")
+    moves = [(e["from_state"], e["to_state"], e["reason_code"]) for e in done["events"]]
+    assert moves[-5:] == [
+        ("running", "review", "ready-for-review"),
+        ("review", "retry-scheduled", "rejected"),
+        ("retry-scheduled", "running", None),
+        ("running", "review", "ready-for-review"),
+        ("review", "done", "accepted"),
+    ]
+    assert git(project.root, "rev-parse", "main") == base  # integrate none: the branch stays
+
+
+def test_review_auto_is_done_as_before_and_reject_has_its_bound(tmp_path: Path) -> None:
+    auto = make_project(tmp_path / "auto", agent=AGENT)
+    done_id = auto.plant("Write the answer.", title="Answer")
+    assert auto.worker("--once").returncode == 0
+    assert auto.get(done_id).state is ItemState.DONE
+
+    project = make_project(
+        tmp_path / "p", completion={"review": "person", "maxRejections": 1}, agent=AGENT
+    )
+    item_id = project.plant("Write the answer.", title="Answer")
+    assert project.worker("--once").returncode == 0
+    project.wrighty("reject", str(item_id), "--feedback", "no")
+    assert project.worker("--once").returncode == 0
+    assert project.get(item_id).state is ItemState.REVIEW
+    refused = subprocess.run(
+        project.command("reject", str(item_id), "--feedback", "still no"),
+        cwd=project.root, env=project.env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        f"wrighty: item {item_id} was rejected 1 times, completion.maxRejections in "
+        f"wrighty.json: accept it (`wrighty accept {item_id}`), cancel it "
+        f"(`wrighty cancel {item_id}`) or raise completion.maxRejections"
+    )
+    assert project.get(item_id).state is ItemState.REVIEW
