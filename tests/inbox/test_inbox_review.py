@@ -4,6 +4,7 @@ attention, with its tag, its words and its count in the header."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import FakeClock
 from tests.inbox.seed import (
@@ -17,11 +18,11 @@ from tests.inbox.seed import (
     settled,
     start,
 )
-from tests.inbox.test_inbox_app import board_ids, screen_text
+from tests.inbox.test_inbox_app import board_ids, message, screen_text, select
 from wrighty.domain.board import Section
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
-from wrighty.inbox.app import InboxApp
+from wrighty.inbox.app import READ_ONLY_REFUSAL, InboxApp
 
 
 def test_an_item_ready_for_review_has_its_own_section_after_attention(
@@ -56,3 +57,90 @@ def test_an_item_ready_for_review_has_its_own_section_after_attention(
         drive(app, script, size=(140, 30))
     finally:
         opened.close()
+
+
+def _two_in_review(project: Path, clock: FakeClock) -> tuple[int, int]:
+    store = open_project_store(project)
+    ids = []
+    for title in ("accept me", "reject me"):
+        item = store.create_item(new(title), at=clock(), actor="op")
+        claimed = claim(store, item.id, at=clock())
+        start(store, claimed, at=clock(), session_id=f"s-{item.id}", worker=LIVE_WORKER)
+        settle(store, claimed, ItemState.REVIEW, at=clock(), outcome=OutcomeClass.SUCCEEDED,
+               reason="ready")  # fmt: skip
+        ids.append(item.id)
+    store.close()
+    return ids[0], ids[1]
+
+
+def test_a_accepts_and_d_rejects_with_the_feedback_typed(project: Path, clock: FakeClock) -> None:
+    accepted, rejected = _two_in_review(project, clock)
+    app, opened = make_app(project)
+
+    async def script(app: InboxApp, pilot: Any) -> None:
+        await select(app, pilot, accepted)
+        await pilot.press("a")
+        assert app.screen.__class__.__name__ == "ConfirmScreen"
+        assert f"wrighty accept {accepted}" in screen_text(app)
+        await pilot.press("y")
+        await settled(app, pilot)
+        assert message(app) == f"item {accepted} is done"
+        await select(app, pilot, rejected)
+        await pilot.press("d")
+        assert app.screen.__class__.__name__ == "FeedbackScreen"
+        await pilot.press("escape")
+        await settled(app, pilot)
+        assert message(app) == "nothing done"
+        await pilot.press("d", *"Sign it", "enter")
+        await settled(app, pilot)
+        assert message(app) == (
+            f"item {rejected} is retry-scheduled (rejection 1 of 5): its agent takes it up "
+            "again with your feedback"
+        )
+        # a refusal is the command's line: it is not in review any more
+        await select(app, pilot, rejected)
+        await pilot.press("a", "y")
+        await settled(app, pilot)
+        assert message(app) == (
+            f"wrighty: item {rejected} is retry-scheduled; accept takes items in review"
+        )
+
+    try:
+        drive(app, script, size=(140, 30))
+    finally:
+        opened.close()
+    store = open_project_store(project)
+    try:
+        done, back = store.get_item(accepted), store.get_item(rejected)
+    finally:
+        store.close()
+    assert done is not None
+    assert back is not None
+    assert (done.state, done.reason_code) == (ItemState.DONE, "accepted")
+    assert (back.state, back.feedback, back.rejections) == (
+        ItemState.RETRY_SCHEDULED, "Sign it", 1)  # fmt: skip
+
+
+def test_read_only_refuses_accept_and_reject(project: Path, clock: FakeClock) -> None:
+    accepted, _ = _two_in_review(project, clock)
+    app, opened = make_app(project, read_only=True)
+
+    async def script(app: InboxApp, pilot: Any) -> None:
+        await select(app, pilot, accepted)
+        for key in ("a", "d"):
+            await pilot.press(key)
+            await settled(app, pilot)
+            assert app.screen is app.screen_stack[0], f"{key} asked a question"
+            assert message(app) == READ_ONLY_REFUSAL
+
+    try:
+        drive(app, script, size=(140, 30))
+    finally:
+        opened.close()
+    store = open_project_store(project)
+    try:
+        item = store.get_item(accepted)
+    finally:
+        store.close()
+    assert item is not None
+    assert item.state is ItemState.REVIEW

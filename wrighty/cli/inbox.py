@@ -122,6 +122,21 @@ class OperatorDesk:
         change = edit_item(self.store, item_id, now=self.app_ctx.now(), priority=priority)
         return edited_line(change)
 
+    def accept(self, item_id: int) -> str:
+        from wrighty.cli.review import accept_now, accepted_lines, stays_in_review
+        from wrighty.services.review import IntegrationFailed
+
+        try:
+            accepted = accept_now(self.app_ctx, self.store, item_id)
+        except IntegrationFailed as failed:
+            raise WrightyError(stays_in_review(item_id, failed)) from None
+        return "; ".join(accepted_lines(accepted))
+
+    def reject(self, item_id: int, feedback: str) -> str:
+        from wrighty.cli.review import reject_now, rejected_line
+
+        return rejected_line(*reject_now(self.app_ctx, self.store, item_id, feedback))
+
 
 def _store_label(app_ctx: AppContext) -> str:
     """The store as the header names it: a SQLite file under the current directory by its

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wrighty.cli.common import ItemId, JsonFlag, app_context, file_option
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
+
+if TYPE_CHECKING:
+    from wrighty.cli.context import AppContext
+    from wrighty.domain.model import Item
+    from wrighty.services.review import Accepted, IntegrationFailed
+    from wrighty.store.port import Store
 
 # Exit code when the change could not be integrated (the item stays in review; 2 is bad input).
 NOT_INTEGRATED_EXIT = 1
@@ -20,21 +26,19 @@ NOT_INTEGRATED_EXIT = 1
 def accept(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Accept an item in review: its change is integrated as completion.integrate says, and it
     is done. If the integration fails, it stays in review (exit code 1)."""
-    from wrighty.services.review import IntegrationFailed, accept_item
+    from wrighty.services.review import IntegrationFailed
 
     app_ctx = app_context(ctx)
     with app_ctx.store() as store:
         try:
-            accepted = accept_item(store, item_id, now=app_ctx.now())
+            accepted = accept_now(app_ctx, store, item_id)
         except IntegrationFailed as failed:
-            typer.echo(
-                f"item {item_id} stays in review: {printable_line(failed.message)}", err=True
-            )
+            typer.echo(stays_in_review(item_id, failed), err=True)
             raise typer.Exit(NOT_INTEGRATED_EXIT) from None
-    integrated = accepted.integrated
     if as_json:
         from wrighty.cli.documents import item_summary_json, print_json
 
+        integrated = accepted.integrated
         print_json(
             {
                 **item_summary_json(accepted.item),
@@ -43,9 +47,28 @@ def accept(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> No
             }
         )
         return
-    typer.echo(f"item {accepted.item.id} is {accepted.item.state}")
+    for line in accepted_lines(accepted):
+        typer.echo(line)
+
+
+def accept_now(app_ctx: AppContext, store: Store, item_id: int) -> Accepted:
+    """`wrighty accept`'s service call, as the command and the inbox make it."""
+    from wrighty.services.review import accept_item
+
+    return accept_item(store, item_id, now=app_ctx.now())
+
+
+def accepted_lines(accepted: Accepted) -> list[str]:
+    """What an accept says it did: where the item is, then what was integrated."""
+    lines = [f"item {accepted.item.id} is {accepted.item.state}"]
+    integrated = accepted.integrated
     if integrated is not None and integrated.words:
-        typer.echo(f"  {printable_line(integrated.words)}")
+        lines.append(printable_line(integrated.words))
+    return lines
+
+
+def stays_in_review(item_id: int, failed: IntegrationFailed) -> str:
+    return f"item {item_id} stays in review: {printable_line(failed.message)}"
 
 
 FeedbackOption = Annotated[
@@ -72,24 +95,33 @@ def reject(
 ) -> None:
     """Send an item in review back to its agent: its session resumes now, in the same
     workspace, with your feedback as the prompt (checked again, then back in review)."""
-    from wrighty.config.translate import completion_of
-    from wrighty.services.review import reject_item
-
     text = _feedback(feedback, feedback_file)
     app_ctx = app_context(ctx)
-    completion = completion_of(app_ctx.config().config)
     with app_ctx.store() as store:
-        item = reject_item(
-            store, item_id, text, now=app_ctx.now(), max_rejections=completion.max_rejections
-        )
+        item, bound = reject_now(app_ctx, store, item_id, text)
     if as_json:
         from wrighty.cli.documents import item_summary_json, print_json
 
         print_json({**item_summary_json(item), "rejections": item.rejections})
         return
-    typer.echo(
-        f"item {item.id} is {item.state} (rejection {item.rejections} of "
-        f"{completion.max_rejections}): its agent takes it up again with your feedback"
+    typer.echo(rejected_line(item, bound))
+
+
+def reject_now(app_ctx: AppContext, store: Store, item_id: int, feedback: str) -> tuple[Item, int]:
+    """`wrighty reject`'s service call, as the command and the inbox make it: the item after it,
+    and completion.maxRejections."""
+    from wrighty.config.translate import completion_of
+    from wrighty.services.review import reject_item
+
+    bound = completion_of(app_ctx.config().config).max_rejections
+    item = reject_item(store, item_id, feedback, now=app_ctx.now(), max_rejections=bound)
+    return item, bound
+
+
+def rejected_line(item: Item, bound: int) -> str:
+    return (
+        f"item {item.id} is {item.state} (rejection {item.rejections} of {bound}): its agent "
+        "takes it up again with your feedback"
     )
 
 

@@ -23,7 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from wrighty.domain import suggestions
@@ -62,6 +62,10 @@ class Desk(Protocol):
 
     def set_priority(self, item_id: int, priority: int) -> str: ...
 
+    def accept(self, item_id: int) -> str: ...
+
+    def reject(self, item_id: int, feedback: str) -> str: ...
+
 
 HELP = """\
 [b]wrighty inbox[/b]: the items that need a person, live
@@ -80,6 +84,8 @@ HELP = """\
   c             cancel it (final)
   x             release --force: take it from a worker that is gone
   + -           raise or lower its priority (edit --priority)
+  a             accept it (in review): integrate its change, done
+  d             reject it (in review): type your feedback; its agent resumes
   R             reap: settle every running item whose lease expired
 
   ?             this help        q  quit
@@ -132,6 +138,36 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(yes)
 
 
+class FeedbackScreen(ModalScreen[str | None]):
+    """A rejection's feedback: enter sends the item back with it, escape does not."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "give_up", "No")]
+    DEFAULT_CSS = """
+    FeedbackScreen { align: center middle; }
+    FeedbackScreen > Vertical {
+        width: 90; max-width: 100%; height: auto;
+        border: thick $warning; background: $surface; padding: 0 1;
+    }
+    """
+
+    def __init__(self, question: Text) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.question, id="question")
+            yield Input(placeholder="what the agent is to change", id="feedback")
+            yield Static(Text("enter: reject with this feedback    escape: no", style="bold"))
+
+    @on(Input.Submitted)
+    def submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_give_up(self) -> None:
+        self.dismiss(None)
+
+
 @dataclass(frozen=True)
 class Action:
     """An action on the selected item: its question, and what carries it out."""
@@ -162,6 +198,8 @@ class InboxApp(App[None]):
         Binding("plus,equals_sign", "priority(-1)", "Prio+", show=False),
         Binding("minus", "priority(1)", "Prio-", show=False),
         Binding("R", "reap", "Reap"),
+        Binding("a", "accept", "Accept", show=False),
+        Binding("d", "reject", "Reject", show=False),
         Binding("l", "toggle_log", "Log"),
         Binding("s", "sort", "Sort", show=False),
         Binding("w", "toggle_side", "Workers", show=False),
@@ -414,6 +452,32 @@ class InboxApp(App[None]):
                     lambda: self.desk.release(row.item.id),
                 )
             )
+
+    def action_accept(self) -> None:
+        row = self._target()
+        if row is not None:
+            self._ask(
+                Action(
+                    f"Accept item {row.item.id}: integrate its change and make it done? "
+                    f"({suggestions.accept(row.item.id)})",
+                    lambda: self.desk.accept(row.item.id),
+                )
+            )
+
+    def action_reject(self) -> None:
+        row = self._target()
+        if row is None:
+            return
+        item_id = row.item.id
+
+        def answered(feedback: str | None) -> None:
+            if feedback is None:
+                self._say("nothing done")
+            else:
+                self._carry_out(Action("", lambda: self.desk.reject(item_id, feedback)))
+
+        question = f"Reject item {item_id} and send it back to its agent with your feedback:"
+        self.push_screen(FeedbackScreen(Text(printable_line(question))), answered)
 
     def action_reap(self) -> None:
         if self._writable():
