@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.vendors.gemini_provider import GeminiProvider
-from tests.vendors.openai_provider import OpenAIProvider, codex_provider_args
+from tests.vendors.openai_provider import Call, OpenAIProvider, codex_provider_args
 from tests.vendors.provider import Provider
 from wrighty.domain.model import Run
 from wrighty.store.sqlite import SqliteStore
@@ -83,6 +83,46 @@ def codex_agent(provider: OpenAIProvider, home: Path, **settings: Any) -> dict[s
             **settings,
         }
     }
+
+
+# The CLIs' own tools, as a scripted provider calls them; the user's texts a provider received.
+
+
+def write(path: Path, content: str) -> dict[str, Any]:
+    """A call of Claude Code's own file-writing tool."""
+    return {"name": "Write", "input": {"file_path": str(path), "content": content}}
+
+
+def read(path: Path) -> dict[str, Any]:
+    """A call of Claude Code's file-reading tool (it writes over a file only once read)."""
+    return {"name": "Read", "input": {"file_path": str(path)}}
+
+
+def anthropic_user_texts(request: dict[str, Any]) -> list[str]:
+    """The user's texts in a Messages API request, in order."""
+    texts = []
+    for message in request.get("messages", []):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+            continue
+        texts += [block["text"] for block in content or [] if block.get("type") == "text"]
+    return texts
+
+
+CODEX_MODEL = "gpt-5"  # a model Codex knows, so that it offers its shell tool
+
+
+def shell(command: str) -> Call:
+    """A call of Codex's shell tool."""
+    return Call("exec_command", {"cmd": command})
+
+
+def write_file(path: Path, content: str) -> dict[str, Any]:
+    """A call of the Gemini CLI's own file-writing tool."""
+    return {"name": "write_file", "args": {"file_path": str(path), "content": content}}
 
 
 def argv_wrapper(home: Path, name: str = "claude") -> tuple[Path, Path]:

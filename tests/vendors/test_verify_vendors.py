@@ -18,14 +18,20 @@ from typing import Any
 import pytest
 
 from tests.vendors.conftest import (
+    CODEX_MODEL,
     VendorProject,
+    anthropic_user_texts,
     argv_wrapper,
     claude_agent,
     codex_agent,
+    read,
+    shell,
     started_argvs,
+    write,
+    write_file,
 )
 from tests.vendors.gemini_provider import GeminiProvider
-from tests.vendors.openai_provider import Call, OpenAIProvider
+from tests.vendors.openai_provider import OpenAIProvider
 from tests.vendors.provider import USAGE_TURNS, Provider, Turn
 from tests.vendors.test_codex_gemini import codex_user_texts, gemini_agent, gemini_user_texts
 from wrighty.domain.verify import CheckRecord
@@ -135,30 +141,6 @@ def assert_feedback(texts: list[str]) -> None:
 # --- Claude Code ----------------------------------------------------------------------------
 
 
-def write(path: Path, content: str) -> dict[str, Any]:
-    """A call of Claude Code's own file-writing tool."""
-    return {"name": "Write", "input": {"file_path": str(path), "content": content}}
-
-
-def read(path: Path) -> dict[str, Any]:
-    """A call of Claude Code's file-reading tool (it writes over a file only once read)."""
-    return {"name": "Read", "input": {"file_path": str(path)}}
-
-
-def anthropic_user_texts(request: dict[str, Any]) -> list[str]:
-    """The user's texts in a Messages API request, in order."""
-    texts = []
-    for message in request.get("messages", []):
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            texts.append(content)
-            continue
-        texts += [block["text"] for block in content or [] if block.get("type") == "text"]
-    return texts
-
-
 def test_claude_fixes_its_work_in_the_same_session_from_the_checks_feedback(
     vendor_project: VendorProject, provider: Provider
 ) -> None:
@@ -193,12 +175,6 @@ def test_claude_fixes_its_work_in_the_same_session_from_the_checks_feedback(
 
 # --- Codex ----------------------------------------------------------------------------------
 
-CODEX_MODEL = "gpt-5"  # a model Codex knows, so that it offers its shell tool
-
-
-def shell(command: str) -> Call:
-    return Call("exec_command", {"cmd": command})
-
 
 def test_codex_fixes_its_work_in_the_same_thread_from_the_checks_feedback(
     vendor_project: VendorProject, openai_provider: OpenAIProvider
@@ -227,11 +203,6 @@ def test_codex_fixes_its_work_in_the_same_thread_from_the_checks_feedback(
 
 
 # --- Gemini CLI -----------------------------------------------------------------------------
-
-
-def write_file(path: Path, content: str) -> dict[str, Any]:
-    """A call of the Gemini CLI's own file-writing tool."""
-    return {"name": "write_file", "args": {"file_path": str(path), "content": content}}
 
 
 def test_gemini_fixes_its_work_in_the_same_session_from_the_checks_feedback(
