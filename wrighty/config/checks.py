@@ -25,6 +25,7 @@ from wrighty.config.models import (
 )
 from wrighty.config.problems import (
     EMPTY_CHECK_PROGRAM,
+    EMPTY_INTEGRATE_PROGRAM,
     EMPTY_PROGRAM,
     Problem,
     echo_value,
@@ -192,7 +193,8 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
 
 def _completion_problems(completion: CompletionSettings) -> list[Problem]:
     """A branch prefix git accepts, a base git cannot take for an option, an author git keeps
-    as written (docs/work-product.md)."""
+    as written, an integration command that can be run when accepting runs one
+    (docs/work-product.md)."""
     problems: list[Problem] = []
     prefix = branch_prefix_problem(completion.branch_prefix)
     if prefix is not None:
@@ -214,6 +216,29 @@ def _completion_problems(completion: CompletionSettings) -> list[Problem]:
             if problem is not None:
                 at = ("completion", "author", key)
                 problems.append(Problem(json_path(*at), problem + echo_value(value, at)))
+    return problems + _integrate_command_problems(completion)
+
+
+def _integrate_command_problems(completion: CompletionSettings) -> list[Problem]:
+    """integrateCommand is given when integrate is command, and can be passed."""
+    argv = completion.integrate_command
+    if argv is None:
+        if completion.integrate != "command":
+            return []
+        return [
+            Problem(
+                "completion.integrateCommand",
+                'is required when completion.integrate is "command": the program and its '
+                'arguments, as in ["gh", "pr", "create", "--fill"]',
+            )
+        ]
+    problems = []
+    for index, arg in enumerate(argv):
+        where = json_path("completion", "integrateCommand", index)
+        if "\x00" in arg:
+            problems.append(Problem(where, "holds a NUL byte"))
+        elif index == 0 and not arg:
+            problems.append(Problem(where, EMPTY_INTEGRATE_PROGRAM))
     return problems
 
 

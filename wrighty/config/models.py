@@ -17,6 +17,15 @@ from wrighty.domain.durations import (
     MAX_QUEUE_WAIT_SECONDS,
     MAX_WORKER_AGE_SECONDS,
 )
+from wrighty.domain.integration import (
+    DEFAULT_REMOTE,
+    DEFAULT_TIMEOUT_SECONDS,
+    MAX_COMMAND_ARG_CHARS,
+    MAX_COMMAND_ARGS,
+    MAX_TIMEOUT_SECONDS,
+    MIN_TIMEOUT_SECONDS,
+    REMOTE_NAME,
+)
 from wrighty.domain.model import CHECK_NAME
 from wrighty.domain.scheduling import LABEL_PATTERN
 from wrighty.domain.verify_limits import (
@@ -556,6 +565,36 @@ class CompletionSettings(_Section):
         ge=1,
         le=MAX_MAX_REJECTIONS,
         description="How many times `wrighty reject` may send one item back to its agent.",
+    integrate: Literal["none", "merge", "push", "command"] = Field(
+        "none",
+        description="What accepting an item does with its branch (docs/work-product.md"
+        "#integration): nothing (none), merge it into the project's checked-out branch, push it "
+        "to `remote`, or run integrateCommand.",
+    )
+    merge: Literal["ff", "ff-only", "no-ff"] = Field(
+        "ff",
+        description="How integrate merge merges: ff (a fast-forward when possible, else a merge "
+        "commit), ff-only (a fast-forward or nothing), no-ff (always a merge commit).",
+    )
+    remote: str = Field(
+        DEFAULT_REMOTE,
+        pattern=f"^{REMOTE_NAME.pattern}$",
+        description="The git remote integrate push pushes the item's branch to (a name `git "
+        "remote` lists: letters, digits, '.', '_', '-' and '/', not starting with '-').",
+    )
+    integrate_command: list[Annotated[str, Field(max_length=MAX_COMMAND_ARG_CHARS)]] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_COMMAND_ARGS,
+        description="integrate command: the program and its arguments (argv, no shell), run "
+        "in the item's worktree with WRIGHTY_ITEM_ID, WRIGHTY_ITEM_TITLE, WRIGHTY_BRANCH and "
+        "WRIGHTY_BASE set and the item's summary on stdin; the last URL it prints is kept.",
+    )
+    integrate_timeout_seconds: float = Field(
+        DEFAULT_TIMEOUT_SECONDS,
+        ge=MIN_TIMEOUT_SECONDS,
+        le=MAX_TIMEOUT_SECONDS,
+        description="How long a push or integrateCommand may take before it is stopped.",
     )
 
 

@@ -25,11 +25,14 @@ from wrighty.config.models import (
     VerifySettings,
     WrightyConfig,
 )
+from wrighty.domain.integration import REMOTE_NAME, REMOTE_RULE
 from wrighty.domain.model import CHECK_NAME
 from wrighty.domain.verify_limits import MIN_CHECK_TIMEOUT_SECONDS
 
 EMPTY_PROGRAM = 'is empty: name the program to run, as in ["/usr/local/bin/notify-me"]'
 EMPTY_CHECK_PROGRAM = 'is empty: name the program to run, as in ["python", "-m", "pytest", "-q"]'
+EMPTY_INTEGRATE_PROGRAM = 'is empty: name the program to run, as in ["gh", "pr", "create"]'
+_INTEGRATE_COMMAND = ("completion", "integrateCommand")
 # Where a sink's form tag sits in a problem's location (it is left out of the JSON path).
 _SINK_TAG_AT = {("notify", "urls"): 3, ("notify", "command"): 2}
 
@@ -136,6 +139,7 @@ _BOUND_WORDS = {
 _PATTERN_WORDS = {
     f"^{CHECK_NAME.pattern}$": "must be 1 to 64 letters, digits, '.', '_' or '-', starting "
     "with a letter or digit",
+    f"^{REMOTE_NAME.pattern}$": REMOTE_RULE,
 }
 # Bounds in minutes that read better in words than as a decimal.
 _MINUTES_WORDS = {MIN_CHECK_TIMEOUT_SECONDS / 60: "1/60 (one second)"}
@@ -181,12 +185,8 @@ def _problem_from(detail: Mapping[str, Any]) -> Problem:
         message += _projects_own(loc)
     elif kind == "missing":
         message = "is required"
-    elif kind == "too_short" and loc[:2] == ("notify", "command"):
-        message = EMPTY_PROGRAM
-    elif kind == "too_short" and _is_check_argv(loc):
-        message = EMPTY_CHECK_PROGRAM
-    elif kind == "too_long" and loc[-2:] == ("verify", "checks"):
-        message = f"has {context['actual_length']} checks: at most {context['max_length']}"
+    elif (sized := _length_words(kind, loc, context)) is not None:
+        message = sized
     elif kind == "string_pattern_mismatch" and context.get("pattern") in _PATTERN_WORDS:
         message = _PATTERN_WORDS[context["pattern"]] + echo_value(detail.get("input"), loc)
     elif kind in ("model_type", "dict_type"):
@@ -200,6 +200,22 @@ def _problem_from(detail: Mapping[str, Any]) -> Problem:
         message = str(detail["msg"]).replace("Input should be", "must be")
         message += echo_value(detail.get("input"), loc)
     return Problem(path, message)
+
+
+def _length_words(kind: str, loc: tuple[Any, ...], context: Mapping[str, Any]) -> str | None:
+    """What a list that is too short or too long should hold, for the lists a person writes
+    by hand most (None: pydantic's own words)."""
+    if kind == "too_short" and loc[:2] == ("notify", "command"):
+        return EMPTY_PROGRAM
+    if kind == "too_short" and _is_check_argv(loc):
+        return EMPTY_CHECK_PROGRAM
+    if kind == "too_short" and loc == _INTEGRATE_COMMAND:
+        return EMPTY_INTEGRATE_PROGRAM
+    if kind == "too_long" and loc == _INTEGRATE_COMMAND:
+        return f"has {context['actual_length']} arguments: at most {context['max_length']}"
+    if kind == "too_long" and loc[-2:] == ("verify", "checks"):
+        return f"has {context['actual_length']} checks: at most {context['max_length']}"
+    return None
 
 
 def _is_check_argv(loc: tuple[Any, ...]) -> bool:
@@ -243,11 +259,11 @@ def echo_value(value: object, loc: tuple[Any, ...]) -> str:
 
 
 def _may_hold_secrets(loc: tuple[Any, ...]) -> bool:
-    """`agents` (env values, arguments, commands), the notify sinks (URLs carry tokens) and
-    the checks' argv."""
+    """`agents` (env values, arguments, commands), the notify sinks (URLs carry tokens), the
+    checks' argv and the integration command's."""
     return (
         loc[:1] == ("agents",)
-        or loc[:2] in (("notify", "urls"), ("notify", "command"))
+        or loc[:2] in (("notify", "urls"), ("notify", "command"), _INTEGRATE_COMMAND)
         or (loc[:2] == ("verify", "checks") and "argv" in loc[3:4])
     )
 

@@ -198,8 +198,9 @@ def verify_policy(config: WrightyConfig, agent: str) -> VerifyPolicy | None:
 
 
 def completion_of(config: WrightyConfig) -> Completion:
-    """How worktree items' branches are made and their done runs committed
-    (docs/work-product.md)."""
+    """How worktree items' branches are made, their done runs committed and their branches
+    integrated when accepted (docs/work-product.md)."""
+    from wrighty.domain.integration import Integration
     from wrighty.domain.work_product import Completion
 
     section = config.completion
@@ -212,4 +213,11 @@ def completion_of(config: WrightyConfig) -> Completion:
         author_email=author.email if author is not None else None,
         review=section.review,
         max_rejections=section.max_rejections,
+        integration=Integration(
+            kind=section.integrate,
+            merge=section.merge,
+            remote=section.remote,
+            command=tuple(section.integrate_command or ()),
+            timeout_seconds=section.integrate_timeout_seconds,
+        ),
     )

@@ -1,15 +1,17 @@
 """The work product's rules (docs/work-product.md): the branch an item's worktree is on, what
 makes a branch prefix or a commit identity acceptable, the message of the commit wrighty makes
-after a run that is done (where the item goes when that commit fails: decisions.py). Pure,
-and light: checking wrighty.json loads it."""
+after a run that is done (where the item goes when that commit fails: decisions.py) and of the
+merge commit when an accepted item is merged (integration.py). Pure, and light: checking
+wrighty.json loads it."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from wrighty.domain.integration import MAX_TITLE_CHARS, Integration, one_line
 from wrighty.domain.model import BRANCH_NAME, Item
 from wrighty.domain.text import clip
 
@@ -32,8 +34,9 @@ _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 @dataclass(frozen=True)
 class Completion:
-    """wrighty.json's completion section: how an item's branch is named and made, and who
-    commits what a done run leaves in its worktree."""
+    """wrighty.json's completion section: how an item's branch is named and made, who
+    commits what a done run leaves in its worktree, and what accepting it does with the
+    branch (``integration``)."""
 
     branch_prefix: str = DEFAULT_BRANCH_PREFIX
     base: str | None = None  # a git ref; None: the project's HEAD when the worktree is made
@@ -42,6 +45,7 @@ class Completion:
     author_email: str | None = None
     review: ReviewMode = "auto"  # person: a done run's item waits in review (review.py)
     max_rejections: int = DEFAULT_MAX_REJECTIONS
+    integration: Integration = field(default_factory=Integration)
 
     @property
     def base_ref(self) -> str:
@@ -103,3 +107,12 @@ def commit_message(item: Item, run_id: str) -> str:
         parts.append(clip(first, MAX_BODY_LINE))
     parts.append(f"{ITEM_TRAILER}: {item.id}\n{RUN_TRAILER}: {run_id}")
     return "\n\n".join(parts) + "\n"
+
+
+def merge_message(item_id: int, title: str) -> tuple[str, str]:
+    """The paragraphs of the merge commit that integrates item ``item_id``'s branch
+    (completion.integrate merge): its subject, naming the item, and the trailer that ties it to
+    the item."""
+    words = one_line(title, MAX_TITLE_CHARS)
+    subject = f"Merge item {item_id}: {words}" if words else f"Merge item {item_id}"
+    return subject, f"{ITEM_TRAILER}: {item_id}"

@@ -96,7 +96,7 @@ def _facts(
         return workspace
     try:
         if "HEAD" not in heads:
-            heads["HEAD"] = _commit(project.root, "HEAD")
+            heads["HEAD"] = commit_id(project.root, "HEAD")
         return _git_facts(workspace, project.root, heads["HEAD"])
     except GitError as error:
         return replace(workspace, note=printable_line(str(error)))
@@ -114,16 +114,16 @@ def _git_facts(workspace: Workspace, root: Path, project_head: str | None) -> Wo
     behind its base, uncommitted changes, and whether the project's HEAD has its commits (the
     worktree's HEAD; once the worktree is gone, its branch's)."""
     path = Path(workspace.path)
-    branch_head = _commit(root, f"refs/heads/{workspace.branch}") if workspace.branch else None
+    branch_head = commit_id(root, f"refs/heads/{workspace.branch}") if workspace.branch else None
     dirty: bool | None = None
     note: str | None = None
     head = branch_head
     if workspace.exists:
-        if _toplevel(path) != path.resolve():
+        if toplevel(path) != path.resolve():
             note, head = "not a git worktree", None
         else:
-            dirty, note = _uncommitted(path)
-            head = _commit(path, "HEAD")
+            dirty, note = uncommitted(path)
+            head = commit_id(path, "HEAD")
     ahead = behind = None
     if head is not None and workspace.base is not None:
         counted = run_git(root, "rev-list", "--left-right", "--count", f"{workspace.base}...{head}")
@@ -149,7 +149,7 @@ def _git_facts(workspace: Workspace, root: Path, project_head: str | None) -> Wo
     )
 
 
-def _uncommitted(path: Path) -> tuple[bool | None, str | None]:
+def uncommitted(path: Path) -> tuple[bool | None, str | None]:
     """Whether the worktree at ``path`` has uncommitted changes, untracked files included
     (None: git could not tell, and why)."""
     status = run_git(path, *NO_MONITOR, "status", "--porcelain")
@@ -172,17 +172,17 @@ def worktree_progress(path: Path, base: str | None) -> Progress:
         counted = run_git(path, "rev-list", "--count", f"{base}..HEAD")
         if counted.ok and counted.stdout.strip().isdigit():
             ahead = int(counted.stdout.strip())
-    return Progress(ahead, _uncommitted(path)[0])
+    return Progress(ahead, uncommitted(path)[0])
 
 
-def _commit(repo: Path, revision: str) -> str | None:
+def commit_id(repo: Path, revision: str) -> str | None:
     """The full id of the commit ``revision`` names in ``repo``; None when none. (Every
     revision asked for is wrighty's: HEAD, or a branch as model.BRANCH_NAME allows it.)"""
     result = run_git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
     return (result.stdout.strip() or None) if result.ok else None
 
 
-def _toplevel(path: Path) -> Path | None:
+def toplevel(path: Path) -> Path | None:
     """The work tree ``path`` is in, as git sees it (None: none)."""
     result = run_git(path, "rev-parse", "--show-toplevel")
     return Path(result.stdout.strip()).resolve() if result.ok and result.stdout.strip() else None

@@ -42,6 +42,19 @@ class GitResult:
         return printable_line(last)[:_WHY_CHARS]
 
 
+def identity(name: str | None, email: str | None) -> dict[str, str]:
+    """The variables that make ``name`` and ``email`` the author and committer of the commits
+    git makes (completion.author); none when either is None: git's own identity."""
+    if name is None or email is None:
+        return {}
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+
+
 def git_program() -> str | None:
     """The git on this process's PATH (None: none)."""
     return shutil.which("git")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from wrighty.domain.model import Item
 from wrighty.domain.work_product import Completion, commit_message
-from wrighty.supervisor.git import GitError, git_ok, run_git
+from wrighty.supervisor.git import GitError, git_ok, identity, run_git
 
 
 class Ending(StrEnum):
@@ -58,20 +58,8 @@ def _commit(workspace: Path, completion: Completion, *, item: Item, run_id: str)
         "--file=-",
         "--cleanup=whitespace",  # a "#" title is kept, whatever commit.cleanup says
         input_text=commit_message(item, run_id),
-        env=_identity(completion),
+        env=identity(completion.author_name, completion.author_email),
     )
     if not made.ok:
         return CommitResult(Ending.FAILED, why=made.why())
     return CommitResult(Ending.COMMITTED, commit=git_ok(workspace, "rev-parse", "HEAD").strip())
-
-
-def _identity(completion: Completion) -> dict[str, str]:
-    """completion.author as git's author and committer; nothing: git's own identity."""
-    if completion.author_name is None or completion.author_email is None:
-        return {}
-    return {
-        "GIT_AUTHOR_NAME": completion.author_name,
-        "GIT_AUTHOR_EMAIL": completion.author_email,
-        "GIT_COMMITTER_NAME": completion.author_name,
-        "GIT_COMMITTER_EMAIL": completion.author_email,
-    }

@@ -1,0 +1,340 @@
+"""Integration: what accepting an item does with its branch, per completion.integrate
+(docs/work-product.md#integration): merge it into the project's checked-out branch, push it
+to a remote, or run the project's command (a pull request, a deploy), with the item's summary
+on its standard input.
+
+Nothing is done that could leave the project half changed: every refusal comes before git
+changes anything (a merge's conflicts are found by `git merge-tree`, which writes no file of
+the working tree), and a merge that fails all the same is aborted. Every git command goes
+through wrighty/supervisor/git.py; the command is started like a check (supervisor/process.py:
+its own process group, the parent-death signal, no shell) and stopped, tree and all, at its
+time limit. A failure is an ``IntegrationError``: one line, neutralised, secrets redacted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from wrighty.domain.integration import Integration, last_url, one_line
+from wrighty.domain.model import COMMIT_ID
+from wrighty.domain.redact import REDACTED, redact, redact_known, secret_values
+from wrighty.domain.text import plural, printable_line
+from wrighty.domain.work_product import merge_message
+from wrighty.services.workspaces import NO_MONITOR, commit_id, toplevel, uncommitted
+from wrighty.supervisor.git import GitError, GitResult, identity, run_git
+from wrighty.supervisor.process import LaunchError, LaunchSpec, launch
+
+# How long a command gets to end after SIGTERM, at its time limit, before SIGKILL.
+GRACE_SECONDS = 5.0
+# The most of a command's output kept on disk while it runs, per stream; what is read back.
+OUTPUT_CAP_BYTES = 1024 * 1024
+OUTPUT_TAIL_BYTES = 64 * 1024
+# How many conflicting files a refused merge names; how long a message is.
+MAX_CONFLICTS_NAMED = 10
+MAX_MESSAGE_CHARS = 600
+_SHORT = 12  # a commit as a message shows it
+# The user part of a URL in git's words (a remote's URL may carry a token as its user name).
+_USERINFO = re.compile(r"(://)[^\s/@]+@")
+
+
+class IntegrationError(Exception):
+    """The integration was refused or failed; the message is one line, neutralised, with
+    secrets redacted, ready to record on the item."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(redact(message), MAX_MESSAGE_CHARS))
+
+
+@dataclass(frozen=True)
+class IntegrationTarget:
+    """The accepted item, as the integration needs it."""
+
+    item_id: int
+    title: str
+    branch: str | None  # None: the item has no branch (it did not work in a worktree)
+    base: str | None  # the base commit its session recorded
+    worktree: Path | None  # where its worktree was made (it may be gone)
+    summary: str  # what a command reads on stdin (domain/integration.summary)
+
+
+@dataclass(frozen=True)
+class Integrated:
+    """What the integration did: ``words`` for the done event's reason (None: nothing was
+    asked), the URL a command printed, the commit the project's branch or the remote's now
+    has."""
+
+    words: str | None
+    url: str | None = None
+    commit: str | None = None
+
+
+def integrate(
+    project_root: Path,
+    integration: Integration,
+    target: IntegrationTarget,
+    *,
+    author_name: str | None = None,
+    author_email: str | None = None,
+) -> Integrated:
+    """Integrate ``target``'s branch as ``integration`` says (IntegrationError when it is
+    refused or fails: then nothing of the project, its branch or the remote was changed, but
+    by a command that failed half way, which is the command's to tell)."""
+    if integration.kind == "none":
+        return Integrated(None)
+    try:
+        branch, tip = _branch(project_root, target)
+        worktree = _worktree(target)
+        if integration.kind == "merge":
+            return _merge(project_root, integration, target, branch, tip,
+                          identity(author_name, author_email))  # fmt: skip
+        if integration.kind == "push":
+            return _push(project_root, integration, branch, tip)
+        return _command(project_root, integration, target, branch, worktree)
+    except GitError as error:
+        raise IntegrationError(str(error)) from None
+
+
+def _branch(project_root: Path, target: IntegrationTarget) -> tuple[str, str]:
+    """The item's branch and its commit; refused when it has none."""
+    if target.branch is None:
+        raise IntegrationError(
+            f"item {target.item_id} has no branch to integrate (only an item that worked in a "
+            "worktree, workspaceMode worktree, has one)"
+        )
+    tip = commit_id(project_root, f"refs/heads/{target.branch}")
+    if tip is None:
+        raise IntegrationError(
+            f"item {target.item_id}'s branch {target.branch} is not in the project's repository"
+        )
+    return target.branch, tip
+
+
+def _worktree(target: IntegrationTarget) -> Path | None:
+    """The item's worktree when it is still there (None: gone); refused when it holds changes
+    not committed on the branch, which integrating the branch would leave out."""
+    path = target.worktree
+    if path is None or not path.is_dir() or toplevel(path) != path.resolve():
+        return None
+    dirty, why = uncommitted(path)
+    if dirty is None:
+        raise IntegrationError(
+            f"cannot tell whether item {target.item_id}'s worktree {path} has uncommitted "
+            f"changes: {why}"
+        )
+    if dirty:
+        raise IntegrationError(
+            f"item {target.item_id}'s worktree {path} has uncommitted changes, which its branch "
+            "does not hold: commit them on the branch (or remove them), then accept again"
+        )
+    return path
+
+
+def _merge(
+    root: Path,
+    integration: Integration,
+    target: IntegrationTarget,
+    branch: str,
+    tip: str,
+    author: Mapping[str, str],
+) -> Integrated:
+    into = _checked_out_branch(root, branch)
+    head = commit_id(root, "HEAD")
+    if head is None:
+        raise IntegrationError(f"the project's branch {into} has no commit yet to merge into")
+    tracked = run_git(root, *NO_MONITOR, "status", "--porcelain", "--untracked-files=no")
+    if not tracked.ok:
+        raise IntegrationError(f"cannot read the project's working tree: {tracked.why()}")
+    if tracked.stdout.strip():
+        raise IntegrationError(
+            f"the project's working tree has uncommitted changes to tracked files: commit or "
+            f"stash them, then accept again (merging {branch} into {into} would mix them in)"
+        )
+    if _is_ancestor(root, tip, head):
+        return Integrated(f"{branch} is already merged into {into} ({head[:_SHORT]})", commit=head)
+    fast_forward = _is_ancestor(root, head, tip)
+    if not fast_forward:
+        if integration.merge == "ff-only":
+            raise IntegrationError(
+                f"{into} has moved on since {branch} was made: it cannot be fast-forwarded "
+                "(completion.merge is ff-only); rebase the branch on it, or set completion.merge "
+                "to ff"
+            )
+        _refuse_conflicts(root, head, tip, branch, into)
+    subject, trailer = merge_message(target.item_id, target.title)
+    how = {"ff": "--ff", "ff-only": "--ff-only", "no-ff": "--no-ff"}[integration.merge]
+    merged = run_git(
+        root,
+        *NO_MONITOR,
+        "merge",
+        how,
+        "--no-edit",
+        "--no-autostash",
+        "--cleanup=whitespace",  # a "#" title is kept, whatever commit.cleanup says
+        "-m",
+        subject,
+        "-m",
+        trailer,
+        tip,
+        env=author,
+    )
+    if not merged.ok:
+        _abort_merge(root)
+        raise IntegrationError(
+            f"git could not merge {branch} into {into}, and the project is as it was: "
+            f"{merged.why()}"
+        )
+    now = commit_id(root, "HEAD")
+    if now is None or now == head:
+        raise IntegrationError(f"git merged nothing of {branch} into {into}")
+    kind = "fast-forward" if now == tip else "a merge commit"
+    return Integrated(f"merged {branch} into {into} as {now[:_SHORT]} ({kind})", commit=now)
+
+
+def _checked_out_branch(root: Path, branch: str) -> str:
+    """The branch the project has checked out, which the item's branch is merged into."""
+    ref = run_git(root, "symbolic-ref", "--quiet", "HEAD")
+    name = ref.stdout.strip()
+    if not ref.ok or not name.startswith("refs/heads/"):
+        raise IntegrationError(
+            "the project's HEAD is detached: check out the branch to merge into (as `git switch "
+            "main`), then accept again"
+        )
+    into = name.removeprefix("refs/heads/")
+    if into == branch:
+        raise IntegrationError(
+            f"the project has the item's own branch {branch} checked out: check out the branch "
+            "to merge into, then accept again"
+        )
+    return into
+
+
+def _is_ancestor(root: Path, older: str, newer: str) -> bool:
+    answer = run_git(root, "merge-base", "--is-ancestor", older, newer)
+    if answer.returncode not in (0, 1):
+        raise IntegrationError(f"git cannot compare {older[:_SHORT]} and {newer[:_SHORT]}: "
+                               f"{answer.why()}")  # fmt: skip
+    return answer.returncode == 0
+
+
+def _refuse_conflicts(root: Path, head: str, tip: str, branch: str, into: str) -> None:
+    """Refused when merging ``tip`` into ``head`` conflicts, naming the files: found by `git
+    merge-tree`, which writes objects but no file of the working tree, no index, no ref."""
+    tried = run_git(root, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z",
+                    head, tip)  # fmt: skip
+    fields = tried.stdout.split("\0")
+    if tried.returncode == 0:
+        return
+    if tried.returncode != 1 or not COMMIT_ID.fullmatch(fields[0]):
+        raise IntegrationError(f"git cannot tell whether {branch} merges cleanly into {into}: "
+                               f"{tried.why()}")  # fmt: skip
+    files = list(dict.fromkeys(name for name in fields[1:] if name))
+    named = ", ".join(printable_line(name)[:200] for name in files[:MAX_CONFLICTS_NAMED])
+    more = len(files) - MAX_CONFLICTS_NAMED
+    rest = f" and {more} more" if more > 0 else ""
+    raise IntegrationError(
+        f"{branch} conflicts with {into} in {plural(len(files), 'file', 'files')} {named}{rest}: "
+        "nothing was merged; resolve it on the branch (merge or rebase there), then accept again"
+    )
+
+
+def _abort_merge(root: Path) -> None:
+    """Undo a merge git started and could not finish; nothing when it started none."""
+    if run_git(root, "rev-parse", "--quiet", "--verify", "MERGE_HEAD").ok:
+        run_git(root, *NO_MONITOR, "merge", "--abort")
+
+
+def _push(root: Path, integration: Integration, branch: str, tip: str) -> Integrated:
+    remote = integration.remote
+    listed = run_git(root, "remote")
+    if not listed.ok:
+        raise IntegrationError(f"cannot list the project's git remotes: {listed.why()}")
+    if remote not in listed.stdout.split():
+        raise IntegrationError(
+            f"the project's repository has no git remote named {remote}: add it (git remote add "
+            f"{remote} URL), or set completion.remote"
+        )
+    ref = f"refs/heads/{branch}"
+    pushed: GitResult = run_git(root, "push", "--quiet", remote, f"{ref}:{ref}",
+                                timeout=integration.timeout_seconds)  # fmt: skip
+    if not pushed.ok:
+        why = _USERINFO.sub(rf"\1{REDACTED}@", pushed.why())
+        raise IntegrationError(f"git could not push {branch} to {remote}: {why}")
+    return Integrated(f"pushed {branch} to {remote} ({tip[:_SHORT]})", commit=tip)
+
+
+def _command(
+    root: Path,
+    integration: Integration,
+    target: IntegrationTarget,
+    branch: str,
+    worktree: Path | None,
+) -> Integrated:
+    argv = integration.command
+    program = one_line(os.path.basename(argv[0]), 80)
+    env = {
+        **os.environ,
+        "WRIGHTY_ITEM_ID": str(target.item_id),
+        "WRIGHTY_ITEM_TITLE": target.title,
+        "WRIGHTY_BRANCH": branch,
+        "WRIGHTY_BASE": target.base or "",
+    }
+    with tempfile.TemporaryDirectory(prefix="wrighty-integrate-") as logs:
+        spec = LaunchSpec(
+            argv=argv,
+            cwd=worktree or root,
+            env=env,
+            task=target.summary,
+            log_dir=Path(logs) / "output",
+            log_cap_bytes=OUTPUT_CAP_BYTES,
+            role="integration command",
+        )
+        try:
+            process = launch(spec)
+        except LaunchError as error:
+            raise IntegrationError(f"completion.integrateCommand: {error}") from None
+        try:
+            status = process.wait(integration.timeout_seconds)
+        finally:
+            process.stop(grace_seconds=GRACE_SECONDS)  # its tree, or what it left behind
+            process.close()
+        secrets = secret_values(env)
+        stdout = redact_known(_tail(spec.log_dir / "stdout.log"), secrets)
+        stderr = redact_known(_tail(spec.log_dir / "stderr.log"), secrets)
+    if status is None:
+        raise IntegrationError(
+            f"the integration command {program} did not finish within "
+            f"{integration.timeout_seconds:g}s and was stopped{_said(stderr, stdout)}"
+        )
+    if status.exit_code != 0:
+        ended = (
+            f"exited with status {status.exit_code}"
+            if status.exit_code is not None
+            else f"was killed by signal {status.signal}"
+        )
+        raise IntegrationError(f"the integration command {program} {ended}{_said(stderr, stdout)}")
+    url = last_url(stdout)
+    shown = printable_line(url) if url is not None else None
+    return Integrated(f"ran {program}: {shown}" if shown else f"ran {program}", url=shown)
+
+
+def _tail(path: Path) -> str:
+    """The last OUTPUT_TAIL_BYTES of a log file, as text ("" when there is none)."""
+    try:
+        with path.open("rb") as file:
+            file.seek(max(0, path.stat().st_size - OUTPUT_TAIL_BYTES))
+            return file.read(OUTPUT_TAIL_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _said(stderr: str, stdout: str) -> str:
+    """The command's last line (of stderr, else stdout), as a message's end."""
+    lines = [line for line in (stderr or stdout).splitlines() if line.strip()]
+    if not lines and stderr:
+        lines = [line for line in stdout.splitlines() if line.strip()]
+    return f": {lines[-1]}" if lines else ""
