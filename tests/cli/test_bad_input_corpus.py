@@ -494,6 +494,126 @@ CASES: list[Case] = [
                 completion({"author": {"name": "a"}}),
             ),
             (
+                "integrate-unknown",
+                ("list",),
+                "completion.integrate: must be 'none', 'merge', 'push' or 'command' (got the "
+                'string "pull")',
+                completion({"integrate": "pull"}),
+            ),
+            (
+                "integrate-not-a-string",
+                ("list",),
+                "completion.integrate: must be 'none', 'merge', 'push' or 'command' (got true)",
+                completion({"integrate": True}),
+            ),
+            (
+                "merge-unknown",
+                ("list",),
+                "completion.merge: must be 'ff', 'ff-only' or 'no-ff' (got the string \"squash\")",
+                completion({"merge": "squash"}),
+            ),
+            (
+                "remote-an-option",
+                ("list",),
+                "completion.remote: must be a git remote's name: 1 to 100 letters, digits, '.', "
+                "'_', '-' and '/', not starting with '-' (got a string)",
+                completion({"remote": "--receive-pack=x"}),
+            ),
+            (
+                "remote-with-control",
+                ("list",),
+                "completion.remote: must be a git remote's name",
+                completion({"remote": "origin\x1b[2J"}),
+            ),
+            (
+                "remote-a-url",
+                ("list",),
+                "completion.remote: must be a git remote's name",
+                completion({"remote": f"https://x:{SECRET}@e.co"}),  # short: echoed if not kept
+            ),
+            (
+                "remote-empty",
+                ("list",),
+                "completion.remote: must be a git remote's name",
+                completion({"remote": ""}),
+            ),
+            (
+                "remote-too-long",
+                ("list",),
+                "completion.remote: must be a git remote's name: 1 to 100",
+                completion({"remote": "r" * 101}),
+            ),
+            (
+                "integrate-command-missing",
+                ("worker", "start", "--once"),
+                'completion.integrateCommand: is required when completion.integrate is "command"',
+                completion({"integrate": "command"}),
+            ),
+            (
+                "integrate-command-empty",
+                ("list",),
+                "completion.integrateCommand: is empty: name the program to run, as in "
+                '["gh", "pr", "create"]',
+                completion({"integrate": "command", "integrateCommand": []}),
+            ),
+            (
+                "integrate-command-empty-program",
+                ("list",),
+                "completion.integrateCommand.0: is empty: name the program to run",
+                completion({"integrate": "command", "integrateCommand": ["", "pr"]}),
+            ),
+            (
+                "integrate-command-nul",
+                ("list",),
+                "completion.integrateCommand.2: holds a NUL byte",
+                completion({"integrateCommand": ["gh", "pr", f"--token\x00{SECRET}"]}),
+            ),
+            (
+                "integrate-command-a-string",
+                ("list",),
+                "completion.integrateCommand: must be a valid list (got a string)",
+                completion(
+                    {"integrateCommand": f"gh --token {SECRET}"}
+                ),  # short: echoed if not kept
+            ),
+            (
+                "integrate-command-not-strings",
+                ("list",),
+                "completion.integrateCommand.1: must be a valid string (got 7)",
+                completion({"integrateCommand": ["gh", 7]}),
+            ),
+            (
+                "integrate-command-too-many",
+                ("list",),
+                "completion.integrateCommand: has 65 arguments: at most 64",
+                completion({"integrateCommand": ["gh", *[SECRET] * 64]}),
+            ),
+            (
+                "integrate-command-argument-too-long",
+                ("list",),
+                "completion.integrateCommand.1: String should have at most 4000 characters "
+                "(got a string)",
+                completion({"integrateCommand": ["gh", SECRET * 400]}),
+            ),
+            (
+                "integrate-timeout-too-short",
+                ("list",),
+                "completion.integrateTimeoutSeconds: must be >= 1 (got 0.5)",
+                completion({"integrateTimeoutSeconds": 0.5}),
+            ),
+            (
+                "integrate-timeout-too-long",
+                ("list",),
+                "completion.integrateTimeoutSeconds: must be <= 3600 (got 86400)",
+                completion({"integrateTimeoutSeconds": 86400}),
+            ),
+            (
+                "integrate-timeout-a-string",
+                ("list",),
+                "completion.integrateTimeoutSeconds: must be a valid number",
+                completion({"integrateTimeoutSeconds": "300"}),
+            ),
+            (
                 "worktree-without-a-commit",
                 ("worker", "start", "--once"),
                 "has no commit yet; commit once (worktrees start from HEAD), or set "

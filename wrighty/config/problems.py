@@ -260,10 +260,17 @@ def echo_value(value: object, loc: tuple[Any, ...]) -> str:
 
 def _may_hold_secrets(loc: tuple[Any, ...]) -> bool:
     """`agents` (env values, arguments, commands), the notify sinks (URLs carry tokens), the
-    checks' argv and the integration command's."""
+    checks' argv, the integration command's and completion.remote (where a remote's URL,
+    token and all, may be written by mistake)."""
     return (
         loc[:1] == ("agents",)
-        or loc[:2] in (("notify", "urls"), ("notify", "command"), _INTEGRATE_COMMAND)
+        or loc[:2]
+        in (
+            ("notify", "urls"),
+            ("notify", "command"),
+            _INTEGRATE_COMMAND,
+            ("completion", "remote"),
+        )
         or (loc[:2] == ("verify", "checks") and "argv" in loc[3:4])
     )
 

@@ -14,7 +14,6 @@ time limit. A failure is an ``IntegrationError``: one line, neutralised, secrets
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from wrighty.domain.integration import Integration, last_url, one_line
 from wrighty.domain.model import COMMIT_ID
-from wrighty.domain.redact import REDACTED, redact, redact_known, secret_values
+from wrighty.domain.redact import redact, redact_known, secret_values
 from wrighty.domain.text import plural, printable_line
 from wrighty.domain.work_product import merge_message
 from wrighty.services.workspaces import NO_MONITOR, commit_id, toplevel, uncommitted
@@ -38,8 +37,6 @@ OUTPUT_TAIL_BYTES = 64 * 1024
 MAX_CONFLICTS_NAMED = 10
 MAX_MESSAGE_CHARS = 600
 _SHORT = 12  # a commit as a message shows it
-# The user part of a URL in git's words (a remote's URL may carry a token as its user name).
-_USERINFO = re.compile(r"(://)[^\s/@]+@")
 
 
 class IntegrationError(Exception):
@@ -90,8 +87,9 @@ def integrate(
         branch, tip = _branch(project_root, target)
         worktree = _worktree(target)
         if integration.kind == "merge":
-            return _merge(project_root, integration, target, branch, tip,
-                          identity(author_name, author_email))  # fmt: skip
+            return _merge(
+                project_root, integration, target, branch, tip, identity(author_name, author_email)
+            )
         if integration.kind == "push":
             return _push(project_root, integration, branch, tip)
         return _command(project_root, integration, target, branch, worktree)
@@ -216,28 +214,32 @@ def _checked_out_branch(root: Path, branch: str) -> str:
 def _is_ancestor(root: Path, older: str, newer: str) -> bool:
     answer = run_git(root, "merge-base", "--is-ancestor", older, newer)
     if answer.returncode not in (0, 1):
-        raise IntegrationError(f"git cannot compare {older[:_SHORT]} and {newer[:_SHORT]}: "
-                               f"{answer.why()}")  # fmt: skip
+        raise IntegrationError(
+            f"git cannot compare {older[:_SHORT]} and {newer[:_SHORT]}: {answer.why()}"
+        )
     return answer.returncode == 0
 
 
 def _refuse_conflicts(root: Path, head: str, tip: str, branch: str, into: str) -> None:
     """Refused when merging ``tip`` into ``head`` conflicts, naming the files: found by `git
     merge-tree`, which writes objects but no file of the working tree, no index, no ref."""
-    tried = run_git(root, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z",
-                    head, tip)  # fmt: skip
+    tried = run_git(
+        root, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", head, tip
+    )
     fields = tried.stdout.split("\0")
     if tried.returncode == 0:
         return
     if tried.returncode != 1 or not COMMIT_ID.fullmatch(fields[0]):
-        raise IntegrationError(f"git cannot tell whether {branch} merges cleanly into {into}: "
-                               f"{tried.why()}")  # fmt: skip
+        raise IntegrationError(
+            f"git cannot tell whether {branch} merges cleanly into {into}: {tried.why()}"
+        )
     files = list(dict.fromkeys(name for name in fields[1:] if name))
     named = ", ".join(printable_line(name)[:200] for name in files[:MAX_CONFLICTS_NAMED])
     more = len(files) - MAX_CONFLICTS_NAMED
     rest = f" and {more} more" if more > 0 else ""
     raise IntegrationError(
-        f"{branch} conflicts with {into} in {plural(len(files), 'file', 'files')} {named}{rest}: "
+        f"{branch} conflicts with {into} in {len(files)} {plural(len(files), 'file', 'files')} "
+        f"{named}{rest}: "
         "nothing was merged; resolve it on the branch (merge or rebase there), then accept again"
     )
 
@@ -259,12 +261,24 @@ def _push(root: Path, integration: Integration, branch: str, tip: str) -> Integr
             f"{remote} URL), or set completion.remote"
         )
     ref = f"refs/heads/{branch}"
-    pushed: GitResult = run_git(root, "push", "--quiet", remote, f"{ref}:{ref}",
-                                timeout=integration.timeout_seconds)  # fmt: skip
+    pushed: GitResult = run_git(
+        root, "push", "--quiet", remote, f"{ref}:{ref}", timeout=integration.timeout_seconds
+    )
     if not pushed.ok:
-        why = _USERINFO.sub(rf"\1{REDACTED}@", pushed.why())
-        raise IntegrationError(f"git could not push {branch} to {remote}: {why}")
+        raise IntegrationError(f"git could not push {branch} to {remote}: {_push_why(pushed)}")
     return Integrated(f"pushed {branch} to {remote} ({tip[:_SHORT]})", commit=tip)
+
+
+def _push_why(pushed: GitResult) -> str:
+    """What git said of a failed push: the ref it rejected and why, or its first fatal line,
+    or its last error (git ends with hints, and with "and the repository exists.")."""
+    lines = [line.strip() for line in pushed.stderr.splitlines()]
+    for starts in ("! ", "fatal:"):
+        found = next((line for line in lines if line.startswith(starts)), None)
+        if found is not None:
+            return found
+    errors = [line for line in lines if line.startswith("error:")]
+    return errors[-1] if errors else pushed.why()
 
 
 def _command(
