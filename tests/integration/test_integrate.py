@@ -214,6 +214,32 @@ def test_an_untracked_file_the_merge_would_overwrite_is_left_and_the_merge_undon
     assert (project / "login.py").read_text() == "a person's own file\n"
 
 
+def test_a_merge_a_hook_refuses_is_aborted_and_says_the_hooks_words(project: Path) -> None:
+    target = worked(project)
+    commit_on_main(project, "docs.md", "docs\n")
+    hook = project / ".git" / "hooks" / "pre-merge-commit"
+    hook.write_text("#!/bin/sh\necho 'no merges on Fridays' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    message = refused(project, merging(), target)
+    assert message == (
+        f"git could not merge {BRANCH} into main, and the project is as it was: no merges on "
+        "Fridays"
+    )
+
+
+def test_a_merge_runs_no_program_the_repositorys_config_names(project: Path) -> None:
+    target = worked(project)
+    commit_on_main(project, "docs.md", "docs\n")
+    marker = project.parent / "monitor-ran"
+    monitor = project.parent / "monitor.sh"
+    monitor.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    monitor.chmod(0o755)
+    git(project, "config", "core.fsmonitor", str(monitor))
+    integrate(project, merging(), target)
+    assert (project / "login.py").read_text() == "fixed\n"
+    assert not marker.exists()
+
+
 def test_uncommitted_changes_in_the_items_worktree_refuse_it(project: Path) -> None:
     target = worked(project)
     assert target.worktree is not None

@@ -172,7 +172,6 @@ def _merge(
         how,
         "--no-edit",
         "--no-autostash",
-        "--cleanup=whitespace",  # a "#" title is kept, whatever commit.cleanup says
         "-m",
         subject,
         "-m",
@@ -184,7 +183,7 @@ def _merge(
         _abort_merge(root)
         raise IntegrationError(
             f"git could not merge {branch} into {into}, and the project is as it was: "
-            f"{merged.why()}"
+            f"{_first_line(merged)}"
         )
     now = commit_id(root, "HEAD")
     if now is None or now == head:
@@ -242,6 +241,13 @@ def _refuse_conflicts(root: Path, head: str, tip: str, branch: str, into: str) -
         f"{named}{rest}: "
         "nothing was merged; resolve it on the branch (merge or rebase there), then accept again"
     )
+
+
+def _first_line(result: GitResult) -> str:
+    """What a failed merge said first: why (git's error, a hook's words); its last line is
+    what git would have a person do next, which the abort undid."""
+    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    return lines[0] if lines else result.why()
 
 
 def _abort_merge(root: Path) -> None:
