@@ -5,8 +5,10 @@ project's command (a stand-in `gh` that records what it was given)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -48,6 +50,7 @@ def worked(
     base = git(root, "rev-parse", "HEAD")
     git(root, "worktree", "add", "-q", "-b", branch, str(worktree), base)
     for name, text in (files or {"login.py": "fixed\n"}).items():
+        (worktree / name).parent.mkdir(parents=True, exist_ok=True)
         (worktree / name).write_text(text)
     git(worktree, "add", "-A")
     git(worktree, "commit", "-qm", TITLE)
@@ -224,6 +227,50 @@ def test_a_merge_a_hook_refuses_is_aborted_and_says_the_hooks_words(project: Pat
     assert message == (
         f"git could not merge {BRANCH} into main, and the project is as it was: no merges on "
         "Fridays"
+    )
+
+
+def hang(project: Path, hook_name: str) -> Path:
+    """A hook of the project's that hangs with its output closed (so git's caller sees git
+    end at its time limit); the file its process id is written to."""
+    hung = project.parent / f"{hook_name}.pid"
+    hook = project / ".git" / "hooks" / hook_name
+    hook.write_text(
+        f"#!/bin/sh\nexec >/dev/null 2>&1 </dev/null\necho $$ > {hung}\nexec sleep 60\n"
+    )
+    hook.chmod(0o755)
+    return hung
+
+
+def end(hung: Path) -> None:
+    """End the hook git left running, by its process id."""
+    with contextlib.suppress(OSError, ValueError):
+        os.kill(int(hung.read_text()), signal.SIGKILL)
+
+
+def test_a_merge_past_its_time_limit_is_undone(project: Path) -> None:
+    target = worked(project)
+    commit_on_main(project, "docs.md", "docs\n")
+    hung = hang(project, "pre-merge-commit")
+    try:
+        message = refused(project, Integration(kind="merge", timeout_seconds=1), target)
+    finally:
+        end(hung)
+    assert message == f"git merge took longer than 1s; the merge of {BRANCH} into main was undone"
+
+
+def test_a_merge_stopped_after_its_commit_stays_and_says_so(project: Path) -> None:
+    target = worked(project)
+    hung = hang(project, "post-merge")
+    try:
+        with pytest.raises(IntegrationError) as raised:
+            integrate(project, Integration(kind="merge", timeout_seconds=1), target)
+    finally:
+        end(hung)
+    tip = git(project, "rev-parse", BRANCH)
+    assert git(project, "rev-parse", "HEAD") == tip
+    assert str(raised.value) == (
+        f"git merge took longer than 1s, after it merged {BRANCH} into main as {tip[:12]}"
     )
 
 
@@ -416,6 +463,21 @@ def test_the_command_runs_in_the_project_when_the_worktree_is_gone(
     done = integrate(project, Integration(kind="command", command=(str(program),)), target)
     assert json.loads(record.read_text())["cwd"] == str(project)
     assert (done.words, done.url) == ("ran gh", None)
+
+
+def test_a_relative_program_is_the_projects_not_the_worktrees(
+    project: Path, tmp_path: Path
+) -> None:
+    program, record = stand_in(tmp_path)
+    target = worked(project, {"tools/pr": "#!/bin/sh\necho the agent's own >&2\nexit 9\n"})
+    assert target.worktree is not None
+    (target.worktree / "tools" / "pr").chmod(0o755)
+    git(target.worktree, "commit", "-qam", "the agent's own pr")
+    (project / "tools").mkdir()
+    (project / "tools" / "pr").symlink_to(program)
+    done = integrate(project, Integration(kind="command", command=("tools/pr", "x")), target)
+    assert json.loads(record.read_text())["argv"] == ["x"]
+    assert done.words == "ran pr: https://github.com/o/r/pull/7"
 
 
 def test_a_failing_command_says_its_last_line_neutralised_and_redacted(

@@ -132,6 +132,17 @@ def _worktree(target: IntegrationTarget) -> Path | None:
     return path
 
 
+@dataclass(frozen=True)
+class _Merge:
+    """One merge of the item's branch into the project's: what is merged into what."""
+
+    root: Path
+    branch: str
+    tip: str  # the branch's commit
+    into: str  # the project's checked-out branch
+    head: str  # its commit before the merge
+
+
 def _merge(
     root: Path,
     integration: Integration,
@@ -154,8 +165,7 @@ def _merge(
         )
     if _is_ancestor(root, tip, head):
         return Integrated(f"{branch} is already merged into {into} ({head[:_SHORT]})", commit=head)
-    fast_forward = _is_ancestor(root, head, tip)
-    if not fast_forward:
+    if not _is_ancestor(root, head, tip):  # the project's branch moved on: no fast-forward
         if integration.merge == "ff-only":
             raise IntegrationError(
                 f"{into} has moved on since {branch} was made: it cannot be fast-forwarded "
@@ -165,30 +175,36 @@ def _merge(
         _refuse_conflicts(root, head, tip, branch, into)
     subject, trailer = merge_message(target.item_id, target.title)
     how = {"ff": "--ff", "ff-only": "--ff-only", "no-ff": "--no-ff"}[integration.merge]
-    merged = run_git(
-        root,
-        *NO_MONITOR,
-        "merge",
-        how,
-        "--no-edit",
-        "--no-autostash",
-        "-m",
-        subject,
-        "-m",
-        trailer,
-        tip,
-        env=author,
-    )
+    args = (how, "--no-edit", "--no-autostash", "-m", subject, "-m", trailer, tip)
+    return _merged(_Merge(root, branch, tip, into, head), args, author, integration)
+
+
+def _merged(
+    merge: _Merge, args: tuple[str, ...], author: Mapping[str, str], integration: Integration
+) -> Integrated:
+    """`git merge ARGS`, and what it made; a merge git did not finish is undone."""
+    root, branch, into = merge.root, merge.branch, merge.into
+    try:
+        merged = run_git(root, *NO_MONITOR, "merge", *args, env=author,
+                         timeout=integration.timeout_seconds)  # fmt: skip
+    except GitError as error:  # git stopped at its time limit (a hook that hung), or gone
+        now = commit_id(root, "HEAD")
+        if now is not None and now != merge.head:  # stopped after its commit: it is made
+            raise IntegrationError(
+                f"{error}, after it merged {branch} into {into} as {now[:_SHORT]}"
+            ) from None
+        _undo_merge(root)
+        raise IntegrationError(f"{error}; the merge of {branch} into {into} was undone") from None
     if not merged.ok:
-        _abort_merge(root)
+        _undo_merge(root)
         raise IntegrationError(
             f"git could not merge {branch} into {into}, and the project is as it was: "
             f"{_first_line(merged)}"
         )
     now = commit_id(root, "HEAD")
-    if now is None or now == head:
+    if now is None or now == merge.head:
         raise IntegrationError(f"git merged nothing of {branch} into {into}")
-    kind = "fast-forward" if now == tip else "a merge commit"
+    kind = "fast-forward" if now == merge.tip else "a merge commit"
     return Integrated(f"merged {branch} into {into} as {now[:_SHORT]} ({kind})", commit=now)
 
 
@@ -250,10 +266,15 @@ def _first_line(result: GitResult) -> str:
     return lines[0] if lines else result.why()
 
 
-def _abort_merge(root: Path) -> None:
-    """Undo a merge git started and could not finish; nothing when it started none."""
+def _undo_merge(root: Path) -> None:
+    """Put the project back as it was after a merge git did not finish: `git merge --abort`
+    when git left a merge under way; otherwise `git reset --merge` (git stopped before it
+    wrote MERGE_HEAD, or refused before it began), which keeps untracked files and, since the
+    working tree had no change to a tracked file, takes back only what the merge did."""
     if run_git(root, "rev-parse", "--quiet", "--verify", "MERGE_HEAD").ok:
         run_git(root, *NO_MONITOR, "merge", "--abort")
+    else:
+        run_git(root, *NO_MONITOR, "reset", "--merge", "--quiet", "HEAD")
 
 
 def _push(root: Path, integration: Integration, branch: str, tip: str) -> Integrated:
@@ -294,7 +315,7 @@ def _command(
     branch: str,
     worktree: Path | None,
 ) -> Integrated:
-    argv = integration.command
+    argv = _from_project(integration.command, root)
     program = one_line(os.path.basename(argv[0]), 80)
     env = {
         **os.environ,
@@ -340,6 +361,16 @@ def _command(
     url = last_url(stdout)
     shown = printable_line(url) if url is not None else None
     return Integrated(f"ran {program}: {shown}" if shown else f"ran {program}", url=shown)
+
+
+def _from_project(argv: tuple[str, ...], root: Path) -> tuple[str, ...]:
+    """``argv`` with a relative program path (``scripts/open-pr.sh``) made absolute from the
+    project's directory, never from the item's worktree, whose copy the agent could change; a
+    bare name is looked up on PATH."""
+    program = argv[0]
+    if os.sep in program and not os.path.isabs(program):
+        program = str(root / program)
+    return (program, *argv[1:])
 
 
 def _tail(path: Path) -> str:

@@ -91,11 +91,19 @@ def run_git(
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise GitError(f"git {args[0] if args else ''} took longer than {timeout:g}s") from None
+        raise GitError(f"git {_command(args)} took longer than {timeout:g}s") from None
     except OSError as error:
         raise GitError(f"cannot run git: {error.strerror or error}") from None
     # Decoded as git wrote it: a carriage return stays one (text mode would make it a newline).
     return GitResult(done.returncode, _decoded(done.stdout), _decoded(done.stderr))
+
+
+def _command(args: tuple[str, ...], *, words: int = 1) -> str:
+    """The git command ``args`` runs, as a message names it (its first ``words``), without the
+    settings (``-c NAME=VALUE``) before it."""
+    while len(args) >= 2 and args[0] == "-c":
+        args = args[2:]
+    return " ".join(args[:words])
 
 
 def _decoded(output: bytes) -> str:
@@ -112,5 +120,5 @@ def git_ok(
     """``run_git``'s stdout when git ended with 0; GitError saying why otherwise."""
     result = run_git(repo, *args, input_text=input_text, env=env, timeout=timeout)
     if not result.ok:
-        raise GitError(f"git {' '.join(args[:2])}: {result.why()}")
+        raise GitError(f"git {_command(args, words=2)}: {result.why()}")
     return result.stdout
