@@ -311,6 +311,7 @@ def test_a_branch_already_merged_is_said_so_and_nothing_is_done(project: Path) -
     target = worked(project)
     integrate(project, merging(), target)
     commit_on_main(project, "later.txt", "later\n")
+    (project / "later.txt").write_text("a person's edit: nothing is merged, so it is no matter\n")
     head = git(project, "rev-parse", "HEAD")
     done = integrate(project, merging("no-ff"), target)
     assert git(project, "rev-parse", "HEAD") == head

@@ -26,7 +26,7 @@ from wrighty.domain.text import plural, printable_line
 from wrighty.domain.work_product import merge_message
 from wrighty.services.workspaces import NO_MONITOR, commit_id, toplevel, uncommitted
 from wrighty.supervisor.git import GitError, GitResult, identity, run_git
-from wrighty.supervisor.process import LaunchError, LaunchSpec, launch
+from wrighty.supervisor.process import LaunchError, LaunchSpec, launch, program_from
 
 # How long a command gets to end after SIGTERM, at its time limit, before SIGKILL.
 GRACE_SECONDS = 5.0
@@ -155,6 +155,8 @@ def _merge(
     head = commit_id(root, "HEAD")
     if head is None:
         raise IntegrationError(f"the project's branch {into} has no commit yet to merge into")
+    if _is_ancestor(root, tip, head):
+        return Integrated(f"{branch} is already merged into {into} ({head[:_SHORT]})", commit=head)
     tracked = run_git(root, *NO_MONITOR, "status", "--porcelain", "--untracked-files=no")
     if not tracked.ok:
         raise IntegrationError(f"cannot read the project's working tree: {tracked.why()}")
@@ -163,8 +165,6 @@ def _merge(
             f"the project's working tree has uncommitted changes to tracked files: commit or "
             f"stash them, then accept again (merging {branch} into {into} would mix them in)"
         )
-    if _is_ancestor(root, tip, head):
-        return Integrated(f"{branch} is already merged into {into} ({head[:_SHORT]})", commit=head)
     if not _is_ancestor(root, head, tip):  # the project's branch moved on: no fast-forward
         if integration.merge == "ff-only":
             raise IntegrationError(
@@ -315,7 +315,8 @@ def _command(
     branch: str,
     worktree: Path | None,
 ) -> Integrated:
-    argv = _from_project(integration.command, root)
+    # A relative program is the project directory's, never the worktree's (the agent's copy).
+    argv = program_from(integration.command, root)
     program = one_line(os.path.basename(argv[0]), 80)
     env = {
         **os.environ,
@@ -361,16 +362,6 @@ def _command(
     url = last_url(stdout)
     shown = printable_line(url) if url is not None else None
     return Integrated(f"ran {program}: {shown}" if shown else f"ran {program}", url=shown)
-
-
-def _from_project(argv: tuple[str, ...], root: Path) -> tuple[str, ...]:
-    """``argv`` with a relative program path (``scripts/open-pr.sh``) made absolute from the
-    project's directory, never from the item's worktree, whose copy the agent could change; a
-    bare name is looked up on PATH."""
-    program = argv[0]
-    if os.sep in program and not os.path.isabs(program):
-        program = str(root / program)
-    return (program, *argv[1:])
 
 
 def _tail(path: Path) -> str:

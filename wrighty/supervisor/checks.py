@@ -10,7 +10,6 @@ at every heartbeat whether it goes on (``keep``).
 from __future__ import annotations
 
 import enum
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -20,7 +19,7 @@ from pathlib import Path
 from wrighty.domain.redact import redact_known
 from wrighty.domain.verify import Check, CheckEvidence
 from wrighty.services.runlogs import tail_output
-from wrighty.supervisor.process import AgentProcess, LaunchError, LaunchSpec, launch
+from wrighty.supervisor.process import AgentProcess, LaunchError, LaunchSpec, launch, program_from
 
 # How much of the end of a check's output its evidence keeps, in characters.
 TAIL_CHARS = 4_000
@@ -51,10 +50,7 @@ class CheckSpec:
 def check_argv(check: Check, cwd: Path) -> tuple[str, ...]:
     """The check's argv with a relative program path (``.venv/bin/pytest``) made absolute
     from the folder it runs in, as a person reads it; a bare name is looked up on PATH."""
-    program = check.argv[0]
-    if os.sep in program and not os.path.isabs(program):
-        program = str(cwd / program)
-    return (program, *check.argv[1:])
+    return program_from(check.argv, cwd)
 
 
 def run_check(

@@ -447,6 +447,15 @@ def _why(error: OSError) -> str:
     return (error.strerror or str(error)).lower()
 
 
+def program_from(argv: tuple[str, ...], folder: Path) -> tuple[str, ...]:
+    """``argv`` with a relative program path (with a '/', as ``.venv/bin/pytest``) made
+    absolute from ``folder``; a bare name is left to be looked up on PATH."""
+    program = argv[0]
+    if os.sep in program and not os.path.isabs(program):
+        program = str(folder / program)
+    return (program, *argv[1:])
+
+
 def executable_problem(executable: str, search_path: str | None) -> str | None:
     """Why ``executable`` cannot be started, as words that follow its name ('./x' is not
     executable...), or None when it can. A name with a slash is a path; a bare name is looked
