@@ -124,11 +124,11 @@ class OperatorDesk:
 
     def accept(self, item_id: int) -> str:
         from wrighty.cli.review import accept_now, accepted_lines, stays_in_review
-        from wrighty.services.review import IntegrationFailed
+        from wrighty.services.integrate import IntegrationError
 
         try:
             accepted = accept_now(self.app_ctx, self.store, item_id)
-        except IntegrationFailed as failed:
+        except IntegrationError as failed:
             raise WrightyError(stays_in_review(item_id, failed)) from None
         return "; ".join(accepted_lines(accepted))
 

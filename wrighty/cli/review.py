@@ -16,7 +16,8 @@ from wrighty.errors import WrightyError
 if TYPE_CHECKING:
     from wrighty.cli.context import AppContext
     from wrighty.domain.model import Item
-    from wrighty.services.review import Accepted, IntegrationFailed
+    from wrighty.services.integrate import IntegrationError
+    from wrighty.services.review import Accepted
     from wrighty.store.port import Store
 
 # Exit code when the change could not be integrated (the item stays in review; 2 is bad input).
@@ -26,13 +27,13 @@ NOT_INTEGRATED_EXIT = 1
 def accept(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Accept an item in review: its change is integrated as completion.integrate says, and it
     is done. If the integration fails, it stays in review (exit code 1)."""
-    from wrighty.services.review import IntegrationFailed
+    from wrighty.services.integrate import IntegrationError
 
     app_ctx = app_context(ctx)
     with app_ctx.store() as store:
         try:
             accepted = accept_now(app_ctx, store, item_id)
-        except IntegrationFailed as failed:
+        except IntegrationError as failed:
             typer.echo(stays_in_review(item_id, failed), err=True)
             raise typer.Exit(NOT_INTEGRATED_EXIT) from None
     if as_json:
@@ -52,10 +53,17 @@ def accept(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> No
 
 
 def accept_now(app_ctx: AppContext, store: Store, item_id: int) -> Accepted:
-    """`wrighty accept`'s service call, as the command and the inbox make it."""
-    from wrighty.services.review import accept_item
+    """`wrighty accept`'s service call, as the command and the inbox make it: the integration
+    completion.integrate asks for, in the project's repository on this installation."""
+    from wrighty.config.translate import completion_of
+    from wrighty.installation import installation_id
+    from wrighty.services.review import accept_item, branch_integrator
 
-    return accept_item(store, item_id, now=app_ctx.now())
+    loaded = app_ctx.config()
+    integrator = branch_integrator(
+        store, loaded.root, completion_of(loaded.config), installation_id=installation_id()
+    )
+    return accept_item(store, item_id, now=app_ctx.now(), integrator=integrator)
 
 
 def accepted_lines(accepted: Accepted) -> list[str]:
@@ -67,8 +75,8 @@ def accepted_lines(accepted: Accepted) -> list[str]:
     return lines
 
 
-def stays_in_review(item_id: int, failed: IntegrationFailed) -> str:
-    return f"item {item_id} stays in review: {printable_line(failed.message)}"
+def stays_in_review(item_id: int, failed: IntegrationError) -> str:
+    return f"item {item_id} stays in review: {printable_line(str(failed))}"
 
 
 FeedbackOption = Annotated[

@@ -565,6 +565,7 @@ class CompletionSettings(_Section):
         ge=1,
         le=MAX_MAX_REJECTIONS,
         description="How many times `wrighty reject` may send one item back to its agent.",
+    )
     integrate: Literal["none", "merge", "push", "command"] = Field(
         "none",
         description="What accepting an item does with its branch (docs/work-product.md"

@@ -1,39 +1,27 @@
 """Review's two actions (docs/work-product.md#review), for every entry point: `accept` (the
 change integrated as completion.integrate says, then review -> done) and `reject` (back to work
-with a person's feedback)."""
+with a person's feedback); and the integration of an accepted item's branch on this
+installation (`branch_integrator`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from wrighty.domain import review
+from wrighty.domain.integration import summary
 from wrighty.domain.model import Item, Session
+from wrighty.domain.verify import latest_verification
+from wrighty.domain.work_product import Completion
 from wrighty.errors import WrightyError
+from wrighty.services.integrate import Integrated, IntegrationError, IntegrationTarget, integrate
 from wrighty.services.items import OPERATOR, apply_change, require_item
 from wrighty.store.port import Store
+from wrighty.supervisor.git import GitError, git_ok
 
-
-@dataclass(frozen=True)
-class Integrated:
-    """What an accept's integration did: in words (for the done event), and the address a
-    command printed (a pull request's), if any."""
-
-    words: str | None
-    url: str | None = None
-
-
-class IntegrationFailed(Exception):
-    """The integration of an accepted item failed: it stays in review, its reason saying why
-    (``message``: one line, neutralised, no secret)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-# Integrates an item's change (its session: where its branch is); IntegrationFailed if it
+# Integrates an item's change (its session: where its branch is); IntegrationError if it
 # cannot. None: nothing to integrate.
 Integrator = Callable[[Item, Session | None], Integrated | None]
 
@@ -53,15 +41,15 @@ def accept_item(
     integrator: Integrator | None = None,
 ) -> Accepted:
     """review -> done, once ``integrator`` has integrated its change. A failed integration
-    leaves the item in review with the failure as its reason, and raises IntegrationFailed."""
+    leaves the item in review with the failure as its reason, and raises IntegrationError."""
     item = require_item(store, item_id)
     review.check_acceptable(item)
     integrated = None
     if integrator is not None:
         try:
             integrated = integrator(item, store.get_session(item.id))
-        except IntegrationFailed as failed:
-            why = failed.message
+        except IntegrationError as failed:
+            why = str(failed)
             apply_change(
                 store,
                 item_id,
@@ -101,3 +89,54 @@ def reject_item(
             current, feedback, at=now, actor=actor, max_rejections=max_rejections
         ),
     ).after
+
+
+def branch_integrator(
+    store: Store, project_root: Path, completion: Completion, *, installation_id: str
+) -> Integrator:
+    """Integrates an item's branch as ``completion.integration`` says, in the project's
+    repository on this installation (docs/work-product.md#integration). An item with no branch
+    has nothing to integrate; one whose branch is on another installation is refused here
+    (WrightyError: nothing changed)."""
+
+    def run(item: Item, session: Session | None) -> Integrated | None:
+        if completion.integration.kind == "none":
+            return None
+        if session is None or session.branch is None:
+            return Integrated(f"nothing integrated: item {item.id} has no branch")
+        if session.installation_id != installation_id:
+            raise WrightyError(
+                f"item {item.id}'s branch is in the repository of installation "
+                f"{session.installation_id}, not this one: accept it there"
+            )
+        checks = latest_verification(store.list_checks(item.id))
+        told = summary(
+            item_id=item.id,
+            title=item.title,
+            branch=session.branch,
+            base=session.base_commit,
+            diff_stat=_branch_stat(project_root, session.base_commit, session.branch),
+            checks=[record.evidence for record in checks],
+        )
+        target = IntegrationTarget(
+            item.id, item.title, session.branch, session.base_commit, Path(session.workspace),
+            told,
+        )  # fmt: skip
+        return integrate(
+            project_root, completion.integration, target,
+            author_name=completion.author_name, author_email=completion.author_email,
+        )  # fmt: skip
+
+    return run
+
+
+def _branch_stat(project_root: Path, base: str | None, branch: str) -> str:
+    """git's stat of the branch against its base ("" when git cannot tell)."""
+    if base is None:
+        return ""
+    try:
+        return git_ok(
+            project_root, "diff", "--stat", "--no-ext-diff", "--no-textconv", base, branch
+        )
+    except GitError:
+        return ""
