@@ -9,6 +9,7 @@ import json
 import subprocess
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from tests.helpers import git
 from tests.integration.test_work_product_processes import make_project
@@ -117,3 +118,102 @@ def test_review_auto_is_done_as_before_and_reject_has_its_bound(tmp_path: Path) 
         f"(`wrighty cancel {item_id}`) or raise completion.maxRejections"
     )
     assert project.get(item_id).state is ItemState.REVIEW
+
+
+def _reviewed(tmp_path: Path, store_url: str | None, **completion: object) -> tuple[Any, int]:
+    """A project whose one item waits in review, its answer committed on its branch."""
+    project = make_project(
+        tmp_path / "p", store_url, completion={"review": "person", **completion}, agent=AGENT
+    )
+    item_id = project.plant("Write the answer.", title="Answer")
+    assert project.worker("--once").returncode == 0
+    assert project.get(item_id).state is ItemState.REVIEW
+    return project, item_id
+
+
+def _accept(project: Any, item_id: int, *more: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        project.command("accept", str(item_id), *more),
+        cwd=project.root, env=project.env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+
+def test_accept_merges_the_branch_and_a_conflict_leaves_everything_as_it_was(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    project, item_id = _reviewed(tmp_path, store_url, integrate="merge")
+    branch = f"wrighty/{item_id}-answer"
+    # the project moved on meanwhile, in the same file: the merge would conflict
+    (project.root / "answer.txt").write_text("40\n")
+    git(project.root, "add", "answer.txt")
+    git(project.root, "commit", "-qm", "the project's own answer")
+    before = git(project.root, "rev-parse", "main")
+
+    refused = _accept(project, item_id)
+
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stderr.startswith(f"item {item_id} stays in review: ")
+    assert "answer.txt" in refused.stderr
+    assert git(project.root, "rev-parse", "main") == before
+    assert git(project.root, "status", "--porcelain", "--untracked-files=no") == ""
+    waiting = project.get(item_id)
+    assert (waiting.state, waiting.reason_code) == (ItemState.REVIEW, "integration-failed")
+    assert waiting.reason is not None
+    assert "answer.txt" in waiting.reason
+
+    # the person mends it (the project's answer goes), and accepts again: a merge commit
+    git(project.root, "rm", "-q", "answer.txt")
+    git(project.root, "commit", "-qm", "drop the project's answer")
+    accepted = _accept(project, item_id, "--json")
+    assert accepted.returncode == 0, accepted.stderr
+    said = json.loads(accepted.stdout)
+    assert (said["state"], said["url"]) == ("done", None)
+    assert said["integrated"].startswith(f"merged {branch} into main as ")
+    assert (project.root / "answer.txt").read_text() == "41\n"
+    assert git(project.root, "merge-base", "--is-ancestor", branch, "main") == ""
+    shown = json.loads(project.wrighty("show", str(item_id), "--json"))
+    moves = [(e["from_state"], e["to_state"], e["reason_code"]) for e in shown["events"]]
+    assert moves[-2:] == [
+        ("review", "review", "integration-failed"),
+        ("review", "done", "accepted"),
+    ]
+    assert shown["reason"] == f"accepted; {said['integrated']}"
+
+
+def test_accept_pushes_to_a_remote_or_runs_the_command_and_keeps_its_url(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    project, item_id = _reviewed(tmp_path, store_url, integrate="push")
+    git(project.root, "remote", "add", "origin", str(remote))
+    branch = f"wrighty/{item_id}-answer"
+    pushed = _accept(project, item_id)
+    assert pushed.returncode == 0, pushed.stderr
+    assert pushed.stdout.splitlines()[1].startswith(f"pushed {branch} to origin")
+    assert git(remote, "rev-parse", branch) == git(project.root, "rev-parse", branch)
+
+    # a stand-in `gh pr create`: it reads the summary and prints the pull request's address
+    gh = tmp_path / "gh"
+    gh.write_text(
+        "#!/usr/bin/env python3\nimport os, pathlib, sys\n"
+        "pathlib.Path(os.environ['MARKS'], 'gh-stdin').write_text(sys.stdin.read())\n"
+        "print('Creating pull request for', os.environ['WRIGHTY_BRANCH'])\n"
+        "print('https://github.example/o/r/pull/7')\n"
+    )
+    gh.chmod(0o755)
+    document = json.loads(project.config.read_text())
+    document["completion"] = {"review": "person", "integrate": "command",
+                              "integrateCommand": [str(gh), "pr", "create", "--fill"]}  # fmt: skip
+    project.config.write_text(json.dumps(document))
+    second = project.plant("Write it again.", title="Again")
+    assert project.worker("--once").returncode == 0
+    ran = _accept(project, second, "--json")
+    assert ran.returncode == 0, ran.stderr
+    said = json.loads(ran.stdout)
+    assert said["url"] == "https://github.example/o/r/pull/7"
+    told = (project.root / "marks" / "gh-stdin").read_text()
+    assert told.startswith(f"Item {second}: Again\nBranch: wrighty/{second}-again")
+    assert "answer.txt | 1 +" in told
+    assert project.get(second).reason == f"accepted; {said['integrated']}"
+    assert "https://github.example/o/r/pull/7" in said["integrated"]
