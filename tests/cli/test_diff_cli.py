@@ -384,3 +384,40 @@ def test_a_change_git_would_trust_its_index_about_is_shown(repo: Path, clock: Fa
     result = wrighty("diff", str(item_id))
     assert result.exit_code == 0, result.output
     assert "+two" in result.stdout
+
+
+def test_change_stat_is_the_stat_wrighty_diff_shows(repo: Path, clock: FakeClock) -> None:
+    """The worker's stat of a change ready for review (services/diff.change_stat): committed,
+    not committed and new files, the same text `wrighty diff --stat` prints; the workspace
+    left as it was."""
+    from wrighty.services.diff import change_stat
+
+    item_id, workspace, base = worktree_item(repo, clock)
+    assert change_stat(workspace, base) == ""  # no change yet
+    (workspace / "lib.py").write_text("committed = True\n")
+    git(workspace, "add", "lib.py")
+    git(workspace, "commit", "-q", "-m", "the agent's commit")
+    (workspace / "app.py").write_text("print('one')\n")
+    (workspace / "new.py").write_text("a = 1\n")
+    (workspace / "x.log").write_text("ignored\n")
+    status_before = git(workspace, "status", "--porcelain")
+    stat = change_stat(workspace, base)
+    assert stat is not None
+    lines = stat.splitlines()
+    assert [line.split("|")[0].strip() for line in lines[:-1]] == ["app.py", "lib.py", "new.py"]
+    assert lines[-1].strip() == "3 files changed, 2 insertions(+), 1 deletion(-)"
+    shown = wrighty("diff", str(item_id), "--stat")
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout == stat
+    assert git(workspace, "status", "--porcelain") == status_before
+
+
+def test_change_stat_is_none_when_git_cannot_tell(repo: Path, tmp_path: Path) -> None:
+    from wrighty.services.diff import change_stat
+
+    base = git(repo, "rev-parse", "HEAD")
+    assert change_stat(repo, "0123456789abcdef0123456789abcdef01234567") is None
+    assert change_stat(tmp_path / "gone", base) is None
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert change_stat(plain, base) is None

@@ -11,6 +11,7 @@ the terminal; every option's type, bounds and callback run, the command's body d
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from datetime import UTC, datetime, timedelta
@@ -29,7 +30,13 @@ from wrighty.domain import suggestions
 from wrighty.domain.budgets import MAX_ITEM_COST_USD, MAX_ITEM_TOKENS, raise_command, raise_flags
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import MAX_ITEM_ID
-from wrighty.domain.notices import Source, circuit_notice, quiet_worker_notice
+from wrighty.domain.notices import (
+    Notice,
+    Source,
+    circuit_notice,
+    notices_for,
+    quiet_worker_notice,
+)
 from wrighty.domain.scheduling import dependency_wait
 from wrighty.domain.states import ItemState
 from wrighty.domain.suggestions import Standing, next_commands
@@ -165,6 +172,8 @@ ARGUMENTS: dict[Any, st.SearchStrategy[dict[str, Any]]] = {
     suggestions.show: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.verify: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.diff: st.fixed_dictionaries({"item_id": item_ids, "stat": st.booleans()}),
+    suggestions.accept: st.fixed_dictionaries({"item_id": item_ids}),
+    suggestions.reject: st.fixed_dictionaries({"item_id": item_ids}),
     suggestions.start_worker: st.fixed_dictionaries({"item_id": item_ids, "agent": agent_names}),
     suggestions.drop_dependency: st.fixed_dictionaries(
         {"item_id": item_ids, "depends_on": item_ids}
@@ -209,6 +218,23 @@ def test_every_notifications_next_action_parses(agent: str, item_id: int, worker
     assert quiet is not None
     for notice in (opened, quiet):
         parse(notice.payload["next_action"])
+    # An item ready for review: a command for each thing a person does with it.
+    for action in review_notice(item_id, source).payload["next_actions"]:
+        parse(action["command"])
+
+
+def review_notice(item_id: int, source: Source) -> Notice:
+    """The notice of item ``item_id`` settled to review by a worker."""
+    from tests.unit.test_notices import in_review
+
+    change = in_review()
+    waiting = dataclasses.replace(change.after, id=item_id)
+    claimed = dataclasses.replace(change.before, id=item_id)
+    event = dataclasses.replace(change.event, item_id=item_id)
+    [notice] = notices_for(
+        dataclasses.replace(change, before=claimed, after=waiting, event=event), source
+    )
+    return notice
 
 
 @given(

@@ -35,7 +35,10 @@ from wrighty.domain.notices import (
     EVENTS,
     MAX_ERROR_CHARS,
     MAX_REASON_CHARS,
+    MAX_STAT_LINE_CHARS,
+    MAX_STAT_LINES,
     MAX_TITLE_CHARS,
+    READY_FOR_REVIEW,
     RETRY_FIRST_SECONDS,
     RETRY_MAX_SECONDS,
     Notice,
@@ -742,3 +745,243 @@ def test_the_sinks_reached_accumulate_across_attempts_without_duplicates() -> No
     after_second = dataclasses.replace(after_first, attempts=2, delivered_to=second.delivered_to)
     third = after_attempt(after_second, {}, ("command", "command"), now=later, max_attempts=5)
     assert (third.state, third.delivered_to) == ("delivered", ("slack", "webhook", "command"))
+
+
+# -- an item ready for review -------------------------------------------------------------------
+
+STAT = (
+    " src/checkout.py    | 12 +++++++-----\n"
+    " tests/test_flaky.py |  4 ++--\n"
+    " 2 files changed, 9 insertions(+), 7 deletions(-)\n"
+)
+PASSED = (
+    CheckEvidence("lint", ("ruff",), 0.214, exit_code=0),
+    CheckEvidence("tests", ("pytest",), 3.0, "12 passed", exit_code=0),
+)
+
+
+def in_review(**changes: object) -> Change:
+    """A worker's settlement of a verified success to review (completion.review person)."""
+    return settled(
+        Settlement(ItemState.REVIEW, process_started=True, run_end=run_end(OutcomeClass.SUCCEEDED)),
+        item(ItemState.RUNNING, **changes),
+    )
+
+
+def test_an_item_ready_for_review_carries_its_branch_change_checks_and_next_commands() -> None:
+    change = in_review()
+    notice = the_notice(
+        change, new_id="ntc-r", checks=PASSED, branch="wrighty/7-fix-the-flaky-test",
+        diff_stat=STAT,
+    )  # fmt: skip
+    assert (notice.event, notice.events) == ("ready-for-review", ("ready-for-review",))
+    assert notice.payload == {
+        "id": "ntc-r",
+        "event": "ready-for-review",
+        "events": ["ready-for-review"],
+        "at": "2026-11-30T12:00:00.250Z",
+        "item": {"id": 7, "title": "Fix the flaky test"},
+        "state": "review",
+        "reason_code": None,
+        "reason": None,
+        "next_action": None,
+        "not_before": None,
+        "installation_id": "inst-a",
+        "worker_id": "w-1",
+        "branch": "wrighty/7-fix-the-flaky-test",
+        "diff_stat": STAT.rstrip("\n"),
+        "checks": [
+            {"name": "lint", "passed": True, "ending": "exit code 0", "duration_seconds": 0.214},
+            {"name": "tests", "passed": True, "ending": "exit code 0", "duration_seconds": 3.0},
+        ],
+        "next_actions": [
+            {"command": "wrighty diff 7", "purpose": "see the change"},
+            {"command": "wrighty accept 7", "purpose": "accept it"},
+            {"command": "wrighty reject 7 --feedback TEXT",
+             "purpose": "send it back with your feedback"},
+        ],
+    }  # fmt: skip
+    # The commands are the suggestions module's own words.
+    assert [a["command"] for a in notice.payload["next_actions"]] == [
+        suggestions.diff(7), suggestions.accept(7), suggestions.reject(7)
+    ]  # fmt: skip
+    # Through with_notices, as the worker's write_settlement passes them.
+    [carried] = with_notices(
+        change, SOURCE, checks=PASSED, branch="wrighty/7-b", diff_stat=STAT
+    ).notices
+    assert (carried.payload["branch"], carried.payload["diff_stat"]) == (
+        "wrighty/7-b",
+        STAT.rstrip("\n"),
+    )
+    assert [c["name"] for c in carried.payload["checks"]] == ["lint", "tests"]
+
+
+def test_a_failed_check_in_a_review_notice_says_how_it_ended() -> None:
+    evidence = (*PASSED, CheckEvidence("slow", ("x",), 9.96, exit_code=None, signal=15,
+                                       timed_out=True))  # fmt: skip
+    notice = the_notice(in_review(), checks=evidence)
+    assert notice.payload["checks"][-1] == {
+        "name": "slow", "passed": False, "ending": "stopped at its time limit (signal 15)",
+        "duration_seconds": 9.96,
+    }  # fmt: skip
+    _, body = notice.text()
+    assert "checks: lint passed in 0.2 s, tests passed in 3.0 s, slow stopped at its time " \
+        "limit (signal 15) in 10.0 s" in body  # fmt: skip
+
+
+def test_a_review_notice_without_a_branch_stat_or_checks_says_what_it_knows() -> None:
+    notice = the_notice(in_review())
+    payload = notice.payload
+    assert (payload["branch"], payload["diff_stat"], payload["checks"]) == (None, None, [])
+    head, body = notice.text()
+    assert head == "wrighty: ready-for-review: item 7 Fix the flaky test"
+    assert body.splitlines() == [
+        "checks: none ran",
+        "see the change: wrighty diff 7",
+        "accept it: wrighty accept 7",
+        "send it back with your feedback: wrighty reject 7 --feedback TEXT",
+        "on inst-a by w-1 at 2026-11-30T12:00:00.250Z",
+    ]
+    # No change against the base is said so, not left out.
+    assert the_notice(in_review(), diff_stat="").payload["diff_stat"] == ""
+    assert "change: none against its base" in the_notice(in_review(), diff_stat="").text()[1]
+
+
+def test_the_chat_text_of_an_item_ready_for_review() -> None:
+    notice = the_notice(in_review(), checks=PASSED, branch="wrighty/7-fix", diff_stat=STAT)
+    head, body = notice.text()
+    assert head == "wrighty: ready-for-review: item 7 Fix the flaky test"
+    assert body.splitlines() == [
+        "branch wrighty/7-fix",
+        "change:",
+        " src/checkout.py    | 12 +++++++-----",
+        " tests/test_flaky.py |  4 ++--",
+        " 2 files changed, 9 insertions(+), 7 deletions(-)",
+        "checks: lint passed in 0.2 s, tests passed in 3.0 s",
+        "see the change: wrighty diff 7",
+        "accept it: wrighty accept 7",
+        "send it back with your feedback: wrighty reject 7 --feedback TEXT",
+        "on inst-a by w-1 at 2026-11-30T12:00:00.250Z",
+    ]
+
+
+def test_other_notices_carry_no_review_facts() -> None:
+    """The branch and stat a worker passes are the review's: a done or waiting item's notice
+    has none of them."""
+    done = settled(
+        Settlement(ItemState.DONE, process_started=True, run_end=run_end(OutcomeClass.SUCCEEDED))
+    )
+    for change in (done, attention("agent-failure")):
+        payload = the_notice(change, checks=PASSED, branch="b", diff_stat=STAT).payload
+        assert not {"branch", "diff_stat", "checks", "next_actions"} & set(payload)
+
+
+def test_a_change_that_stays_in_review_tells_nobody() -> None:
+    """A same-state event of an item in review (a failed integration, say) is a person's move
+    and no new readiness."""
+    waiting = item(ItemState.REVIEW, claimed_by=None)
+    again = dataclasses.replace(in_review(), before=waiting)
+    assert notices_for(again, SOURCE) == ()
+
+
+def test_secrets_and_control_characters_in_the_stat_are_redacted_and_escaped() -> None:
+    stat = (
+        f" deploy-{ANTHROPIC_KEY}.env | 2 +-\n"
+        " red\x1b[31m\u202etxt.exe\r | 1 +\n"
+        " 2 files changed, 2 insertions(+), 1 deletion(-)\n"
+    )
+    notice = the_notice(in_review(), diff_stat=stat, branch="wrighty/7-\x1b]0;pwned\x07")
+    shown = notice.payload["diff_stat"]
+    assert ANTHROPIC_KEY not in shown
+    assert fake(48)[:12] not in shown
+    assert REDACTED in shown
+    assert shown.splitlines()[1] == " red\\x1b[31m\\u202etxt.exe\\r | 1 +"
+    assert not any((ord(c) < 0x20 and c != "\n") or c == "\u202e" for c in shown)
+    assert notice.payload["branch"] == "wrighty/7-\\x1b]0;pwned\\x07"
+    head, body = notice.text()
+    assert ANTHROPIC_KEY not in head + body
+    assert "\x1b" not in head + body
+    assert "\r" not in body
+
+
+def test_a_long_stat_is_bounded_keeping_git_s_summary() -> None:
+    files = [f" file{n:03}.py | 1 +" for n in range(200)]
+    stat = "\n".join([*files, " 200 files changed, 200 insertions(+)"]) + "\n"
+    shown = the_notice(in_review(), diff_stat=stat).payload["diff_stat"].splitlines()
+    assert len(shown) == MAX_STAT_LINES
+    assert shown[: MAX_STAT_LINES - 2] == files[: MAX_STAT_LINES - 2]
+    assert shown[-2] == f" … {200 - (MAX_STAT_LINES - 2)} more lines"
+    assert shown[-1] == " 200 files changed, 200 insertions(+)"
+    # Exactly at the bound, every line is kept.
+    exact = "\n".join([*files[: MAX_STAT_LINES - 1], " summary"])
+    assert the_notice(in_review(), diff_stat=exact).payload["diff_stat"] == exact
+    # A long line (a deep path) is cut.
+    deep = " " + "d/" * 400 + "f.py | 1 +\n 1 file changed, 1 insertion(+)"
+    [line, _] = the_notice(in_review(), diff_stat=deep).payload["diff_stat"].splitlines()
+    assert len(line) == MAX_STAT_LINE_CHARS
+    assert line.endswith("…")
+
+
+def test_ready_for_review_is_an_event_sinks_filter_on_and_a_default() -> None:
+    notice = the_notice(in_review())
+    assert READY_FOR_REVIEW == "ready-for-review"
+    assert READY_FOR_REVIEW in EVENTS
+    assert READY_FOR_REVIEW in DEFAULT_EVENTS  # a person is waited for, as for needs-attention
+    assert notice.matches(DEFAULT_EVENTS, ())
+    assert notice.matches(("ready-for-review",), ())
+    assert notice.matches(("done", "ready-for-review"), ())
+    assert not notice.matches(("done", "needs-attention"), ())
+    assert not the_notice(attention("agent-failure")).matches(("ready-for-review",), ())
+
+
+def test_the_review_notice_docs_show_is_the_one_made() -> None:
+    """docs/notifications.md's ready-for-review payload and chat text are what notices_for
+    makes of such a settlement."""
+    import json
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs" / "notifications.md").read_text()
+    section = page.split("### An item ready for review", 1)[1]
+    shown = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))  # type: ignore[union-attr]
+    chat = page.split("wrighty: ready-for-review: ", 1)[1].split("```", 1)[0]
+    at = datetime(2026, 12, 1, 16, 3, 59, 478_000, tzinfo=UTC)
+    change = in_review(id=7, title="Fix the flaky checkout test")
+    change = dataclasses.replace(change, event=dataclasses.replace(change.event, at=at))
+    source = Source(shown["installation_id"], shown["worker_id"])
+    notice = the_notice(
+        change, source, new_id=shown["id"], checks=PASSED, branch=shown["branch"],
+        diff_stat=shown["diff_stat"] + "\n",
+    )  # fmt: skip
+    assert notice.payload == shown
+    head, body = notice.text()
+    assert f"{head}\n\n{body}\n" == "wrighty: ready-for-review: " + chat
+
+
+def test_the_workers_write_settlement_passes_the_review_facts_to_the_notice() -> None:
+    from wrighty.worker.run import write_settlement
+
+    written: list[Change] = []
+    told: list[tuple[object, dict[str, Any]]] = []
+
+    class Store:
+        def write_transition(self, change: Change) -> bool:
+            written.append(change)
+            return True
+
+    woken: list[bool] = []
+    write_settlement(
+        Store(), in_review(), "run-1", lambda event, **fields: told.append((event, fields)),
+        notify=SOURCE, wake=lambda: woken.append(True), checks=PASSED, branch="wrighty/7-x",
+        diff_stat=STAT,
+    )  # fmt: skip
+    [change] = written
+    [notice] = change.notices
+    assert notice.event == READY_FOR_REVIEW
+    assert (notice.payload["branch"], notice.payload["diff_stat"]) == (
+        "wrighty/7-x",
+        STAT.rstrip("\n"),
+    )
+    assert [check["name"] for check in notice.payload["checks"]] == ["lint", "tests"]
+    assert woken == [True]
+    assert told[0][1]["state"] == "review"

@@ -4,17 +4,20 @@ messages that never echo a URL (it may carry a token) or an argument."""
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 import pytest
 
 from wrighty.config import (
     CommandSink,
+    NotifyEvent,
     NotifySettings,
     UrlSink,
     apprise_url_problem,
     check_config_text,
     config_json_schema,
 )
+from wrighty.domain.notices import DEFAULT_EVENTS, EVENTS
 
 SECRET = "Hunter2Secret"
 
@@ -29,8 +32,19 @@ def test_the_defaults_send_nothing() -> None:
     settings = NotifySettings()
     assert not settings.enabled
     assert settings.events == ["needs-attention", "retries-exhausted", "budget-exceeded",
-                               "circuit-open", "worker-lost"]  # fmt: skip
+                               "circuit-open", "worker-lost", "ready-for-review"]  # fmt: skip
+    assert tuple(settings.events) == DEFAULT_EVENTS
     assert (settings.max_attempts, settings.retention_hours) == (8, 168)
+
+
+def test_the_events_the_file_names_are_the_notices_events() -> None:
+    """models.py spells the events out (a Literal): they are notices.py's, in its order."""
+    assert get_args(NotifyEvent) == EVENTS
+    config, found = check_config_text(
+        json.dumps({"notify": {"urls": [{"url": "json://h/a", "events": ["ready-for-review"]}]}})
+    )
+    assert found == []
+    assert config is not None
 
 
 def test_every_form_of_sink_is_read() -> None:

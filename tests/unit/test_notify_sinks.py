@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from wrighty.config import NotifySettings
-from wrighty.domain.notices import Notice, Source, circuit_notice, trial_notice
+from wrighty.domain.notices import Notice, Source, circuit_notice, notices_for, trial_notice
 from wrighty.notify.sinks import (
     CommandSinkRunner,
     apprise_failure,
@@ -371,3 +371,29 @@ def test_apprises_words_are_sorted_into_wrightys_own() -> None:
     )
     assert apprise_failure([]) == "Apprise did not send it"
     assert apprise_failure([said, f"bad token {SECRET}"]) == answered
+
+
+def test_a_sink_filters_on_ready_for_review() -> None:
+    """An item ready for review reaches the sinks that name the event, and those that name
+    none (a default event: it waits for a person); not one that names only others, nor one
+    whose reason codes it lacks."""
+    from tests.unit.test_notices import in_review
+
+    [review] = notices_for(in_review(), SOURCE, branch="wrighty/7-x", diff_stat="")
+    default, reviews, others, billing = sinks_of(
+        settings(
+            urls=[
+                "json://h/a",
+                {"url": "json://h/b", "events": ["ready-for-review"]},
+                {"url": "json://h/c", "events": ["needs-attention", "done"]},
+            ],
+            command={"argv": ["x"], "events": ["ready-for-review"], "reasonCodes": ["billing"]},
+        )
+    )
+    assert default.wants(review)
+    assert reviews.wants(review)
+    assert not reviews.wants(attention())
+    assert not others.wants(review)
+    assert not billing.wants(review)
+    [quiet] = sinks_of(settings(urls=["json://h/a"], events=["needs-attention"]))
+    assert not quiet.wants(review)  # notify.events without it: no sink of its default gets it

@@ -298,12 +298,14 @@ class ModelPrice(_Section):
     cache_write_per_mtok: float = Field(0, ge=0, le=MAX_PRICE_PER_MTOK)
 
 
+# As domain/notices.py's EVENTS and DEFAULT_EVENTS (tests/unit/test_notify_config.py).
 NotifyEvent = Literal[
     "needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open", "worker-lost",
-    "retry-scheduled", "done", "worker-quiet",
+    "ready-for-review", "retry-scheduled", "done", "worker-quiet",
 ]  # fmt: skip
 _DEFAULT_NOTIFY_EVENTS: tuple[NotifyEvent, ...] = (
     "needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open", "worker-lost",
+    "ready-for-review",
 )  # fmt: skip
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 DEFAULT_COMMAND_TIMEOUT_SECONDS = 30

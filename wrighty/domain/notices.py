@@ -31,16 +31,23 @@ EVENTS = (
     "budget-exceeded",
     "circuit-open",
     "worker-lost",
+    "ready-for-review",
     "retry-scheduled",
     "done",
     "worker-quiet",
 )
-# What a sink gets when it names no events of its own.
+# What a sink gets when it names no events of its own: what waits for a person.
 DEFAULT_EVENTS = ("needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open",
-                  "worker-lost")  # fmt: skip
+                  "worker-lost", "ready-for-review")  # fmt: skip
+READY_FOR_REVIEW = "ready-for-review"
 
 MAX_TITLE_CHARS = 120
 MAX_REASON_CHARS = 500
+MAX_BRANCH_CHARS = 200
+# A review's diff stat: git's lines, each at most this long, and at most this many of them
+# (past it, the first files, a line that says how many were left out, and git's summary).
+MAX_STAT_LINES = 20
+MAX_STAT_LINE_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -84,7 +91,11 @@ class Notice:
             for part in (
                 payload.get("reason"),
                 _failing_line(payload.get("failing_checks")),
+                f"branch {payload['branch']}" if payload.get("branch") else None,
+                _stat_lines(payload.get("diff_stat")),
+                _checks_line(payload.get("checks")),
                 f"next: {payload['next_action']}" if payload.get("next_action") else None,
+                _actions_lines(payload.get("next_actions")),
                 f"on {payload['installation_id']}"
                 + (f" by {payload['worker_id']}" if payload.get("worker_id") else "")
                 + f" at {payload['at']}",
@@ -101,6 +112,57 @@ def _failing_line(failing: object) -> str | None:
     named = (f"{check.get('name')} ({check.get('ending')})" for check in failing
              if isinstance(check, dict))  # fmt: skip
     return "failing checks: " + ", ".join(named)
+
+
+def _stat_lines(stat: object) -> str | None:
+    """A review's diff stat as chat lines (None: it has none)."""
+    if not isinstance(stat, str):
+        return None
+    return "change:\n" + stat if stat else "change: none against its base"
+
+
+def _checks_line(checks: object) -> str | None:
+    """A review's checks, how each ended and how long it took, on one line (None: the notice
+    carries no checks)."""
+    if not isinstance(checks, list):
+        return None
+    if not checks:
+        return "checks: none ran"
+    shown = (
+        f"{check.get('name')} {'passed' if check.get('passed') else check.get('ending')} "
+        f"in {check.get('duration_seconds', 0):.1f} s"
+        for check in checks
+        if isinstance(check, dict)
+    )
+    return "checks: " + ", ".join(shown)
+
+
+def _actions_lines(actions: object) -> str | None:
+    """A review's next commands, one a line, each after what it does."""
+    if not isinstance(actions, list) or not actions:
+        return None
+    return "\n".join(
+        f"{action.get('purpose')}: {action.get('command')}"
+        for action in actions
+        if isinstance(action, dict)
+    )
+
+
+def bounded_stat(stat: str) -> str:
+    """git's ``--stat`` of a change as a notice carries it: secrets redacted, each line one
+    safe line at most MAX_STAT_LINE_CHARS long, at most MAX_STAT_LINES lines (the first
+    files, how many more, and git's summary line); empty for no change."""
+    from wrighty.domain.redact import redact
+
+    lines = [
+        clip(printable_line(line.rstrip()), MAX_STAT_LINE_CHARS)
+        for line in redact(stat).split("\n")  # git's lines: a carriage return is no line end
+        if line.strip()
+    ]
+    if len(lines) > MAX_STAT_LINES:
+        left_out = len(lines) - (MAX_STAT_LINES - 1)
+        lines = [*lines[: MAX_STAT_LINES - 2], f" … {left_out} more lines", lines[-1]]
+    return "\n".join(lines)
 
 
 def _bounded(text: str | None, limit: int) -> str | None:
@@ -126,6 +188,8 @@ def _events_of(change: Change) -> tuple[str, ...]:
         if lost:
             found.append("worker-lost")
         found.append("retry-scheduled")
+    elif after.state is ItemState.REVIEW and before.state is not ItemState.REVIEW:
+        found.append(READY_FOR_REVIEW)
     elif after.state is ItemState.DONE:
         found.append("done")
     return tuple(found)
@@ -137,9 +201,14 @@ def notices_for(
     *,
     new_id: str | None = None,
     checks: Sequence[CheckEvidence] = (),
+    branch: str | None = None,
+    diff_stat: str | None = None,
 ) -> tuple[Notice, ...]:
     """The notice of one item's change (none when it tells nobody anything); ``checks``: the
-    evidence of the checks that decided it, whose failures it names."""
+    evidence of the checks that decided it, whose failures it names. An item ready for review
+    carries its ``branch``, the ``diff_stat`` of its change (git's ``--stat``; None: not
+    known), every check with how it ended and how long it took, and the commands a person
+    runs next."""
     events = _events_of(change)
     if not events:
         return ()
@@ -165,17 +234,53 @@ def notices_for(
         payload["failing_checks"] = [
             {"name": printable_line(check.name), "ending": check.ending()} for check in failing
         ]
+    if events[0] == READY_FOR_REVIEW:
+        payload.update(_review_facts(after.id, checks, branch=branch, diff_stat=diff_stat))
     notice = Notice(notice_id, events[0], events, at, after.id, after.reason_code, payload)
     return (notice,)
 
 
+def _review_facts(
+    item_id: int,
+    checks: Sequence[CheckEvidence],
+    *,
+    branch: str | None,
+    diff_stat: str | None,
+) -> dict[str, Any]:
+    """What a notice of an item ready for review carries beyond every item notice's keys."""
+    return {
+        "branch": _bounded(branch, MAX_BRANCH_CHARS),
+        "diff_stat": None if diff_stat is None else bounded_stat(diff_stat),
+        "checks": [
+            {
+                "name": printable_line(check.name),
+                "passed": check.passed,
+                "ending": check.ending(),
+                "duration_seconds": round(check.duration_seconds, 3),
+            }
+            for check in checks
+        ],
+        "next_actions": [
+            {"command": suggestion.command, "purpose": suggestion.purpose}
+            for suggestion in suggestions.review_commands(item_id)
+        ],
+    }
+
+
 def with_notices(
-    change: Change, source: Source | None, *, checks: Sequence[CheckEvidence] = ()
+    change: Change,
+    source: Source | None,
+    *,
+    checks: Sequence[CheckEvidence] = (),
+    branch: str | None = None,
+    diff_stat: str | None = None,
 ) -> Change:
-    """``change`` carrying its notice, when notifications are on (``source`` given)."""
+    """``change`` carrying its notice, when notifications are on (``source`` given); for an
+    item ready for review, with its ``branch`` and ``diff_stat`` (`notices_for`)."""
     if source is None:
         return change
-    return dataclasses.replace(change, notices=notices_for(change, source, checks=checks))
+    found = notices_for(change, source, checks=checks, branch=branch, diff_stat=diff_stat)
+    return dataclasses.replace(change, notices=found)
 
 
 def circuit_notice(

@@ -64,13 +64,17 @@ def diff(item_id: int, *, stat: bool = False) -> str:
 
 
 def accept(item_id: int) -> str:
-    """Accept an item in review: done, its change integrated (docs/work-product.md#review)."""
+    """Accept an item in review: done, integrated first (docs/work-product.md#review)."""
     return f"wrighty accept {item_id}"
 
 
+# What `reject` is suggested with: a person writes their own feedback in its place.
+FEEDBACK_PLACEHOLDER = "TEXT"
+
+
 def reject(item_id: int) -> str:
-    """Send an item in review back to its agent with a person's feedback."""
-    return f"wrighty reject {item_id} --feedback TEXT"
+    """Send an item in review back to work with a person's feedback (docs/work-product.md#review)."""
+    return f"wrighty reject {item_id} --feedback {FEEDBACK_PLACEHOLDER}"
 
 
 def start_worker(item_id: int, agent: str) -> str:
@@ -138,6 +142,16 @@ class Suggestion:
     purpose: str
 
 
+def review_commands(item_id: int, *, change: bool = True) -> list[Suggestion]:
+    """What a person does with an item that waits for review: look at its change (``change``:
+    when it is offered), then accept or reject it (`show`'s and a notification's)."""
+    return [
+        *([Suggestion(diff(item_id), "see the change")] if change else []),
+        Suggestion(accept(item_id), "accept it"),
+        Suggestion(reject(item_id), "send it back with your feedback"),
+    ]
+
+
 # Why resuming helps, by the reason the item waits for a person (a reason not named here: it
 # goes on where it stopped).
 _RESUME_PURPOSES = {
@@ -178,7 +192,7 @@ def next_commands(
         # The most a budget may be is spent: no requeue would run it (checks spend nothing).
         return [*checks_again, *change, *last_logs, give_up]
     if state in (ItemState.DONE, ItemState.REVIEW):
-        return [*change, *_reviews(item_id, state, give_up)]
+        return _reviews(item_id, state, change, give_up)
     if state is ItemState.NEEDS_ATTENTION:
         resumed, fresh = _requeues(item_id, standing, reason_code)
         if reason_code == CHECK_START_FAILED:  # wrighty.json's to mend, not the agent's
@@ -207,15 +221,13 @@ def next_commands(
     return []
 
 
-def _reviews(item_id: int, state: ItemState, give_up: Suggestion) -> list[Suggestion]:
-    """What a person does with an item in review (none for another state)."""
+def _reviews(
+    item_id: int, state: ItemState, change: list[Suggestion], give_up: Suggestion
+) -> list[Suggestion]:
+    """A done item's change; an item in review's, and what a person does with it."""
     if state is not ItemState.REVIEW:
-        return []
-    return [
-        Suggestion(accept(item_id), "accept the change: done, and integrated as configured"),
-        Suggestion(reject(item_id), "send it back to its agent with your feedback"),
-        give_up,
-    ]
+        return change
+    return [*change, *review_commands(item_id, change=False), give_up]
 
 
 def _requeues(

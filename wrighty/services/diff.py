@@ -86,6 +86,17 @@ def item_change(
         raise WrightyError(f"cannot show item {item.id}'s change: {error}") from None
 
 
+def change_stat(workspace: Path, base_commit: str) -> str | None:
+    """git's ``--stat`` of the change in ``workspace`` against ``base_commit``, committed and
+    not, untracked files included, as `wrighty diff --stat` shows it (a notification of an
+    item ready for review carries it); None when git cannot tell (not a work tree, the base
+    is gone, git fails)."""
+    try:
+        return _diff(workspace, base_commit, stat=True)
+    except (GitError, WrightyError):
+        return None
+
+
 def change_refusal(
     item: Item,
     session: Session | None,

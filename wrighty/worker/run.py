@@ -868,13 +868,16 @@ def write_settlement(
     notify: Source | None = None,
     wake: Callable[[], None] | None = None,
     checks: Sequence[CheckEvidence] = (),
+    branch: str | None = None,
+    diff_stat: str | None = None,
 ) -> None:
     """Write a claim's settlement and say so; if the claim had moved on, say that instead.
     With ``notify``, the settlement's notice goes to the outbox in the same transaction
-    (naming the failing ``checks``, the run's checks' evidence), and ``wake`` tells the
-    deliverer once it is committed."""
+    (naming the failing ``checks``, the run's checks' evidence; for an item ready for review,
+    every check, its ``branch`` and the ``diff_stat`` of its change, `services/diff.change_stat`),
+    and ``wake`` tells the deliverer once it is committed."""
     claimed, after = change.before, change.after
-    told = with_notices(change, notify, checks=checks)
+    told = with_notices(change, notify, checks=checks, branch=branch, diff_stat=diff_stat)
     if not store.write_transition(told):
         claim_lost(emit, claimed, reason="fenced")
         return
