@@ -1257,6 +1257,26 @@ CASES: list[Case] = [
         ("status", "--max-notify-age", "0s"),
         "--max-notify-age: duration '0s' must be greater than zero",
     ),
+    Case(
+        "status-review-wait-without-unit",
+        ("status", "--max-review-wait", "5"),
+        "--max-review-wait: cannot read duration",
+    ),
+    Case(
+        "status-review-wait-past-bound",
+        ("status", "--max-review-wait", "400d"),
+        "--max-review-wait: duration '400d' is too long: the limit is 365d",
+    ),
+    Case(
+        "status-review-wait-zero",
+        ("status", "--max-review-wait", "0s"),
+        "--max-review-wait: duration '0s' must be greater than zero",
+    ),
+    Case(
+        "status-review-wait-negative",
+        ("status", "--max-review-wait", "-5m"),
+        "--max-review-wait: cannot read duration",
+    ),
     # notifications
     Case(
         "notify-test-url-apprise-cannot-use",
@@ -2308,6 +2328,30 @@ CASES: list[Case] = [
         ("list",),
         "agents.claude.account",
         setup=config_json({"agents": {"claude": {"account": "a" * 81}}}),
+    ),
+    Case(
+        "config-review-wait-threshold-zero",
+        ("status",),
+        "status.maxReviewWaitSeconds: must be > 0 (got 0)",
+        setup=config_json({"status": {"maxReviewWaitSeconds": 0}}),
+    ),
+    Case(
+        "config-review-wait-threshold-not-a-number",
+        ("status",),
+        "status.maxReviewWaitSeconds: must be a valid number",
+        setup=config_json({"status": {"maxReviewWaitSeconds": "1h"}}),
+    ),
+    Case(
+        "config-review-wait-past-bound",
+        ("status",),
+        "status.maxReviewWaitSeconds: must be <= 3.1536e+07 (got 1e+308)",
+        setup=config_json({"status": {"maxReviewWaitSeconds": 1e308}}),
+    ),
+    Case(
+        "config-review-wait-misspelt",
+        ("status",),
+        "status.maxReviewWait: unknown key",
+        setup=config_json({"status": {"maxReviewWait": 3600}}),
     ),
     Case(
         "config-queue-wait-past-bound",

@@ -26,7 +26,7 @@ KEYS = [
     "codex", "gemini",
     "command", "adapter", "executable", "args", "env", "resumeCommand", "permission", "resume",
     "account", "notify", "urls", "events", "reasonCodes", "argv", "timeoutSeconds",
-    "retentionHours", "maxNotifyAgeSeconds",
+    "retentionHours", "maxNotifyAgeSeconds", "maxReviewWaitSeconds",
 ]  # fmt: skip
 
 scalars = (

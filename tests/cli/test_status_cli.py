@@ -201,6 +201,8 @@ def test_malformed_options_exit_2_without_opening_the_store(tmp_path: Path) -> N
         ["--max-open-circuits", "-1"],
         ["--max-open-circuits", "many"],
         ["--max-open-circuits", "10001"],
+        ["--max-review-wait", "soon"],
+        ["--max-review-wait", "0s"],
     ):
         result = wrighty("--store", str(missing), "status", *args)
         assert result.exit_code == 2, args
@@ -703,3 +705,96 @@ def test_status_counts_the_checks_by_result_and_the_fix_turns(
         'wrighty_checks_total{result="not-started"} 1',
     ]
     assert "\nwrighty_fix_turns_total 1\n" in prometheus
+
+
+# -- the wait for review (docs/states.md#review) ----------------------------------------------
+
+
+def in_review(project: Path, clock: FakeClock) -> int:
+    """A new item, claimed, run and settled to review now, as a worker does under
+    completion.review person."""
+    from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
+    from wrighty.domain.model import NewRun, RunEnd
+    from wrighty.domain.outcomes import Confidence, OutcomeClass
+    from wrighty.domain.states import ItemState
+
+    item_id = create("--queue")
+    store = SqliteStore.open(project / ".wrighty" / "wrighty.db")
+    terms = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
+    held = store.acquire(
+        ClaimRequest("w-1", "inst-a", terms, "claude", item_id=item_id), now=clock()
+    )
+    assert held is not None
+    run = NewRun(f"r-{item_id}", RunKind.FRESH, "w-1", "inst-a", clock(), None)
+    assert store.start_run(held.item, run) is not None
+    end = RunEnd(clock(), OutcomeClass.SUCCEEDED, Confidence.AUTHORITATIVE, exit_code=0)
+    plan = Settlement(ItemState.REVIEW, process_started=True, run_end=end)
+    assert store.write_transition(settle(held.item, plan, at=clock()))
+    store.close()
+    return item_id
+
+
+def test_status_shows_the_oldest_review_wait(initialised: Path, clock: FakeClock) -> None:
+    code, document = status()
+    assert (document["oldest_review_wait_seconds"], code) == (None, 0)
+    assert document["thresholds"]["max_review_wait_seconds"] is None
+    assert "in review" not in wrighty("status").stdout  # nothing to say
+    assert (
+        "wrighty_oldest_review_wait_seconds NaN\n"
+        in wrighty("status", "--format", "prometheus").stdout
+    )
+    in_review(initialised, clock)
+    clock.advance(600)
+    in_review(initialised, clock)
+    clock.advance(45)
+    code, document = status()
+    assert code == 0  # no threshold set: figures only
+    assert (document["counts"]["review"], document["oldest_review_wait_seconds"]) == (2, 645.0)
+    assert "in review 2, oldest review wait 645 s" in wrighty("status").stdout
+    prometheus = wrighty("status", "--format", "prometheus").stdout
+    assert "wrighty_oldest_review_wait_seconds 645.0\n" in prometheus
+    assert 'wrighty_problems{check="max_review_wait"} 0' in prometheus
+
+
+def test_max_review_wait_turns_a_forgotten_review_into_an_exit_code(
+    initialised: Path, clock: FakeClock
+) -> None:
+    assert status("--max-review-wait", "1h")[0] == 0  # nothing in review
+    assert "in review 0, oldest review wait -" in wrighty("status", "--max-review-wait",
+                                                          "1h").stdout  # fmt: skip
+    in_review(initialised, clock)
+    clock.advance(3600)
+    assert status("--max-review-wait", "1h")[0] == 0  # exactly the threshold passes
+    clock.advance(1)
+    code, document = status("--max-review-wait", "1h")
+    assert code == 1
+    assert document["healthy"] is False
+    assert document["problems"] == [{
+        "check": "max_review_wait", "value": 3601.0, "limit": 3600.0,
+        "message": "an item has waited 3601 s for review, more than 3600 s",
+    }]  # fmt: skip
+    assert document["thresholds"]["max_review_wait_seconds"] == 3600
+    text = wrighty("status", "--max-review-wait", "1h")
+    assert text.exit_code == 1
+    assert "wrighty status: unhealthy" in text.stdout
+    assert "problem: an item has waited 3601 s for review, more than 3600 s" in text.stdout
+    prometheus = wrighty("status", "--format", "prometheus", "--max-review-wait", "1h")
+    assert prometheus.exit_code == 1
+    assert 'wrighty_problems{check="max_review_wait"} 1' in prometheus.stdout
+    assert "wrighty_healthy 0\n" in prometheus.stdout
+
+
+def test_the_review_wait_threshold_can_live_in_wrighty_json(
+    initialised: Path, clock: FakeClock
+) -> None:
+    config = initialised / "wrighty.json"
+    document = json.loads(config.read_text())
+    document["status"] = {**document.get("status", {}), "maxReviewWaitSeconds": 300}
+    config.write_text(json.dumps(document))
+    in_review(initialised, clock)
+    clock.advance(301)
+    code, shown = status()
+    assert code == 1
+    assert shown["thresholds"]["max_review_wait_seconds"] == 300
+    assert [p["check"] for p in shown["problems"]] == ["max_review_wait"]
+    assert status("--max-review-wait", "1h")[0] == 0  # the option overrides the file

@@ -557,10 +557,11 @@ def outbox_json(outbox: OutboxFigures | None, now: datetime) -> dict[str, Any]:
 
 
 def status_json(report: StatusReport) -> dict[str, Any]:
-    from wrighty.domain.health import oldest_wait_seconds
+    from wrighty.domain.health import oldest_review_wait_seconds, oldest_wait_seconds
 
     figures, thresholds = report.figures, report.thresholds
     wait = oldest_wait_seconds(figures, report.checked_at)
+    review_wait = oldest_review_wait_seconds(figures, report.checked_at)
     return {
         "healthy": report.healthy,
         "checked_at": rfc3339(report.checked_at),
@@ -571,6 +572,7 @@ def status_json(report: StatusReport) -> dict[str, Any]:
         "expired_leases": figures.expired_leases,
         "waiting_on_dependencies": figures.waiting_on_dependencies,
         "blocked": figures.blocked,
+        "oldest_review_wait_seconds": None if review_wait is None else round(review_wait, 3),
         "live_workers": report.live_workers,
         "workers": [worker_json(view) for view in report.workers],
         "retry_scheduled_next_due": rfc3339(figures.retry_next_due),
@@ -584,6 +586,7 @@ def status_json(report: StatusReport) -> dict[str, Any]:
             "max_needs_attention": thresholds.max_needs_attention,
             "max_open_circuits": thresholds.max_open_circuits,
             "max_notify_age_seconds": thresholds.max_notify_age_seconds,
+            "max_review_wait_seconds": thresholds.max_review_wait_seconds,
         },
         "problems": [
             {"check": p.check, "value": p.value, "limit": p.limit, "message": p.message}

@@ -94,6 +94,14 @@ def status(
             help="Unhealthy if a notification has waited longer than this to be delivered.",
         ),
     ] = None,
+    max_review_wait: Annotated[
+        str | None,
+        typer.Option(
+            "--max-review-wait",
+            metavar="DURATION",
+            help="Unhealthy if an item has waited longer than this in review.",
+        ),
+    ] = None,
     output_format: Annotated[
         str,
         typer.Option(
@@ -105,8 +113,9 @@ def status(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Is the queue healthy? Counts, waits, leases, workers, provider circuits, each agent's
-    spend, the notifications not delivered yet; exit 1 if not."""
+    """Is the queue healthy? Counts, waits (for a worker, for review), leases, workers,
+    provider circuits, each agent's spend, the notifications not delivered yet; exit 1 if
+    not."""
     from wrighty.config import budgets_of, thresholds_of
     from wrighty.installation import installation_id
     from wrighty.services import status as status_service
@@ -118,6 +127,7 @@ def status(
         raise WrightyError("--watch shows the terminal view; leave out --json and --format")
     wait_limit = seconds_option("--max-queue-wait", max_queue_wait, MAX_QUEUE_WAIT_SECONDS)
     notify_limit = seconds_option("--max-notify-age", max_notify_age, MAX_QUEUE_WAIT_SECONDS)
+    review_limit = seconds_option("--max-review-wait", max_review_wait, MAX_QUEUE_WAIT_SECONDS)
     max_age = seconds_option("--worker-max-age", worker_max_age, MAX_WORKER_AGE_SECONDS)
     app_ctx = app_context(ctx)
     config = app_ctx.config().config
@@ -135,6 +145,7 @@ def status(
         "max_needs_attention": max_needs_attention,
         "max_open_circuits": max_open_circuits,
         "max_notify_age_seconds": notify_limit,
+        "max_review_wait_seconds": review_limit,
     }
     thresholds = dataclasses.replace(
         thresholds_of(config), **{key: value for key, value in options.items() if value is not None}

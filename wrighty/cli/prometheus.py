@@ -22,6 +22,7 @@ PROBLEM_CHECKS = (
     "max_needs_attention",
     "max_open_circuits",
     "max_notify_age",
+    "max_review_wait",
 )
 WARNING_CHECKS = (
     "expired_leases",
@@ -187,6 +188,8 @@ def status_prometheus(report: StatusReport) -> str:
          "they come after.", "waiting_on_dependencies"),
         ("blocked_items", "Of those, the items an item they come after (or one further up) "
          "keeps from ever starting: it was cancelled or needs attention.", "blocked"),
+        ("oldest_review_wait_seconds", "How long the item longest in review has waited for "
+         "a person (NaN when none is in review).", "oldest_review_wait_seconds"),
         ("live_workers", "Workers with a recent heartbeat.", "live_workers"),
         ("open_provider_circuits", "Provider circuits that are open or half-open.",
          "open_circuits"),

@@ -209,6 +209,15 @@ def status_view(report: StatusReport) -> Group:
                 f" blocked {document['blocked']}"
             )
         )
+    in_review = document["counts"]["review"]
+    if in_review or report.thresholds.max_review_wait_seconds:
+        review_wait = document["oldest_review_wait_seconds"]
+        lines.append(
+            Text(
+                f"  in review {in_review}, oldest review wait "
+                f"{'-' if review_wait is None else f'{review_wait:.0f} s'}"
+            )
+        )
     lines += [_circuit_line(view) for view in report.circuits if view.shut]
     outbox = document["notify"]
     if outbox["pending"] or outbox["given_up"] or report.thresholds.max_notify_age_seconds:

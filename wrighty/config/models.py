@@ -240,6 +240,12 @@ class StatusSettings(_Section):
         le=MAX_QUEUE_WAIT_SECONDS,
         description="Unhealthy when an undelivered notification (notify) is older than this.",
     )
+    max_review_wait_seconds: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_QUEUE_WAIT_SECONDS,
+        description="Unhealthy when an item has waited longer than this in review.",
+    )
 
 
 MAX_BUDGET_USD = 1_000_000  # a bound for typos, not a spending policy

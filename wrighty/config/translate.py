@@ -71,6 +71,7 @@ def thresholds_of(config: WrightyConfig) -> Thresholds:
         max_needs_attention=settings.max_needs_attention,
         max_open_circuits=settings.max_open_circuits,
         max_notify_age_seconds=settings.max_notify_age_seconds,
+        max_review_wait_seconds=settings.max_review_wait_seconds,
     )
 
 

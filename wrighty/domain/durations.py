@@ -12,7 +12,8 @@ MAX_FORMATTED_SECONDS = 1e12
 # The bounds, shared by each option and its wrighty.json twin (docs/config.md).
 MAX_ITEM_TIMEOUT_SECONDS = 7 * DAY_SECONDS  # create --timeout, worker.itemTimeoutMinutes
 MAX_IDLE_TIMEOUT_SECONDS = 30 * DAY_SECONDS  # worker start --idle-timeout
-MAX_QUEUE_WAIT_SECONDS = 365 * DAY_SECONDS  # status --max-queue-wait, status.maxQueueWaitSeconds
+# status --max-queue-wait, --max-notify-age, --max-review-wait and their status.* keys
+MAX_QUEUE_WAIT_SECONDS = 365 * DAY_SECONDS
 MAX_WORKER_AGE_SECONDS = DAY_SECONDS  # --worker-max-age, status.workerMaxAgeSeconds
 MAX_CLEAN_AGE_SECONDS = 10 * 365 * DAY_SECONDS  # workspaces clean --older-than
 

@@ -106,6 +106,8 @@ class QueueFigures:
     unknown_queue_wait: int  # waiting items whose queue entry time is unknown
     expired_leases: int
     retry_next_due: datetime | None
+    # When the item that has waited longest in review entered it (None: none is in review).
+    oldest_review_at: datetime | None = None
     # Queued or retry-scheduled items that wait for an item they come after (not counted in
     # waiting), and those of them that cannot start as things stand: an item they come after
     # (or one further up) is cancelled or needs attention (docs/scheduling.md).
@@ -124,6 +126,7 @@ class Thresholds:
     max_needs_attention: int | None = None
     max_open_circuits: int | None = None  # provider circuits open or half-open
     max_notify_age_seconds: float | None = None  # the oldest undelivered notification
+    max_review_wait_seconds: float | None = None  # the item longest in review
 
     @property
     def any_set(self) -> bool:
@@ -136,6 +139,7 @@ class Thresholds:
                 self.max_needs_attention,
                 self.max_open_circuits,
                 self.max_notify_age_seconds,
+                self.max_review_wait_seconds,
             )
         )
 
@@ -209,6 +213,13 @@ def oldest_wait_seconds(figures: QueueFigures, now: datetime) -> float | None:
     return max(0.0, (now - figures.oldest_queued_at).total_seconds())
 
 
+def oldest_review_wait_seconds(figures: QueueFigures, now: datetime) -> float | None:
+    """How long the item longest in review has waited for a person (None: none is)."""
+    if figures.oldest_review_at is None:
+        return None
+    return max(0.0, (now - figures.oldest_review_at).total_seconds())
+
+
 def oldest_notice_age_seconds(outbox: OutboxFigures | None, now: datetime) -> float | None:
     """How long the oldest undelivered notification has waited (None: none waits)."""
     if outbox is None or outbox.oldest_pending_at is None:
@@ -243,6 +254,8 @@ def problems(
          "{v} provider circuits are open or half-open, more than {limit}"),
         ("max_notify_age", oldest_notice_age_seconds(outbox, now), t.max_notify_age_seconds,
          "a notification has waited {v:.0f} s to be delivered, more than {limit:g} s"),
+        ("max_review_wait", oldest_review_wait_seconds(figures, now), t.max_review_wait_seconds,
+         "an item has waited {v:.0f} s for review, more than {limit:g} s"),
     )  # fmt: skip
     found: list[Breach] = []
     for name, value, limit, said in checks:

@@ -451,6 +451,7 @@ def queue_figures_from_rows(
         unknown_queue_wait=row["unknown_queue_wait"],
         expired_leases=row["expired_leases"],
         retry_next_due=figures.time("retry_next_due"),
+        oldest_review_at=figures.time("oldest_review_at"),
         waiting_on_dependencies=row["waiting_on_dependencies"],
         blocked=row["blocked"],
         waiting_by_agent={r["agent"]: r["n"] for r in by_agent},

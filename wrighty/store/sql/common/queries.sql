@@ -155,7 +155,11 @@ SELECT agent, count(*) AS n FROM items WHERE state IN ('queued', 'retry-schedule
 -- Verification's figures, over every check and run ever recorded (counters, never lowered):
 -- the checks, those that passed (started, exit code 0) and those that could not start
 -- (checks_by_result; the rest ran and failed), and the fix turns, runs of kind 'fix'
--- (runs_fix_turns). Read in the same transaction as the counts.
+-- (runs_fix_turns). The oldest review wait: when the item in review longest entered it, the
+-- time of its last event into review (a same-state event, such as a failed integration, leaves
+-- its wait as it was; its updated_at would not), read by item_events_by_item; its updated_at
+-- for an item whose history has no such event (a row written by hand). Read in the same
+-- transaction as the counts.
 WITH RECURSIVE
 waiting_now AS (
     SELECT queued_at FROM items
@@ -179,6 +183,12 @@ SELECT
     (SELECT count(*) FROM items WHERE state = 'running' AND lease_expires_at < :now)
         AS expired_leases,
     (SELECT min(not_before) FROM items WHERE state = 'retry-scheduled') AS retry_next_due,
+    (SELECT min(coalesce(
+        (SELECT e.at FROM item_events AS e
+         WHERE e.item_id = items.id AND e.to_state = 'review' AND e.from_state <> 'review'
+         ORDER BY e.id DESC LIMIT 1),
+        updated_at))
+     FROM items WHERE state = 'review') AS oldest_review_at,
     (SELECT count(*) FROM items
      WHERE state IN ('queued', 'retry-scheduled')
        AND EXISTS (
