@@ -760,8 +760,9 @@ def test_max_review_wait_turns_a_forgotten_review_into_an_exit_code(
     initialised: Path, clock: FakeClock
 ) -> None:
     assert status("--max-review-wait", "1h")[0] == 0  # nothing in review
-    assert "in review 0, oldest review wait -" in wrighty("status", "--max-review-wait",
-                                                          "1h").stdout  # fmt: skip
+    quiet = wrighty("status", "--max-review-wait", "1h").stdout
+    assert "in review 0, oldest review wait -" in quiet
+    assert "wrighty status: healthy" in quiet  # a threshold was set, and checked
     in_review(initialised, clock)
     clock.advance(3600)
     assert status("--max-review-wait", "1h")[0] == 0  # exactly the threshold passes
