@@ -799,3 +799,30 @@ def test_the_review_wait_threshold_can_live_in_wrighty_json(
     assert shown["thresholds"]["max_review_wait_seconds"] == 300
     assert [p["check"] for p in shown["problems"]] == ["max_review_wait"]
     assert status("--max-review-wait", "1h")[0] == 0  # the option overrides the file
+
+
+def test_the_review_wait_on_postgresql(project: Path) -> None:
+    """The same figure and threshold through the command on a PostgreSQL store, whose clock is
+    the database's (the item entered review two hours before it, by that clock)."""
+    from tests.conftest import open_postgres, postgres_schema
+    from tests.store.test_contract import new_item
+    from tests.store.test_review_wait import to_review
+
+    with postgres_schema() as url:
+        store = open_postgres(url)
+        try:
+            now = store.store_time()
+            assert now is not None
+            clock = FakeClock(now - timedelta(hours=2))
+            made = store.create_item(new_item(queued=True), at=clock(), actor="op")
+            to_review(store, clock, made)
+        finally:
+            store.close()
+        result = wrighty("--store", url, "status", "--json", "--max-review-wait", "1h")
+        assert result.exit_code == 1, result.output
+        document = json.loads(result.stdout)
+        jsonschema.validate(document, SCHEMA)
+        assert document["counts"]["review"] == 1
+        assert 7200 <= document["oldest_review_wait_seconds"] < 7200 + 600
+        assert [p["check"] for p in document["problems"]] == ["max_review_wait"]
+        assert wrighty("--store", url, "status", "--max-review-wait", "3h").exit_code == 0
