@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from wrighty.domain.health import WorkerRow
     from wrighty.domain.verify import CheckEvidence
 
+# An item a worker settled to review: it waits for a person to accept or reject it.
+READY_FOR_REVIEW = "ready-for-review"
 # Every event a notice can carry, in the order docs/notifications.md lists them.
 EVENTS = (
     "needs-attention",
@@ -31,15 +33,14 @@ EVENTS = (
     "budget-exceeded",
     "circuit-open",
     "worker-lost",
-    "ready-for-review",
+    READY_FOR_REVIEW,
     "retry-scheduled",
     "done",
     "worker-quiet",
 )
 # What a sink gets when it names no events of its own: what waits for a person.
 DEFAULT_EVENTS = ("needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open",
-                  "worker-lost", "ready-for-review")  # fmt: skip
-READY_FOR_REVIEW = "ready-for-review"
+                  "worker-lost", READY_FOR_REVIEW)  # fmt: skip
 
 MAX_TITLE_CHARS = 120
 MAX_REASON_CHARS = 500
