@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -217,3 +218,46 @@ def test_accept_pushes_to_a_remote_or_runs_the_command_and_keeps_its_url(
     assert "answer.txt | 1 +" in told
     assert project.get(second).reason == f"accepted; {said['integrated']}"
     assert "https://github.example/o/r/pull/7" in said["integrated"]
+
+
+# A notification command sink: appends each notice (JSON on stdin) to MARKS/notices.jsonl.
+SINK = textwrap.dedent(
+    """\
+    import os, pathlib, sys
+    with open(pathlib.Path(os.environ["MARKS"]) / "notices.jsonl", "a") as out:
+        out.write(sys.stdin.read().strip() + "\\n")
+    """
+)
+
+
+def test_an_item_ready_for_review_is_told_with_its_branch_stat_and_checks(
+    tmp_path: Path,
+) -> None:
+    project = make_project(
+        tmp_path / "p", completion={"review": "person"}, agent=AGENT, verify=CHECK
+    )
+    (project.root / "sink.py").write_text(SINK)
+    document = json.loads(project.config.read_text())
+    document["notify"] = {"command": {"argv": [sys.executable, str(project.root / "sink.py")]}}
+    project.config.write_text(json.dumps(document))
+    item_id = project.plant("Write the answer.", title="Answer")
+
+    assert project.worker("--once").returncode == 0
+    project.wrighty("notify", "flush")
+
+    lines = (project.root / "marks" / "notices.jsonl").read_text().splitlines()
+    [told] = [json.loads(line) for line in lines if '"ready-for-review"' in line]
+    assert (told["event"], told["item"]["id"], told["state"]) == (
+        "ready-for-review", item_id, "review")  # fmt: skip
+    assert told["next_action"] == f"wrighty accept {item_id}"
+    assert told["branch"] == f"wrighty/{item_id}-answer"
+    assert told["diff_stat"].splitlines() == [
+        " answer.txt | 1 +",
+        " 1 file changed, 1 insertion(+)",
+    ]
+    assert [(c["name"], c["passed"]) for c in told["checks"]] == [("answer", True)]
+    assert [a["command"] for a in told["next_actions"]] == [
+        f"wrighty diff {item_id}",
+        f"wrighty accept {item_id}",
+        f"wrighty reject {item_id} --feedback TEXT",
+    ]

@@ -73,7 +73,7 @@ FEEDBACK_PLACEHOLDER = "TEXT"
 
 
 def reject(item_id: int) -> str:
-    """Send an item in review back to work with a person's feedback (docs/work-product.md#review)."""
+    """Send an item in review back to work with feedback (docs/work-product.md#review)."""
     return f"wrighty reject {item_id} --feedback {FEEDBACK_PLACEHOLDER}"
 
 

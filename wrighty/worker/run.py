@@ -37,6 +37,7 @@ from wrighty.domain.usage import Price, Usage, total
 from wrighty.domain.verify import CheckEvidence, VerifyPolicy
 from wrighty.domain.work_product import Completion
 from wrighty.domain.worker_events import Emit, WorkerEvent
+from wrighty.services.diff import change_stat
 from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
 from wrighty.services.runlogs import logs_of
 from wrighty.supervisor.process import (
@@ -644,7 +645,10 @@ class ClaimRun:
         change = settle(claimed, settlement, at=self._now())
         hint = output.reader.reset_hint() if output.reader else None
         self._move_circuit(change, result.outcome_class, hint)
-        self._write_settlement(change, run_id, checks=checks)
+        stat = None
+        if change.after.state is ItemState.REVIEW and self._setting.notify is not None:
+            stat = self._change_stat(output.session)
+        self._write_settlement(change, run_id, checks=checks, diff_stat=stat)
 
     # -- committing -------------------------------------------------------------------------
 
@@ -789,13 +793,28 @@ class ClaimRun:
         self._write_settlement(change, self.run_id)
 
     def _write_settlement(
-        self, change: Change, run_id: str | None, *, checks: Sequence[CheckEvidence] = ()
+        self,
+        change: Change,
+        run_id: str | None,
+        *,
+        checks: Sequence[CheckEvidence] = (),
+        diff_stat: str | None = None,
     ) -> None:
         self.pending = change
         write_settlement(
             self._store, change, run_id, self._emit,
             notify=self._setting.notify, wake=self._setting.notify_wake, checks=checks,
+            branch=self._branch, diff_stat=diff_stat,
         )  # fmt: skip
+
+    def _change_stat(self, session: Session) -> str | None:
+        """The stat of the item's change against its base, for the notice of an item ready
+        for review (None without a base, or when git cannot tell)."""
+        recorded = self._claim.session
+        base = session.base_commit or (recorded.base_commit if recorded else None)
+        if base is None:
+            return None
+        return change_stat(Path(session.workspace), base)
 
     def _claim_lost(self, claimed: Item, **fields: Any) -> None:
         claim_lost(self._emit, claimed, **fields)
