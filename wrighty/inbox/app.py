@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar, Protocol, TypeVar
 
 from rich.text import Text
 from textual import on, work
@@ -39,6 +39,7 @@ from wrighty.services.inbox import Board
 # A terminal at least this wide shows the side panel from the start (`w` toggles it).
 SIDE_PANEL_MIN_WIDTH = 110
 SIDE_PANEL_WIDTH = 38
+_Answer = TypeVar("_Answer")
 READ_ONLY_REFUSAL = "read-only: this inbox was started with --read-only; it shows, it does not act"
 
 
@@ -110,16 +111,12 @@ class HelpScreen(ModalScreen[None]):
             yield Static(HELP, id="help-text")
 
 
-class ConfirmScreen(ModalScreen[bool]):
-    """One question; y confirms, n or escape does not."""
+class Asking(ModalScreen[_Answer]):
+    """A question put over the board, and how it may be answered."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Yes"),
-        Binding("n,escape", "answer(False)", "No"),
-    ]
     DEFAULT_CSS = """
-    ConfirmScreen { align: center middle; }
-    ConfirmScreen > Vertical {
+    Asking { align: center middle; }
+    Asking > Vertical {
         width: 70; max-width: 100%; height: auto;
         border: thick $warning; background: $surface; padding: 0 1;
     }
@@ -132,33 +129,35 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(self.question, id="question")
-            yield Static(Text("y: yes    n: no", style="bold"), id="answers")
+            yield from self.answers()
+
+    def answers(self) -> ComposeResult:
+        raise NotImplementedError
+
+
+class ConfirmScreen(Asking[bool]):
+    """One question; y confirms, n or escape does not."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+
+    def answers(self) -> ComposeResult:
+        yield Static(Text("y: yes    n: no", style="bold"), id="answers")
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
 
 
-class FeedbackScreen(ModalScreen[str | None]):
+class FeedbackScreen(Asking[str | None]):
     """A rejection's feedback: enter sends the item back with it, escape does not."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "give_up", "No")]
-    DEFAULT_CSS = """
-    FeedbackScreen { align: center middle; }
-    FeedbackScreen > Vertical {
-        width: 90; max-width: 100%; height: auto;
-        border: thick $warning; background: $surface; padding: 0 1;
-    }
-    """
 
-    def __init__(self, question: Text) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(self.question, id="question")
-            yield Input(placeholder="what the agent is to change", id="feedback")
-            yield Static(Text("enter: reject with this feedback    escape: no", style="bold"))
+    def answers(self) -> ComposeResult:
+        yield Input(placeholder="what the agent is to change", id="feedback")
+        yield Static(Text("enter: reject with this feedback    escape: no", style="bold"))
 
     @on(Input.Submitted)
     def submitted(self, event: Input.Submitted) -> None:
