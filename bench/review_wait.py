@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pickup import DEFAULT_POSTGRES, postgres_schema  # a fresh schema (run from bench/)
+from status import best  # the best of repeated timings (run from bench/)
 
 from wrighty.store.sqlfiles import queries
 from wrighty.store.sqlite import SqliteStore, to_db_time
@@ -72,13 +73,8 @@ ITEM_COLUMNS = "id, title, body, state, queued_at, created_at, updated_at, not_b
 EVENT_COLUMNS = "item_id, at, actor, generation, from_state, to_state"
 
 
-def best(repeat: int, action: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - began)
-    return min(times) * 1000
+def best_ms(repeat: int, action: Callable[[], object]) -> float:
+    return best(repeat, action) * 1000
 
 
 def turns(
@@ -169,8 +165,8 @@ def main() -> None:
 def measure(
     run: Callable[[str], object], figures: str, without: str, review: int, repeat: int
 ) -> str:
-    history = best(repeat, lambda: run(HISTORY))
-    cheap = best(repeat, lambda: run(UPDATED_AT))
+    history = best_ms(repeat, lambda: run(HISTORY))
+    cheap = best_ms(repeat, lambda: run(UPDATED_AT))
     whole, bare = turns(repeat, lambda: run(figures), lambda: run(without))
     return (
         f"history {history:.1f} ms ({history * 1000 / review:.1f} us an item) | updated_at "
