@@ -75,7 +75,7 @@ HELP = """\
   ↑ ↓  j k      select an item (the board)
   tab           between the board and the detail (to scroll it)
   l             the detail: `wrighty show`'s text, or the last run's log
-  s             needs attention: by reason code, or longest waiting first
+  s             sort needs attention: by reason, or longest waiting first
   w             the side panel: workers, circuits, budgets
   g             refresh now (the board refreshes by itself)
 
@@ -85,8 +85,7 @@ HELP = """\
   c             cancel it (final)
   x             release --force: take it from a worker that is gone
   + -           raise or lower its priority (edit --priority)
-  a             accept it (in review): integrate its change, done
-  d             reject it (in review): type your feedback; its agent resumes
+  a d           in review: accept it, or reject it with your feedback
   R             reap: settle every running item whose lease expired
 
   ?             this help        q  quit
