@@ -55,6 +55,10 @@ def test_reject_resumes_the_session_with_the_feedback_and_accept_makes_it_done(
     assert settled["state"] == "review"
     shown = project.wrighty("show", str(item_id))
     assert f"wrighty reject {item_id} --feedback TEXT" in shown
+    # the reviewer sees the change's stat and the checks beside it
+    change = shown.split("Change against its base\n", 1)[1].splitlines()[:2]
+    assert change == ["   answer.txt | 1 +", "   1 file changed, 1 insertion(+)"]
+    assert "Checks" in shown
 
     said = project.wrighty("reject", str(item_id), "--feedback", "The answer must be 42.")
     assert said.strip() == (

@@ -460,6 +460,7 @@ def print_show(out: Console, facts: ShowFacts) -> None:
         default_agent=facts.default_agent,
         max_fix_turns=facts.max_fix_turns,
         progress=facts.progress,
+        change_stat=facts.change_stat,
     )
 
 

@@ -322,10 +322,12 @@ def print_item_detail(
     default_agent: str | None = None,
     max_fix_turns: int | None = None,
     progress: Progress | None = None,
+    change_stat: str | None = None,
 ) -> None:
     """``default_agent``: the agent of an item that names none (worker.defaultAgent);
     ``max_fix_turns``: its agent's verify.maxFixTurns (None: it has no checks);
-    ``progress``: its worktree's commits and uncommitted changes (None: not known here)."""
+    ``progress``: its worktree's commits and uncommitted changes (None: not known here);
+    ``change_stat``: git's stat of its change against its base, shown for an item in review."""
     item = detail.item
     heading = Text(f"Item {item.id}  ", style="bold")
     heading.append_text(styled_state(item.state.value))
@@ -377,6 +379,7 @@ def print_item_detail(
         console.print(line)
     _print_next_steps(console, detail, standing)
     _print_runs(console, detail.runs)
+    _print_change(console, change_stat)
     _print_checks(console, detail)
     _print_diagnostic_tail(console, detail.runs)
     _print_events(console, detail.events)
@@ -529,6 +532,15 @@ def _review_fields(item: Item) -> list[tuple[str, str]]:
         return []
     feedback = clip(printable_line((item.feedback or "").strip()), FEEDBACK_SHOWN_CHARS)
     return [("rejections", str(item.rejections)), ("feedback", feedback)]
+
+
+def _print_change(console: Console, stat: str | None) -> None:
+    """The item's change as git's stat gives it (file names are text from outside)."""
+    if not stat:
+        return
+    console.print(Text("Change against its base", style="bold"))
+    for line in stat.splitlines():
+        console.print(outside(f"  {line}"), soft_wrap=True)
 
 
 def _print_checks(console: Console, detail: ItemDetail) -> None:

@@ -59,6 +59,9 @@ class ShowFacts:
     # Its worktree's commits since its base and uncommitted changes; None: not known here (no
     # base recorded, or `wrighty diff` would not show its change here).
     progress: Progress | None = None
+    # An item in review: git's stat of its change against its base (None: another state, or
+    # not known here), for the person who reviews it.
+    change_stat: str | None = None
 
 
 def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
@@ -98,6 +101,7 @@ def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
         detail, standing, resumable, circuit, hold, budget, spent, crash_limit, usage_limit,
         default_agent, _fix_turns_limit(context, detail.item.agent),
         _progress(detail) if has_change else None,
+        _review_stat(detail) if has_change else None,
     )  # fmt: skip
 
 
@@ -247,6 +251,18 @@ def _progress(detail: ItemDetail) -> Progress | None:
     from wrighty.services.workspaces import worktree_progress
 
     return worktree_progress(Path(session.workspace), session.base_commit)
+
+
+def _review_stat(detail: ItemDetail) -> str | None:
+    """The stat of an item in review's change (one git command), for its reviewer."""
+    session = detail.session
+    if detail.item.state is not ItemState.REVIEW or session is None or not session.base_commit:
+        return None
+    from pathlib import Path
+
+    from wrighty.services.diff import change_stat
+
+    return change_stat(Path(session.workspace), session.base_commit)
 
 
 def _item_agent(context: Context, agent: str | None) -> AgentPlan | None:
