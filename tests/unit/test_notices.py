@@ -946,7 +946,15 @@ def test_the_review_notice_docs_show_is_the_one_made() -> None:
     shown = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))  # type: ignore[union-attr]
     chat = page.split("wrighty: ready-for-review: ", 1)[1].split("```", 1)[0]
     at = datetime(2026, 12, 1, 16, 3, 59, 478_000, tzinfo=UTC)
-    change = in_review(id=7, title="Fix the flaky checkout test")
+    # as the worker settles it: a done run's settlement, to review (domain/review.py)
+    from wrighty.domain.review import to_review
+
+    running = item(ItemState.RUNNING, id=7, title="Fix the flaky checkout test")
+    done = Settlement(
+        ItemState.DONE, process_started=True, run_end=run_end(OutcomeClass.SUCCEEDED),
+        reason="every check passed (2 checks)",
+    )  # fmt: skip
+    change = settled(to_review(running, done), running)
     change = dataclasses.replace(change, event=dataclasses.replace(change.event, at=at))
     source = Source(shown["installation_id"], shown["worker_id"])
     notice = the_notice(

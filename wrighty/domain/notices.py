@@ -95,7 +95,10 @@ class Notice:
                 f"branch {payload['branch']}" if payload.get("branch") else None,
                 _stat_lines(payload.get("diff_stat")),
                 _checks_line(payload.get("checks")),
-                f"next: {payload['next_action']}" if payload.get("next_action") else None,
+                # (a review's next commands say it, among the others)
+                f"next: {payload['next_action']}"
+                if payload.get("next_action") and not payload.get("next_actions")
+                else None,
                 _actions_lines(payload.get("next_actions")),
                 f"on {payload['installation_id']}"
                 + (f" by {payload['worker_id']}" if payload.get("worker_id") else "")
