@@ -43,6 +43,11 @@ NOT_FOR_READING = (
     # The terminal inbox: Textual is for `wrighty inbox` alone.
     "textual",
     "wrighty.inbox",
+    # The web console: its framework, server and templates are for `wrighty serve` alone.
+    "starlette",
+    "uvicorn",
+    "jinja2",
+    "wrighty.web",
     # A worker's side of an item's life: claiming it, settling a run, deciding a retry.
     "wrighty.domain.claims",
     "wrighty.domain.decisions",

@@ -1,0 +1,399 @@
+"""What keeps the web console safe to leave running (docs/web.md#the-security-model): the
+launch token and its cookie, the CSRF token of every POST, the Host check, the security
+headers and the body limit.
+
+The decisions are pure functions (`gate`, `csrf_ok`, `host_ok`, ...), tested without a
+server; `Guard` is the ASGI middleware that applies them to every request before the app sees
+it. Nothing here imports Starlette: a request refused here never reaches a handler, and so
+never reads the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import os
+import secrets
+import stat
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass
+from http.cookies import CookieError, SimpleCookie
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+from wrighty.errors import WrightyError
+
+COOKIE_NAME = "wrighty_token"
+TOKEN_PARAM = "token"  # noqa: S105 - the name of the query parameter
+CSRF_FIELD = "csrf"
+CSRF_HEADER = "x-csrf-token"
+# Request bodies larger than this are refused (413) before any of them is read further.
+MAX_BODY_BYTES = 256 * 1024
+# The shortest token a --token-file may hold (secrets.token_urlsafe(32) makes 43 characters).
+MIN_TOKEN_CHARS = 32
+MAX_TOKEN_CHARS = 512
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
+    ("content-security-policy", CSP),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("cache-control", "no-store"),
+    ("x-frame-options", "DENY"),
+)
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+# What a refused request gets: a status and a plain line, nothing of the store.
+WRONG_HOST = (400, "wrong Host")
+UNAUTHORIZED = (401, "unauthorized: open the URL `wrighty serve` printed (it holds the token)")
+FORBIDDEN_CSRF = (403, "forbidden: missing or wrong CSRF token")
+TOO_LARGE = (413, "request body too large")
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def token_from_file(path: Path) -> str:
+    """The token kept in ``path``: made (0600) when the file does not exist; refused when
+    group or others may read it, or it does not hold a token."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return _read_token(path)
+    except OSError as error:
+        raise WrightyError(f"--token-file {path}: cannot create it ({error.strerror})") from None
+    token = new_token()
+    with os.fdopen(fd, "w", encoding="ascii") as out:
+        out.write(token + "\n")
+    return token
+
+
+def _read_token(path: Path) -> str:
+    try:
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode):
+            raise WrightyError(f"--token-file {path}: not a regular file")
+        if mode & 0o077:
+            raise WrightyError(
+                f"--token-file {path}: group or others may read or write it "
+                f"(mode {stat.S_IMODE(mode):o}); run `chmod 600 {path}`"
+            )
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise WrightyError(f"--token-file {path}: cannot read it ({error})") from None
+    if not (MIN_TOKEN_CHARS <= len(text) <= MAX_TOKEN_CHARS) or not _token_chars(text):
+        raise WrightyError(
+            f"--token-file {path}: does not hold a token ({MIN_TOKEN_CHARS} to "
+            f"{MAX_TOKEN_CHARS} letters, digits, '-' or '_'); remove it and one is made"
+        )
+    return text
+
+
+def _token_chars(text: str) -> bool:
+    return all(c.isascii() and (c.isalnum() or c in "-_") for c in text)
+
+
+def token_ok(given: str | None, token: str) -> bool:
+    """Whether ``given`` is the server's token (compared in constant time)."""
+    if given is None:
+        return False
+    return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
+
+
+def csrf_token(token: str) -> str:
+    """The CSRF token of the pages this server makes: an HMAC of its token."""
+    return hmac.new(token.encode(), b"wrighty csrf", hashlib.sha256).hexdigest()
+
+
+def csrf_ok(given: str | None, token: str) -> bool:
+    if given is None:
+        return False
+    return hmac.compare_digest(given.encode("utf-8", "replace"), csrf_token(token).encode())
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a --bind address) is this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _with_port(host: str, port: int) -> str:
+    if ":" in host and not host.startswith("["):  # a bare IPv6 address
+        host = f"[{host}]"
+    return f"{host}:{port}".lower()
+
+
+def allowed_hosts(bind: str, port: int, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The Host headers this server answers: the bind address with the port (for a loopback
+    bind, localhost, 127.0.0.1 and [::1] too), and each --allow-host, as given and with the
+    port."""
+    names = [bind, *(LOOPBACK_NAMES if is_loopback(bind) else ())]
+    allowed = {_with_port(name, port) for name in names}
+    for host in extra:
+        allowed.add(host.lower())
+        if not host.endswith("]") and ":" in host and not host.startswith("["):
+            continue  # a bare IPv6 address or host:port, taken as given
+        allowed.add(_with_port(host, port))
+    return frozenset(allowed)
+
+
+def host_ok(host: str | None, allowed: frozenset[str]) -> bool:
+    return host is not None and host.lower() in allowed
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the guard does with a request: let it through (``status`` None), refuse it
+    (``status``, ``message``), or log in (``redirect`` with ``set_cookie``)."""
+
+    status: int | None = None
+    message: str = ""
+    redirect: str | None = None
+    set_cookie: str | None = None
+
+    @property
+    def passes(self) -> bool:
+        return self.status is None and self.redirect is None
+
+
+PASS = Decision()
+
+
+def _refused(refusal: tuple[int, str]) -> Decision:
+    return Decision(status=refusal[0], message=refusal[1])
+
+
+def cookie_header(token: str) -> str:
+    return f"{COOKIE_NAME}={token}; HttpOnly; SameSite=Strict; Path=/"
+
+
+def gate(
+    *,
+    method: str,
+    path: str,
+    query: str,
+    host: str | None,
+    cookie: str | None,
+    token: str,
+    allowed: frozenset[str],
+) -> Decision:
+    """The guard's decision before a request's body is read: the Host first (nothing else is
+    looked at for a wrong one), then the launch token (a GET with ``?token=`` logs in), then
+    the cookie."""
+    if not host_ok(host, allowed):
+        return _refused(WRONG_HOST)
+    params = parse_qsl(query, keep_blank_values=True)
+    given = [value for name, value in params if name == TOKEN_PARAM]
+    if given:
+        if method != "GET" or len(given) != 1 or not token_ok(given[0], token):
+            return _refused(UNAUTHORIZED)
+        rest = urlencode([(name, value) for name, value in params if name != TOKEN_PARAM])
+        return Decision(
+            redirect=same_site_path(path) + (f"?{rest}" if rest else ""), set_cookie=token
+        )
+    if not token_ok(cookie_token(cookie), token):
+        return _refused(UNAUTHORIZED)
+    return PASS
+
+
+def same_site_path(path: str) -> str:
+    """``path`` as a Location on this server: quoted (no header can be smuggled in), and with
+    one leading slash (``//host`` would leave it)."""
+    return "/" + quote(path.lstrip("/\\"), safe="/")
+
+
+def cookie_token(header: str | None) -> str | None:
+    """The token in a Cookie header, if it has one."""
+    if not header:
+        return None
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header)
+    except CookieError:
+        return None
+    morsel = jar.get(COOKIE_NAME)
+    return morsel.value if morsel is not None else None
+
+
+def form_csrf(body: bytes, content_type: str | None) -> str | None:
+    """The ``csrf`` field of a form posted as application/x-www-form-urlencoded."""
+    if content_type is None or not content_type.lower().startswith(
+        "application/x-www-form-urlencoded"
+    ):
+        return None
+    try:
+        fields = parse_qsl(body.decode("utf-8"), keep_blank_values=True)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    values = [value for name, value in fields if name == CSRF_FIELD]
+    return values[0] if len(values) == 1 else None
+
+
+def post_ok(*, header: str | None, body: bytes, content_type: str | None, token: str) -> bool:
+    """Whether a state-changing request carries this server's CSRF token (the header, or
+    the form's field)."""
+    if header is not None:
+        return csrf_ok(header, token)
+    return csrf_ok(form_csrf(body, content_type), token)
+
+
+def body_too_large(content_length: str | None) -> bool:
+    if content_length is None:
+        return False
+    try:
+        return int(content_length) > MAX_BODY_BYTES
+    except ValueError:
+        return True
+
+
+# The ASGI types, loosely: the guard needs no framework.
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
+class Guard:
+    """The ASGI middleware in front of the console: every HTTP request passes `gate` and,
+    unless it is a GET or HEAD, the body limit and the CSRF check, before the app sees it;
+    every response gets the security headers."""
+
+    def __init__(self, app: ASGIApp, *, token: str, allowed: frozenset[str]) -> None:
+        self.app = app
+        self.token = token
+        self.allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        decision = gate(
+            method=scope["method"],
+            path=scope["path"],
+            query=scope.get("query_string", b"").decode("latin-1"),
+            host=headers.get("host"),
+            cookie=headers.get("cookie"),
+            token=self.token,
+            allowed=self.allowed,
+        )
+        if decision.redirect is not None:
+            await _respond(send, 303, "", [("location", decision.redirect)], decision.set_cookie)
+            return
+        if not decision.passes:
+            await _respond(send, decision.status or 400, decision.message)
+            return
+        if scope["method"] in SAFE_METHODS:
+            await self.app(scope, receive, _secured(send))
+            return
+        await self._post(scope, receive, send, headers)
+
+    async def _post(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
+    ) -> None:
+        if body_too_large(headers.get("content-length")):
+            await _respond(send, *TOO_LARGE)
+            return
+        body = await _read_body(receive)
+        if body is None:
+            await _respond(send, *TOO_LARGE)
+            return
+        if not post_ok(
+            header=headers.get(CSRF_HEADER),
+            body=body,
+            content_type=headers.get("content-type"),
+            token=self.token,
+        ):
+            await _respond(send, *FORBIDDEN_CSRF)
+            return
+        await self.app(scope, _replay(body), _secured(send))
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name (the first of a repeated one; cookies joined)."""
+    found: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", []):
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+        if name == "cookie" and name in found:
+            found[name] += "; " + value
+        else:
+            found.setdefault(name, value)
+    return found
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole body, or None past MAX_BODY_BYTES (the rest is not read)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes) -> Receive:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+def _secured(send: Send) -> Send:
+    async def secured(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            names = {name.lower() for name, _ in message.get("headers", [])}
+            extra = [
+                (name.encode(), value.encode())
+                for name, value in SECURITY_HEADERS
+                if name.encode() not in names
+            ]
+            message["headers"] = [*message.get("headers", []), *extra]
+        await send(message)
+
+    return secured
+
+
+async def _respond(
+    send: Send,
+    status: int,
+    text: str,
+    headers: list[tuple[str, str]] | None = None,
+    set_cookie: str | None = None,
+) -> None:
+    body = (text + "\n").encode() if text else b""
+    raw = [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        *((name.encode(), value.encode()) for name, value in headers or []),
+        *((name.encode(), value.encode()) for name, value in SECURITY_HEADERS),
+    ]
+    if set_cookie is not None:
+        raw.append((b"set-cookie", cookie_header(set_cookie).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
