@@ -160,6 +160,13 @@ def seed(
         store.close()
 
 
+def seed_store(
+    store: Store, clock: FakeClock, *, title: str | None = None, diagnostic: str = DIAGNOSTIC
+) -> Seeded:
+    """`seed` on an open store (of either backend)."""
+    return _seed(store, clock, title, diagnostic)
+
+
 def _seed(store: Store, clock: FakeClock, title: str | None, diagnostic: str) -> Seeded:
     now = clock()
     made = {

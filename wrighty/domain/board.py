@@ -170,3 +170,32 @@ def section_counts(rows: Iterable[Row]) -> dict[Section, int]:
     for row in rows:
         counts[row.section] += 1
     return counts
+
+
+def age(seconds: float) -> str:
+    """``45s``, ``12m``, ``3h``, ``2d``: the largest whole unit."""
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def since_text(moment: datetime | None, now: datetime) -> str:
+    return "-" if moment is None else age((now - moment).total_seconds())
+
+
+def when_cell(row: Row, now: datetime) -> str:
+    """A row's WHEN: how long it has waited (needs a person, waits), until its retry is due,
+    or how long it has run."""
+    item = row.item
+    if row.section is Section.RETRY or (
+        row.section is Section.HELD and item.state is ItemState.RETRY_SCHEDULED
+    ):
+        if item.not_before is None:
+            return "-"
+        left = (item.not_before - now).total_seconds()
+        return f"in {age(left)}" if left > 0 else "due"
+    if row.section is Section.RUNNING:
+        return since_text(item.claimed_at, now)
+    return since_text(row.entry.since, now)

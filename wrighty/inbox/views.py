@@ -14,12 +14,11 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from wrighty.domain.board import Row, Section, section_counts
+from wrighty.domain.board import Row, Section, age, section_counts, when_cell
 from wrighty.domain.budgets import usage_text
 from wrighty.domain.health import Liveness, Verdict
 from wrighty.domain.model import Item, Run
 from wrighty.domain.scheduling import priority_name
-from wrighty.domain.states import ItemState
 from wrighty.domain.text import printable
 from wrighty.richtext import local_time, outside
 from wrighty.services.inbox import Board, circuit_words
@@ -44,35 +43,6 @@ COLUMNS: tuple[tuple[str, int | None], ...] = (
     ("WHY", None),
     ("TITLE", None),
 )
-
-
-def age(seconds: float) -> str:
-    """``45s``, ``12m``, ``3h``, ``2d``: the largest whole unit."""
-    seconds = max(0.0, seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds)}s"
-
-
-def _since(moment: datetime | None, now: datetime) -> str:
-    return "-" if moment is None else age((now - moment).total_seconds())
-
-
-def when_cell(row: Row, now: datetime) -> str:
-    """How long it has waited (needs a person, waits), until its retry is due, or how long it
-    has run."""
-    item = row.item
-    if row.section is Section.RETRY or (
-        row.section is Section.HELD and item.state is ItemState.RETRY_SCHEDULED
-    ):
-        if item.not_before is None:
-            return "-"
-        left = (item.not_before - now).total_seconds()
-        return f"in {age(left)}" if left > 0 else "due"
-    if row.section is Section.RUNNING:
-        return _since(item.claimed_at, now)
-    return _since(row.entry.since, now)
 
 
 def row_cells(row: Row, now: datetime) -> tuple[Text, ...]:

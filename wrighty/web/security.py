@@ -225,17 +225,22 @@ def cookie_token(header: str | None) -> str | None:
     return morsel.value if morsel is not None else None
 
 
-def form_csrf(body: bytes, content_type: str | None) -> str | None:
-    """The ``csrf`` field of a form posted as application/x-www-form-urlencoded."""
+def form_fields(body: bytes, content_type: str | None) -> list[tuple[str, str]]:
+    """The fields of a form posted as application/x-www-form-urlencoded (the only kind the
+    console's pages post); none for any other body."""
     if content_type is None or not content_type.lower().startswith(
         "application/x-www-form-urlencoded"
     ):
-        return None
+        return []
     try:
-        fields = parse_qsl(body.decode("utf-8"), keep_blank_values=True)
+        return parse_qsl(body.decode("utf-8"), keep_blank_values=True)
     except (UnicodeDecodeError, ValueError):
-        return None
-    values = [value for name, value in fields if name == CSRF_FIELD]
+        return []
+
+
+def form_csrf(body: bytes, content_type: str | None) -> str | None:
+    """The form's one ``csrf`` field."""
+    values = [value for name, value in form_fields(body, content_type) if name == CSRF_FIELD]
     return values[0] if len(values) == 1 else None
 
 

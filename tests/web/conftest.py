@@ -1,0 +1,89 @@
+"""The web console in process (Starlette's TestClient) on a project of each store backend:
+a SQLite file beside wrighty.json, or a PostgreSQL schema of the test's own named by --store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.cli.conftest import clock
+from tests.conftest import STORE_BACKENDS, FakeClock, open_postgres, postgres_schema
+from tests.inbox.conftest import _utc, make_project
+from wrighty.cli.context import AppContext
+from wrighty.cli.inbox import board_settings
+from wrighty.store.port import Store
+from wrighty.web.app import WebSettings, create_app, desk_opener
+from wrighty.web.security import allowed_hosts
+
+__all__ = ["_utc", "clock"]
+
+TOKEN = "k" * 43
+BASE = "http://127.0.0.1:8765"
+
+
+@dataclass
+class Console:
+    """A console on a project: its context (the store the commands would open), and a
+    client that has not logged in."""
+
+    app_ctx: AppContext
+    client: TestClient
+    project: Path
+
+    def store(self):  # type: ignore[no-untyped-def]
+        return self.app_ctx.store()
+
+    def login(self) -> TestClient:
+        response = self.client.get(f"/?token={TOKEN}")
+        assert response.status_code == 200, response.text
+        return self.client
+
+
+def make_console(app_ctx: AppContext, project: Path, *, read_only: bool = False) -> Console:
+    settings = WebSettings(TOKEN, allowed_hosts("127.0.0.1", 8765), read_only=read_only)
+    app = create_app(desk_opener(app_ctx, board_settings(app_ctx)), settings)
+    return Console(app_ctx, TestClient(app, base_url=BASE), project)
+
+
+@pytest.fixture(params=STORE_BACKENDS)
+def project_ctx(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[AppContext]:
+    """An initialised project and the context the commands run under, on each backend."""
+    project = make_project(tmp_path / "project", monkeypatch)
+    if request.param == "sqlite":
+        yield AppContext(config_option=None, store_option=None, cwd=project)
+        return
+    with postgres_schema() as url:
+        open_postgres(url).close()  # the schema's tables
+        yield AppContext(config_option=None, store_option=url, cwd=project)
+
+
+@pytest.fixture
+def console(project_ctx: AppContext, clock: FakeClock) -> Iterator[Console]:
+    made = make_console(project_ctx, project_ctx.cwd)
+    with made.client:
+        yield made
+
+
+def history(app_ctx: AppContext, item_id: int) -> list[tuple[object, ...]]:
+    """An item's events, as comparable tuples."""
+    with app_ctx.store() as store:
+        return [
+            (e.at, e.actor, e.generation, e.from_state, e.to_state, e.reason_code, e.reason)
+            for e in store.list_events(item_id)
+        ]
+
+
+def seeded(app_ctx: AppContext, clock: FakeClock, **kwargs: object):  # type: ignore[no-untyped-def]
+    from tests.inbox.seed import seed_store
+
+    with app_ctx.store() as store:
+        return seed_store(store, clock, **kwargs)  # type: ignore[arg-type]
+
+
+__all__ += ["Store"]

@@ -1,0 +1,422 @@
+"""The web console's Starlette app (docs/web.md): the board, an item, the actions, the live
+updates. One more entry point over the services the commands and the inbox use: every read
+and every action goes through the inbox's desk (`cli/inbox.OperatorDesk`), which calls the
+commands' services and says what they did in the commands' words.
+
+The store: one is opened for each request, in the thread that serves it, and closed after it
+(``open_desk``); none is shared between threads (SQLite's connection and psycopg's are not
+made for it), and a slow action (an accept's merge) holds up no other request. The live
+updates' watcher (`BoardWatch`) reads the board once a second in a thread of its own, with a
+store it opens for each read, whatever number of pages listen.
+
+What is injected (`create_app`): the desk opener (the store, the clock and wrighty.json come
+with it: the desk's `AppContext`), and the settings (token, allowed hosts, read-only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from wrighty.domain.model import MAX_ITEM_ID
+from wrighty.domain.states import TERMINAL_STATES
+from wrighty.domain.text import printable, printable_line
+from wrighty.errors import NotFoundError, WrightyError
+from wrighty.web import security
+from wrighty.web.views import (
+    Action,
+    BoardFilter,
+    actions_for,
+    board_digest,
+    board_sections,
+    shown_text,
+)
+
+if TYPE_CHECKING:
+    from wrighty.cli.inbox import OperatorDesk
+    from wrighty.services.show import ShowFacts
+
+HERE = Path(__file__).parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+
+OpenDesk = Callable[[], AbstractContextManager["OperatorDesk"]]
+
+# The longest feedback form field read (the service bounds the feedback itself).
+MAX_ID_CHARS = 20
+# How many flash messages wait to be shown at most (each is shown once).
+MAX_FLASHES = 256
+# How often an open /events stream looks whether the board changed, and says it is alive.
+EVENTS_TICK_SECONDS = 0.25
+EVENTS_KEEPALIVE_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class WebSettings:
+    token: str
+    allowed_hosts: frozenset[str]
+    read_only: bool = False
+    # How often the live watcher reads the board (seconds).
+    poll_seconds: float = 1.0
+
+
+def parse_item_id(text: str) -> int | None:
+    """An item id from a URL: 1 to MAX_ITEM_ID in plain digits; None for anything else."""
+    if not (0 < len(text) <= MAX_ID_CHARS) or not (text.isascii() and text.isdigit()):
+        return None
+    value = int(text)
+    return value if 1 <= value <= MAX_ITEM_ID else None
+
+
+class Flashes:
+    """The message an action left for the page it redirects to, by a random key (so that no
+    link can make the page say something): shown once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[str, tuple[bool, str]] = OrderedDict()
+
+    def put(self, ok: bool, message: str) -> str:
+        key = secrets.token_urlsafe(12)
+        with self._lock:
+            self._kept[key] = (ok, message)
+            while len(self._kept) > MAX_FLASHES:
+                self._kept.popitem(last=False)
+        return key
+
+    def take(self, key: str | None) -> tuple[bool, str] | None:
+        if not key:
+            return None
+        with self._lock:
+            return self._kept.pop(key, None)
+
+
+class BoardWatch:
+    """Whether the board changed: its digest read every ``interval`` seconds in a thread of
+    its own (started by the first page that listens), and a version that counts changes."""
+
+    def __init__(self, read_digest: Callable[[], str], interval: float) -> None:
+        self._read = read_digest
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._digest: str | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.version = 0
+
+    def check(self) -> int:
+        """One read: the version, one more when the board changed since the last read. A
+        read that fails changes nothing (the next one tries again)."""
+        try:
+            digest = self._read()
+        except WrightyError:
+            return self.version
+        with self._lock:
+            if digest != self._digest:
+                if self._digest is not None:
+                    self.version += 1
+                self._digest = digest
+            return self.version
+
+    def start(self) -> None:
+        """The watcher, once: a first read now, then one every interval."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="wrighty-board-watch")
+            self._thread.daemon = True
+        self.check()
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.check()
+
+    def stop(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            thread.join(timeout=self._interval * 2 + 1)
+
+
+async def event_stream(
+    watch: BoardWatch,
+    disconnected: Callable[[], Awaitable[bool]],
+    *,
+    tick: float = EVENTS_TICK_SECONDS,
+    keepalive: float = EVENTS_KEEPALIVE_SECONDS,
+) -> AsyncIterator[str]:
+    """Server-sent events: ``board`` when the board changed, a comment now and then so that a
+    gone browser is noticed. It only looks at the watcher's version: no store, no lock."""
+    yield "retry: 3000\n: connected\n\n"
+    seen = watch.version
+    quiet = 0.0
+    while not await disconnected():
+        await asyncio.sleep(tick)
+        quiet += tick
+        if watch.version != seen:
+            seen = watch.version
+            quiet = 0.0
+            yield f"event: board\ndata: {seen}\n\n"
+        elif quiet >= keepalive:
+            quiet = 0.0
+            yield ": alive\n\n"
+
+
+def templates() -> Environment:
+    """Jinja2 with autoescape on for every template (outside text is never marked safe)."""
+    return Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        # Every value a page shows, with its control characters as visible escapes (a
+        # terminal escape in a title is inert text), before autoescape makes it HTML.
+        finalize=_neutral,
+    )
+
+
+def _neutral(value: object) -> object:
+    return printable(value) if isinstance(value, str) else value
+
+
+def show_text(facts: ShowFacts) -> str:
+    """`wrighty show`'s text, as the command prints it to a pipe."""
+    from wrighty.cli.items import print_show
+    from wrighty.cli.render import OutputConsole
+
+    out = io.StringIO()
+    console = OutputConsole(file=out, color_system=None, force_terminal=False, highlight=False)
+    print_show(console, facts)
+    return shown_text(out.getvalue())
+
+
+class Console:
+    """The console's handlers, over a desk opened for each request."""
+
+    def __init__(self, open_desk: OpenDesk, settings: WebSettings) -> None:
+        self.open_desk = open_desk
+        self.settings = settings
+        self.csrf = security.csrf_token(settings.token)
+        self.env = templates()
+        self.flashes = Flashes()
+        self.watch = BoardWatch(self._digest, settings.poll_seconds)
+
+    # Pages
+
+    def render(self, name: str, status: int = 200, **values: Any) -> HTMLResponse:
+        page = self.env.get_template(name).render(
+            csrf=self.csrf, read_only=self.settings.read_only, **values
+        )
+        return HTMLResponse(page, status_code=status)
+
+    def board_values(self, desk: OperatorDesk, request: Request) -> dict[str, Any]:
+        from wrighty.domain.board import AttentionOrder
+
+        wanted = BoardFilter.of(request.query_params)
+        board = desk.board(AttentionOrder.REASON)
+        sections = board_sections(
+            board.rows,
+            now=board.checked_at,
+            default_agent=desk.settings.default_agent,
+            wanted=wanted,
+        )
+        return {
+            "board": board,
+            "sections": sections,
+            "wanted": wanted,
+            "store_label": printable_line(desk.label),
+            "verdict": board.report.verdict.value,
+            "unreadable": [printable_line(line) for line in board.unreadable],
+        }
+
+    def board_page(self, request: Request) -> Response:
+        with self.open_desk() as desk:
+            values = self.board_values(desk, request)
+        return self.render("board.html", **values)
+
+    def board_fragment(self, request: Request) -> Response:
+        with self.open_desk() as desk:
+            values = self.board_values(desk, request)
+        return self.render("board_table.html", **values)
+
+    def item_page(self, request: Request) -> Response:
+        from wrighty.domain.budgets import usage_text
+        from wrighty.services.show import show_facts
+
+        item_id = self._item_id(request)
+        flash = self.flashes.take(request.query_params.get("flash"))
+        with self.open_desk() as desk:
+            try:
+                facts = show_facts(desk.app_ctx, desk.store, item_id)
+            except NotFoundError as missing:
+                return self.not_found(str(missing))
+            text = show_text(facts)
+        item = facts.detail.item
+        offered = () if self.settings.read_only else actions_for(item.state)
+        return self.render(
+            "item.html",
+            facts=facts,
+            item=item,
+            body=shown_text(item.body),
+            show=text,
+            spent=usage_text(facts.spent),
+            actions=[action.value for action in offered],
+            flash=flash,
+            final=item.state in TERMINAL_STATES,
+        )
+
+    def not_found(self, message: str) -> HTMLResponse:
+        return self.render("missing.html", status=404, message=printable_line(message))
+
+    # Actions
+
+    async def act(self, request: Request) -> Response:
+        if self.settings.read_only:
+            return Response("read-only: this console does nothing\n", 403, media_type="text/plain")
+        item_id = self._item_id(request)
+        try:
+            action = Action(request.path_params["action"])
+        except ValueError:
+            return self.not_found(f"no action {request.path_params['action']!r}")
+        # The guard read the body already (within its limit); a form is parsed here, without
+        # python-multipart: the pages post urlencoded forms only.
+        body = await request.body()
+        fields = dict(security.form_fields(body, request.headers.get("content-type")))
+        ok, said = await asyncio.to_thread(self._carry_out, item_id, action, fields)
+        key = self.flashes.put(ok, said)
+        return RedirectResponse(f"/items/{item_id}?flash={key}", status_code=303)
+
+    def _carry_out(self, item_id: int, action: Action, fields: dict[str, str]) -> tuple[bool, str]:
+        """The action's service call, as the inbox makes it: its line, or its refusal in the
+        command's words (``wrighty: ...``)."""
+        with self.open_desk() as desk:
+            try:
+                said = _call(desk, item_id, action, fields)
+            except WrightyError as error:
+                return False, printable_line(f"wrighty: {error}")
+        return True, printable_line(said)
+
+    # Live updates
+
+    def _digest(self) -> str:
+        from wrighty.domain.board import AttentionOrder
+
+        with self.open_desk() as desk:
+            board = desk.board(AttentionOrder.REASON)
+        return board_digest(board.rows, extra=(board.open_total, board.report.verdict.value))
+
+    async def events(self, request: Request) -> Response:
+        await asyncio.to_thread(self.watch.start)
+        return StreamingResponse(
+            event_stream(self.watch, request.is_disconnected),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no"},
+        )
+
+    @staticmethod
+    def _item_id(request: Request) -> int:
+        item_id = parse_item_id(request.path_params["item_id"])
+        if item_id is None:
+            raise HTTPException(404, "no such item")
+        return item_id
+
+
+def _call(desk: OperatorDesk, item_id: int, action: Action, fields: dict[str, str]) -> str:
+    """One action through the desk (the command's service, the command's line)."""
+    if action is Action.REQUEUE:
+        how = fields.get("how", "")
+        if how not in ("resume", "fresh"):
+            raise WrightyError("requeue: choose resume or fresh")
+        return desk.requeue(item_id, resume=how == "resume")
+    if action is Action.CANCEL:
+        return desk.cancel(item_id)
+    if action is Action.RELEASE:
+        return desk.release(item_id)
+    if action is Action.PRIORITY:
+        from wrighty.domain.scheduling import parse_priority
+
+        return desk.set_priority(item_id, parse_priority(fields.get("priority", "")))
+    if action is Action.ACCEPT:
+        return desk.accept(item_id)
+    return desk.reject(item_id, fields.get("feedback", ""))
+
+
+def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
+    """The console: its routes behind the guard (security.Guard), which answers every
+    request without the token, with a wrong Host, or a POST without the CSRF token, before
+    any handler runs."""
+    console = Console(open_desk, settings)
+
+    async def page_missing(request: Request, exc: Exception) -> Response:
+        detail = exc.detail if isinstance(exc, HTTPException) else "not found"
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        if status == 405:
+            return Response("method not allowed\n", 405, media_type="text/plain")
+        return console.render("missing.html", status=404, message=printable_line(detail))
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        return Response("internal error: see the server's output\n", 500, media_type="text/plain")
+
+    async def threaded(handler: Callable[[Request], Response], request: Request) -> Response:
+        return await asyncio.to_thread(handler, request)
+
+    def sync(handler: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return await threaded(handler, request)
+
+        return endpoint
+
+    routes = [
+        Route("/", sync(console.board_page), methods=["GET"]),
+        Route("/board", sync(console.board_fragment), methods=["GET"]),
+        Route("/items/{item_id}", sync(console.item_page), methods=["GET"]),
+        Route("/items/{item_id}/{action}", console.act, methods=["POST"]),
+        Route("/events", console.events, methods=["GET"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await asyncio.to_thread(console.watch.stop)
+
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: page_missing, Exception: server_error},
+        lifespan=lifespan,
+    )
+    app.state.console = console
+    return security.Guard(app, token=settings.token, allowed=settings.allowed_hosts)
+
+
+def desk_opener(app_ctx: Any, board_settings: Any) -> OpenDesk:
+    """The production opener: the store wrighty.json (or --store) names, opened for one
+    request by the command line's context (which measures the fleet's clock against it)."""
+    from contextlib import contextmanager
+
+    from wrighty.cli.inbox import OperatorDesk
+
+    @contextmanager
+    def open_desk() -> Iterator[OperatorDesk]:
+        with app_ctx.store() as store:
+            yield OperatorDesk(app_ctx, store, board_settings)
+
+    return open_desk

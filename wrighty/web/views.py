@@ -1,0 +1,175 @@
+"""What the console's pages show, as plain values for the templates: the board's rows with
+their filters and counts, the digest that tells a live page the board changed, and the
+actions that apply to an item. Pure: no Starlette, no Jinja2, no store.
+
+Every string here is plain text; the templates escape it (autoescape), and nothing from
+outside is ever marked safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from wrighty.domain.board import Row, Section, section_counts, when_cell
+from wrighty.domain.scheduling import priority_name
+from wrighty.domain.states import TERMINAL_STATES, ItemState
+from wrighty.domain.text import printable, printable_line
+
+# How long a filter's text may be (longer is cut: a filter is a few words).
+MAX_FILTER_CHARS = 200
+
+SECTION_TITLES: Mapping[Section, str] = {
+    Section.ATTENTION: "Needs attention",
+    Section.REVIEW: "Review",
+    Section.RETRY: "Retry scheduled",
+    Section.RUNNING: "Running",
+    Section.HELD: "Held",
+    Section.WAITING: "Queued",
+}
+
+
+@dataclass(frozen=True)
+class BoardFilter:
+    """The board's filters, from the page's query parameters (empty: no filter)."""
+
+    state: str = ""
+    agent: str = ""
+    label: str = ""
+    text: str = ""
+
+    @classmethod
+    def of(cls, params: Mapping[str, str]) -> BoardFilter:
+        def one(name: str) -> str:
+            return params.get(name, "").strip()[:MAX_FILTER_CHARS]
+
+        return cls(one("state"), one("agent"), one("label"), one("text"))
+
+    @property
+    def active(self) -> bool:
+        return any((self.state, self.agent, self.label, self.text))
+
+    def keeps(self, row: Row, agent: str) -> bool:
+        item = row.item
+        if self.state and item.state.value != self.state:
+            return False
+        if self.agent and agent != self.agent:
+            return False
+        if self.label and self.label not in row.entry.labels:
+            return False
+        if self.text:
+            wanted = self.text.casefold()
+            haystack = f"{item.id} {item.title} {row.why}".casefold()
+            return wanted in haystack
+        return True
+
+
+@dataclass(frozen=True)
+class RowView:
+    """One board row as the page shows it."""
+
+    section: Section
+    id: int
+    state: str
+    priority: str
+    title: str
+    why: str
+    agent: str
+    when: str
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SectionView:
+    section: Section
+    title: str
+    rows: list[RowView]
+    total: int  # before the filters
+
+
+def board_sections(
+    rows: Iterable[Row], *, now: datetime, default_agent: str, wanted: BoardFilter
+) -> list[SectionView]:
+    """The board's sections in order, each with its rows that pass the filters and its count
+    before them."""
+    rows = list(rows)
+    counts = section_counts(rows)
+    kept: dict[Section, list[RowView]] = {section: [] for section in Section}
+    for row in rows:
+        agent = row.item.agent or default_agent
+        if wanted.keeps(row, agent):
+            kept[row.section].append(row_view(row, now=now, agent=agent))
+    return [
+        SectionView(section, SECTION_TITLES[section], kept[section], counts[section])
+        for section in Section
+    ]
+
+
+def row_view(row: Row, *, now: datetime, agent: str) -> RowView:
+    item = row.item
+    return RowView(
+        section=row.section,
+        id=item.id,
+        state=item.state.value,
+        priority=priority_name(item.priority),
+        title=printable_line(item.title),
+        why=printable_line(row.why),
+        agent=printable_line(agent),
+        when=when_cell(row, now),
+        labels=row.entry.labels,
+    )
+
+
+def board_digest(rows: Iterable[Row], *, extra: Iterable[object] = ()) -> str:
+    """What a live page compares: the rows as they stand (section, id, state, generation,
+    why, priority, title), not their ages, which change every second."""
+    digest = hashlib.sha256()
+    for row in rows:
+        item = row.item
+        digest.update(
+            repr((row.section.value, item.id, item.state.value, item.generation, row.why,
+                  item.priority, item.title)).encode("utf-8", "replace")
+        )  # fmt: skip
+    digest.update(repr(tuple(extra)).encode("utf-8", "replace"))
+    return digest.hexdigest()
+
+
+class Action(StrEnum):
+    """What a person can do to an item from its page (each the same service call as the
+    command of its name)."""
+
+    REQUEUE = "requeue"
+    CANCEL = "cancel"
+    RELEASE = "release"
+    PRIORITY = "priority"
+    ACCEPT = "accept"
+    REJECT = "reject"
+
+
+def actions_for(state: ItemState) -> tuple[Action, ...]:
+    """The actions offered for an item in ``state`` (what its service would take; the service
+    still decides, and its refusal is shown)."""
+    from wrighty.services.items import REQUEUABLE
+
+    if state in TERMINAL_STATES:
+        return ()
+    offered: list[Action] = []
+    if state in REQUEUABLE:
+        offered.append(Action.REQUEUE)
+    if state is ItemState.RUNNING:
+        offered.append(Action.RELEASE)
+    if state is ItemState.REVIEW:
+        offered += [Action.ACCEPT, Action.REJECT]
+    if state is not ItemState.RUNNING:
+        offered.append(Action.PRIORITY)
+    offered.append(Action.CANCEL)
+    return tuple(offered)
+
+
+def shown_text(text: str) -> str:
+    """Multi-line text from outside (a body, `show`'s text) as the page holds it: control
+    characters as escapes, newlines kept (the template escapes the rest)."""
+    return printable(text)
