@@ -251,6 +251,11 @@ def not_executable(project: Path) -> None:
     (project / "agent.sh").chmod(0o644)
 
 
+def _private_file(path: Path, text: str, mode: int) -> None:
+    path.write_text(text + "\n")
+    path.chmod(mode)
+
+
 CASES: list[Case] = [
     # the command line itself
     Case("unknown-option", ("--bogus",), "No such option: --bogus"),
@@ -1212,6 +1217,30 @@ CASES: list[Case] = [
     Case("inbox-unknown-option", ("inbox", "--watch"), "No such option"),
     Case("inbox-without-a-terminal", ("inbox",), "needs a terminal"),
     Case("inbox-read-only-without-a-terminal", ("inbox", "--read-only"), "needs a terminal"),
+    # serve: refused before it listens
+    Case("serve-port-negative", ("serve", "--port", "-1"), "--port"),
+    Case("serve-port-past-range", ("serve", "--port", "65536"), "--port"),
+    Case("serve-port-not-a-number", ("serve", "--port", "http"), "--port"),
+    Case("serve-remote-bind", ("serve", "--bind", "0.0.0.0"), "pass --allow-remote too"),
+    Case("serve-remote-bind-v6", ("serve", "--bind", "::"), "pass --allow-remote too"),
+    Case("serve-bind-a-name", ("serve", "--bind", "example.com"), "--bind example.com: give"),
+    Case("serve-bind-control", ("serve", "--bind", "1.2.3.4\x1b[2J"), "--bind 1.2.3.4"),
+    Case("serve-allow-host-space", ("serve", "--allow-host", "a b"), "--allow-host a b: give"),
+    Case("serve-allow-host-empty", ("serve", "--allow-host", ""), "--allow-host"),
+    Case(
+        "serve-token-file-others-read",
+        ("serve", "--token-file", "token"),
+        "group or others may read or write it",
+        setup=lambda project: _private_file(project / "token", "t" * 43, 0o644),
+    ),
+    Case(
+        "serve-token-file-no-token",
+        ("serve", "--token-file", "token"),
+        "does not hold a token",
+        setup=lambda project: _private_file(project / "token", "short", 0o600),
+    ),
+    Case("serve-token-file-a-folder", ("serve", "--token-file", "."), "--token-file"),
+    Case("serve-unknown-option", ("serve", "--open"), "No such option"),
     Case("status-unknown-format", ("status", "--format", "xml"), "--format: expected"),
     Case("status-watch-as-json", ("status", "--watch", "--json"), "--watch shows the terminal"),
     Case(

@@ -15,8 +15,9 @@ from tests.conftest import STORE_BACKENDS, FakeClock, open_postgres, postgres_sc
 from tests.inbox.conftest import _utc, make_project
 from wrighty.cli.context import AppContext
 from wrighty.cli.inbox import board_settings
+from wrighty.cli.serve import desk_opener
 from wrighty.store.port import Store
-from wrighty.web.app import WebSettings, create_app, desk_opener
+from wrighty.web.app import WebSettings, create_app
 from wrighty.web.security import allowed_hosts
 
 __all__ = ["_utc", "clock"]

@@ -50,6 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reject": ("wrighty.cli.review", "reject"),
     "workspaces": ("wrighty.cli.workspaces", "workspaces_app"),
     "inbox": ("wrighty.cli.inbox", "inbox"),
+    "serve": ("wrighty.cli.serve", "serve"),
     "workers": ("wrighty.cli.observability", "workers"),
     "status": ("wrighty.cli.observability", "status"),
     "usage": ("wrighty.cli.usage", "usage"),

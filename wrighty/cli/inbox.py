@@ -1,8 +1,9 @@
 """`wrighty inbox`: the terminal inbox (wrighty/inbox/, on Textual).
 
-This module is the inbox's desk: what it reads and does, on the store and config of the
-command line, with the same services and the same words as the commands (`show`, `requeue`,
-`cancel`, `release`, `reap`, `edit`). Textual is imported only when the inbox starts.
+This module is the inbox's desk (and the web console's, `wrighty serve`): what it reads and
+does, on the store and config of the command line, with the same services and the same words
+as the commands (`show`, `requeue`, `cancel`, `release`, `reap`, `edit`, `accept`, `reject`).
+Textual is imported only when the inbox starts.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from wrighty.errors import WrightyError
 if TYPE_CHECKING:
     from wrighty.inbox.views import DetailView
     from wrighty.services.inbox import Board, BoardSettings
+    from wrighty.services.show import ShowFacts
     from wrighty.store.port import Store
 
 # How often the board is read again, at least and at most (seconds).
@@ -91,6 +93,24 @@ class OperatorDesk:
             log=log,
             log_problem=problem,
         )
+
+    def facts(self, item_id: int) -> ShowFacts:
+        """What `wrighty show` gathers about the item (NotFoundError for an unknown one)."""
+        from wrighty.services.show import show_facts
+
+        return show_facts(self.app_ctx, self.store, item_id)
+
+    def show_text(self, facts: ShowFacts) -> str:
+        """`wrighty show`'s text, as the command prints it to a pipe (the web console's)."""
+        import io
+
+        from wrighty.cli.items import print_show
+        from wrighty.cli.render import OutputConsole
+
+        out = io.StringIO()
+        console = OutputConsole(file=out, color_system=None, force_terminal=False, highlight=False)
+        print_show(console, facts)
+        return out.getvalue()
 
     def requeue(self, item_id: int, *, resume: bool) -> str:
         from wrighty.cli.items import moved_line

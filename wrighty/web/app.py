@@ -1,7 +1,8 @@
 """The web console's Starlette app (docs/web.md): the board, an item, the actions, the live
 updates. One more entry point over the services the commands and the inbox use: every read
-and every action goes through the inbox's desk (`cli/inbox.OperatorDesk`), which calls the
-commands' services and says what they did in the commands' words.
+and every action goes through a `Desk`: the inbox's (`cli/inbox.OperatorDesk`, handed over by
+`wrighty serve`), which calls the commands' services and says what they did in the commands'
+words.
 
 The store: one is opened for each request, in the thread that serves it, and closed after it
 (``open_desk``); none is shared between threads (SQLite's connection and psycopg's are not
@@ -16,15 +17,14 @@ with it: the desk's `AppContext`), and the settings (token, allowed hosts, read-
 from __future__ import annotations
 
 import asyncio
-import io
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.applications import Starlette
@@ -49,14 +49,44 @@ from wrighty.web.views import (
 )
 
 if TYPE_CHECKING:
-    from wrighty.cli.inbox import OperatorDesk
+    from wrighty.domain.board import AttentionOrder
+    from wrighty.services.inbox import Board, BoardSettings
     from wrighty.services.show import ShowFacts
+
+
+class Desk(Protocol):
+    """What the console reads and does, on one open store: the inbox's desk
+    (`cli/inbox.Desk`, which `wrighty serve` hands over), with the commands' services
+    and words. Each action returns the command's line, or raises WrightyError with its
+    refusal."""
+
+    settings: BoardSettings
+    label: str  # the store, as the header names it
+
+    def board(self, order: AttentionOrder) -> Board: ...
+
+    def facts(self, item_id: int) -> ShowFacts: ...
+
+    def show_text(self, facts: ShowFacts) -> str: ...
+
+    def requeue(self, item_id: int, *, resume: bool) -> str: ...
+
+    def cancel(self, item_id: int) -> str: ...
+
+    def release(self, item_id: int) -> str: ...
+
+    def set_priority(self, item_id: int, priority: int) -> str: ...
+
+    def accept(self, item_id: int) -> str: ...
+
+    def reject(self, item_id: int, feedback: str) -> str: ...
+
 
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
 
-OpenDesk = Callable[[], AbstractContextManager["OperatorDesk"]]
+OpenDesk = Callable[[], AbstractContextManager[Desk]]
 
 # The longest feedback form field read (the service bounds the feedback itself).
 MAX_ID_CHARS = 20
@@ -197,17 +227,6 @@ def _neutral(value: object) -> object:
     return printable(value) if isinstance(value, str) else value
 
 
-def show_text(facts: ShowFacts) -> str:
-    """`wrighty show`'s text, as the command prints it to a pipe."""
-    from wrighty.cli.items import print_show
-    from wrighty.cli.render import OutputConsole
-
-    out = io.StringIO()
-    console = OutputConsole(file=out, color_system=None, force_terminal=False, highlight=False)
-    print_show(console, facts)
-    return shown_text(out.getvalue())
-
-
 class Console:
     """The console's handlers, over a desk opened for each request."""
 
@@ -227,7 +246,7 @@ class Console:
         )
         return HTMLResponse(page, status_code=status)
 
-    def board_values(self, desk: OperatorDesk, request: Request) -> dict[str, Any]:
+    def board_values(self, desk: Desk, request: Request) -> dict[str, Any]:
         from wrighty.domain.board import AttentionOrder
 
         wanted = BoardFilter.of(request.query_params)
@@ -259,16 +278,15 @@ class Console:
 
     def item_page(self, request: Request) -> Response:
         from wrighty.domain.budgets import usage_text
-        from wrighty.services.show import show_facts
 
         item_id = self._item_id(request)
         flash = self.flashes.take(request.query_params.get("flash"))
         with self.open_desk() as desk:
             try:
-                facts = show_facts(desk.app_ctx, desk.store, item_id)
+                facts = desk.facts(item_id)
             except NotFoundError as missing:
                 return self.not_found(str(missing))
-            text = show_text(facts)
+            text = shown_text(desk.show_text(facts))
         item = facts.detail.item
         offered = () if self.settings.read_only else actions_for(item.state)
         return self.render(
@@ -339,7 +357,7 @@ class Console:
         return item_id
 
 
-def _call(desk: OperatorDesk, item_id: int, action: Action, fields: dict[str, str]) -> str:
+def _call(desk: Desk, item_id: int, action: Action, fields: dict[str, str]) -> str:
     """One action through the desk (the command's service, the command's line)."""
     if action is Action.REQUEUE:
         how = fields.get("how", "")
@@ -405,18 +423,3 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
     )
     app.state.console = console
     return security.Guard(app, token=settings.token, allowed=settings.allowed_hosts)
-
-
-def desk_opener(app_ctx: Any, board_settings: Any) -> OpenDesk:
-    """The production opener: the store wrighty.json (or --store) names, opened for one
-    request by the command line's context (which measures the fleet's clock against it)."""
-    from contextlib import contextmanager
-
-    from wrighty.cli.inbox import OperatorDesk
-
-    @contextmanager
-    def open_desk() -> Iterator[OperatorDesk]:
-        with app_ctx.store() as store:
-            yield OperatorDesk(app_ctx, store, board_settings)
-
-    return open_desk

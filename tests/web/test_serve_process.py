@@ -1,0 +1,77 @@
+"""`wrighty serve` as a real process: the URL it prints, a login with it, the board, a stop;
+and its output never holds the token after the first line (no access log of the login)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.cli.conftest import wrighty
+from tests.helpers import installed_wrighty
+from tests.inbox.conftest import make_project
+
+pytestmark = pytest.mark.slow
+
+
+def test_serve_prints_the_url_once_and_never_logs_the_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    project = make_project(tmp_path / "project", monkeypatch)
+    assert (
+        wrighty("create", "--title", "Seen on the board", "--body", "b", "--queue").exit_code == 0
+    )
+    process = subprocess.Popen(
+        [installed_wrighty(), "serve", "--port", "0"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        base, token = url.split("/?token=")
+        said = process.stdout.readline()
+        assert "listening on 127.0.0.1:" in said
+        assert len(token) >= 43
+        with httpx.Client(base_url=base, timeout=10) as client:
+            login = client.get(f"/?token={token}", follow_redirects=False)
+            assert login.status_code == 303
+            assert login.headers["location"] == "/"
+            board = client.get("/")
+            assert board.status_code == 200
+            assert "Seen on the board" in board.text
+            client.get(f"/items/1?token={token}")  # a second login, and a bad one
+            client.get("/?token=wrong")
+            client.cookies.clear()
+            assert client.get("/").status_code == 401
+    finally:
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=20)
+    assert process.returncode == 0, rest
+    rest = said + rest  # everything after the URL's line
+    assert token not in rest
+    assert rest.endswith("wrighty serve: stopped\n")
+    assert "Traceback" not in rest
+
+
+def test_serve_refuses_a_remote_bind_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    project = make_project(tmp_path / "project", monkeypatch)
+    done = subprocess.run(
+        [installed_wrighty(), "serve", "--bind", "0.0.0.0", "--port", "0"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ},
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert "--allow-remote" in done.stderr

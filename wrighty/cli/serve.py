@@ -1,0 +1,212 @@
+"""`wrighty serve`: the web console (docs/web.md), on the store and config of the command
+line. Starlette, uvicorn and Jinja2 are imported when it runs, and by no other command."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from wrighty.cli.common import app_context
+from wrighty.domain.text import printable_line
+from wrighty.errors import WrightyError
+
+if TYPE_CHECKING:
+    from wrighty.cli.context import AppContext
+    from wrighty.services.inbox import BoardSettings
+    from wrighty.web.app import OpenDesk
+
+DEFAULT_BIND = "127.0.0.1"
+DEFAULT_PORT = 8765
+MAX_PORT = 65535
+MAX_HOST_CHARS = 260  # a DNS name (253) with a port
+# How long a stop waits for open pages (their live updates) before it closes them.
+SHUTDOWN_GRACE_SECONDS = 2
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def serve(
+    ctx: typer.Context,
+    bind: Annotated[
+        str,
+        typer.Option(
+            "--bind",
+            metavar="HOST",
+            help="The address to listen on. Anything but this machine needs --allow-remote.",
+        ),
+    ] = DEFAULT_BIND,
+    port: Annotated[
+        int,
+        typer.Option("--port", min=0, max=MAX_PORT, help="The port (0: any free one)."),
+    ] = DEFAULT_PORT,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="HOST",
+            help="Also answer requests for this Host (a name in front of it; repeatable).",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file",
+            metavar="PATH",
+            help="Keep the token in this file across restarts (made 0600 if missing).",
+            dir_okay=False,
+        ),
+    ] = None,
+    read_only: Annotated[
+        bool,
+        typer.Option("--read-only", help="Look, do not act: no action shown, every POST refused."),
+    ] = False,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Allow a --bind that others can reach (put TLS and a firewall in front).",
+        ),
+    ] = False,
+) -> None:
+    """The web console: the board, items and their actions, live, behind a token."""
+    from wrighty.web.security import allowed_hosts, is_loopback, new_token, token_from_file
+
+    address = _bind_address(bind)
+    if not is_loopback(address) and not allow_remote:
+        raise WrightyError(
+            f"--bind {bind} can be reached from other machines; pass --allow-remote too, with "
+            "TLS and a firewall in front (docs/web.md)"
+        )
+    extra = [_host_option(host) for host in allow_host or []]
+    app_ctx = app_context(ctx)
+    from wrighty.cli.inbox import board_settings
+
+    settings = board_settings(app_ctx)  # wrighty.json read now: a bad one stops here
+    with app_ctx.store():  # and the store opened once, so that a wrong URL says so now
+        pass
+    token = token_from_file(token_file) if token_file is not None else new_token()
+    listening = _listen(address, port)
+    port = listening.getsockname()[1]
+    from wrighty.web.app import WebSettings, create_app
+
+    web = WebSettings(token, allowed_hosts(address, port, extra), read_only=read_only)
+    app = create_app(desk_opener(app_ctx, settings), web)
+    typer.echo(f"http://{_url_host(address)}:{port}/?token={token}")
+    typer.echo(
+        f"wrighty serve: {'read-only, ' if read_only else ''}listening on "
+        f"{_url_host(address)}:{port}; open the URL above (it holds the token); Ctrl-C stops"
+    )
+    _run(app, listening)
+
+
+def desk_opener(app_ctx: AppContext, settings: BoardSettings) -> OpenDesk:
+    """The console's desk for one request: the inbox's, on the store wrighty.json (or
+    --store) names, opened by the command line's context (which measures the fleet's clock
+    against it) and closed after the request."""
+    from wrighty.cli.inbox import OperatorDesk
+
+    @contextmanager
+    def open_desk() -> Iterator[OperatorDesk]:
+        with app_ctx.store() as store:
+            yield OperatorDesk(app_ctx, store, settings)
+
+    return open_desk
+
+
+def _bind_address(bind: str) -> str:
+    """--bind as an address to listen on: an IP address or localhost."""
+    import ipaddress
+
+    if bind == "localhost":
+        return "127.0.0.1"
+    try:
+        return str(ipaddress.ip_address(bind.strip("[]")))
+    except ValueError:
+        raise WrightyError(
+            f"--bind {printable_line(bind)}: give an IP address (127.0.0.1, ::1, 0.0.0.0) or "
+            "localhost"
+        ) from None
+
+
+def _host_option(host: str) -> str:
+    """An --allow-host: a host name or address, with a port or without."""
+    if (
+        not host
+        or len(host) > MAX_HOST_CHARS
+        or not all(c.isascii() and (c.isalnum() or c in ".-_:[]") for c in host)
+    ):
+        raise WrightyError(
+            f"--allow-host {printable_line(host)}: give a host name or address, as a browser "
+            "sends it in the Host header (console.example, console.example:8443)"
+        )
+    return host
+
+
+def _url_host(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+def _listen(address: str, port: int) -> socket.socket:
+    """A socket bound to ``address:port``, or one line saying why it cannot be."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((address, port))
+    except OSError as error:
+        listening.close()
+        raise WrightyError(
+            f"--port {port}: cannot listen on {_url_host(address)}:{port} "
+            f"({(error.strerror or type(error).__name__).lower()})"
+        ) from None
+    return listening
+
+
+def _run(app: object, listening: socket.socket) -> None:
+    """uvicorn on the bound socket, with no access log: a login's URL holds the token, and
+    no line the server prints may. Ctrl-C or SIGTERM stop it (open pages are given a moment),
+    and the command ends with 0: a stop is how a server ends."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        proxy_headers=False,
+        lifespan="on",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+    )
+    try:
+        _server_class()(config).run(sockets=[listening])
+    finally:
+        listening.close()
+    typer.echo("wrighty serve: stopped")
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, but a stop signal ends the command instead of being raised again
+        once the server has shut down (uvicorn hands it back to the previous handler)."""
+
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server
