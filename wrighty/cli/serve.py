@@ -28,6 +28,7 @@ MAX_PORT = 65535
 MAX_HOST_CHARS = 260  # a DNS name (253) with a port
 # How long a stop waits for open pages (their live updates) before it closes them.
 SHUTDOWN_GRACE_SECONDS = 2
+LISTEN_BACKLOG = 2048  # uvicorn's own
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -159,6 +160,9 @@ def _listen(address: str, port: int) -> socket.socket:
     try:
         listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listening.bind((address, port))
+        # Listening now: the URL printed next is answered at once (what connects before
+        # uvicorn has started waits in the backlog instead of being refused).
+        listening.listen(LISTEN_BACKLOG)
     except OSError as error:
         listening.close()
         raise WrightyError(
