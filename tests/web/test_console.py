@@ -391,6 +391,8 @@ def test_the_item_page_says_what_show_says(console: Console, clock: FakeClock):
     assert 'class="outcome outcome-agent-failure"' in page
     assert "sess-" in page
     assert "operator" in page  # the history's actor
+    running = console.client.get(f"/items/{made.running}").text
+    assert "<td>15,400 tokens</td>" in running  # the open run's usage so far, in its row
 
 
 @pytest.mark.parametrize("bad", ["0", "-1", "99999999999999999999", "abc", "1e3", "%C2%B9"])

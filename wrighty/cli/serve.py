@@ -108,8 +108,10 @@ def serve(
 
 def desk_opener(app_ctx: AppContext, settings: BoardSettings) -> OpenDesk:
     """The console's desk for one request: the inbox's, on the store wrighty.json (or
-    --store) names, opened by the command line's context (which measures the fleet's clock
-    against it) and closed after the request."""
+    --store) names, opened by the command line's context and closed after the request. Each
+    open measures the fleet's clock against the store (PostgreSQL) and the context keeps the
+    latest measurement: requests in other threads may each replace it, and every one of them
+    is a valid reading."""
     from wrighty.cli.inbox import OperatorDesk
 
     @contextmanager

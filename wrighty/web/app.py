@@ -211,7 +211,7 @@ async def event_stream(
 
 def templates() -> Environment:
     """Jinja2 with autoescape on for every template (outside text is never marked safe)."""
-    return Environment(
+    env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=True,
         undefined=StrictUndefined,
@@ -221,6 +221,10 @@ def templates() -> Environment:
         # terminal escape in a title is inert text), before autoescape makes it HTML.
         finalize=_neutral,
     )
+    from wrighty.domain.budgets import usage_text
+
+    env.globals["usage_text"] = usage_text
+    return env
 
 
 def _neutral(value: object) -> object:
