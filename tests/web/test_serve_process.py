@@ -75,3 +75,18 @@ def test_serve_refuses_a_remote_bind_in_one_line(tmp_path: Path, monkeypatch: py
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1
     assert "--allow-remote" in done.stderr
+
+
+def test_serve_without_its_libraries_says_how_to_get_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import sys
+
+    make_project(tmp_path / "project", monkeypatch)
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # an import of it fails
+    result = wrighty("serve", "--port", "0")
+    assert result.exit_code == 2
+    assert (
+        result.output
+        == "wrighty: wrighty serve needs uvicorn: pip install 'wrighty[web]' (docs/web.md)\n"
+    )

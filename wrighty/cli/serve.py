@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from wrighty.services.inbox import BoardSettings
     from wrighty.web.app import OpenDesk
 
+WEB_LIBRARIES = ("starlette", "uvicorn", "jinja2")
 DEFAULT_BIND = "127.0.0.1"
 DEFAULT_PORT = 8765
 MAX_PORT = 65535
@@ -76,6 +77,7 @@ def serve(
     ] = False,
 ) -> None:
     """The web console: the board, items and their actions, live, behind a token."""
+    _web_libraries()
     from wrighty.web.security import allowed_hosts, is_loopback, new_token, token_from_file
 
     address = _bind_address(bind)
@@ -104,6 +106,23 @@ def serve(
         f"{_url_host(address)}:{port}; open the URL above (it holds the token); Ctrl-C stops"
     )
     _run(app, listening)
+
+
+def _web_libraries() -> None:
+    """The optional extra `web` (Starlette, uvicorn, Jinja2), or one line saying how to get
+    it."""
+    import importlib
+
+    missing = []
+    for name in WEB_LIBRARIES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise WrightyError(
+            f"wrighty serve needs {', '.join(missing)}: pip install 'wrighty[web]' (docs/web.md)"
+        )
 
 
 def desk_opener(app_ctx: AppContext, settings: BoardSettings) -> OpenDesk:
