@@ -81,8 +81,12 @@ class AppContext:
         return parse_store_url(loaded.config.store.url, base=loaded.root)
 
     @contextmanager
-    def store(self, target: StoreTarget | None = None) -> Iterator[Store]:
-        """The store at ``target``, by default the one the options and wrighty.json name."""
+    def store(
+        self, target: StoreTarget | None = None, *, report_unreadable: bool = True
+    ) -> Iterator[Store]:
+        """The store at ``target``, by default the one the options and wrighty.json name.
+        ``report_unreadable``: tell on stderr each row left out because it does not read (a
+        server that shows them itself, and reads the store every second, does not)."""
         store = open_store(target or self.store_target())
         try:
             from wrighty.services.clock import StoreClock  # a command without a store needs none
@@ -90,8 +94,8 @@ class AppContext:
             self._clock = StoreClock(store.store_time, base=_command_clock)
             self._clock.measure(attempts=MEASURE_ATTEMPTS)
             yield store
-            for error in store.unreadable_rows():  # left out of what the command shows
-                tell_unreadable(error)
+            for error in store.unreadable_rows() if report_unreadable else ():
+                tell_unreadable(error)  # left out of what the command shows
         finally:
             store.close()
 

@@ -135,7 +135,9 @@ def desk_opener(app_ctx: AppContext, settings: BoardSettings) -> OpenDesk:
 
     @contextmanager
     def open_desk() -> Iterator[OperatorDesk]:
-        with app_ctx.store() as store:
+        # A row that does not read is shown on the board (its unreadable lines), not told
+        # on stderr at every request and every second of the live updates.
+        with app_ctx.store(report_unreadable=False) as store:
             yield OperatorDesk(app_ctx, store, settings)
 
     return open_desk
