@@ -20,6 +20,7 @@ from tests.inbox.seed import (
 )
 from tests.inbox.test_inbox_app import board_ids, message, screen_text, select
 from wrighty.domain.board import Section
+from wrighty.domain.model import Item
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.inbox.app import READ_ONLY_REFUSAL, InboxApp
@@ -57,6 +58,17 @@ def test_an_item_ready_for_review_has_its_own_section_after_attention(
         drive(app, script, size=(140, 30))
     finally:
         opened.close()
+
+
+def read_items(project: Path, *ids: int) -> list[Item]:
+    """The items ``ids`` as the project's store holds them now."""
+    store = open_project_store(project)
+    try:
+        found = [store.get_item(item_id) for item_id in ids]
+    finally:
+        store.close()
+    assert None not in found
+    return [item for item in found if item is not None]
 
 
 def _two_in_review(project: Path, clock: FakeClock) -> tuple[int, int]:
@@ -109,13 +121,7 @@ def test_a_accepts_and_d_rejects_with_the_feedback_typed(project: Path, clock: F
         drive(app, script, size=(140, 30))
     finally:
         opened.close()
-    store = open_project_store(project)
-    try:
-        done, back = store.get_item(accepted), store.get_item(rejected)
-    finally:
-        store.close()
-    assert done is not None
-    assert back is not None
+    done, back = read_items(project, accepted, rejected)
     assert (done.state, done.reason_code) == (ItemState.DONE, "accepted")
     assert (back.state, back.feedback, back.rejections) == (
         ItemState.RETRY_SCHEDULED, "Sign it", 1)  # fmt: skip
@@ -137,10 +143,5 @@ def test_read_only_refuses_accept_and_reject(project: Path, clock: FakeClock) ->
         drive(app, script, size=(140, 30))
     finally:
         opened.close()
-    store = open_project_store(project)
-    try:
-        item = store.get_item(accepted)
-    finally:
-        store.close()
-    assert item is not None
+    [item] = read_items(project, accepted)
     assert item.state is ItemState.REVIEW
