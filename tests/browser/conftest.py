@@ -21,10 +21,11 @@ def _missing(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def chromium() -> Iterator[Any]:
-    """One headless Chromium for the session (each test opens its own context: no cookie or
-    storage is shared between tests)."""
+    """A headless Chromium for one test. Not one for the session: while Playwright's sync API
+    runs, its event loop is this thread's running loop, and the tests that run an app with
+    asyncio.run (the inbox's) would find it there."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
