@@ -101,6 +101,19 @@ def file_option(flag: str, path: Path, *, limit: int) -> str:
         raise WrightyError(f"{flag} {path}: {error}") from None
 
 
+def stdin_text(what: str, *, limit: int) -> str:
+    """The UTF-8 text piped on standard input (at most ``limit`` bytes), or one line that says
+    why it cannot be used (``what``: what the text is, as "the task")."""
+    import sys
+
+    from wrighty.inputs import InputError, read_text_stream
+
+    try:
+        return read_text_stream(sys.stdin.buffer, limit=limit)
+    except InputError as error:
+        raise WrightyError(f"{what} on standard input {error}") from None
+
+
 def seconds_option(name: str, value: str | None, at_most: float) -> float | None:
     """The seconds in a duration option (``--timeout 30m``); None when it was not given."""
     if value is None:

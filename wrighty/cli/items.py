@@ -22,6 +22,7 @@ from wrighty.cli.common import (
     file_option,
     limit_options,
     seconds_option,
+    stdin_text,
 )
 from wrighty.cli.context import AppContext
 from wrighty.cli.documents import (
@@ -49,7 +50,6 @@ from wrighty.domain.states import ItemState, parse_state
 from wrighty.domain.text import printable_line
 from wrighty.domain.transitions import checks_words, validate_new_item
 from wrighty.errors import WrightyError
-from wrighty.inputs import InputError, read_text_stream
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -120,10 +120,7 @@ def _read_body(body: str | None, body_file: Path | None) -> str:
         raise WrightyError(
             "no task given: pass --body TEXT, --body-file PATH, or pipe the task on stdin"
         )
-    try:
-        return read_text_stream(sys.stdin.buffer, limit=MAX_BODY_BYTES)
-    except InputError as error:
-        raise WrightyError(f"the task on standard input {error}") from None
+    return stdin_text("the task", limit=MAX_BODY_BYTES)
 
 
 def create(

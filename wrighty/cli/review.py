@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wrighty.cli.common import ItemId, JsonFlag, app_context, file_option
+from wrighty.cli.common import ItemId, JsonFlag, app_context, file_option, stdin_text
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
 
@@ -145,9 +144,4 @@ def _feedback(feedback: str | None, feedback_file: Path | None) -> str:
     assert feedback_file is not None
     if str(feedback_file) != "-":
         return file_option("--feedback-file", feedback_file, limit=MAX_FEEDBACK_BYTES)
-    from wrighty.inputs import InputError, read_text_stream
-
-    try:
-        return read_text_stream(sys.stdin.buffer, limit=MAX_FEEDBACK_BYTES)
-    except InputError as error:
-        raise WrightyError(f"the feedback on standard input {error}") from None
+    return stdin_text("the feedback", limit=MAX_FEEDBACK_BYTES)
