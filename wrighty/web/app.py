@@ -245,6 +245,7 @@ class Console:
     # Pages
 
     def render(self, name: str, status: int = 200, **values: Any) -> HTMLResponse:
+        values.setdefault("tab", "")
         page = self.env.get_template(name).render(
             csrf=self.csrf, read_only=self.settings.read_only, **values
         )
@@ -273,7 +274,7 @@ class Console:
     def board_page(self, request: Request) -> Response:
         with self.open_desk() as desk:
             values = self.board_values(desk, request)
-        return self.render("board.html", **values)
+        return self.render("board.html", tab="board", **values)
 
     def board_fragment(self, request: Request) -> Response:
         with self.open_desk() as desk:
