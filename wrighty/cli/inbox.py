@@ -18,7 +18,11 @@ from wrighty.domain.board import AttentionOrder
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from wrighty.domain.model import Run
     from wrighty.inbox.views import DetailView
+    from wrighty.services.diff import Change
     from wrighty.services.inbox import Board, BoardSettings
     from wrighty.services.show import ShowFacts
     from wrighty.store.port import Store
@@ -156,6 +160,45 @@ class OperatorDesk:
         from wrighty.cli.review import reject_now, rejected_line
 
         return rejected_line(*reject_now(self.app_ctx, self.store, item_id, feedback))
+
+    def verify(self, item_id: int) -> str:
+        """`wrighty verify`: its summary line; WrightyError with it when a check failed."""
+        from wrighty.cli.verify import verified_line, verify_now
+
+        result = verify_now(self.app_ctx, self.store, item_id)
+        line = verified_line(result)
+        if not result.passed:
+            raise WrightyError(line)
+        return line
+
+    def change(self, item_id: int, *, stat: bool) -> Change:
+        """`wrighty diff [--stat]`'s change (WrightyError with its refusal)."""
+        from wrighty.cli.diff import change_now
+
+        return change_now(self.app_ctx, self.store, item_id, stat=stat)
+
+    def last_run_logs(self, item_id: int) -> tuple[Run, Path | None, str | None]:
+        """The item's last run, the folder of its log files here, and why this machine has
+        none (None: it has them, or will once its agent writes); NotFoundError for an item
+        with no run, as `wrighty logs` says it."""
+        from wrighty.config import STATE_DIRNAME
+        from wrighty.services.items import find_run
+        from wrighty.services.runlogs import logs_problem, run_log_dir
+
+        run = find_run(self.store, item_id, None)
+        log_dir = run_log_dir(self.app_ctx.config().root / STATE_DIRNAME, run)
+        problem = logs_problem(run, log_dir, installation_id=self.settings.installation_id)
+        return run, (None if problem else log_dir), problem
+
+    def run_outcome(self, run_id: str) -> str | None:
+        """None while the run is open; how it ended once it has (its outcome class)."""
+        from wrighty.services.items import get_run
+
+        run = get_run(self.store, run_id)
+        if run is None or run.ended_at is not None:
+            ended = run.outcome_class if run is not None else None
+            return ended.value if ended is not None else "ended"
+        return None
 
 
 def _store_label(app_ctx: AppContext) -> str:

@@ -12,8 +12,12 @@ from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from wrighty.cli.context import AppContext
     from wrighty.domain.verify import CheckEvidence
     from wrighty.services.verify import ByHand
+    from wrighty.store.port import Store
 
 # How many of the last lines of a failing check's output the plain text shows.
 TAIL_LINES = 20
@@ -24,33 +28,14 @@ CHECKS_FAILED_EXIT = 1
 def verify(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Run an item's checks now, in its workspace, without an agent; an item waiting for a
     person because of its checks is done once they all pass. Exit code 1 if one fails."""
-    from wrighty.config import STATE_DIRNAME
-    from wrighty.config.translate import verify_policy
-    from wrighty.installation import installation_id
-    from wrighty.services.verify import verify_by_hand
-
     app_ctx = app_context(ctx)
-    loaded = app_ctx.config()
-    config = loaded.config
 
     def told(evidence: CheckEvidence) -> None:
         if not as_json:
             _print_check(evidence)
 
     with app_ctx.store() as store:
-        item = store.get_item(item_id)
-        agent = (item.agent if item is not None else None) or config.worker.default_agent
-        result = verify_by_hand(
-            store,
-            item_id,
-            policy=verify_policy(config, agent),
-            agent=agent,
-            installation_id=installation_id(),
-            state_dir=loaded.root / STATE_DIRNAME,
-            now=app_ctx.now,
-            environ=os.environ,
-            told=told,
-        )
+        result = verify_now(app_ctx, store, item_id, told=told)
     if as_json:
         from wrighty.cli.documents import check_json, print_json
 
@@ -65,9 +50,41 @@ def verify(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> No
             }
         )
     else:
-        typer.echo(_summary(result))
+        typer.echo(verified_line(result))
     if not result.passed:
         raise typer.Exit(CHECKS_FAILED_EXIT)
+
+
+def verify_now(
+    app_ctx: AppContext,
+    store: Store,
+    item_id: int,
+    *,
+    told: Callable[[CheckEvidence], None] = lambda _: None,
+) -> ByHand:
+    """`wrighty verify`'s service call, as the command and the web console make it: the
+    item's checks by its agent's policy in wrighty.json, in its workspace on this
+    installation, with this process's environment."""
+    from wrighty.config import STATE_DIRNAME
+    from wrighty.config.translate import verify_policy
+    from wrighty.installation import installation_id
+    from wrighty.services.verify import verify_by_hand
+
+    loaded = app_ctx.config()
+    config = loaded.config
+    item = store.get_item(item_id)
+    agent = (item.agent if item is not None else None) or config.worker.default_agent
+    return verify_by_hand(
+        store,
+        item_id,
+        policy=verify_policy(config, agent),
+        agent=agent,
+        installation_id=installation_id(),
+        state_dir=loaded.root / STATE_DIRNAME,
+        now=app_ctx.now,
+        environ=os.environ,
+        told=told,
+    )
 
 
 def _print_check(evidence: CheckEvidence) -> None:
@@ -92,7 +109,9 @@ def check_lines(evidence: CheckEvidence, *, tail_lines: int) -> list[str]:
     return [*lines, *(f"        {printable_line(line)}" for line in tail)]
 
 
-def _summary(result: ByHand) -> str:
+def verified_line(result: ByHand) -> str:
+    """What `wrighty verify` says it did (WrightyError when the item moved while its checks
+    ran: the rest of them was not recorded)."""
     item_id, state = result.item.id, result.item.state.value
     if result.moved:
         raise WrightyError(

@@ -92,16 +92,23 @@ class LogReader:
         self._data = bytearray()
         self._shown = 0  # bytes of _data already handed out
 
+    def skip_to_tail(self, size: int) -> int:
+        """Leave all but about the last ``size`` bytes the file holds now unread, from the
+        start of a line (a page that follows a long run starts near its end); how many bytes
+        are skipped. What is skipped is still the context of the redaction."""
+        self._load()
+        start = max(0, len(self._data) - size)
+        if start:
+            newline = self._data.find(b"\n", start - 1)
+            start = len(self._data) if newline == -1 else newline + 1
+        self._shown = max(self._shown, start)
+        return self._shown
+
     def read_new(self, *, final: bool) -> str:
         """The output written since the last call, redacted, undecodable bytes kept; only whole
         lines unless ``final`` (the run has ended, so a last line without its newline is
         complete too)."""
-        try:
-            with self.path.open("rb") as handle:
-                handle.seek(len(self._data))
-                self._data += handle.read()
-        except FileNotFoundError:
-            pass  # not started yet, or nothing to show
+        self._load()
         end = len(self._data) if final else self._data.rfind(b"\n") + 1
         if end <= self._shown:
             return ""
@@ -117,6 +124,14 @@ class LogReader:
             text = text.split("\n", 1)[1]
         self._shown = end
         return text
+
+    def _load(self) -> None:
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(len(self._data))
+                self._data += handle.read()
+        except FileNotFoundError:
+            pass  # not started yet, or nothing to show
 
 
 def print_output(readers: Sequence[LogReader], *, final: bool, write: Write) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -35,6 +36,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from wrighty.domain.model import MAX_ITEM_ID
+from wrighty.domain.scheduling import PRIORITIES, priority_name
 from wrighty.domain.states import TERMINAL_STATES
 from wrighty.domain.text import printable, printable_line
 from wrighty.errors import NotFoundError, WrightyError
@@ -45,11 +47,14 @@ from wrighty.web.views import (
     actions_for,
     board_digest,
     board_sections,
+    diff_lines,
     shown_text,
 )
 
 if TYPE_CHECKING:
     from wrighty.domain.board import AttentionOrder
+    from wrighty.domain.model import Run
+    from wrighty.services.diff import Change
     from wrighty.services.inbox import Board, BoardSettings
     from wrighty.services.show import ShowFacts
 
@@ -81,6 +86,14 @@ class Desk(Protocol):
 
     def reject(self, item_id: int, feedback: str) -> str: ...
 
+    def verify(self, item_id: int) -> str: ...
+
+    def change(self, item_id: int, *, stat: bool) -> Change: ...
+
+    def last_run_logs(self, item_id: int) -> tuple[Run, Path | None, str | None]: ...
+
+    def run_outcome(self, run_id: str) -> str | None: ...
+
 
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
@@ -88,8 +101,9 @@ STATIC = HERE / "static"
 
 OpenDesk = Callable[[], AbstractContextManager[Desk]]
 
-# The longest feedback form field read (the service bounds the feedback itself).
 MAX_ID_CHARS = 20
+# The most lines of a diff a page shows (`wrighty diff` shows it whole).
+MAX_DIFF_LINES = 20_000
 # How many flash messages wait to be shown at most (each is shown once).
 MAX_FLASHES = 256
 # How often an open /events stream looks whether the board changed, and says it is alive.
@@ -228,7 +242,11 @@ def templates() -> Environment:
 
 
 def _neutral(value: object) -> object:
-    return printable(value) if isinstance(value, str) else value
+    # Markup is the templates' own HTML (a macro's caller): nothing from outside is ever
+    # marked safe, so it has no text of its own to neutralise.
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return printable(value)
+    return value
 
 
 class Console:
@@ -292,8 +310,10 @@ class Console:
             except NotFoundError as missing:
                 return self.not_found(str(missing))
             text = shown_text(desk.show_text(facts))
+            log = self._log_view(desk, item_id) if facts.detail.runs else None
         item = facts.detail.item
-        offered = () if self.settings.read_only else actions_for(item.state)
+        can_verify = facts.standing.can_verify
+        offered = () if self.settings.read_only else actions_for(item.state, can_verify=can_verify)
         return self.render(
             "item.html",
             facts=facts,
@@ -302,8 +322,69 @@ class Console:
             show=text,
             spent=usage_text(facts.spent),
             actions=[action.value for action in offered],
+            priority=priority_name(item.priority),
+            priorities=[priority_name(p) for p in PRIORITIES],
+            log=log,
             flash=flash,
             final=item.state in TERMINAL_STATES,
+        )
+
+    @staticmethod
+    def _log_view(desk: Desk, item_id: int) -> dict[str, Any]:
+        run, _, problem = desk.last_run_logs(item_id)
+        return {"attempt": run.attempt, "problem": printable_line(problem) if problem else None}
+
+    def diff_page(self, request: Request) -> Response:
+        item_id = self._item_id(request)
+        with self.open_desk() as desk:
+            try:
+                change = desk.change(item_id, stat=False)
+                stat = desk.change(item_id, stat=True).text if change.text else ""
+            except NotFoundError as missing:
+                return self.not_found(str(missing))
+            except WrightyError as refused:
+                return self.render(
+                    "missing.html", status=409, message=printable_line(f"wrighty: {refused}")
+                )
+        lines, cut = diff_lines(change.text, limit=MAX_DIFF_LINES)
+        return self.render(
+            "diff.html",
+            item_id=item_id,
+            base=change.base[:12],
+            note=printable_line(change.note) if change.note else None,
+            stat=shown_text(stat),
+            lines=lines,
+            cut=cut,
+        )
+
+    async def log_stream(self, request: Request) -> Response:
+        """The item's last run's output as server-sent events (web/logstream.py); 404 with
+        one line when it has no run or no logs here."""
+        from wrighty.services.runlogs import LogReader
+        from wrighty.web.logstream import log_events
+
+        item_id = self._item_id(request)
+
+        def find() -> tuple[Run, Path | None, str | None]:
+            with self.open_desk() as desk:
+                return desk.last_run_logs(item_id)
+
+        try:
+            run, log_dir, problem = await asyncio.to_thread(find)
+        except NotFoundError as missing:
+            return _plain(404, str(missing))
+        if log_dir is None:
+            return _plain(404, problem or "no logs here")
+
+        def run_open() -> str | None:
+            with self.open_desk() as desk:
+                return desk.run_outcome(run.run_id)
+
+        readers = [LogReader(log_dir / f"{name}.log", name) for name in ("stdout", "stderr")]
+        return StreamingResponse(
+            log_events(run, readers, run_open=run_open, disconnected=request.is_disconnected),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no", "cache-control": "no-store"},
         )
 
     def not_found(self, message: str) -> HTMLResponse:
@@ -362,6 +443,10 @@ class Console:
         return item_id
 
 
+def _plain(status: int, line: str) -> Response:
+    return Response(printable_line(line) + "\n", status, media_type="text/plain")
+
+
 def _call(desk: Desk, item_id: int, action: Action, fields: dict[str, str]) -> str:
     """One action through the desk (the command's service, the command's line)."""
     if action is Action.REQUEUE:
@@ -379,6 +464,8 @@ def _call(desk: Desk, item_id: int, action: Action, fields: dict[str, str]) -> s
         return desk.set_priority(item_id, parse_priority(fields.get("priority", "")))
     if action is Action.ACCEPT:
         return desk.accept(item_id)
+    if action is Action.VERIFY:
+        return desk.verify(item_id)
     return desk.reject(item_id, fields.get("feedback", ""))
 
 
@@ -411,6 +498,8 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
         Route("/", sync(console.board_page), methods=["GET"]),
         Route("/board", sync(console.board_fragment), methods=["GET"]),
         Route("/items/{item_id}", sync(console.item_page), methods=["GET"]),
+        Route("/items/{item_id}/diff", sync(console.diff_page), methods=["GET"]),
+        Route("/items/{item_id}/log", console.log_stream, methods=["GET"]),
         Route("/items/{item_id}/{action}", console.act, methods=["POST"]),
         Route("/events", console.events, methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

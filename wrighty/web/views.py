@@ -147,11 +147,13 @@ class Action(StrEnum):
     PRIORITY = "priority"
     ACCEPT = "accept"
     REJECT = "reject"
+    VERIFY = "verify"
 
 
-def actions_for(state: ItemState) -> tuple[Action, ...]:
+def actions_for(state: ItemState, *, can_verify: bool = False) -> tuple[Action, ...]:
     """The actions offered for an item in ``state`` (what its service would take; the service
-    still decides, and its refusal is shown)."""
+    still decides, and its refusal is shown); ``can_verify``: `wrighty show` offers
+    `wrighty verify` (ShowFacts.standing)."""
     from wrighty.services.items import REQUEUABLE
 
     if state in TERMINAL_STATES:
@@ -159,6 +161,8 @@ def actions_for(state: ItemState) -> tuple[Action, ...]:
     offered: list[Action] = []
     if state in REQUEUABLE:
         offered.append(Action.REQUEUE)
+    if can_verify:
+        offered.append(Action.VERIFY)
     if state is ItemState.RUNNING:
         offered.append(Action.RELEASE)
     if state is ItemState.REVIEW:
@@ -173,3 +177,41 @@ def shown_text(text: str) -> str:
     """Multi-line text from outside (a body, `show`'s text) as the page holds it: control
     characters as escapes, newlines kept (the template escapes the rest)."""
     return printable(text)
+
+
+class DiffLine(StrEnum):
+    """What a line of git's diff is, for its colour."""
+
+    FILE = "file"  # a file's header: diff --git, index, ---, +++, new file, ...
+    HUNK = "hunk"  # @@ -a,b +c,d @@
+    ADD = "add"
+    DEL = "del"
+    SAME = "same"
+
+
+def diff_lines(text: str, *, limit: int) -> tuple[list[tuple[str, str]], int | None]:
+    """git's diff (text from outside) as (kind, line) pairs, each line neutralised but its
+    tabs, at most ``limit`` of them; and ``limit`` when it cut the rest (else None)."""
+    lines = text.removesuffix("\n").split("\n") if text else []
+    shown: list[tuple[str, str]] = []
+    in_header = False
+    for line in lines[:limit]:
+        if line.startswith("diff "):
+            in_header = True
+        elif line.startswith("@@"):
+            in_header = False
+        kind = _diff_kind(line, in_header)
+        shown.append((kind.value, printable(line)))
+    return shown, (limit if len(lines) > limit else None)
+
+
+def _diff_kind(line: str, in_header: bool) -> DiffLine:
+    if in_header:
+        return DiffLine.FILE
+    if line.startswith("@@"):
+        return DiffLine.HUNK
+    if line.startswith("+"):
+        return DiffLine.ADD
+    if line.startswith("-"):
+        return DiffLine.DEL
+    return DiffLine.SAME

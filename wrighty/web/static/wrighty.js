@@ -56,8 +56,48 @@
     events.addEventListener("board", refresh);
   }
 
+  // An item's page: its last run's output, followed (GET /items/ID/log, server-sent). The
+  // text goes in as text (a text node), never as HTML; a page that reconnects starts over.
+  function followLog() {
+    var log = document.getElementById("log");
+    if (!log || !window.EventSource) {
+      return;
+    }
+    var panes = {
+      stdout: document.getElementById("log-stdout"),
+      stderr: document.getElementById("log-stderr"),
+    };
+    var note = document.getElementById("log-note");
+    var events = new EventSource(log.getAttribute("data-stream"));
+    events.addEventListener("start", function (event) {
+      var start = JSON.parse(event.data);
+      panes.stdout.textContent = "";
+      panes.stderr.textContent = "";
+      var skipped = start.skipped.stdout + start.skipped.stderr;
+      note.textContent = skipped
+        ? "the earlier " + skipped + " bytes are not shown (wrighty logs prints them); following"
+        : "following";
+      log.setAttribute("data-state", "following");
+    });
+    events.addEventListener("out", function (event) {
+      var out = JSON.parse(event.data);
+      var pane = panes[out.stream];
+      if (pane) {
+        pane.appendChild(document.createTextNode(out.text));
+        log.setAttribute("data-updated", String(Date.now()));
+      }
+    });
+    events.addEventListener("end", function (event) {
+      var end = JSON.parse(event.data);
+      note.textContent = "the run has ended (" + end.outcome + ")";
+      log.setAttribute("data-state", "ended");
+      events.close();
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     confirmActions();
     followBoard();
+    followLog();
   });
 })();

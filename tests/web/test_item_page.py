@@ -1,0 +1,387 @@
+"""An item's page beyond its fields: the action forms each state offers, button by button;
+running the checks; the change against its base; the last run's output followed live
+(wrighty/web/app.py, wrighty/web/logstream.py), on both stores."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FakeClock
+from tests.helpers import git
+from tests.inbox.seed import claim
+from tests.web.conftest import Console, history, make_console, seeded
+from tests.web.test_console import in_review, post
+from wrighty.cli.context import AppContext
+from wrighty.domain.model import NewItem, NewRun, Run, RunEnd, Session
+from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.states import ItemState
+from wrighty.domain.transitions import transition
+from wrighty.installation import installation_id
+from wrighty.services.runlogs import LogReader, run_log_dir
+from wrighty.web.logstream import log_events
+from wrighty.web.security import CSRF_FIELD
+
+# Passes while the project's file `answer` holds 42.
+CHECK = {
+    "name": "answer",
+    "argv": ["sh", "-c", "echo the answer is $(cat answer); grep -qx 42 answer"],
+}
+
+
+class Forms(HTMLParser):
+    """Each form's action and the labels of its buttons (and whether it has a feedback
+    field and a priority choice)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: dict[str, list[str]] = {}
+        self._form: str | None = None
+        self._button: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "form" and found.get("method") == "post":
+            self._form = found.get("action") or ""
+            self.forms[self._form] = []
+        elif self._form is not None and tag == "button":
+            self._button = []
+        elif self._form is not None and tag in ("textarea", "select"):
+            self.forms[self._form].append(f"<{tag} {found.get('name')}>")
+        elif self._form is not None and tag == "input" and found.get("name") == CSRF_FIELD:
+            self.forms[self._form].append("<csrf>")
+
+    def handle_data(self, data: str) -> None:
+        if self._button is not None:
+            self._button.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "button" and self._button is not None and self._form is not None:
+            self.forms[self._form].append("".join(self._button).strip())
+            self._button = None
+        elif tag == "form":
+            self._form = None
+
+
+def forms_on(console: Console, item_id: int) -> dict[str, list[str]]:
+    parser = Forms()
+    parser.feed(console.client.get(f"/items/{item_id}").text)
+    prefix = f"/items/{item_id}/"
+    return {action.removeprefix(prefix): fields for action, fields in parser.forms.items()}
+
+
+REQUEUE = ["<csrf>", "Requeue (resume)", "Requeue (fresh)"]
+PRIORITY = ["<csrf>", "<select priority>", "Set priority"]
+CANCEL = ["<csrf>", "Cancel"]
+
+
+def test_each_state_offers_its_actions_button_by_button(console: Console, clock: FakeClock):
+    made = seeded(console.app_ctx, clock)
+    review = in_review(console.app_ctx, clock)
+    console.login()
+    waiting = {"requeue": REQUEUE, "priority": PRIORITY, "cancel": CANCEL}
+    assert forms_on(console, made.attention) == waiting
+    assert forms_on(console, made.retry) == waiting
+    assert forms_on(console, made.running) == {
+        "release": ["<csrf>", "Release"],
+        "cancel": CANCEL,
+    }
+    for unclaimed in (made.queued, made.todo, made.blocked):
+        assert forms_on(console, unclaimed) == {"priority": PRIORITY, "cancel": CANCEL}
+    assert forms_on(console, review) == {
+        "accept": ["<csrf>", "Accept"],
+        "reject": ["<csrf>", "<textarea feedback>", "Reject"],
+        "priority": PRIORITY,
+        "cancel": CANCEL,
+    }
+    assert forms_on(console, made.done) == {}
+    assert forms_on(console, made.cancelled) == {}
+
+
+def test_the_priority_choice_holds_every_priority_with_the_items_chosen(
+    console: Console, clock: FakeClock
+):
+    made = seeded(console.app_ctx, clock)
+    page = console.login().get(f"/items/{made.queued}").text
+    assert '<option value="P0">P0</option>' in page
+    assert '<option value="P1" selected>P1</option>' in page  # the seed's queued item is P1
+    assert '<option value="P3">P3</option>' in page
+
+
+# Running the checks
+
+
+def with_checks(project: Path, *checks: dict[str, object]) -> None:
+    path = project / "wrighty.json"
+    document = json.loads(path.read_text())
+    document["verify"] = {"checks": list(checks)}
+    path.write_text(json.dumps(document))
+
+
+def ran_here(app_ctx: AppContext, clock: FakeClock, workspace: Path, **session: object) -> Run:
+    """An item claimed and started on this installation, in ``workspace``."""
+    here = installation_id()
+    with app_ctx.store() as store:
+        made = store.create_item(
+            NewItem("Checked", "b", None, None, str(workspace), ItemState.QUEUED),
+            at=clock(),
+            actor="operator",
+        )
+        claimed = claim(store, made.id, at=clock())
+        kept = Session(made.id, "command", "s-1", str(workspace), here, **session)  # type: ignore[arg-type]
+        run = store.start_run(
+            claimed,
+            NewRun(f"run-{made.id}", RunKind.FRESH, "w", here, clock(), "s-1"),
+            session=kept,
+        )
+        assert run is not None
+        return run
+
+
+def end_run(app_ctx: AppContext, clock: FakeClock, run: Run, to: ItemState, code: str) -> None:
+    with app_ctx.store() as store:
+        item = store.get_item(run.item_id)
+        assert item is not None
+        change = transition(
+            item,
+            to,
+            at=clock(),
+            actor="worker:w",
+            reason_code=code,
+            reason="the check answer failed",
+            run_end=RunEnd(clock(), OutcomeClass.SUCCEEDED, Confidence.AUTHORITATIVE, 0),
+        )
+        assert store.write_transition(change)
+
+
+@pytest.fixture
+def checked(project_ctx: AppContext, clock: FakeClock) -> Iterator[Console]:
+    """A console on a project whose wrighty.json has the check ``answer`` (passing unless
+    the test says otherwise: ANSWER's file)."""
+    project_ctx.cwd.joinpath("answer").write_text("42")
+    with_checks(project_ctx.cwd, CHECK)
+    made = make_console(project_ctx, project_ctx.cwd)
+    with made.client:
+        yield made
+
+
+def waiting_on_checks(console: Console, clock: FakeClock) -> int:
+    run = ran_here(console.app_ctx, clock, console.project)
+    end_run(console.app_ctx, clock, run, ItemState.NEEDS_ATTENTION, "verification-failed")
+    return run.item_id
+
+
+def test_run_the_checks_is_offered_when_show_offers_verify_and_lands_as_it_does(
+    checked: Console, clock: FakeClock
+):
+    console = checked
+    item_id = waiting_on_checks(console, clock)
+    console.login()
+    assert forms_on(console, item_id)["verify"] == ["<csrf>", "Run the checks"]
+    page = post(console, f"/items/{item_id}/verify")
+    assert f"item {item_id} is done: every check passed" in page.text
+    with console.store() as store:
+        item = store.get_item(item_id)
+        [record] = store.list_checks(item_id)
+    assert item is not None
+    assert item.state is ItemState.DONE
+    assert item.reason_code == "verified-by-hand"
+    assert (record.actor, record.evidence.passed) == ("operator", True)
+    assert "the answer is 42" in page.text  # the evidence, on the page it comes back to
+
+
+def test_checks_that_fail_are_shown_as_a_refusal_and_the_item_stays(
+    checked: Console, clock: FakeClock
+):
+    console = checked
+    console.project.joinpath("answer").write_text("41")
+    item_id = waiting_on_checks(console, clock)
+    page = post(console, f"/items/{item_id}/verify")
+    assert (
+        '<p class="flash refused" role="status">'
+        f"wrighty: item {item_id} stays needs-attention: `wrighty show {item_id}` "
+        "has the evidence</p>" in page.text
+    )
+    with console.store() as store:
+        item = store.get_item(item_id)
+        [record] = store.list_checks(item_id)
+    assert item is not None
+    assert item.state is ItemState.NEEDS_ATTENTION
+    assert record.evidence.exit_code == 1
+
+
+def test_checks_are_not_offered_to_an_item_that_does_not_wait_for_them_and_refused_by_post(
+    checked: Console, clock: FakeClock
+):
+    console = checked
+    made = seeded(console.app_ctx, clock)
+    console.login()
+    assert "verify" not in forms_on(console, made.attention)  # no workspace here
+    before = history(console.app_ctx, made.running)
+    page = post(console, f"/items/{made.running}/verify")
+    assert (
+        f"wrighty: item {made.running} is running: its worker runs its checks once its run ends"
+        in page.text
+    )
+    assert history(console.app_ctx, made.running) == before
+
+
+# The change against its base
+
+
+def worktree_item(console: Console, clock: FakeClock) -> tuple[int, Path]:
+    project = console.project
+    git(project, "init", "-q")
+    git(project, "config", "user.name", "Test")
+    git(project, "config", "user.email", "test@example.com")
+    (project / "app.py").write_text("print('one')\nprint('two')\n")
+    (project / ".gitignore").write_text(".wrighty/\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "first")
+    base = git(project, "rev-parse", "HEAD")
+    workspace = project / ".wrighty" / "worktrees" / "1"
+    git(project, "worktree", "add", "-q", "-b", "wrighty/1-t", str(workspace), base)
+    run = ran_here(console.app_ctx, clock, workspace, branch="wrighty/1-t", base_commit=base)
+    return run.item_id, workspace
+
+
+def test_the_diff_page_shows_the_change_coloured_and_escaped(console: Console, clock: FakeClock):
+    item_id, workspace = worktree_item(console, clock)
+    (workspace / "app.py").write_text("print('one')\nprint('<script>alert(1)</script>\x1b[2J')\n")
+    (workspace / "new.txt").write_text("a new file\n")
+    client = console.login()
+    item_page = client.get(f"/items/{item_id}").text
+    assert f'href="/items/{item_id}/diff"' in item_page
+    page = client.get(f"/items/{item_id}/diff")
+    assert page.status_code == 200
+    text = page.text
+    assert '<span class="d-del">-print(&#39;two&#39;)</span>' in text
+    assert (
+        '<span class="d-add">+print(&#39;&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[2J&#39;)'
+        "</span>" in text
+    )
+    assert '<span class="d-add">+a new file</span>' in text
+    assert '<span class="d-hunk">@@' in text
+    assert '<span class="d-file">diff --git a/app.py b/app.py</span>' in text
+    assert "2 files changed" in text  # the stat above it
+    assert "<script>" not in text
+
+
+def test_the_diff_page_refuses_in_the_commands_words(console: Console, clock: FakeClock):
+    made = seeded(console.app_ctx, clock)
+    client = console.login()
+    page = client.get(f"/items/{made.queued}/diff")
+    assert page.status_code == 409
+    assert (
+        f"wrighty: item {made.queued} has no workspace yet: it has not run "
+        f"(`wrighty queue {made.queued}`)" in page.text
+    )
+    assert client.get("/items/999999/diff").status_code == 404
+    assert client.get("/items/x/diff").status_code == 404
+    assert f'href="/items/{made.queued}/diff"' not in client.get(f"/items/{made.queued}").text
+
+
+# The last run's output
+
+
+def logs_of(console: Console, run: Run) -> Path:
+    log_dir = run_log_dir(console.project / ".wrighty", run)
+    log_dir.mkdir(parents=True)
+    return log_dir
+
+
+def events_of(text: str) -> list[tuple[str, object]]:
+    found = []
+    for block in text.split("\n\n"):
+        lines = dict(
+            line.split(": ", 1) for line in block.split("\n") if line and not line.startswith(":")
+        )
+        if "event" in lines:
+            found.append((lines["event"], json.loads(lines["data"])))
+    return found
+
+
+def test_the_log_of_an_ended_run_streams_whole_and_ends(console: Console, clock: FakeClock):
+    run = ran_here(console.app_ctx, clock, console.project)
+    log_dir = logs_of(console, run)
+    key = "sk-ant-api03-" + "x" * 40
+    (log_dir / "stdout.log").write_bytes(f"step one\nkey {key}\n<b>bold</b>\x1b[31m\n".encode())
+    (log_dir / "stderr.log").write_bytes(b"a warning")
+    end_run(console.app_ctx, clock, run, ItemState.NEEDS_ATTENTION, "agent-failure")
+    client = console.login()
+    page = client.get(f"/items/{run.item_id}").text
+    assert f'data-stream="/items/{run.item_id}/log"' in page
+    response = client.get(f"/items/{run.item_id}/log")
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert events_of(response.text) == [
+        ("start", {"run": 1, "skipped": {"stdout": 0, "stderr": 0}}),
+        ("out", {"stream": "stdout", "text": "step one\nkey [REDACTED]\n<b>bold</b>\\x1b[31m\n"}),
+        ("out", {"stream": "stderr", "text": "a warning"}),
+        ("end", {"outcome": "succeeded"}),
+    ]
+    assert key not in response.text
+
+
+def test_a_run_with_no_logs_here_says_why(console: Console, clock: FakeClock):
+    made = seeded(console.app_ctx, clock)  # its runs wrote no log files
+    client = console.login()
+    page = client.get(f"/items/{made.attention}").text
+    gone = f"the logs of run 1 of item {made.attention} are gone from this machine"
+    assert gone in page
+    assert "data-stream" not in page
+    response = client.get(f"/items/{made.attention}/log")
+    assert response.status_code == 404
+    assert gone in response.text
+    none_yet = client.get(f"/items/{made.queued}/log")
+    assert none_yet.status_code == 404
+    assert f"item {made.queued} has no runs yet (it is queued)" in none_yet.text
+
+
+def test_a_long_log_starts_near_its_end_at_a_line(tmp_path: Path):
+    log = tmp_path / "stdout.log"
+    log.write_bytes(b"".join(b"line %05d\n" % n for n in range(10_000)))  # 110,000 bytes
+    reader = LogReader(log, "stdout")
+    skipped = reader.skip_to_tail(1000)
+    assert skipped == 109_010  # line 9909, cut by the window, is left out whole
+    text = reader.read_new(final=False)
+    assert text.startswith("line 09910\n")
+    assert text.endswith("line 09999\n")
+    assert len(text) == 990
+
+
+def test_an_open_runs_output_follows_until_it_ends(tmp_path: Path):
+    log = tmp_path / "stdout.log"
+    log.write_bytes(b"first\n")
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    run = Run("r", 7, 1, 2, RunKind.FRESH, "w", "i", at, *[None] * 9)
+    looks: list[str | None] = [None, None, "agent-failure"]
+
+    def run_open() -> str | None:
+        found = looks.pop(0)
+        if found is None:
+            with log.open("ab") as handle:
+                handle.write(b"more\npart")  # a line still being written waits
+        return found
+
+    async def disconnected() -> bool:
+        return False
+
+    async def collect() -> list[str]:
+        readers = [LogReader(log, "stdout")]
+        stream = log_events(run, readers, run_open=run_open, disconnected=disconnected, tick=0)
+        return [chunk async for chunk in stream]
+
+    told = events_of("".join(asyncio.run(collect())))
+    assert told == [
+        ("start", {"run": 2, "skipped": {"stdout": 0}}),
+        ("out", {"stream": "stdout", "text": "first\nmore\n"}),
+        ("out", {"stream": "stdout", "text": "partmore\n"}),
+        ("out", {"stream": "stdout", "text": "part"}),
+        ("end", {"outcome": "agent-failure"}),
+    ]
