@@ -16,16 +16,25 @@ from typing import Any
 import pytest
 
 from tests.integration.test_work_product_processes import make_project
-from tests.integration.worker_process import ProjectOnDisk
+from tests.integration.worker_process import LiveWorker, ProjectOnDisk
 
-# Writes answer.txt; a task that says FAIL fails (the item needs attention).
+# Writes answer.txt; a task that says FAIL fails (the item needs attention); a task that
+# says WAIT PATH prints a line, then another once the file PATH exists, then ends.
 AGENT = textwrap.dedent(
     """\
-    import pathlib, sys
+    import pathlib, sys, time
     task = sys.stdin.read()
     if "FAIL" in task:
         print("the agent gave up", file=sys.stderr)
         sys.exit(3)
+    if task.startswith("WAIT "):
+        go = pathlib.Path(task.split()[1])
+        print("thinking about <b>it</b>", flush=True)
+        while not go.exists():
+            time.sleep(0.05)
+        print("the second thought", flush=True)
+        while go.read_text() != "end":
+            time.sleep(0.05)
     pathlib.Path("answer.txt").write_text("42\\n")
     """
 )
@@ -96,3 +105,29 @@ def test_the_console_follows_the_queue_and_acts_in_a_real_browser(
     page.get_by_text(f"item {hostile} is done").wait_for(timeout=20_000)
     shown = json.loads(project.wrighty("show", str(hostile), "--json"))
     assert (shown["state"], shown["reason_code"]) == ("done", "accepted")
+
+
+def test_an_item_page_shows_its_running_log_grow(
+    project: ProjectOnDisk, console: str, page: Any, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    item_id = project.plant(f"WAIT {go}", title="Think aloud")
+    worker = LiveWorker(project, "--once")
+    try:
+        worker.until("spawned")  # the agent runs
+        page.goto(console)
+        page.goto(console.split("?", 1)[0] + f"items/{item_id}")
+        stdout = page.locator("#log-stdout")
+        stdout.get_by_text("thinking about <b>it</b>").wait_for(timeout=20_000)
+        assert page.locator("#log-stdout b").count() == 0  # the agent's text, not HTML
+        loaded = page.evaluate("performance.getEntriesByType('navigation').length")
+        go.write_text("")
+        stdout.get_by_text("the second thought").wait_for(timeout=20_000)
+        assert page.evaluate("performance.getEntriesByType('navigation').length") == loaded
+        go.write_text("end")
+        page.locator('#log[data-state="ended"]').wait_for(timeout=30_000)
+        assert "the run has ended (succeeded)" in page.locator("#log-note").inner_text()
+    finally:
+        go.write_text("end")
+        code, err = worker.finish()
+    assert code == 0, err
