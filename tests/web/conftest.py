@@ -15,7 +15,7 @@ from tests.conftest import STORE_BACKENDS, FakeClock, open_postgres, postgres_sc
 from tests.inbox.conftest import _utc, make_project
 from wrighty.cli.context import AppContext
 from wrighty.cli.inbox import board_settings
-from wrighty.cli.serve import desk_opener
+from wrighty.cli.serve import DeskOpener
 from wrighty.store.port import Store
 from wrighty.web.app import WebSettings, create_app
 from wrighty.web.security import allowed_hosts
@@ -46,7 +46,7 @@ class Console:
 
 def make_console(app_ctx: AppContext, project: Path, *, read_only: bool = False) -> Console:
     settings = WebSettings(TOKEN, allowed_hosts("127.0.0.1", 8765), read_only=read_only)
-    app = create_app(desk_opener(app_ctx, board_settings(app_ctx)), settings)
+    app = create_app(DeskOpener(app_ctx, board_settings(app_ctx)), settings)
     return Console(app_ctx, TestClient(app, base_url=BASE), project)
 
 

@@ -81,23 +81,26 @@ class AppContext:
         return parse_store_url(loaded.config.store.url, base=loaded.root)
 
     @contextmanager
-    def store(
-        self, target: StoreTarget | None = None, *, report_unreadable: bool = True
-    ) -> Iterator[Store]:
-        """The store at ``target``, by default the one the options and wrighty.json name.
-        ``report_unreadable``: tell on stderr each row left out because it does not read (a
-        server that shows them itself, and reads the store every second, does not)."""
+    def store(self, target: StoreTarget | None = None) -> Iterator[Store]:
+        """The store at ``target``, by default the one the options and wrighty.json name;
+        each row its reads left out because it does not read is told on stderr."""
         store = open_store(target or self.store_target())
         try:
-            from wrighty.services.clock import StoreClock  # a command without a store needs none
-
-            self._clock = StoreClock(store.store_time, base=_command_clock)
-            self._clock.measure(attempts=MEASURE_ATTEMPTS)
+            self.measure_clock(store)
             yield store
-            for error in store.unreadable_rows() if report_unreadable else ():
+            for error in store.unreadable_rows():
                 tell_unreadable(error)  # left out of what the command shows
         finally:
             store.close()
+
+    def measure_clock(self, store: Store) -> None:
+        """Measure this machine's clock against ``store``'s now (what `now` then reads): at
+        each open, and by a server that keeps its store open, at each request."""
+        from wrighty.services.clock import StoreClock  # a command without a store needs none
+
+        measured = StoreClock(store.store_time, base=_command_clock)
+        measured.measure(attempts=MEASURE_ATTEMPTS)
+        self._clock = measured
 
 
 def _command_clock() -> datetime:

@@ -19,8 +19,9 @@ from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
     from wrighty.cli.context import AppContext
+    from wrighty.cli.inbox import OperatorDesk
     from wrighty.services.inbox import BoardSettings
-    from wrighty.web.app import OpenDesk
+    from wrighty.store.port import Store
 
 WEB_LIBRARIES = ("starlette", "uvicorn", "jinja2")
 DEFAULT_BIND = "127.0.0.1"
@@ -99,7 +100,7 @@ def serve(
     from wrighty.web.app import WebSettings, create_app
 
     web = WebSettings(token, allowed_hosts(address, port, extra), read_only=read_only)
-    app = create_app(desk_opener(app_ctx, settings), web)
+    app = create_app(DeskOpener(app_ctx, settings), web)
     typer.echo(f"http://{_url_host(address)}:{port}/?token={token}")
     typer.echo(
         f"wrighty serve: {'read-only, ' if read_only else ''}listening on "
@@ -125,22 +126,53 @@ def _web_libraries() -> None:
         )
 
 
-def desk_opener(app_ctx: AppContext, settings: BoardSettings) -> OpenDesk:
-    """The console's desk for one request: the inbox's, on the store wrighty.json (or
-    --store) names, opened by the command line's context and closed after the request. Each
-    open measures the fleet's clock against the store (PostgreSQL) and the context keeps the
-    latest measurement: requests in other threads may each replace it, and every one of them
-    is a valid reading."""
-    from wrighty.cli.inbox import OperatorDesk
+class DeskOpener:
+    """The console's desk for one request: the inbox's, on the store wrighty.json (or --store)
+    names, opened at the first request and kept open for the next ones (SQLite's connection
+    and PostgreSQL's pool are made to be shared by threads: a request opens no connection),
+    the fleet's clock measured against it at each request. A store that fails is closed and
+    opened again by the next request. Each request's measurement replaces the context's: any
+    of them is a valid reading."""
+
+    def __init__(self, app_ctx: AppContext, settings: BoardSettings) -> None:
+        self.app_ctx = app_ctx
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._store: Store | None = None
 
     @contextmanager
-    def open_desk() -> Iterator[OperatorDesk]:
-        # A row that does not read is shown on the board (its unreadable lines), not told
-        # on stderr at every request and every second of the live updates.
-        with app_ctx.store(report_unreadable=False) as store:
-            yield OperatorDesk(app_ctx, store, settings)
+    def __call__(self) -> Iterator[OperatorDesk]:
+        from wrighty.cli.inbox import OperatorDesk
+        from wrighty.errors import StoreError
 
-    return open_desk
+        store = self._open()
+        try:
+            self.app_ctx.measure_clock(store)
+            yield OperatorDesk(self.app_ctx, store, self.settings)
+        except StoreError:
+            self._drop(store)
+            raise
+
+    def _open(self) -> Store:
+        from wrighty.store import open_store
+
+        with self._lock:
+            if self._store is None:
+                self._store = open_store(self.app_ctx.store_target())
+            return self._store
+
+    def _drop(self, store: Store) -> None:
+        with self._lock:
+            if self._store is store:
+                self._store = None
+        store.close()
+
+    def close(self) -> None:
+        """Close the kept store (the server stops)."""
+        with self._lock:
+            store, self._store = self._store, None
+        if store is not None:
+            store.close()
 
 
 def _bind_address(bind: str) -> str:

@@ -4,11 +4,13 @@ and every action goes through a `Desk`: the inbox's (`cli/inbox.OperatorDesk`, h
 `wrighty serve`), which calls the commands' services and says what they did in the commands'
 words.
 
-The store: one is opened for each request, in the thread that serves it, and closed after it
-(``open_desk``); none is shared between threads (SQLite's connection and psycopg's are not
-made for it), and a slow action (an accept's merge) holds up no other request. The live
-updates' watcher (`BoardWatch`) reads the board once a second in a thread of its own, with a
-store it opens for each read, whatever number of pages listen.
+The store: ``open_desk`` hands each request a desk on the store `wrighty serve` keeps open
+(`cli/serve.DeskOpener`: SQLite's connection and PostgreSQL's pool are made to be shared by
+threads, each call holding its connection alone), so a request opens no connection; each
+request runs in a thread of its own, and a slow action (an accept's merge, the checks) holds
+up no other request, since none of them runs inside a store call. The live updates' watcher
+(`BoardWatch`) reads the board once a second in a thread of its own, whatever number of pages
+listen.
 
 What is injected (`create_app`): the desk opener (the store, the clock and wrighty.json come
 with it: the desk's `AppContext`), and the settings (token, allowed hosts, read-only).
@@ -99,7 +101,14 @@ HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
 
-OpenDesk = Callable[[], AbstractContextManager[Desk]]
+
+class OpenDesk(Protocol):
+    """The desk for one request (`cli/serve.DeskOpener`), and its store closed at the end."""
+
+    def __call__(self) -> AbstractContextManager[Desk]: ...
+
+    def close(self) -> None: ...
+
 
 MAX_ID_CHARS = 20
 # The most lines of a diff a page shows (`wrighty diff` shows it whole).
@@ -344,7 +353,10 @@ class Console:
                 return self.not_found(str(missing))
             except WrightyError as refused:
                 return self.render(
-                    "missing.html", status=409, message=printable_line(f"wrighty: {refused}")
+                    "missing.html",
+                    status=409,
+                    heading="Refused",
+                    message=printable_line(f"wrighty: {refused}"),
                 )
         lines, cut = diff_lines(change.text, limit=MAX_DIFF_LINES)
         return self.render(
@@ -388,7 +400,9 @@ class Console:
         )
 
     def not_found(self, message: str) -> HTMLResponse:
-        return self.render("missing.html", status=404, message=printable_line(message))
+        return self.render(
+            "missing.html", status=404, heading="Not found", message=printable_line(message)
+        )
 
     # Actions
 
@@ -480,7 +494,17 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
         status = exc.status_code if isinstance(exc, HTTPException) else 404
         if status == 405:
             return Response("method not allowed\n", 405, media_type="text/plain")
-        return console.render("missing.html", status=404, message=printable_line(detail))
+        return console.not_found(detail)
+
+    async def store_trouble(request: Request, exc: Exception) -> Response:
+        # A read the store could not answer (it is gone, locked, unreachable; wrighty.json
+        # went bad): the command's line, 503; the next request tries again.
+        return console.render(
+            "missing.html",
+            status=503,
+            heading="Not available",
+            message=printable_line(f"wrighty: {exc}"),
+        )
 
     async def server_error(request: Request, exc: Exception) -> Response:
         return Response("internal error: see the server's output\n", 500, media_type="text/plain")
@@ -509,10 +533,15 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await asyncio.to_thread(console.watch.stop)
+        await asyncio.to_thread(open_desk.close)
 
     app = Starlette(
         routes=routes,
-        exception_handlers={HTTPException: page_missing, Exception: server_error},
+        exception_handlers={
+            HTTPException: page_missing,
+            WrightyError: store_trouble,
+            Exception: server_error,
+        },
         lifespan=lifespan,
     )
     app.state.console = console
