@@ -399,12 +399,16 @@ def test_the_item_page_says_what_show_says(console: Console, clock: FakeClock):
 def test_a_bad_id_is_404_without_a_traceback(console: Console, clock: FakeClock, bad: str):
     seeded(console.app_ctx, clock)
     client = console.login()
-    page = client.get(f"/items/{bad}")
-    assert page.status_code == 404
-    assert "Traceback" not in page.text
-    response = client.post(f"/items/{bad}/cancel", data={"csrf": CSRF}, follow_redirects=False)
-    assert response.status_code == 404
-    assert "Traceback" not in response.text
+    for path in (f"/items/{bad}", f"/items/{bad}/diff", f"/items/{bad}/log"):
+        page = client.get(path)
+        assert page.status_code == 404, path
+        assert "Traceback" not in page.text
+    for action in ("cancel", "verify"):
+        response = client.post(
+            f"/items/{bad}/{action}", data={"csrf": CSRF}, follow_redirects=False
+        )
+        assert response.status_code == 404
+        assert "Traceback" not in response.text
 
 
 def test_an_unknown_item_or_action_is_404(console: Console, clock: FakeClock):
@@ -414,6 +418,11 @@ def test_an_unknown_item_or_action_is_404(console: Console, clock: FakeClock):
     assert page.status_code == 404
     assert "item 123456" in page.text
     before = history(console.app_ctx, made.queued)
-    response = client.post(f"/items/{made.queued}/explode", data={"csrf": CSRF})
-    assert response.status_code == 404
+    for action in ("explode", "diff", "log"):
+        response = client.post(f"/items/{made.queued}/{action}", data={"csrf": CSRF})
+        assert response.status_code == 404
     assert history(console.app_ctx, made.queued) == before
+    for path in ("/items/123456/diff", "/items/123456/log"):
+        missing = client.get(path)
+        assert missing.status_code == 404
+        assert "item 123456" in missing.text

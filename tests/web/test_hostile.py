@@ -91,3 +91,23 @@ def test_hostile_feedback_and_refusals_are_shown_escaped(console: Console, clock
     page = client.post(f"/items/{item_id}/priority", data={"csrf": CSRF, "priority": HOSTILE})
     assert "refused" in page.text
     inert(page.text)
+
+
+def test_a_hostile_runs_output_streams_as_json_text(console: Console, clock: FakeClock):
+    from wrighty.installation import installation_id
+    from wrighty.services.runlogs import run_log_dir
+
+    item_id = hostile_item(console, clock)
+    with console.app_ctx.store() as store:
+        [run] = store.list_runs(item_id)
+    log_dir = run_log_dir(console.project / ".wrighty", run)
+    log_dir.mkdir(parents=True)
+    (log_dir / "stdout.log").write_text(HOSTILE + "\n")
+    (log_dir / "stderr.log").write_text("")
+    assert run.installation_id == installation_id()
+    response = console.login().get(f"/items/{item_id}/log")
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert RAW_CONTROL.search(response.text) is None
+    assert "\\\\x1b[2J" in response.text  # JSON of the visible escape: \\x1b
+    assert "<script>alert(1)</script>" in response.text  # text in JSON, shown as text

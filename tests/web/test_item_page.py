@@ -255,6 +255,7 @@ def test_the_diff_page_shows_the_change_coloured_and_escaped(console: Console, c
     item_id, workspace = worktree_item(console, clock)
     (workspace / "app.py").write_text("print('one')\nprint('<script>alert(1)</script>\x1b[2J')\n")
     (workspace / "new.txt").write_text("a new file\n")
+    (workspace / "<img src=x onerror=alert(1)>").write_text("named to hurt\n")
     client = console.login()
     item_page = client.get(f"/items/{item_id}").text
     assert f'href="/items/{item_id}/diff"' in item_page
@@ -269,8 +270,10 @@ def test_the_diff_page_shows_the_change_coloured_and_escaped(console: Console, c
     assert '<span class="d-add">+a new file</span>' in text
     assert '<span class="d-hunk">@@' in text
     assert '<span class="d-file">diff --git a/app.py b/app.py</span>' in text
-    assert "2 files changed" in text  # the stat above it
+    assert "3 files changed" in text  # the stat above it
     assert "<script>" not in text
+    assert "<img" not in text
+    assert "b/&lt;img src=x onerror=alert(1)&gt;" in text
 
 
 def test_the_diff_page_refuses_in_the_commands_words(console: Console, clock: FakeClock):
