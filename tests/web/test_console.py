@@ -353,6 +353,8 @@ def test_the_board_shows_the_sections_rows_and_counts(console: Console, clock: F
     assert "agent-failure: the agent said it cannot finish" in page
     assert "Needs attention <b>2</b>" in page
     assert "Held <b>1</b>" in page
+    assert '<td class="spent">15,400 tokens</td>' in page  # the running item's run so far
+    assert page.count('<td class="spent">') == 2  # the running rows alone (one spent nothing)
     fragment = console.client.get("/board")
     assert fragment.status_code == 200
     assert "<html" not in fragment.text

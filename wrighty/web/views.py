@@ -15,6 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from wrighty.domain.board import Row, Section, section_counts, when_cell
+from wrighty.domain.budgets import usage_text
 from wrighty.domain.scheduling import priority_name
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.text import printable, printable_line
@@ -80,6 +81,7 @@ class RowView:
     agent: str
     when: str
     labels: tuple[str, ...]
+    spent: str = ""  # a running item's: what its open run spent so far
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,15 @@ def row_view(row: Row, *, now: datetime, agent: str) -> RowView:
         agent=printable_line(agent),
         when=when_cell(row, now),
         labels=row.entry.labels,
+        spent=_run_spend(row),
     )
+
+
+def _run_spend(row: Row) -> str:
+    run = row.entry.last_run
+    if row.section is not Section.RUNNING or run is None or run.usage is None:
+        return ""
+    return usage_text(run.usage)
 
 
 def board_digest(rows: Iterable[Row], *, extra: Iterable[object] = ()) -> str:
