@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClock
-from tests.helpers import git
+from tests.helpers import git, git_repo
 from tests.inbox.seed import claim
 from tests.web.conftest import Console, history, make_console, seeded
 from tests.web.test_console import in_review, post
@@ -236,14 +236,11 @@ def test_checks_are_not_offered_to_an_item_that_does_not_wait_for_them_and_refus
 
 
 def worktree_item(console: Console, clock: FakeClock) -> tuple[int, Path]:
-    project = console.project
-    git(project, "init", "-q")
-    git(project, "config", "user.name", "Test")
-    git(project, "config", "user.email", "test@example.com")
+    project = git_repo(console.project)
     (project / "app.py").write_text("print('one')\nprint('two')\n")
     (project / ".gitignore").write_text(".wrighty/\n")
     git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "first")
+    git(project, "commit", "-q", "-m", "the app")
     base = git(project, "rev-parse", "HEAD")
     workspace = project / ".wrighty" / "worktrees" / "1"
     git(project, "worktree", "add", "-q", "-b", "wrighty/1-t", str(workspace), base)
