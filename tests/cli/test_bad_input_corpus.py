@@ -1400,6 +1400,32 @@ CASES: list[Case] = [
     Case("check-without-yes", ("agents", "--check"), "add --yes to go ahead"),
     Case("finish-outside-a-run", ("finish",), "WRIGHTY_RUN_ID and WRIGHTY_CLAIM_TOKEN"),
     Case("fail-outside-a-run", ("fail", "--reason", "x"), "WRIGHTY_RUN_ID and WRIGHTY_CLAIM_TOKEN"),
+    in_run("fail-without-reason", ("fail",), "wrighty fail needs --reason TEXT"),
+    in_run(
+        "fail-resets-without-usage-limit",
+        ("fail", "--reason", "x", "--resets-at", "2h"),
+        "--resets-at goes with --usage-limit",
+    ),
+    in_run(
+        "fail-resets-at-no-offset",
+        ("fail", "--usage-limit", "--resets-at", "2026-12-03T14:00"),
+        "--resets-at: time '2026-12-03T14:00' names no offset",
+    ),
+    in_run(
+        "fail-resets-at-unreadable",
+        ("fail", "--usage-limit", "--resets-at", "after lunch"),
+        "--resets-at: cannot read time 'after lunch': use RFC 3339 with an offset",
+    ),
+    in_run(
+        "fail-resets-at-too-far",
+        ("fail", "--usage-limit", "--resets-at", "32d"),
+        "--resets-at: duration '32d' is too long: the limit is 31d",
+    ),
+    in_run(
+        "fail-resets-at-long-ago",
+        ("fail", "--usage-limit", "--resets-at", "2001-01-01T00:00:00Z"),
+        "is more than a day ago",
+    ),
     in_run("run-store-empty", ("finish",), "WRIGHTY_RUN_STORE is empty", "WRIGHTY_RUN_STORE="),
     in_run(
         "run-store-scheme",

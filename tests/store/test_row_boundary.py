@@ -123,6 +123,20 @@ def test_a_run_value_that_does_not_read_is_left_out_of_the_ledger(
     assert [e.field for e in ledger.unreadable] == [column]
 
 
+@pytest.mark.parametrize("value", ["'after lunch'", "'2026-12-03T14:00:00'"])
+def test_a_reported_reset_that_does_not_read_names_its_run(
+    store: Store, clock: FakeClock, value: str
+) -> None:
+    """`wrighty fail --usage-limit --resets-at`'s moment, read back (docs/usage-limits.md)."""
+    item_id, run_id = _run_with_usage(store, clock)
+    poison(store, f"UPDATE runs SET agent_resets_at = {value}")
+    with pytest.raises(UnreadableError) as raised:
+        store.get_run(run_id)
+    assert (raised.value.row, raised.value.field) == (f"run {run_id}", "agent_resets_at")
+    assert "is not a time" in raised.value.problem
+    assert store.list_runs(item_id) == []
+
+
 @pytest.mark.parametrize(
     ("value", "problem"),
     [("1e8", "100000000.0 is not a number -1e+07..1e+07"),

@@ -25,6 +25,18 @@ AUTH, INF = Confidence.AUTHORITATIVE, Confidence.INFERRED
         (RunFacts(None, signal.SIGTERM, StopReason.SHUTDOWN), (OutcomeClass.UNKNOWN, AUTH)),
         # then what the agent reported from inside the run
         (RunFacts(0, None, agent_report=AgentReport.FAILED), (OutcomeClass.AGENT_FAILURE, AUTH)),
+        (
+            RunFacts(1, None, agent_report=AgentReport.USAGE_LIMIT),
+            (OutcomeClass.RATE_LIMITED, AUTH),
+        ),
+        (
+            RunFacts(0, None, agent_report=AgentReport.USAGE_LIMIT),
+            (OutcomeClass.RATE_LIMITED, AUTH),
+        ),
+        (
+            RunFacts(None, signal.SIGTERM, StopReason.TIMEOUT, AgentReport.USAGE_LIMIT),
+            (OutcomeClass.TIMEOUT, AUTH),
+        ),
         (RunFacts(1, None, agent_report=AgentReport.FINISHED), (OutcomeClass.SUCCEEDED, INF)),
         (
             RunFacts(None, signal.SIGKILL, agent_report=AgentReport.FINISHED),
@@ -95,3 +107,14 @@ def test_every_missing_piece_of_the_address_is_named() -> None:
         "the workspace /work/ws is gone",
         "the command agent cannot resume (no resume command, or resume off)",
     )
+
+
+@pytest.mark.parametrize(
+    ("stored", "read"),
+    [(None, None), ("", None), ("failed", AgentReport.FAILED),
+     ("usage-limit", AgentReport.USAGE_LIMIT), ("a-newer-report", None)],
+)  # fmt: skip
+def test_a_stored_report_this_version_does_not_know_is_none(
+    stored: str | None, read: AgentReport | None
+) -> None:
+    assert AgentReport.of(stored) is read

@@ -1,6 +1,9 @@
+import re
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
-from wrighty.domain.durations import format_duration, parse_duration
+from wrighty.domain.durations import format_duration, parse_duration, parse_moment
 
 DAY = 86400.0
 
@@ -39,3 +42,40 @@ def test_a_duration_past_its_bound_is_refused_with_the_bound(text: str) -> None:
 @pytest.mark.parametrize("seconds", [float("inf"), float("nan"), 1e300, 10.0**13])
 def test_a_value_past_every_bound_is_still_shown(seconds: float) -> None:
     assert format_duration(seconds).endswith("s")
+
+
+NOW = datetime(2026, 12, 3, 11, 0, tzinfo=UTC)
+MONTH = 31 * DAY
+
+
+@pytest.mark.parametrize(
+    ("text", "moment"),
+    [
+        ("2h", NOW + timedelta(hours=2)),
+        (" 1h30m ", NOW + timedelta(minutes=90)),
+        ("2026-12-03T14:00:00Z", datetime(2026, 12, 3, 14, tzinfo=UTC)),
+        ("2026-12-03T15:00+01:00", datetime(2026, 12, 3, 14, tzinfo=UTC)),
+        ("2026-12-03T10:30:00Z", datetime(2026, 12, 3, 10, 30, tzinfo=UTC)),  # a reset just past
+    ],
+)
+def test_a_moment_is_a_time_with_its_offset_or_a_wait(text: str, moment: datetime) -> None:
+    assert parse_moment(text, now=NOW, at_most=MONTH) == moment
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("2026-12-03T14:00", "names no offset"),
+        ("2026-12-03", "names no offset"),
+        ("soon", "cannot read time 'soon': use RFC 3339 with an offset"),
+        ("", "cannot read time"),
+        ("\x1b[2J", "cannot read time '\\x1b[2J'"),
+        ("40d", "too long: the limit is 31d"),
+        ("2027-02-01T00:00:00Z", "more than 31d away"),
+        ("2026-12-01T00:00:00Z", "more than a day ago"),
+        ("0s", "greater than zero"),
+    ],
+)
+def test_a_bad_moment_says_what_to_give(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        parse_moment(text, now=NOW, at_most=MONTH)

@@ -113,12 +113,37 @@ def finish(ctx: typer.Context) -> None:
 
 def fail(
     ctx: typer.Context,
-    reason: Annotated[str, typer.Option("--reason", help="Why the task failed, in one line.")],
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why the task failed, in one line.")
+    ] = None,
+    usage_limit: Annotated[
+        bool,
+        typer.Option(
+            "--usage-limit",
+            help="The provider refused the agent a usage limit (or was down): the run ends as "
+            "rate-limited, for worker.usageFailure and the provider circuit.",
+        ),
+    ] = False,
+    resets_at: Annotated[
+        str | None,
+        typer.Option(
+            "--resets-at",
+            metavar="TIME",
+            help="With --usage-limit: when the limit lifts, RFC 3339 with an offset "
+            "(2026-12-03T14:00:00Z) or a wait from now (45m, 2h).",
+        ),
+    ] = None,
 ) -> None:
-    """From inside a run: report that the task failed; the run ends as agent-failure."""
+    """From inside a run: report that the task failed (the run ends as agent-failure), or
+    with --usage-limit that the provider refused it (rate-limited)."""
     from wrighty.domain.classify import AgentReport
 
-    _report_from_run(ctx, AgentReport.FAILED, reason)
+    if resets_at is not None and not usage_limit:
+        raise WrightyError("--resets-at goes with --usage-limit: the reset of a usage limit")
+    if reason is None and not usage_limit:
+        raise WrightyError("wrighty fail needs --reason TEXT: why the task failed, in one line")
+    report = AgentReport.USAGE_LIMIT if usage_limit else AgentReport.FAILED
+    _report_from_run(ctx, report, reason, resets_at=resets_at)
 
 
 _InputTokens = Annotated[
@@ -217,8 +242,12 @@ def _no_claim(run_id: str) -> str:
     )
 
 
-def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None) -> None:
+def _report_from_run(
+    ctx: typer.Context, report: AgentReport, reason: str | None, *, resets_at: str | None = None
+) -> None:
+    from wrighty.domain.durations import MAX_RESET_SECONDS, parse_moment
     from wrighty.domain.redact import redact
+    from wrighty.domain.times import rfc3339
     from wrighty.runenv import run_store
     from wrighty.services.items import record_agent_report
 
@@ -226,14 +255,24 @@ def _report_from_run(ctx: typer.Context, report: AgentReport, reason: str | None
     if reason is not None:
         # One line, bounded, and no secrets: it ends up in the run's diagnostic.
         reason = redact(" ".join(reason.split()))[:MAX_AGENT_REASON]
+    app_ctx = app_context(ctx)
     # The store the worker gave the run, without reading wrighty.json (runenv.py).
-    with app_context(ctx).store(run_store(os.environ)) as store:
+    with app_ctx.store(run_store(os.environ)) as store:
+        moment = None
+        if resets_at is not None:  # read on the fleet's clock: a wait counts from its now
+            try:
+                moment = parse_moment(resets_at, now=app_ctx.now(), at_most=MAX_RESET_SECONDS)
+            except ValueError as error:
+                raise WrightyError(f"--resets-at: {error}") from None
         landed = record_agent_report(
-            store, run_id, claim_token=token, report=report.value, reason=reason
+            store, run_id, claim_token=token, report=report.value, reason=reason, resets_at=moment
         )
     if not landed:
         raise WrightyError(_no_claim(run_id))
-    typer.echo(printable_line(f"recorded: {report.value}" + (f" ({reason})" if reason else "")))
+    said = [part for part in (reason, moment and f"resets at {rfc3339(moment)}") if part]
+    typer.echo(
+        printable_line(f"recorded: {report.value}" + (f" ({'; '.join(said)})" if said else ""))
+    )
 
 
 def _print_json_line(event: dict[str, Any]) -> None:

@@ -31,6 +31,16 @@ class AgentReport(StrEnum):
 
     FINISHED = "finished"
     FAILED = "failed"
+    USAGE_LIMIT = "usage-limit"  # `wrighty fail --usage-limit`: its provider refused it
+
+    @classmethod
+    def of(cls, stored: str | None) -> AgentReport | None:
+        """The report a run holds; None for none, and for one this version does not know (a
+        newer wrighty's, read back from a shared store): the run is classified by its exit."""
+        try:
+            return cls(stored) if stored else None
+        except ValueError:
+            return None
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,12 @@ def classify_exit(facts: RunFacts) -> Classification:
             OutcomeClass.AGENT_FAILURE,
             Confidence.AUTHORITATIVE,
             f"the agent reported failure; {how}",
+        )
+    if facts.agent_report is AgentReport.USAGE_LIMIT:
+        return Classification(
+            OutcomeClass.RATE_LIMITED,
+            Confidence.AUTHORITATIVE,
+            f"the agent reported a usage limit; {how}",
         )
     if facts.signal is not None:
         # A signal wrighty did not send: SIGKILL from the OOM killer, SIGSEGV, SIGABRT...

@@ -20,7 +20,7 @@ from wrighty.domain.outcomes import (
 )
 from wrighty.domain.redact import redact
 from wrighty.domain.resume import ResumeFacts, resume_gaps
-from wrighty.domain.retry import CrashPolicy, ResetHint, UsageDue, UsagePolicy
+from wrighty.domain.retry import AGENT_REPORTED, CrashPolicy, ResetHint, UsageDue, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, plural
 from wrighty.domain.times import rfc3339
@@ -151,16 +151,17 @@ def _after_usage(
         run_end=run_end,
         reason_code=USAGE_RETRY_FRESH if fresh else cls.value,
         reason=f"{said}; usage retry {retry} of {policy.max_attempts} {what} at "
-        f"{rfc3339(due.at)} ({_basis(due)})",
+        f"{rfc3339(due.at)} ({_basis(due, usage.hint)})",
         not_before=due.at,
         counts_as_usage_retry=True,
     )
 
 
-def _basis(due: UsageDue) -> str:
+def _basis(due: UsageDue, hint: ResetHint | None) -> str:
     if due.basis == "backoff":
         return "backoff: the provider named no reset"
-    return f"the provider reported its reset at {rfc3339(due.reset)}"
+    who = "the agent" if hint is not None and hint.source == AGENT_REPORTED else "the provider"
+    return f"{who} reported its reset at {rfc3339(due.reset)}"
 
 
 def _not_resumable(

@@ -6,6 +6,7 @@ a value past it is refused up front, so no later arithmetic on a time can overfl
 
 import math
 import re
+from datetime import datetime, timedelta
 
 DAY_SECONDS = 86400.0
 MAX_FORMATTED_SECONDS = 1e12
@@ -16,6 +17,7 @@ MAX_IDLE_TIMEOUT_SECONDS = 30 * DAY_SECONDS  # worker start --idle-timeout
 MAX_QUEUE_WAIT_SECONDS = 365 * DAY_SECONDS
 MAX_WORKER_AGE_SECONDS = DAY_SECONDS  # --worker-max-age, status.workerMaxAgeSeconds
 MAX_CLEAN_AGE_SECONDS = 10 * 365 * DAY_SECONDS  # workspaces clean --older-than
+MAX_RESET_SECONDS = 31 * DAY_SECONDS  # wrighty fail --resets-at: a month's window at most
 
 _UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
@@ -59,3 +61,30 @@ def format_duration(seconds: float) -> str:
         if count:
             parts.append(f"{count}{unit}")
     return "".join(parts)
+
+
+def parse_moment(text: str, *, now: datetime, at_most: float) -> datetime:
+    """A moment as people give one: an RFC 3339 time with its offset (2026-12-03T14:00:00Z,
+    2026-12-03T15:00+01:00), or a wait from ``now`` (45m, 2h); ValueError with an example
+    when it is neither, names no offset, or lies more than a day before ``now`` or more than
+    ``at_most`` seconds after it."""
+    compact = text.strip()
+    try:
+        moment = datetime.fromisoformat(compact)
+    except ValueError:
+        if not _WAIT.fullmatch(compact.lower().replace(" ", "")):
+            raise ValueError(
+                f"cannot read time {text!r}: use RFC 3339 with an offset "
+                "(2026-12-03T14:00:00Z) or a wait from now (45m, 2h)"
+            ) from None
+        moment = now + timedelta(seconds=parse_duration(compact, at_most=at_most))
+    if moment.tzinfo is None:
+        raise ValueError(f"time {text!r} names no offset: add Z or +01:00, for example")
+    if moment < now - timedelta(seconds=DAY_SECONDS):
+        raise ValueError(f"time {text!r} is more than a day ago")
+    if moment > now + timedelta(seconds=at_most):
+        raise ValueError(f"time {text!r} is more than {format_duration(at_most)} away")
+    return moment
+
+
+_WAIT = re.compile(r"(?:\d+(?:\.\d+)?[smhd])+")

@@ -163,6 +163,8 @@ class Run:
     agent_reason: str | None = None
     agent: str | None = None  # the agent that ran (None: recorded before the ledger)
     usage: Usage | None = None  # what the vendor reported (None: nothing yet)
+    # When the agent said its usage limit lifts (`wrighty fail --usage-limit --resets-at`).
+    agent_resets_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,10 @@ MIN_USAGE_WAIT_SECONDS = 60.0
 USAGE_JITTER = 0.2
 
 
+# A ResetHint's source when the agent reported its usage limit itself (`wrighty fail`).
+AGENT_REPORTED = "wrighty fail --usage-limit"
+
+
 @dataclass(frozen=True)
 class ResetHint:
     """What a provider said about when its limit lifts, as a vendor CLI reported it: a moment

@@ -285,11 +285,19 @@ def get_run(store: Store, run_id: str) -> Run | None:
 
 
 def record_agent_report(
-    store: Store, run_id: str, *, claim_token: str, report: str, reason: str | None
+    store: Store,
+    run_id: str,
+    *,
+    claim_token: str,
+    report: str,
+    reason: str | None,
+    resets_at: datetime | None = None,
 ) -> bool:
     """`wrighty finish` / `wrighty fail` from inside a run; False unless the run's claim is
     still held and the token is that run's."""
-    return store.record_agent_report(run_id, claim_token=claim_token, report=report, reason=reason)
+    return store.record_agent_report(
+        run_id, claim_token=claim_token, report=report, reason=reason, resets_at=resets_at
+    )
 
 
 def report_run_usage(store: Store, run_id: str, *, claim_token: str, usage: Usage) -> bool:

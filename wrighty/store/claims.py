@@ -112,12 +112,24 @@ class ClaimsSql(ItemsSql):
         return cursor.rowcount == 1
 
     def record_agent_report(
-        self, run_id: str, *, claim_token: str, report: str, reason: str | None
+        self,
+        run_id: str,
+        *,
+        claim_token: str,
+        report: str,
+        reason: str | None,
+        resets_at: datetime | None = None,
     ) -> bool:
         with self._write() as tx:
             cursor = tx.run(
                 "record_agent_report_guarded",
-                {"run_id": run_id, "claim_token": claim_token, "report": report, "reason": reason},
+                {
+                    "run_id": run_id,
+                    "claim_token": claim_token,
+                    "report": report,
+                    "reason": reason,
+                    "resets_at": to_db_time(resets_at),
+                },
             )
         return cursor.rowcount == 1
 

@@ -175,10 +175,17 @@ class Store(Protocol):
         ...
 
     def record_agent_report(
-        self, run_id: str, *, claim_token: str, report: str, reason: str | None
+        self,
+        run_id: str,
+        *,
+        claim_token: str,
+        report: str,
+        reason: str | None,
+        resets_at: datetime | None = None,
     ) -> bool:
-        """`wrighty finish` / `wrighty fail` from inside a run; False unless the run's claim
-        is still held and the token is that run's."""
+        """`wrighty finish` / `wrighty fail` from inside a run (``resets_at``: when a usage
+        limit it reports lifts); False unless the run's claim is still held and the token is
+        that run's."""
         ...
 
     def get_run(self, run_id: str) -> Run | None: ...

@@ -557,6 +557,7 @@ def run_from_row(row: Any) -> Run:
         agent_reason=read.optional_text("agent_reason"),
         agent=read.optional_text("agent"),
         usage=usage_from_row(row, read),
+        agent_resets_at=read.time("agent_resets_at"),
     )
 
 

@@ -25,11 +25,11 @@ from wrighty.agents import AgentPlan
 from wrighty.domain import budgets, decisions, machine, review, verify
 from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, Settlement, settle
 from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
-from wrighty.domain.model import Change, Item, NewRun, RunEnd, Session, Stream
+from wrighty.domain.model import Change, Item, NewRun, Run, RunEnd, Session, Stream
 from wrighty.domain.notices import Source, with_notices
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.redact import secret_values
-from wrighty.domain.retry import CrashPolicy, ResetHint, UsagePolicy
+from wrighty.domain.retry import AGENT_REPORTED, CrashPolicy, ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import OPERATOR_REQUEUE
@@ -569,7 +569,7 @@ class ClaimRun:
         status = agent.status
         assert status is not None
         recorded = self._store.get_run(run_id)
-        report = AgentReport(recorded.agent_report) if recorded and recorded.agent_report else None
+        report = AgentReport.of(recorded.agent_report) if recorded else None
         vendor = output.reader.classify(status.exit_code) if output.reader else None
         result = classify_exit(
             RunFacts(status.exit_code, status.signal, stopped_by, report, vendor=vendor)
@@ -631,7 +631,7 @@ class ClaimRun:
                     timeout_seconds=self._setting.terms.time_limit(claimed.timeout_seconds),
                     crash_policy=self._setting.crash_policy,
                     usage_policy=self._setting.usage_policy,
-                    usage=_usage_facts(output.reader),
+                    usage=_usage_facts(output.reader, recorded),
                     resume_missing=missing,
                 )
         if settlement.to_state is ItemState.DONE and self._branch is not None:
@@ -643,8 +643,7 @@ class ClaimRun:
         if settlement.to_state is ItemState.DONE and self._setting.completion.review == "person":
             settlement = review.to_review(claimed, settlement)
         change = settle(claimed, settlement, at=self._now())
-        hint = output.reader.reset_hint() if output.reader else None
-        self._move_circuit(change, result.outcome_class, hint)
+        self._move_circuit(change, result.outcome_class, _reset_hint(output.reader, recorded))
         stat = None
         if change.after.state is ItemState.REVIEW and self._setting.notify is not None:
             stat = self._change_stat(output.session)
@@ -828,12 +827,24 @@ def _recorded_branch(recorded: Session | None, workspace: Path) -> str | None:
     return recorded.branch
 
 
-def _usage_facts(reader: Reader | None) -> decisions.UsageFacts | None:
-    """What the vendor's output said about a refusal (None for the command adapter: a
-    program's own output is not read)."""
-    if reader is None:
+def _usage_facts(reader: Reader | None, recorded: Run | None) -> decisions.UsageFacts | None:
+    """What the vendor's output said about a refusal; for the command adapter (whose output
+    is not read), what the agent said with `wrighty fail --usage-limit`, or None."""
+    if reader is not None:
+        return decisions.UsageFacts(reader.reset_hint(), reader.provider_answered)
+    if recorded is None or AgentReport.of(recorded.agent_report) is not AgentReport.USAGE_LIMIT:
         return None
-    return decisions.UsageFacts(reader.reset_hint(), reader.provider_answered)
+    return decisions.UsageFacts(_reset_hint(None, recorded))
+
+
+def _reset_hint(reader: Reader | None, recorded: Run | None) -> ResetHint | None:
+    """When the provider's limit lifts: as the vendor's output said, or as the agent reported
+    it from inside its run (`wrighty fail --usage-limit --resets-at`)."""
+    if reader is not None:
+        return reader.reset_hint()
+    if recorded is not None and recorded.agent_resets_at is not None:
+        return ResetHint(AGENT_REPORTED, resets_at=recorded.agent_resets_at)
+    return None
 
 
 class TransitionWriter(Protocol):

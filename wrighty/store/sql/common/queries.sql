@@ -89,7 +89,7 @@ WHERE run_id = :run_id AND item_id = :item_id AND generation = :generation
 -- From inside a run: lands only while that run's claim is still held (a stale token from an
 -- earlier generation, or a run that already ended, changes nothing).
 UPDATE runs
-SET agent_report = :report, agent_reason = :reason
+SET agent_report = :report, agent_reason = :reason, agent_resets_at = :resets_at
 WHERE run_id = :run_id
   AND claim_token = :claim_token
   AND ended_at IS NULL

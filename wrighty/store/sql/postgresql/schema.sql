@@ -116,7 +116,8 @@ CREATE TABLE runs (
     cost_source        TEXT CHECK (cost_source IN ('reported', 'estimated')),
     models             TEXT NOT NULL DEFAULT '[]',
     turns              INTEGER,
-    api_ms             INTEGER
+    api_ms             INTEGER,
+    agent_resets_at    TEXT
 );
 
 CREATE INDEX runs_by_item ON runs (item_id, started_at);

@@ -1,0 +1,113 @@
+"""A `command` agent reports a usage limit from inside its run (`wrighty fail --usage-limit
+[--resets-at TIME]`): the run is rate-limited, worker.usageFailure retries it at the reset the
+agent reported, the provider circuit opens until then (docs/usage-limits.md). Real agent
+processes calling the real `wrighty fail`, a worker in the test's process."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.harness import open_project
+from tests.integration.test_worker import AGENT, Project
+from wrighty.domain.outcomes import Confidence, OutcomeClass
+from wrighty.domain.states import ItemState
+from wrighty.domain.times import rfc3339
+from wrighty.services.runlogs import run_log_dir
+
+REFUSED = """
+    import subprocess
+    done = subprocess.run([sys.executable, "-m", "wrighty", "fail", "--usage-limit", {extra}
+                           "--reason", "the five-hour window is spent"],
+                          capture_output=True, text=True)
+    print(done.returncode, done.stdout, done.stderr, flush=True)
+    sys.exit(1)
+"""
+
+
+def project_with(tmp_path: Path, usage_failure: dict[str, Any] | None) -> Project:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "agent.py").write_text(AGENT)
+    command = [sys.executable, str(root / "agent.py")]
+    worker: dict[str, Any] = {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
+                              "defaultAgent": "fake"}  # fmt: skip
+    if usage_failure is not None:
+        worker["usageFailure"] = usage_failure
+    document = {
+        "worker": worker,
+        "agents": {"fake": {"adapter": "command", "command": command, "resumeCommand": command}},
+    }
+    return open_project(Project, root, document)
+
+
+@pytest.fixture
+def retrying(tmp_path: Path) -> Iterator[Project]:
+    made = project_with(tmp_path, {"action": "retry", "maxAttempts": 2, "initialRetryMinutes": 1})
+    yield made
+    made.store.close()
+
+
+def test_a_reported_reset_is_when_the_retry_is_due_and_the_circuit_opens_until(
+    retrying: Project,
+) -> None:
+    item = retrying.item(REFUSED.format(extra='"--resets-at", "2h",'))
+    after = retrying.run_once()
+    [run] = retrying.store.list_runs(item.id)
+    assert (run.outcome_class, run.confidence) == (
+        OutcomeClass.RATE_LIMITED, Confidence.AUTHORITATIVE)  # fmt: skip
+    assert run.agent_report == "usage-limit"
+    assert run.agent_resets_at is not None
+    assert run.ended_at is not None
+    # 2h from when the agent said it (before the run ended), not from the run's end
+    assert timedelta(hours=2) - timedelta(seconds=60) < run.agent_resets_at - run.started_at
+    assert run.agent_resets_at - run.started_at <= timedelta(hours=2) + timedelta(seconds=60)
+    assert (after.state, after.reason_code) == (ItemState.RETRY_SCHEDULED, "rate-limited")
+    grace = timedelta(minutes=2)  # worker.usageFailure.resetGraceSeconds' default
+    assert after.not_before == run.agent_resets_at + grace
+    assert after.reason is not None
+    assert f"the agent reported its reset at {rfc3339(run.agent_resets_at)}" in after.reason
+    assert "usage retry 1 of 2 resumes its session" in after.reason
+    assert after.usage_retries == 1
+    [circuit] = retrying.store.list_circuits()
+    assert circuit.until == after.not_before
+    assert run.diagnostic is not None
+    assert "agent says: the five-hour window is spent" in run.diagnostic
+
+
+def test_without_a_reset_the_backoff_says_when(retrying: Project) -> None:
+    item = retrying.item(REFUSED.format(extra=""))
+    after = retrying.run_once()
+    [run] = retrying.store.list_runs(item.id)
+    assert run.agent_resets_at is None
+    assert (after.state, after.reason_code) == (ItemState.RETRY_SCHEDULED, "rate-limited")
+    assert after.reason is not None
+    assert "backoff: the provider named no reset" in after.reason
+
+
+def test_without_the_policy_the_item_needs_attention(tmp_path: Path) -> None:
+    project = project_with(tmp_path, None)
+    try:
+        project.item(REFUSED.format(extra='"--resets-at", "2h",'))
+        after = project.run_once()
+        assert (after.state, after.reason_code) == (ItemState.NEEDS_ATTENTION, "rate-limited")
+    finally:
+        project.store.close()
+
+
+def test_a_bad_reset_is_refused_inside_the_run_and_nothing_is_recorded(
+    retrying: Project,
+) -> None:
+    item = retrying.item(REFUSED.format(extra='"--resets-at", "2026-12-03T14:00",'))
+    after = retrying.run_once()
+    [run] = retrying.store.list_runs(item.id)
+    assert run.agent_report is None  # refused: nothing recorded
+    assert (after.state, after.reason_code) == (ItemState.NEEDS_ATTENTION, "agent-failure")
+    said = (run_log_dir(retrying.root / ".wrighty", run) / "stdout.log").read_text()
+    assert said.startswith("2 ")  # its exit code, printed by the agent
+    assert "wrighty: --resets-at: time '2026-12-03T14:00' names no offset" in said
