@@ -36,7 +36,6 @@ __all__ = ["SqliteStore", "from_db_time", "to_db_time"]
 DIALECT = "sqlite"
 BUSY_TIMEOUT_MS = 10_000  # at opening; each call then waits at most what its deadline leaves
 BUSY = "the store stayed busy; another wrighty process holds a long write — try again"
-SQLITE_HEADER = b"SQLite format 3\x00"
 SQLITE_IOERR = 10
 SQLITE_FULL = 13
 NO_SPACE = "no space left on device; free some space on its file system, then try again"
@@ -392,25 +391,14 @@ def _refuse_unusable_file(path: Path) -> bool:
         # short or made by someone else. SQLite would take it for a new database, and delete
         # a -wal file beside it.
         raise StoreError(_empty_file(path))
-    if _read_header(path) != SQLITE_HEADER:
-        raise StoreError(
-            f"{path}: is not a SQLite database; move it away or point --store elsewhere"
-        )
+    # Its header is read by SQLite itself (_refuse_foreign_or_newer), never by a file of our
+    # own: closing any descriptor of the file would drop the POSIX locks that this process's
+    # other connections to it hold (SQLite keeps its descriptors open for that reason).
     if not os.access(path, os.R_OK | os.W_OK):
         raise StoreError(access_problem(path))
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise StoreError(access_problem(path.parent))  # SQLite makes its -wal and -shm there
     return True
-
-
-def _read_header(path: Path) -> bytes:
-    try:
-        with path.open("rb") as handle:
-            return handle.read(len(SQLITE_HEADER))
-    except PermissionError:
-        raise StoreError(access_problem(path)) from None
-    except OSError as error:
-        raise StoreError(f"{path}: cannot read the store ({_describe(error, path)})") from None
 
 
 def _empty_file(path: Path) -> str:
@@ -475,11 +463,18 @@ def _cannot_create(path: Path, why: str) -> str:
 
 
 def _refuse_foreign_or_newer(connection: sqlite3.Connection, path: Path, *, create: bool) -> None:
-    """Refuse a database that belongs to another program or to a newer wrighty, and, unless
-    ``create``, one that is not a store yet."""
-    tables = {
-        row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
-    }
+    """Refuse a file that is not a SQLite database (its header, as SQLite reads it: nothing
+    is written), a database that belongs to another program or to a newer wrighty, and,
+    unless ``create``, one that is not a store yet."""
+    try:
+        rows = connection.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+    except sqlite3.DatabaseError as error:
+        if error.sqlite_errorcode == sqlite3.SQLITE_NOTADB:
+            raise StoreError(
+                f"{path}: is not a SQLite database; move it away or point --store elsewhere"
+            ) from None
+        raise
+    tables = {row[0] for row in rows}
     if not tables and create:
         return  # an empty database: wrighty init makes it a store
     if not tables:
