@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,6 +12,12 @@ from wrighty.cli.documents import print_json
 from wrighty.domain.model import MAX_BODY_BYTES
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
+
+if TYPE_CHECKING:
+    from wrighty.cli.context import AppContext
+    from wrighty.domain.importing import MarkdownSection
+    from wrighty.services.importing import Imported
+    from wrighty.store.port import Store
 
 MAX_IMPORT_BYTES = 16 * MAX_BODY_BYTES
 
@@ -29,10 +35,8 @@ def import_file(
 ) -> None:
     """Create an item per second-level heading of a Markdown file; importing it again changes
     nothing (a changed section is reported, not created twice)."""
-    from wrighty.cli.items import check_names_of
-    from wrighty.domain.importing import BadImport, parse_markdown
     from wrighty.inputs import InputError, read_text_file
-    from wrighty.services.importing import import_sections, summary
+    from wrighty.services.importing import summary
 
     try:
         text = read_text_file(path, limit=MAX_IMPORT_BYTES)
@@ -40,21 +44,19 @@ def import_file(
         why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise WrightyError(f"{path}: {why}") from None
     try:
-        sections = parse_markdown(text)
-    except BadImport as error:
+        sections = sections_of(text)
+    except WrightyError as error:
         raise WrightyError(f"{path}: {error}") from None
     app_ctx = app_context(ctx)
-    config = app_ctx.config().config
     with app_ctx.store() as store:
         try:
-            results = import_sections(
-                store, sections, source=path.name, agents=config.agent_names(), queue=queue,
-                dry_run=dry_run, now=app_ctx.now(), check_names=check_names_of(config),
-            )  # fmt: skip
+            results = import_now(
+                app_ctx, store, sections, source=path.name, queue=queue, dry_run=dry_run
+            )
         except WrightyError as error:
             raise WrightyError(f"{path}: {error}") from None
-    counts = summary(results)
     if as_json:
+        counts = summary(results)
         print_json(
             {
                 "file": str(path),
@@ -70,7 +72,48 @@ def import_file(
             }
         )  # fmt: skip
         return
+    for line in imported_lines(results, dry_run=dry_run):
+        typer.echo(line)
+
+
+def sections_of(text: str) -> list[MarkdownSection]:
+    """The items a Markdown file's text describes, or its refusal (WrightyError; the caller
+    names the file)."""
+    from wrighty.domain.importing import BadImport, parse_markdown
+
+    try:
+        return parse_markdown(text)
+    except BadImport as error:
+        raise WrightyError(str(error)) from None
+
+
+def import_now(
+    app_ctx: AppContext,
+    store: Store,
+    sections: list[MarkdownSection],
+    *,
+    source: str,
+    queue: bool,
+    dry_run: bool,
+) -> list[Imported]:
+    """`wrighty import`'s service call on wrighty.json's agents and checks: each section's
+    outcome (``source``: the file's name, which the items' import keys hold)."""
+    from wrighty.cli.items import check_names_of
+    from wrighty.services.importing import import_sections
+
+    config = app_ctx.config().config
+    return import_sections(
+        store, sections, source=source, agents=config.agent_names(), queue=queue,
+        dry_run=dry_run, now=app_ctx.now(), check_names=check_names_of(config),
+    )  # fmt: skip
+
+
+def imported_lines(results: list[Imported], *, dry_run: bool) -> list[str]:
+    """What `wrighty import` says: a line per section, then the counts."""
+    from wrighty.services.importing import summary
+
     verb = "would create" if dry_run else "created"
+    lines = []
     for result in results:
         where = f"item {result.item_id}" if result.item_id is not None else "new item"
         said = {
@@ -78,7 +121,9 @@ def import_file(
             "unchanged": f"unchanged ({where})",
             "changed": f"changed in the file, not updated ({where}; edit or cancel it by hand)",
         }[result.outcome]
-        typer.echo(printable_line(f"line {result.section.line}: {result.section.title}: {said}"))
-    typer.echo(
+        lines.append(printable_line(f"line {result.section.line}: {result.section.title}: {said}"))
+    counts = summary(results)
+    lines.append(
         f"{counts['created']} {verb}, {counts['unchanged']} unchanged, {counts['changed']} changed"
     )
+    return lines

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -167,49 +168,102 @@ def create(
     as_json: JsonFlag = False,
 ) -> None:
     """Add an item. The task comes from --body, --body-file, or standard input."""
-    from wrighty.domain.scheduling import check_label, parse_priority
     from wrighty.services import items as item_service
 
     app_ctx = app_context(ctx)
-    loaded = app_ctx.config()
-    if agent is not None and agent not in loaded.config.agent_names():
-        known = ", ".join(loaded.config.agent_names())
-        raise WrightyError(f"--agent {agent}: unknown agent (known: {known}); see docs/config.md")
-    timeout_seconds = seconds_option("--timeout", timeout, MAX_ITEM_TIMEOUT_SECONDS)
-    budget = limit_options(max_cost_usd, max_tokens)
-    chosen_priority = DEFAULT_PRIORITY if priority is None else parse_priority(priority)
-    for name in label or []:
-        check_label(name)
-    chosen_checks = _chosen_checks(verify, no_verify)
-    item_service.check_choice(
-        chosen_checks, agent=agent, check_names=check_names_of(loaded.config), said="--verify"
-    )
-    workspace_path = workspace.absolute() if workspace else None
-    if workspace_path is not None and not workspace_path.is_dir():
-        raise WrightyError(f"--workspace {workspace}: no such directory")
-    new = NewItem(
+    options = ItemOptions(
         title=title,
-        body=_read_body(body, body_file),
         agent=agent,
-        timeout_seconds=timeout_seconds,
-        workspace=str(workspace_path) if workspace_path else None,
-        initial_state=ItemState.QUEUED if queue else ItemState.TODO,
-        max_cost_usd=budget.max_cost_usd,
-        max_tokens=budget.max_tokens,
-        priority=chosen_priority,
+        timeout=timeout,
+        workspace=workspace,
+        queue=queue,
+        max_cost_usd=max_cost_usd,
+        max_tokens=max_tokens,
+        priority=priority,
         after=tuple(after or ()),
         labels=tuple(label or ()),
-        verify_checks=chosen_checks,
+        verify=tuple(verify or ()),
+        no_verify=no_verify,
     )
-    new = item_service.normalized(new)
-    validate_new_item(new)
+    new = new_item_of(
+        app_ctx.config().config, options, functools.partial(_read_body, body, body_file)
+    )
     with app_ctx.store() as store:
         item = item_service.create_item(store, new, now=app_ctx.now())
     if as_json:
         print_json(item_summary_json(item))
     else:
-        how = ", ".join([item.state.value, *_scheduling_words(new)])
-        typer.echo(f"created item {item.id} ({how}): {printable_line(item.title)}")
+        typer.echo(created_line(item, new))
+
+
+@dataclass(frozen=True)
+class ItemOptions:
+    """What `wrighty create` is given for a new item besides its task, as given (the web
+    console's form gives the same)."""
+
+    title: str
+    agent: str | None = None
+    timeout: str | None = None
+    workspace: Path | None = None
+    queue: bool = False
+    max_cost_usd: str | None = None
+    max_tokens: str | None = None
+    priority: str | None = None
+    after: tuple[int, ...] = ()
+    labels: tuple[str, ...] = ()
+    verify: tuple[str, ...] = ()
+    no_verify: bool = False
+
+
+def new_item_of(
+    config: WrightyConfig, options: ItemOptions, read_body: Callable[[], str]
+) -> NewItem:
+    """The item `wrighty create` makes of its options, or its refusal of the first one that
+    is wrong (WrightyError, in the command's words). The task is read last, once every option
+    is accepted: a wrong one is told before standard input is waited for."""
+    from wrighty.domain.scheduling import check_label, parse_priority
+    from wrighty.services import items as item_service
+
+    agent = options.agent
+    if agent is not None and agent not in config.agent_names():
+        known = ", ".join(config.agent_names())
+        raise WrightyError(f"--agent {agent}: unknown agent (known: {known}); see docs/config.md")
+    timeout_seconds = seconds_option("--timeout", options.timeout, MAX_ITEM_TIMEOUT_SECONDS)
+    budget = limit_options(options.max_cost_usd, options.max_tokens)
+    priority = DEFAULT_PRIORITY if options.priority is None else parse_priority(options.priority)
+    for name in options.labels:
+        check_label(name)
+    chosen_checks = _chosen_checks(list(options.verify), options.no_verify)
+    item_service.check_choice(
+        chosen_checks, agent=agent, check_names=check_names_of(config), said="--verify"
+    )
+    workspace = options.workspace
+    workspace_path = workspace.absolute() if workspace else None
+    if workspace_path is not None and not workspace_path.is_dir():
+        raise WrightyError(f"--workspace {workspace}: no such directory")
+    new = NewItem(
+        title=options.title,
+        body=read_body(),
+        agent=agent,
+        timeout_seconds=timeout_seconds,
+        workspace=str(workspace_path) if workspace_path else None,
+        initial_state=ItemState.QUEUED if options.queue else ItemState.TODO,
+        max_cost_usd=budget.max_cost_usd,
+        max_tokens=budget.max_tokens,
+        priority=priority,
+        after=options.after,
+        labels=options.labels,
+        verify_checks=chosen_checks,
+    )
+    new = item_service.normalized(new)
+    validate_new_item(new)
+    return new
+
+
+def created_line(item: Item, new: NewItem) -> str:
+    """What `wrighty create` says it made."""
+    how = ", ".join([item.state.value, *_scheduling_words(new)])
+    return f"created item {item.id} ({how}): {printable_line(item.title)}"
 
 
 def _scheduling_words(new: NewItem) -> list[str]:
