@@ -200,6 +200,53 @@ class OperatorDesk:
             return ended.value if ended is not None else "ended"
         return None
 
+    def agent_names(self) -> list[str]:
+        """The agents an item may name (wrighty.json's and the built-in ones)."""
+        return list(self.app_ctx.config().config.agent_names())
+
+    def create(
+        self,
+        *,
+        title: str,
+        body: str,
+        agent: str | None,
+        priority: str | None,
+        labels: tuple[str, ...],
+        after: tuple[int, ...],
+        verify: tuple[str, ...],
+        no_verify: bool,
+        queue: bool,
+    ) -> tuple[int, str]:
+        """`wrighty create` with these options and this task: the new item's id and the
+        command's line."""
+        from wrighty.cli.items import ItemOptions, created_line, new_item_of
+        from wrighty.services.items import create_item
+
+        options = ItemOptions(
+            title=title, agent=agent, priority=priority, labels=labels, after=after,
+            verify=verify, no_verify=no_verify, queue=queue,
+        )  # fmt: skip
+        new = new_item_of(self.app_ctx.config().config, options, lambda: body)
+        item = create_item(self.store, new, now=self.app_ctx.now())
+        return item.id, created_line(item, new)
+
+    def import_markdown(
+        self, text: str, *, source: str, queue: bool, dry_run: bool
+    ) -> tuple[list[str], list[int | None]]:
+        """`wrighty import` of a file named ``source`` holding ``text``: the command's lines
+        (one per section, the counts last) and each section's item (None: one a dry run
+        would make)."""
+        from wrighty.cli.importing import import_now, imported_lines, sections_of
+
+        try:
+            sections = sections_of(text)
+            results = import_now(
+                self.app_ctx, self.store, sections, source=source, queue=queue, dry_run=dry_run
+            )
+        except WrightyError as error:
+            raise WrightyError(f"{source}: {error}") from None
+        return imported_lines(results, dry_run=dry_run), [r.item_id for r in results]
+
 
 def _store_label(app_ctx: AppContext) -> str:
     """The store as the header names it: a SQLite file under the current directory by its

@@ -43,6 +43,7 @@ from wrighty.domain.states import TERMINAL_STATES
 from wrighty.domain.text import printable, printable_line
 from wrighty.errors import NotFoundError, WrightyError
 from wrighty.web import security
+from wrighty.web.create import NewItemPages
 from wrighty.web.views import (
     Action,
     BoardFilter,
@@ -95,6 +96,28 @@ class Desk(Protocol):
     def last_run_logs(self, item_id: int) -> tuple[Run, Path | None, str | None]: ...
 
     def run_outcome(self, run_id: str) -> str | None: ...
+
+    # The New item page (web/create.py): `wrighty create` and `wrighty import`.
+
+    def agent_names(self) -> list[str]: ...
+
+    def create(
+        self,
+        *,
+        title: str,
+        body: str,
+        agent: str | None,
+        priority: str | None,
+        labels: tuple[str, ...],
+        after: tuple[int, ...],
+        verify: tuple[str, ...],
+        no_verify: bool,
+        queue: bool,
+    ) -> tuple[int, str]: ...
+
+    def import_markdown(
+        self, text: str, *, source: str, queue: bool, dry_run: bool
+    ) -> tuple[list[str], list[int | None]]: ...
 
 
 HERE = Path(__file__).parent
@@ -408,7 +431,7 @@ class Console:
 
     async def act(self, request: Request) -> Response:
         if self.settings.read_only:
-            return Response("read-only: this console does nothing\n", 403, media_type="text/plain")
+            return read_only_refusal()
         item_id = self._item_id(request)
         try:
             action = Action(request.path_params["action"])
@@ -483,11 +506,17 @@ def _call(desk: Desk, item_id: int, action: Action, fields: dict[str, str]) -> s
     return desk.reject(item_id, fields.get("feedback", ""))
 
 
+def read_only_refusal() -> Response:
+    """What a POST to a --read-only console gets."""
+    return Response("read-only: this console does nothing\n", 403, media_type="text/plain")
+
+
 def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
     """The console: its routes behind the guard (security.Guard), which answers every
     request without the token, with a wrong Host, or a POST without the CSRF token, before
     any handler runs."""
     console = Console(open_desk, settings)
+    new_item = NewItemPages(console)
 
     async def page_missing(request: Request, exc: Exception) -> Response:
         detail = exc.detail if isinstance(exc, HTTPException) else "not found"
@@ -526,6 +555,9 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
         Route("/items/{item_id}/log", console.log_stream, methods=["GET"]),
         Route("/items/{item_id}/{action}", console.act, methods=["POST"]),
         Route("/events", console.events, methods=["GET"]),
+        Route("/new", sync(new_item.page), methods=["GET"]),
+        Route("/new", new_item.create, methods=["POST"]),
+        Route("/import", new_item.import_markdown, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 
