@@ -504,6 +504,7 @@ class Seeded:
     where: str  # what the store is, for the output
     label: str  # the store as the inbox's header names it
     seconds: float  # how long seeding took
+    target: str = ""  # the store as `--store` names it (bench/web_board.py starts commands on it)
 
 
 @contextmanager
@@ -520,7 +521,8 @@ def sqlite_store(finished: int, mix: OpenMix) -> Iterator[Seeded]:
         try:
             seed_open(store, mix, first=finished)
             seconds = time.perf_counter() - began
-            yield Seeded(store, "SQLite file (WAL) in a temporary directory", "wrighty.db", seconds)
+            where = "SQLite file (WAL) in a temporary directory"
+            yield Seeded(store, where, "wrighty.db", seconds, target=str(path))
         finally:
             store.close()
 
@@ -540,7 +542,7 @@ def postgres_store(server: str, finished: int, mix: OpenMix) -> Iterator[Seeded]
                 for table in (*ROWS, "item_dependencies", "item_labels", "workers"):
                     connection.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
             seconds = time.perf_counter() - began
-            yield Seeded(store, postgres_settings(server), "postgresql", seconds)
+            yield Seeded(store, postgres_settings(server), "postgresql", seconds, target=url)
         finally:
             store.close()
 
