@@ -20,8 +20,9 @@ limit. Then, in the same run, on that store:
 The calls are timed in turns (each one of every kind, then again), after warm-up rounds, so
 that a slow moment of the machine falls on all of them alike; per-call median and p95 (nearest
 rank) with their ratios to the in-process status. Every call runs at the machine's clock (the
-server's), a day or more after the seeded items' own times: the ledger's last 24 hours, which
-status and the board both read, hold fewer runs than in bench/inbox_refresh.py.
+server's), a day or more after the seeded items' own times (bench/inbox_refresh.py's fixed
+clock), so the board stands still but for the bench's changes; the ledger's last 24 hours,
+which status and the board both read, hold almost none of the finished items' runs.
 
 SQLite (the default): a file in a temporary directory. PostgreSQL (``--store
 postgresql://...``): a fresh schema, vacuumed and analysed after seeding, dropped afterwards.
@@ -183,6 +184,8 @@ def live_latency(
     latencies = []
     for k in range(changes):
         time.sleep(rng.uniform(0.3, 1.3))
+        while not arrived.empty():  # an event of no change of ours (none is expected)
+            arrived.get_nowait()
         began = time.perf_counter()
         create_item(store, new(first + k), now=datetime.now(UTC))
         try:
