@@ -5,7 +5,7 @@ resets them, through services/circuits.py."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +13,9 @@ from wrighty.cli.common import JsonFlag, WrightyGroup, app_context, console
 from wrighty.cli.documents import circuit_json, print_json
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
+
+if TYPE_CHECKING:
+    from wrighty.services.circuits import Reset
 
 providers_app = typer.Typer(
     cls=WrightyGroup, invoke_without_command=True, subcommand_metavar="[COMMAND [ARGS]...]"
@@ -65,7 +68,6 @@ def reset(
     as_json: JsonFlag = False,
 ) -> None:
     """Close a provider circuit by hand: workers launch its agents again at once."""
-    from wrighty.domain.circuits import CircuitState
     from wrighty.services.circuits import reset_circuit
 
     app_ctx = app_context(ctx)
@@ -74,15 +76,20 @@ def reset(
     if as_json:
         print_json(circuit_json(done.after))
         return
-    shown = printable_line(name)
-    if not done.changed:
-        typer.echo(f"provider circuit {shown} was closed already")
-        return
+    typer.echo(reset_line(name, done))
+
+
+def reset_line(name: str, done: Reset) -> str:
+    """What `wrighty providers reset NAME` says it did (the web console's Reset too)."""
+    from wrighty.domain.circuits import CircuitState
     from wrighty.richtext import local_time
 
+    shown = printable_line(name)
+    if not done.changed:
+        return f"provider circuit {shown} was closed already"
     before = done.before
     when = "until" if before.state is CircuitState.OPEN else "since"
-    typer.echo(
+    return (
         f"provider circuit {shown} closed (it was {before.state.value} {when} "
         f"{local_time(before.circuit.until)}); workers launch its agents again"
     )

@@ -66,6 +66,10 @@ class Budgets:
         end = self._start_on(start.astimezone(self.time_zone).date() + timedelta(days=1))
         return Period(start.astimezone(UTC), end.astimezone(UTC))
 
+    def day_start(self, day: date) -> datetime:
+        """When the budget day ``day`` (a date in the budget's time zone) begins, in UTC."""
+        return self._start_on(day).astimezone(UTC)
+
     def _start_on(self, day: date) -> datetime:
         return datetime.combine(day, self.day_starts_at, tzinfo=self.time_zone)
 

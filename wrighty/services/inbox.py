@@ -80,7 +80,18 @@ def read_board(
     now: datetime,
     order: AttentionOrder = AttentionOrder.REASON,
 ) -> Board:
-    report = status_report(
+    report = board_status(store, settings, now=now)
+    entries = store.list_open_items(limit=settings.limit)
+    held, holds = _held(store, settings, entries, report, now)
+    unreadable = tuple(str(error) for error in entries.unreadable)
+    rows = board_rows(entries, held, now=now, order=order)
+    return Board(now, rows, report, holds, len(entries), unreadable)
+
+
+def board_status(store: Store, settings: BoardSettings, *, now: datetime) -> StatusReport:
+    """`wrighty status`'s report under the settings' thresholds, with each agent's spend (as
+    `wrighty status` reads it without options)."""
+    return status_report(
         store,
         now=now,
         thresholds=settings.thresholds,
@@ -89,11 +100,6 @@ def read_board(
         default_agent=settings.default_agent,
         ledger=LedgerScope(settings.budgets, settings.default_agent),
     )
-    entries = store.list_open_items(limit=settings.limit)
-    held, holds = _held(store, settings, entries, report, now)
-    unreadable = tuple(str(error) for error in entries.unreadable)
-    rows = board_rows(entries, held, now=now, order=order)
-    return Board(now, rows, report, holds, len(entries), unreadable)
 
 
 def _held(

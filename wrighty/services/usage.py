@@ -1,6 +1,7 @@
 """The usage ledger as the reports read it (docs/usage.md#where-to-look): an item's total,
-`wrighty usage`'s report, each agent's spend for `wrighty status`, and the holds that keep a
-waiting item's agent from being launched. Reads through the store port only; the sums are
+`wrighty usage`'s report (and the web console's Spend page: by day and by agent at once), each
+agent's spend for `wrighty status`, and the holds that keep a waiting item's agent from being
+launched. Reads through the store port only; the sums are
 wrighty/domain/ledger.py's.
 """
 
@@ -8,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from wrighty.domain.budgets import ANY_AGENT, AgentHold, Budgets, agent_hold
 from wrighty.domain.ledger import (
     GroupBy,
     Spend,
     Spending,
+    budget_day,
+    group_key,
     grouped,
     runs_total,
     spend_of,
@@ -71,6 +74,46 @@ def usage_report(
         by=by,
         groups=grouped(entries, by, budgets),
         total=spend_of(entry.usage for entry in entries),
+    )
+
+
+@dataclass(frozen=True)
+class DailySpend:
+    """`wrighty usage --by day` and `--by agent` at once, over whole budget days, with each
+    agent's spend on each day (the web console's Spend page): one read of the ledger."""
+
+    days: list[str]  # every budget day of the period, oldest first, those without a run too
+    by_day: UsageReport
+    by_agent: UsageReport
+    cells: dict[tuple[str, str], Spend]  # (day, agent): only those with a run
+
+    def cell(self, day: str, agent: str) -> Spend:
+        """What ``agent``'s runs of ``day`` spent (no run: nothing)."""
+        return self.cells.get((day, agent)) or spend_of(())
+
+
+def daily_spend(
+    store: Store, *, days: int, now: datetime, budgets: Budgets, default_agent: str
+) -> DailySpend:
+    """The last ``days`` budget days, today's included: the runs started since the first
+    one began, grouped as `usage_report` groups them."""
+    first = budget_day(now, budgets) - timedelta(days=days - 1)
+    since = budgets.day_start(first)
+    entries = store.list_ledger(default_agent=default_agent, since=since)
+    total = spend_of(entry.usage for entry in entries)
+    by_agent: dict[str, list[LedgerEntry]] = {}
+    for entry in entries:
+        by_agent.setdefault(str(group_key(entry, "agent", budgets)), []).append(entry)
+    cells = {
+        (str(day), agent): spend
+        for agent, runs in by_agent.items()
+        for day, spend in grouped(runs, "day", budgets)
+    }
+    return DailySpend(
+        days=[(first + timedelta(days=n)).isoformat() for n in range(days)],
+        by_day=UsageReport(since, now, "day", grouped(entries, "day", budgets), total),
+        by_agent=UsageReport(since, now, "agent", grouped(entries, "agent", budgets), total),
+        cells=cells,
     )
 
 
