@@ -111,3 +111,76 @@ def test_a_hostile_runs_output_streams_as_json_text(console: Console, clock: Fak
     assert RAW_CONTROL.search(response.text) is None
     assert "\\\\x1b[2J" in response.text  # JSON of the visible escape: \\x1b
     assert "<script>alert(1)</script>" in response.text  # text in JSON, shown as text
+
+
+# The Operations and Spend pages: worker, circuit and agent names, reasons, notifications.
+
+OUR_SVG = ('<svg class="chart"', '<svg class="swatch"')
+INERT_NAME = "".join(payload for payload in PAYLOADS if "\x1b" not in payload)[:200]
+
+
+def inert_with_charts(page: str) -> None:
+    """`inert`, our own charts and legend swatches aside."""
+    for ours in OUR_SVG:
+        page = page.replace(ours, "")
+    inert(page)
+
+
+def test_hostile_fleet_text_on_the_operations_page_stays_inert(console: Console, clock: FakeClock):
+    from datetime import timedelta
+
+    from tests.web.fleet_seed import give_up_notice, open_circuit, register
+
+    with console.app_ctx.store() as store:
+        register(store, HOSTILE[:100], at=clock(), label=HOSTILE, agent=HOSTILE,
+                 held_reason=HOSTILE)  # fmt: skip
+        until = clock() + timedelta(minutes=5)
+        open_circuit(store, "account:x" + HOSTILE[:100], at=clock(), until=until,
+                     reason=HOSTILE, notice_reason=HOSTILE)  # fmt: skip
+        give_up_notice(store, now=clock(), error=HOSTILE)
+        open_circuit(store, INERT_NAME, at=clock(), until=clock() + timedelta(minutes=5),
+                     reason=HOSTILE)  # fmt: skip
+    page = console.login().get("/operations")
+    assert page.status_code == 200
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+    inert(page.text)
+
+
+def test_a_hostile_circuit_name_is_reset_through_its_own_button(console: Console, clock: FakeClock):
+    import html
+    from datetime import timedelta
+
+    from tests.web.fleet_seed import open_circuit
+    from tests.web.test_console import CSRF, flash
+
+    with console.app_ctx.store() as store:
+        open_circuit(store, INERT_NAME, at=clock(), until=clock() + timedelta(minutes=5),
+                     reason=HOSTILE)  # fmt: skip
+    client = console.login()
+    page = client.get("/operations").text
+    actions = re.findall(r'<form method="post" action="([^"]+)"', page)
+    assert len(actions) == 1
+    done = client.post(html.unescape(actions[0]), data={"csrf": CSRF})
+    assert flash(done.text).startswith(f"ok: provider circuit {INERT_NAME} closed")
+    assert done.text.count("<script") == done.text.count(OUR_SCRIPT)
+    for tag in ("<img", "<svg"):
+        assert tag not in done.text
+    assert "{{7*7}}{% raw %}" in done.text  # the name in the flash and the table, as text
+    with console.app_ctx.store() as store:
+        assert store.get_circuit(INERT_NAME).until is None
+
+
+def test_hostile_agent_names_on_the_spend_page_stay_inert(console: Console, clock: FakeClock):
+    from datetime import timedelta
+
+    from tests.web.fleet_seed import spent
+    from wrighty.domain.usage import Usage
+
+    with console.app_ctx.store() as store:
+        for hours, agent in enumerate((HOSTILE[:120], PAYLOADS[0], PAYLOADS[3])):
+            spent(store, at=clock() - timedelta(hours=hours + 1), agent=agent,
+                  usage=Usage(input_tokens=100, cost_usd=0.01))  # fmt: skip
+    page = console.login().get("/spend")
+    assert page.status_code == 200
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+    inert_with_charts(page.text)

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from wrighty.services.diff import Change
     from wrighty.services.inbox import Board, BoardSettings
     from wrighty.services.show import ShowFacts
+    from wrighty.services.usage import DailySpend
     from wrighty.store.port import Store
+    from wrighty.web.operations import Fleet
 
 # How often the board is read again, at least and at most (seconds).
 MIN_INTERVAL_SECONDS = 0.5
@@ -246,6 +248,38 @@ class OperatorDesk:
         except WrightyError as error:
             raise WrightyError(f"{source}: {error}") from None
         return imported_lines(results, dry_run=dry_run), [r.item_id for r in results]
+
+    # The web console's Operations and Spend pages (docs/web.md).
+
+    def fleet(self) -> Fleet:
+        """`wrighty status`'s report (workers, provider circuits, spend, outbox, verdict) and
+        `wrighty notify pending`'s notifications, in the commands' forms."""
+        from wrighty.cli.operations import fleet
+        from wrighty.services.inbox import board_status
+        from wrighty.services.notify import undelivered
+
+        report = board_status(self.store, self.settings, now=self.app_ctx.now())
+        return fleet(report, undelivered(self.store))
+
+    def reset_circuit(self, name: str) -> str:
+        """`wrighty providers reset NAME`, and its line."""
+        from wrighty.cli.providers import reset_line
+        from wrighty.services.circuits import reset_circuit
+
+        return reset_line(name, reset_circuit(self.store, name, now=self.app_ctx.now()))
+
+    def spend(self, days: int) -> DailySpend:
+        """`wrighty usage --by day` and `--by agent` over the last ``days`` budget days."""
+        from wrighty.services.usage import daily_spend
+
+        settings = self.settings
+        return daily_spend(
+            self.store,
+            days=days,
+            now=self.app_ctx.now(),
+            budgets=settings.budgets,
+            default_agent=settings.default_agent,
+        )
 
 
 def _store_label(app_ctx: AppContext) -> str:

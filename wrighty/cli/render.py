@@ -20,7 +20,7 @@ from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.suggestions import Standing, next_commands
 from wrighty.domain.text import clip, plural, printable, printable_line
 from wrighty.domain.transitions import is_edit
-from wrighty.domain.usage import NO_LIMIT, Limit, Usage, cost_label
+from wrighty.domain.usage import NO_LIMIT, Limit, Usage, cost_text
 from wrighty.richtext import local_time, outside
 
 if TYPE_CHECKING:
@@ -216,13 +216,6 @@ def _retry_fields(
 
 
 # -- usage (docs/usage.md#where-to-look) ------------------------------------------------------
-
-UNKNOWN_COST = "—"
-
-
-def cost_text(usage: Usage) -> str:
-    """``$0.0123``, ``$0.0123 est.`` for wrighty's estimate, ``—`` when no cost is known."""
-    return cost_label(usage) or UNKNOWN_COST
 
 
 def spend_text(group: Spend) -> str:

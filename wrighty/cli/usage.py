@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from wrighty.cli.common import JsonFlag, app_context, console, seconds_option
 from wrighty.cli.documents import print_json, usage_report_json
-from wrighty.domain.ledger import MAX_USAGE_SINCE_SECONDS
-
-if TYPE_CHECKING:
-    from wrighty.domain.ledger import Spend
+from wrighty.domain.ledger import MAX_USAGE_SINCE_SECONDS, no_cost_line
 
 
 class Grouping(StrEnum):
@@ -82,15 +79,3 @@ def usage(
     missing = no_cost_line(report.total)
     if missing is not None:
         typer.echo(missing)
-
-
-def no_cost_line(total: Spend) -> str | None:
-    """How many runs the cost leaves out, when some have a cost and others none (the web
-    console's Spend page says it too)."""
-    missing = total.runs_without_cost
-    if not missing or total.usage.cost_usd is None:
-        return None
-    return (
-        f"{missing} of {total.runs} runs have no cost (their vendor reported none "
-        "and `pricing` has no price for them): COST counts the others"
-    )

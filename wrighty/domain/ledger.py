@@ -54,6 +54,18 @@ class Spend:
         return self.runs_without_cost == 0
 
 
+def no_cost_line(total: Spend) -> str | None:
+    """How many runs a cost leaves out, when some have a cost and others none (`wrighty
+    usage` says it under its table, the web console's Spend page under its charts)."""
+    missing = total.runs_without_cost
+    if not missing or total.usage.cost_usd is None:
+        return None
+    return (
+        f"{missing} of {total.runs} runs have no cost (their vendor reported none "
+        "and `pricing` has no price for them): COST counts the others"
+    )
+
+
 def spend_of(usages: Iterable[Usage]) -> Spend:
     listed = list(usages)
     return Spend(

@@ -154,6 +154,14 @@ def cost_label(usage: Usage) -> str | None:
     return f"${usage.cost_usd:.4f}{estimated}"
 
 
+UNKNOWN_COST = "—"
+
+
+def cost_text(usage: Usage) -> str:
+    """``$0.0123``, ``$0.0123 est.`` for wrighty's estimate, ``—`` when no cost is known."""
+    return cost_label(usage) or UNKNOWN_COST
+
+
 def with_reported_cost(usage: Usage) -> Usage:
     """A reader's usage: its cost, if any, is the vendor's own."""
     if usage.cost_usd is None or usage.cost_source is not None:

@@ -1,8 +1,8 @@
 """The web console's Starlette app (docs/web.md): the board, an item, the actions, the live
-updates. One more entry point over the services the commands and the inbox use: every read
-and every action goes through a `Desk`: the inbox's (`cli/inbox.OperatorDesk`, handed over by
-`wrighty serve`), which calls the commands' services and says what they did in the commands'
-words.
+updates, the Operations and Spend pages. One more entry point over the services the commands
+and the inbox use: every read and every action goes through a `Desk`: the inbox's
+(`cli/inbox.OperatorDesk`, handed over by `wrighty serve`), which calls the commands' services
+and says what they did in the commands' words.
 
 The store: ``open_desk`` hands each request a desk on the store `wrighty serve` keeps open
 (`cli/serve.DeskOpener`: SQLite's connection and PostgreSQL's pool are made to be shared by
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from wrighty.services.diff import Change
     from wrighty.services.inbox import Board, BoardSettings
     from wrighty.services.show import ShowFacts
+    from wrighty.services.usage import DailySpend
+    from wrighty.web.operations import Fleet
 
 
 class Desk(Protocol):
@@ -119,10 +121,21 @@ class Desk(Protocol):
         self, text: str, *, source: str, queue: bool, dry_run: bool
     ) -> tuple[list[str], list[int | None]]: ...
 
+    # The Operations and Spend pages.
+
+    def fleet(self) -> Fleet: ...
+
+    def reset_circuit(self, name: str) -> str: ...
+
+    def spend(self, days: int) -> DailySpend: ...
+
 
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
+
+# What a POST does through the desk, with the form's fields: the command's line.
+Work = Callable[[Desk, dict[str, str]], str]
 
 
 class OpenDesk(Protocol):
@@ -422,6 +435,32 @@ class Console:
             headers={"x-accel-buffering": "no", "cache-control": "no-store"},
         )
 
+    def operations_page(self, request: Request) -> Response:
+        """Workers, provider circuits, budgets, the outbox and the verdict, as the commands
+        show them."""
+        from wrighty.web.operations import operations_values
+
+        flash = self.flashes.take(request.query_params.get("flash"))
+        with self.open_desk() as desk:
+            values = operations_values(desk.fleet(), desk.settings)
+        return self.render("operations.html", tab="operations", flash=flash, **values)
+
+    def spend_page(self, request: Request) -> Response:
+        """Tokens and cost per budget day and agent, over ``days`` (one line and 400 for a
+        bad value)."""
+        from wrighty.web.spend import DAY_CHOICES, days_refusal, parse_days, spend_values
+
+        given = request.query_params.get("days")
+        days = parse_days(given)
+        if days is None:
+            refusal = days_refusal(given or "")
+            return self.render(
+                "spend.html", 400, tab="spend", refusal=refusal, choices=DAY_CHOICES, days=None
+            )
+        with self.open_desk() as desk:
+            values = spend_values(desk.spend(days), desk.settings.budgets, days=days)
+        return self.render("spend.html", tab="spend", refusal=None, **values)
+
     def not_found(self, message: str) -> HTMLResponse:
         return self.render(
             "missing.html", status=404, heading="Not found", message=printable_line(message)
@@ -437,20 +476,42 @@ class Console:
             action = Action(request.path_params["action"])
         except ValueError:
             return self.not_found(f"no action {request.path_params['action']!r}")
+        return await self.post_then_show(
+            request,
+            lambda desk, fields: _call(desk, item_id, action, fields),
+            back=f"/items/{item_id}",
+        )
+
+    async def reset_circuit(self, request: Request) -> Response:
+        """`wrighty providers reset NAME` from the Operations page."""
+        if self.settings.read_only:
+            return read_only_refusal()
+        from wrighty.web.operations import parse_circuit_name
+
+        name = parse_circuit_name(request.path_params["name"])
+        if name is None:
+            raise HTTPException(404, "no such provider circuit")
+        return await self.post_then_show(
+            request, lambda desk, fields: desk.reset_circuit(name), back="/operations"
+        )
+
+    async def post_then_show(self, request: Request, work: Work, *, back: str) -> Response:
+        """A POST's work through the desk, in a thread; its line or its refusal is left as a
+        flash for the page ``back``, which the browser is sent to (303)."""
         # The guard read the body already (within its limit); a form is parsed here, without
         # python-multipart: the pages post urlencoded forms only.
         body = await request.body()
         fields = dict(security.form_fields(body, request.headers.get("content-type")))
-        ok, said = await asyncio.to_thread(self._carry_out, item_id, action, fields)
+        ok, said = await asyncio.to_thread(self._carry_out, work, fields)
         key = self.flashes.put(ok, said)
-        return RedirectResponse(f"/items/{item_id}?flash={key}", status_code=303)
+        return RedirectResponse(f"{back}?flash={key}", status_code=303)
 
-    def _carry_out(self, item_id: int, action: Action, fields: dict[str, str]) -> tuple[bool, str]:
-        """The action's service call, as the inbox makes it: its line, or its refusal in the
+    def _carry_out(self, work: Work, fields: dict[str, str]) -> tuple[bool, str]:
+        """The work's service call, as the inbox makes it: its line, or its refusal in the
         command's words (``wrighty: ...``)."""
         with self.open_desk() as desk:
             try:
-                said = _call(desk, item_id, action, fields)
+                said = work(desk, fields)
             except WrightyError as error:
                 return False, printable_line(f"wrighty: {error}")
         return True, printable_line(said)
@@ -558,6 +619,9 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
         Route("/new", sync(new_item.page), methods=["GET"]),
         Route("/new", new_item.create, methods=["POST"]),
         Route("/import", new_item.import_markdown, methods=["POST"]),
+        Route("/operations", sync(console.operations_page), methods=["GET"]),
+        Route("/providers/{name:path}/reset", console.reset_circuit, methods=["POST"]),
+        Route("/spend", sync(console.spend_page), methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 
