@@ -3,7 +3,7 @@ agent's limits, the hold on a spent agent, and what an item stopped by its budge
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -258,3 +258,14 @@ def test_an_item_found_spent_before_a_launch_starts_no_run() -> None:
     assert "no new run was started" in (settlement.reason or "")
     assert "($1.0000 est., 100 tokens over its runs)" in (settlement.reason or "")
     assert settlement.next_action == "wrighty requeue 12 --fresh --max-cost-usd 2"
+
+
+def test_a_budget_day_starts_at_day_starts_at_in_the_zone_whatever_its_offset() -> None:
+    berlin = BERLIN_AT_SIX
+    # 2026-03-29: Berlin moves from +01:00 to +02:00 at 02:00; 06:00 is 04:00 UTC that day.
+    assert berlin.day_start(date(2026, 3, 28)) == datetime(2026, 3, 28, 5, 0, tzinfo=UTC)
+    assert berlin.day_start(date(2026, 3, 29)) == datetime(2026, 3, 29, 4, 0, tzinfo=UTC)
+    # The period that holds a moment begins at its budget day's start.
+    moment = datetime(2026, 3, 29, 12, 0, tzinfo=UTC)
+    assert berlin.period(moment).start == berlin.day_start(date(2026, 3, 29))
+    assert berlin.period(moment).end == berlin.day_start(date(2026, 3, 30))

@@ -89,6 +89,11 @@ class Setting:
     value: str
 
 
+def _number(value: float) -> str:
+    """A threshold as `wrighty status --json` has it, a whole one without its ``.0``."""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
 def operations_values(fleet: Fleet, settings: BoardSettings) -> dict[str, Any]:
     """The page's values: ``report`` is `wrighty status --json`'s document."""
     limits = settings.limits
@@ -96,7 +101,7 @@ def operations_values(fleet: Fleet, settings: BoardSettings) -> dict[str, Any]:
         "report": fleet.status,
         "verdict": fleet.verdict,
         "thresholds": [
-            Setting(name, NOT_SET if value is None else f"{value:g}")
+            Setting(name, NOT_SET if value is None else _number(value))
             for name, value in fleet.status["thresholds"].items()
         ],
         "circuits": fleet.circuits,
