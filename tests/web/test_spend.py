@@ -153,6 +153,7 @@ def test_the_charts_are_inline_svg_with_a_bar_per_day_and_a_part_per_agent(
             rf'<rect class="tone-{tone}" width="10" height="10"></rect></svg> {agent}</li>', page
         )
     assert "style=" not in page  # the CSP allows no inline style
+    assert "every day is zero" not in page
 
 
 def test_nothing_spent_shows_every_day_at_zero(console: Console, clock: FakeClock):
@@ -162,6 +163,7 @@ def test_nothing_spent_shows_every_day_at_zero(console: Console, clock: FakeCloc
     assert all(cells == ["0", "0", "$0.0000"] for cells in rows.values())
     assert "0 runs, 0 tokens" in page
     assert '<g class="bar">' in page
+    assert page.count('<span class="empty">(every day is zero)</span>') == 2
     assert '<rect class="tone-' not in page
 
 

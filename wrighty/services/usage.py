@@ -1,8 +1,7 @@
 """The usage ledger as the reports read it (docs/usage.md#where-to-look): an item's total,
 `wrighty usage`'s report (and the web console's Spend page: by day and by agent at once), each
 agent's spend for `wrighty status`, and the holds that keep a waiting item's agent from being
-launched. Reads through the store port only; the sums are
-wrighty/domain/ledger.py's.
+launched. Reads through the store port only; the sums are wrighty/domain/ledger.py's.
 """
 
 from __future__ import annotations
@@ -86,10 +85,6 @@ class DailySpend:
     by_day: UsageReport
     by_agent: UsageReport
     cells: dict[tuple[str, str], Spend]  # (day, agent): only those with a run
-
-    def cell(self, day: str, agent: str) -> Spend:
-        """What ``agent``'s runs of ``day`` spent (no run: nothing)."""
-        return self.cells.get((day, agent)) or spend_of(())
 
 
 def daily_spend(
