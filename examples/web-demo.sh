@@ -16,12 +16,13 @@ shots=${2:+$(realpath -m "$2")}  # before any cd: a path relative to here
 said=$("$here/inbox-demo.sh" "$dir")
 worker=$(echo "$said" | sed -n 's/^worker \([0-9]*\) is running.*/\1/p')
 cd "$dir"
-mkfifo console.out
 wrighty serve --port 0 >console.out 2>console.log &
 console=$!
-read -r url <console.out
-cat console.out >/dev/null &  # the rest of what it prints
-rm console.out
+for _ in $(seq 100); do  # its first line is the URL, with the token
+    [ -s console.out ] && break
+    sleep 0.1
+done
+url=$(head -n 1 console.out)
 if [ -z "$shots" ]; then
     echo "worker $worker and console $console are running in $dir; open $url"
     exit 0
