@@ -595,6 +595,23 @@ def contenders(store: Store, label: str) -> dict[str, Callable[[], object]]:
     }
 
 
+def print_ratios(times: dict[str, list[float]], base_name: str, runs: int, *, width: int) -> None:
+    """Each call's median and p95, and their ratios to ``base_name``'s, a row each."""
+    print(
+        f"per call, {runs} calls of each in turns after {WARM_UP_ROUNDS} warm-up rounds; "
+        "p95 nearest rank"
+    )
+    print(f"{'':<{width}}{'median':>11}{'p95':>12}{'median/status':>15}{'p95/status':>12}")
+    base = times[base_name]
+    base50, base95 = statistics.median(base), percentile(base, 0.95)
+    for name, values in times.items():
+        p50, p95 = statistics.median(values), percentile(values, 0.95)
+        print(
+            f"{name:<{width}}{p50 * 1000:8.2f} ms{p95 * 1000:9.2f} ms{p50 / base50:14.2f}x"
+            f"{p95 / base95:11.2f}x"
+        )
+
+
 def timed(calls: dict[str, Callable[[], object]], runs: int) -> dict[str, list[float]]:
     """Each call ``runs`` times, in turns, after WARM_UP_ROUNDS untimed rounds."""
     for _ in range(WARM_UP_ROUNDS):
@@ -656,19 +673,7 @@ def report(seeded: Seeded, items: int, mix: OpenMix, runs: int) -> None:
         f"{status['live_workers']} live workers, healthy {status['healthy']}"
     )
     times = timed(contenders(seeded.store, seeded.label), runs)
-    print(
-        f"per call, {runs} calls of each in turns after {WARM_UP_ROUNDS} warm-up rounds; "
-        "p95 nearest rank"
-    )
-    print(f"{'':<26}{'median':>10}{'p95':>11}{'median/status':>15}{'p95/status':>12}")
-    base = times["status --json"]
-    base50, base95 = statistics.median(base), percentile(base, 0.95)
-    for name, values in times.items():
-        p50, p95 = statistics.median(values), percentile(values, 0.95)
-        print(
-            f"{name:<26}{p50 * 1000:7.2f} ms{p95 * 1000:8.2f} ms{p50 / base50:14.2f}x"
-            f"{p95 / base95:11.2f}x"
-        )
+    print_ratios(times, "status --json", runs, width=26)
 
 
 def profile(seeded: Seeded, runs: int) -> None:

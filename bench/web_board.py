@@ -55,15 +55,14 @@ from inbox_refresh import (
     BUDGETS,
     LIMITED,
     LIMITS,
-    WARM_UP_ROUNDS,
     OpenMix,
     Seeded,
     new,
     postgres_store,
+    print_ratios,
     sqlite_store,
     timed,
 )
-from pickup import percentile
 from typer.testing import CliRunner
 
 from wrighty.cli.app import app
@@ -230,19 +229,8 @@ def report(seeded: Seeded, items: int, mix: OpenMix, runs: int, changes: int) ->
                 latencies = live_latency(client, base, store, changes, first=items + 1)
             finally:
                 store.close()
-    print(
-        f"per call, {runs} calls of each in turns after {WARM_UP_ROUNDS} warm-up rounds; "
-        "p95 nearest rank"
-    )
-    print(f"{'':<28}{'median':>11}{'p95':>12}{'median/status':>15}{'p95/status':>12}")
-    base_times = times["status --json (in process)"]
-    base50, base95 = statistics.median(base_times), percentile(base_times, 0.95)
-    for name, values in times.items():
-        p50, p95 = statistics.median(values), percentile(values, 0.95)
-        print(
-            f"{name:<28}{p50 * 1000:8.2f} ms{p95 * 1000:9.2f} ms{p50 / base50:14.2f}x"
-            f"{p95 / base95:11.2f}x"
-        )
+    print_ratios(times, "status --json (in process)", runs, width=28)
+    base50 = statistics.median(times["status --json (in process)"])
     p50, worst = statistics.median(latencies), max(latencies)
     print(
         f"live update, {len(latencies)} items created through the service: `event: board` on "

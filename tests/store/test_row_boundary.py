@@ -55,6 +55,7 @@ ITEM_POISONS = [
     ("crash_retries", "-1", "-1 is not a whole number"),
     ("fix_turns", "-1", "-1 is not a whole number"),
     ("rejections", "-2", "-2 is not a whole number"),
+    ("handoffs", "-3", "-3 is not a whole number"),
     ("verify_checks", "'{{{'", "is not a JSON list of check names"),
     ("verify_checks", "'\"tests\"'", "is not a JSON list of check names"),
     ("verify_checks", "'[\"tests\", 1]'", "is not a JSON list of check names"),

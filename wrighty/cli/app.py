@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("wrighty.cli.diff", "diff"),
     "accept": ("wrighty.cli.review", "accept"),
     "reject": ("wrighty.cli.review", "reject"),
+    "handoff": ("wrighty.cli.handoff", "handoff"),
     "workspaces": ("wrighty.cli.workspaces", "workspaces_app"),
     "inbox": ("wrighty.cli.inbox", "inbox"),
     "serve": ("wrighty.cli.serve", "serve"),

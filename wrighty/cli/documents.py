@@ -107,6 +107,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "exit_code": run.exit_code,
         "signal": run.signal,
         "session_id": run.session_id,
+        "agent": run.agent,
         "diagnostic": run.diagnostic,
         "usage": usage_json(run.usage) if reported(run.usage) else None,
     }
@@ -382,6 +383,8 @@ def item_detail_json(
         "verified": detail.verified,
         "rejections": item.rejections,
         "feedback": item.feedback,
+        "handoffs": item.handoffs,
+        "handoff_note": item.handoff_note,
         **scheduling_json(detail.labels, detail.after, detail.wait),
         "before": list(detail.before),
         "session": session_json(detail.session, resumable=resumable) if detail.session else None,

@@ -352,6 +352,7 @@ def print_item_detail(
     fields += _retry_fields(detail, max_attempts, usage_max_attempts)
     fields += _verify_fields(detail, max_fix_turns)
     fields += _review_fields(item)
+    fields += _handoff_fields(item)
     fields += _usage_fields(detail.runs, total or Usage(final=True), limit, hold)
     if circuit is not None:
         fields.append(("waits for", _circuit_wait(circuit)))
@@ -475,6 +476,10 @@ def _print_runs(console: Console, runs: list[Run]) -> None:
     table.add_column("CONFIDENCE", overflow="fold")
     # What each run spent, when any run reported it.
     with_usage = any(reported(run.usage) for run in runs)
+    # Which agent ran each run, once the item was handed from one to another.
+    with_agents = len({run.agent for run in runs}) > 1
+    if with_agents:
+        table.add_column("AGENT", overflow="fold")
     if with_usage:
         table.add_column("TOKENS", no_wrap=True, justify="right")
         table.add_column("COST", no_wrap=True, justify="right")
@@ -485,7 +490,7 @@ def _print_runs(console: Console, runs: list[Run]) -> None:
             exit_text = signal_name(run.signal)
         else:
             exit_text = "-" if run.exit_code is None else str(run.exit_code)
-        cells = [
+        cells: list[str | Text] = [
             str(run.attempt),
             run.kind.value,
             local_time(run.started_at),
@@ -494,6 +499,8 @@ def _print_runs(console: Console, runs: list[Run]) -> None:
             exit_text,
             run.confidence.value if run.confidence else "-",
         ]
+        if with_agents:
+            cells.append(outside(run.agent or "-"))  # read back from the store: text
         if with_usage:
             cells += _run_usage_cells(run)
         table.add_row(*cells)
@@ -525,6 +532,17 @@ def _review_fields(item: Item) -> list[tuple[str, str]]:
         return []
     feedback = clip(printable_line((item.feedback or "").strip()), FEEDBACK_SHOWN_CHARS)
     return [("rejections", str(item.rejections)), ("feedback", feedback)]
+
+
+def _handoff_fields(item: Item) -> list[tuple[str, str]]:
+    """How many times the item was handed to another agent, and the latest note's start."""
+    if not item.handoffs:
+        return []
+    fields = [("handoffs", str(item.handoffs))]
+    if item.handoff_note:
+        note = clip(printable_line(" ".join(item.handoff_note.split())), FEEDBACK_SHOWN_CHARS)
+        fields.append(("handoff note", note))
+    return fields
 
 
 def _print_change(console: Console, stat: str | None) -> None:

@@ -10,7 +10,7 @@ from wrighty.domain import suggestions
 from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
-from wrighty.domain.model import COMMIT_FAILED, REJECTED, Item, RunEnd
+from wrighty.domain.model import COMMIT_FAILED, HANDED_OFF, REJECTED, Item, RunEnd
 from wrighty.domain.outcomes import (
     USAGE_CLASSES,
     USAGE_RETRY_FRESH,
@@ -272,7 +272,9 @@ def choose_run(
     does a rejected item's when its session cannot be resumed.
     ``resume``: what this installation sees of the item's recorded session; None when none is
     recorded (or, as it starts fresh anyway, when the claim did not take a due retry)."""
-    fresh_retry = retry_reason == USAGE_RETRY_FRESH
+    # A usage retry whose settlement said so, and a handoff (another agent: a session of its
+    # own), start a new session.
+    fresh_retry = retry_reason in (USAGE_RETRY_FRESH, HANDED_OFF)
     if claimed_from is not ItemState.RETRY_SCHEDULED or resume is None or fresh_retry:
         return RunChoice(RunKind.FRESH)
     gaps = resume_gaps(resume)

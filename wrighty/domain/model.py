@@ -38,6 +38,8 @@ READY_FOR_REVIEW = "ready-for-review"
 ACCEPTED = "accepted"
 REJECTED = "rejected"
 INTEGRATION_FAILED = "integration-failed"
+# A person handed the item to another agent (docs/handoff.md).
+HANDED_OFF = "handed-off"
 
 
 # The output streams of an agent process.
@@ -107,6 +109,10 @@ class Item:
     # that follows it.
     rejections: int = 0
     feedback: str | None = None
+    # Handoffs (docs/handoff.md): how many times the item was handed to another agent, and
+    # the person's note of the latest, which the next run's handoff prompt carries.
+    handoffs: int = 0
+    handoff_note: str | None = None
 
 
 @dataclass(frozen=True)

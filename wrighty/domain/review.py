@@ -20,7 +20,7 @@ from wrighty.domain.model import (
 )
 from wrighty.domain.redact import redact_known
 from wrighty.domain.states import ItemState
-from wrighty.domain.text import clip, printable, printable_line
+from wrighty.domain.text import clip, given_text_problem, printable, printable_line
 from wrighty.domain.transitions import history_event, transition
 from wrighty.errors import IllegalTransitionError, WrightyError
 
@@ -74,18 +74,12 @@ def accept(item: Item, *, at: datetime, actor: str, integrated: str | None = Non
 
 def feedback_problem(feedback: str) -> str | None:
     """Why ``feedback`` cannot be a rejection's, or None."""
-    try:
-        size = len(feedback.encode("utf-8"))
-    except UnicodeEncodeError:
-        return "the feedback is not valid UTF-8 text (undecodable bytes); give it as UTF-8"
-    if not feedback.strip():
-        return "the feedback is empty: say what the agent is to change"
-    if size > MAX_FEEDBACK_BYTES:
-        return (
-            f"the feedback is larger than {MAX_FEEDBACK_BYTES // 1024} KiB: put the details in "
-            "a file in the workspace and tell the agent to read it"
-        )
-    return None
+    return given_text_problem(
+        feedback,
+        what="feedback",
+        limit=MAX_FEEDBACK_BYTES,
+        if_empty="say what the agent is to change",
+    )
 
 
 def reject(item: Item, feedback: str, *, at: datetime, actor: str, max_rejections: int) -> Change:

@@ -96,3 +96,21 @@ def json_printable(document: str) -> str:
     Outside strings JSON text is ASCII, so only string contents change.
     """
     return _UNPRINTABLE.sub(_json_escape, document)
+
+
+def given_text_problem(text: str, *, what: str, limit: int, if_empty: str) -> str | None:
+    """Why ``text``, a person's words for an agent's prompt (a rejection's feedback, a
+    handoff's note), cannot be taken: not UTF-8, empty (``if_empty`` says what to do), or
+    more than ``limit`` bytes; None when it can."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return f"the {what} is not valid UTF-8 text (undecodable bytes); give it as UTF-8"
+    if not text.strip():
+        return f"the {what} is empty: {if_empty}"
+    if size > limit:
+        return (
+            f"the {what} is larger than {limit // 1024} KiB: put the details in a file in the "
+            "workspace and tell the agent to read it"
+        )
+    return None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from wrighty.domain import review
 from wrighty.domain.integration import summary
-from wrighty.domain.model import Item, Session
+from wrighty.domain.model import Change, Item, Session
 from wrighty.domain.verify import latest_verification
 from wrighty.domain.work_product import Completion
 from wrighty.errors import WrightyError
@@ -89,6 +89,28 @@ def reject_item(
             current, feedback, at=now, actor=actor, max_rejections=max_rejections
         ),
     ).after
+
+
+def handoff_item(
+    store: Store,
+    item_id: int,
+    to_agent: str,
+    *,
+    note: str | None,
+    default_agent: str,
+    now: datetime,
+    actor: str = OPERATOR,
+) -> Change:
+    """needs-attention, retry-scheduled or review -> retry-scheduled, due now, under
+    ``to_agent``: its next run is a new session of that agent in the item's workspace, told
+    what the agent before it left (docs/handoff.md). The change: the item before and after."""
+    from wrighty.domain.handoff import hand_off
+
+    def plan(current: Item) -> Change:
+        before = current.agent or default_agent
+        return hand_off(current, to_agent, from_agent=before, note=note, at=now, actor=actor)
+
+    return apply_change(store, item_id, plan)
 
 
 def branch_integrator(

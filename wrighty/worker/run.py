@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from wrighty.agents import AgentPlan
-from wrighty.domain import budgets, decisions, machine, review, verify
+from wrighty.domain import budgets, decisions, handoff, machine, review, verify
 from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, Settlement, settle
 from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
 from wrighty.domain.model import Change, Item, NewRun, Run, RunEnd, Session, Stream
@@ -338,6 +338,13 @@ class ClaimRun:
         session, the task first; docs/work-product.md#review). Else a new session, its task; a
         fix turn, its checks' feedback; any other resume, to carry on with its task."""
         claimed = self._claimed
+        if handoff.owes_handoff(self._claim.claimed_reason_code) and not start.kind.resumes:
+            return handoff.handoff_prompt(
+                claimed.body,
+                self._earlier_work(start),
+                claimed.handoff_note,
+                secrets=secret_values(os.environ),
+            )
         if claimed.feedback and review.owes_feedback(self._claim.claimed_reason_code):
             told = review.feedback_prompt(claimed.feedback, secrets=secret_values(os.environ))
             return told if start.kind.resumes else f"{claimed.body}\n\n{told}"
@@ -350,6 +357,25 @@ class ClaimRun:
             start.feedback,
             feedback_bytes=policy.feedback_bytes,
             secrets=secret_values(os.environ),
+        )
+
+    def _earlier_work(self, start: _Start) -> handoff.EarlierWork | None:
+        """What the agent before a handoff left (None: it never ran): how its last run ended,
+        the stat of the item's change against its base in this workspace, its latest checks."""
+        item_id = self._claimed.id
+        ended = [run for run in self._store.list_runs(item_id) if run.ended_at is not None]
+        latest = max(ended, key=lambda run: run.started_at, default=None)  # not this one's
+        if latest is None:
+            return None
+        recorded = self._claim.session
+        base = start.base_commit or (recorded.base_commit if recorded else None)
+        checks = verify.latest_verification(self._store.list_checks(item_id))
+        return handoff.EarlierWork(
+            agent=latest.agent or self._setting.default_agent,
+            outcome=latest.outcome_class.value if latest.outcome_class else None,
+            diagnostic=latest.diagnostic,
+            stat=change_stat(start.workspace, base) if base else None,
+            checks=tuple(record.evidence for record in checks),
         )
 
     def _launch_spec(self, run_id: str, start: _Start, claim_token: str, task: str) -> LaunchSpec:

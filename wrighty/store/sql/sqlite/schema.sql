@@ -35,7 +35,9 @@ CREATE TABLE "items" (
     fix_turns          INTEGER NOT NULL DEFAULT 0,
     verify_checks      TEXT,
     rejections         INTEGER NOT NULL DEFAULT 0,
-    feedback           TEXT
+    feedback           TEXT,
+    handoffs           INTEGER NOT NULL DEFAULT 0,
+    handoff_note       TEXT
 ) STRICT;
 
 CREATE INDEX items_by_state ON items (state, queued_at, id);

@@ -1,0 +1,102 @@
+"""A handoff's move and the prompt its new agent gets (wrighty/domain/handoff.py): pure."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.unit.test_transitions import T0, make_item
+from wrighty.domain import handoff
+from wrighty.domain.decisions import choose_run
+from wrighty.domain.model import HANDED_OFF, Session
+from wrighty.domain.outcomes import RunKind
+from wrighty.domain.resume import ResumeFacts
+from wrighty.domain.states import ItemState
+from wrighty.domain.verify import CheckEvidence
+from wrighty.errors import IllegalTransitionError, WrightyError
+
+LATER = T0 + timedelta(hours=1)
+KEY = "sk-ant-api03-" + "k" * 40
+
+
+@pytest.mark.parametrize("state", sorted(handoff.HANDOFF_STATES))
+def test_a_waiting_item_goes_to_the_new_agent_due_now_with_fresh_counters(
+    state: ItemState,
+) -> None:
+    item = make_item(state, generation=3, crash_retries=2, usage_retries=1, fix_turns=2)
+    change = handoff.hand_off(
+        item, "codex", from_agent="claude", note="see NOTES.md", at=LATER, actor="operator"
+    )
+    after = change.after
+    assert (after.state, after.reason_code, after.not_before) == (
+        ItemState.RETRY_SCHEDULED, HANDED_OFF, LATER)  # fmt: skip
+    assert (after.agent, after.handoffs, after.handoff_note) == ("codex", 1, "see NOTES.md")
+    assert (after.crash_retries, after.usage_retries, after.fix_turns) == (0, 0, 0)
+    assert after.reason == "handed off from claude to codex: see NOTES.md"
+    assert (change.event.from_state, change.event.to_state) == (state, ItemState.RETRY_SCHEDULED)
+
+
+@pytest.mark.parametrize(
+    "state",
+    [ItemState.TODO, ItemState.QUEUED, ItemState.RUNNING, ItemState.DONE, ItemState.CANCELLED],
+)
+def test_only_a_waiting_item_is_handed_off(state: ItemState) -> None:
+    with pytest.raises(IllegalTransitionError, match="handoff takes items that are"):
+        handoff.hand_off(make_item(state), "codex", from_agent="claude", note=None, at=LATER,
+                         actor="op")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("to", "note", "says"),
+    [
+        ("claude", None, "item 1's agent is claude already"),
+        ("codex", "   ", "the note is empty"),
+        ("codex", "x" * (65 * 1024), "the note is larger than 64 KiB"),
+        ("codex", "bad \udcff byte", "not valid UTF-8"),
+    ],
+)
+def test_a_handoff_to_the_same_agent_or_with_a_bad_note_is_refused(
+    to: str, note: str | None, says: str
+) -> None:
+    item = make_item(ItemState.NEEDS_ATTENTION)
+    with pytest.raises(WrightyError, match=says):
+        handoff.hand_off(item, to, from_agent="claude", note=note, at=LATER, actor="op")
+
+
+def test_a_handed_off_retry_starts_a_new_session() -> None:
+    session = Session(1, "claude", "s-1", "/w", "inst", None, None)
+    facts = ResumeFacts(session, "inst", "claude", can_resume=True, workspace_exists=True)
+    choice = choose_run(
+        claimed_from=ItemState.RETRY_SCHEDULED, resume=facts, retry_reason=HANDED_OFF
+    )
+    assert choice.kind is RunKind.FRESH
+    assert handoff.owes_handoff(HANDED_OFF)
+    assert not handoff.owes_handoff("rejected")
+
+
+def test_the_prompt_tells_the_task_what_was_left_and_the_note_bounded_and_neutralised() -> None:
+    failed = CheckEvidence("tests", ("pytest",), 2.0, output_tail="1 failed\n", exit_code=1)
+    earlier = handoff.EarlierWork(
+        agent="claude",
+        outcome="rate-limited",
+        diagnostic=f"the provider refused; key {KEY}",
+        stat=" app.py | 2 +-\n 1 file changed\n",
+        checks=(failed,),
+    )
+    prompt = handoff.handoff_prompt(
+        "Fix the login test.", earlier, "look at \x1b[2J NOTES.md", secrets=()
+    )
+    assert prompt.startswith("Fix the login test.\n\n---\n\nAnother agent (claude) worked on")
+    assert "What it changed so far (git's stat against the task's start):" in prompt
+    assert "app.py | 2 +-" in prompt
+    assert "Its last run ended as rate-limited:" in prompt
+    assert KEY not in prompt
+    assert "[REDACTED]" in prompt
+    assert "- tests: failed" in prompt
+    assert "1 failed" in prompt
+    assert "\x1b" not in prompt
+    assert "look at \\x1b[2J NOTES.md" in prompt
+    huge = handoff.handoff_prompt("t", None, "n" * (200 * 1024))
+    assert len(huge.encode()) <= handoff.MAX_PROMPT_BYTES
+    assert "which never ran it" in huge
