@@ -184,3 +184,18 @@ def test_hostile_agent_names_on_the_spend_page_stay_inert(console: Console, cloc
     assert page.status_code == 200
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
     inert_with_charts(page.text)
+
+
+def test_no_template_or_handler_marks_text_safe() -> None:
+    """Escaping rests on autoescape: a macro's own HTML passes as Markup (app._neutral), so a
+    `|safe` or a Markup() of outside text would reach a page raw. None may exist."""
+    from pathlib import Path
+
+    import wrighty.web
+
+    web = Path(wrighty.web.__file__).parent
+    for path in [*web.glob("templates/*.html"), *web.glob("*.py")]:
+        text = path.read_text()
+        assert re.search(r"\|\s*safe\b", text) is None, path
+        assert "Markup(" not in text, path
+        assert "autoescape false" not in text, path
