@@ -206,9 +206,14 @@ def test_a_slow_sink_keeps_the_claim_and_the_others_notices_go_on(
 
     def hold_past_the_first_expiry() -> None:
         wait_for(lambda: fast.got == ["ntc-test-1", "ntc-test-2"])  # not behind this sink
-        [first, _] = store.list_notices(ALL)
-        clock.advance(lease * 0.75)  # the deliverer's next turn renews its claim
-        wait_for(lambda: store.list_notices(ALL)[0].claim_expires_at != first.claim_expires_at)
+        held = [n.claim_expires_at for n in store.list_notices(ALL)]
+        clock.advance(lease * 0.75)  # the deliverer's next turn renews both claims, in turn
+        wait_for(
+            lambda: all(
+                n.claim_expires_at != was
+                for n, was in zip(store.list_notices(ALL), held, strict=True)
+            )
+        )  # both: advancing past the first expiry after one alone let another take the second
         assert store.list_notices(ALL)[0].delivered_to == ("fake:fast",)  # recorded so far
         clock.advance(lease * 0.5)  # past the first expiry
         seen.append(another_deliverer(store, [FakeSink("other")], clock))
