@@ -5,6 +5,7 @@ processes calling the real `wrighty fail`, a worker in the test's process."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from datetime import timedelta
@@ -111,3 +112,120 @@ def test_a_bad_reset_is_refused_inside_the_run_and_nothing_is_recorded(
     said = (run_log_dir(retrying.root / ".wrighty", run) / "stdout.log").read_text()
     assert said.startswith("2 ")  # its exit code, printed by the agent
     assert "wrighty: --resets-at: time '2026-12-03T14:00' names no offset" in said
+
+
+# Wait or hand off (docs/handoff.md#wait-or-hand-off): alpha's fallback is beta.
+
+BETA = """
+import json, os, pathlib, sys
+told = sys.stdin.read()
+pathlib.Path(os.environ["BETA_RECORD"]).write_text(json.dumps(
+    {"prompt": told, "cwd": os.getcwd(), "found": pathlib.Path("work.txt").exists()}))
+"""
+LEAVES_WORK = (
+    """
+    import pathlib
+    pathlib.Path("work.txt").write_text("half done\\n")
+"""
+    + REFUSED
+)
+
+
+def handing_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **usage: Any) -> Project:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "agent.py").write_text(AGENT)
+    (root / "beta.py").write_text(BETA)
+    monkeypatch.setenv("BETA_RECORD", str(tmp_path / "beta.json"))
+    alpha = [sys.executable, str(root / "agent.py")]
+    document = {
+        "worker": {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
+                   "defaultAgent": "fake", "workspaceMode": "directory",
+                   "usageFailure": {"action": "retry", "handoffAfterMinutes": 45, **usage}},
+        "agents": {
+            "fake": {"adapter": "command", "command": alpha, "resumeCommand": alpha,
+                     "fallback": ["beta"]},
+            "beta": {"adapter": "command", "command": [sys.executable, str(root / "beta.py")]},
+        },
+    }  # fmt: skip
+    return open_project(Project, root, document)
+
+
+def test_a_reset_hours_away_hands_the_item_to_the_fallback_in_the_same_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = handing_off(tmp_path, monkeypatch)
+    try:
+        item = project.item(LEAVES_WORK.format(extra='"--resets-at", "5h",'), pinned=False)
+        after = project.run_once()
+        assert (after.state, after.reason_code, after.agent, after.handoffs) == (
+            ItemState.RETRY_SCHEDULED, "handed-off", "beta", 1)  # fmt: skip
+        assert after.reason is not None
+        assert "longer than worker.usageFailure.handoffAfterMinutes: handed off to beta" in (
+            after.reason
+        )
+        [run] = project.store.list_runs(item.id)
+        assert after.not_before == run.ended_at  # due now
+        [circuit] = project.store.list_circuits()  # the refused agent's provider waits
+        assert circuit.name.startswith("agent:fake")
+        project.pass_once(agent="beta")
+        done = project.get(item.id)
+        assert (done.state, done.agent) == (ItemState.DONE, "beta")
+        told = json.loads((tmp_path / "beta.json").read_text())
+        assert told["found"] is True
+        assert "Another agent (fake) worked on this task before you" in told["prompt"]
+        assert "Its last run ended as rate-limited" in told["prompt"]
+        alpha_run, beta_run = project.store.list_runs(item.id)
+        assert (alpha_run.agent, beta_run.agent) == ("fake", "beta")
+    finally:
+        project.store.close()
+
+
+def test_a_near_reset_waits_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = handing_off(tmp_path, monkeypatch)
+    try:
+        project.item(REFUSED.format(extra='"--resets-at", "10m",'), pinned=False)
+        after = project.run_once()
+        assert (after.state, after.reason_code, after.agent) == (
+            ItemState.RETRY_SCHEDULED, "rate-limited", None)  # fmt: skip
+    finally:
+        project.store.close()
+
+
+def test_a_fallback_whose_circuit_is_open_cannot_take_it_and_the_item_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import UTC, datetime
+
+    from wrighty.domain.circuits import Circuit, circuit_name, opened
+
+    project = handing_off(tmp_path, monkeypatch)
+    try:
+        now = datetime.now(UTC)
+        name = circuit_name("beta", account=None, installation_id=project.installation_id)
+        shut = opened(Circuit(name), at=now, until=now + timedelta(hours=3), reason="x",
+                      item_id=None)  # fmt: skip
+        assert project.store.write_circuit(Circuit(name), shut, at=now)
+        project.item(REFUSED.format(extra='"--resets-at", "5h",'), pinned=False)
+        after = project.run_once()
+        assert (after.state, after.reason_code, after.agent) == (
+            ItemState.RETRY_SCHEDULED, "rate-limited", None)  # fmt: skip
+        assert after.reason is not None
+        assert "no fallback can take it (beta: its provider circuit is open until" in after.reason
+    finally:
+        project.store.close()
+
+
+def test_past_max_handoffs_the_item_waits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = handing_off(tmp_path, monkeypatch, maxHandoffs=1)
+    try:
+        item = project.item(REFUSED.format(extra='"--resets-at", "5h",'), pinned=False)
+        project.store._connection.execute("UPDATE items SET handoffs = 1 WHERE id = ?", (item.id,))
+        after = project.run_once()
+        assert (after.state, after.reason_code) == (ItemState.RETRY_SCHEDULED, "rate-limited")
+        assert after.reason is not None
+        assert "not handed off: it was 1 times already (worker.usageFailure.maxHandoffs)" in (
+            after.reason
+        )
+    finally:
+        project.store.close()

@@ -184,7 +184,7 @@ def test_minutes_accept_fractions() -> None:
             {"worker": {"usageFailure": {"resetGrace": 2}}},
             "worker.usageFailure.resetGrace: unknown key (allowed here: action, "
             "initialRetryMinutes, backoffMultiplier, maxRetryMinutes, maxAttempts, "
-            "resetGraceMinutes)",
+            "resetGraceMinutes, handoffAfterMinutes, maxHandoffs)",
         ),
         (
             {"worker": {"usageFailure": "retry"}},
@@ -251,7 +251,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"agents": {"claude": {"flavour": 1}}},
             "agents.claude.flavour: unknown key (allowed here: adapter, executable, args, env, "
-            "command, resumeCommand, permission, resume, account, maxConcurrent, verify)",
+            "command, resumeCommand, permission, resume, account, fallback, maxConcurrent, verify)",
         ),
         (
             {"agents": {"claude": {"command": ["claude"]}}},

@@ -8,10 +8,13 @@ import pytest
 
 from tests.unit.test_transitions import T0, make_item
 from wrighty.domain import handoff
-from wrighty.domain.decisions import choose_run
-from wrighty.domain.model import HANDED_OFF, Session
-from wrighty.domain.outcomes import RunKind
+from wrighty.domain.claims import settle
+from wrighty.domain.classify import Classification
+from wrighty.domain.decisions import UsageFacts, after_run, choose_run
+from wrighty.domain.model import HANDED_OFF, RunEnd, Session
+from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.resume import ResumeFacts
+from wrighty.domain.retry import Fallback, ResetHint, UsagePolicy, choose_fallback
 from wrighty.domain.states import ItemState
 from wrighty.domain.verify import CheckEvidence
 from wrighty.errors import IllegalTransitionError, WrightyError
@@ -100,3 +103,54 @@ def test_the_prompt_tells_the_task_what_was_left_and_the_note_bounded_and_neutra
     huge = handoff.handoff_prompt("t", None, "n" * (200 * 1024))
     assert len(huge.encode()) <= handoff.MAX_PROMPT_BYTES
     assert "which never ran it" in huge
+
+
+# Wait or hand off (domain/retry.choose_fallback)
+
+HOUR = 3600.0
+POLICY = UsagePolicy(action="retry", handoff_after_seconds=0.75 * HOUR, max_handoffs=2)
+
+
+@pytest.mark.parametrize(
+    ("policy", "fallbacks", "handoffs", "wait", "agent", "why"),
+    [
+        (POLICY, [Fallback("codex")], 0, 5 * HOUR, "codex", ""),
+        (POLICY, [Fallback("codex")], 0, 0.5 * HOUR, None, ""),  # the reset is near: wait
+        (POLICY, [Fallback("codex")], 0, 0.75 * HOUR, None, ""),  # exactly the bound: wait
+        (UsagePolicy(action="retry"), [Fallback("codex")], 0, 5 * HOUR, None, ""),  # no bound
+        (POLICY, [], 0, 5 * HOUR, None, ""),  # no fallback: today's behaviour
+        (POLICY, [Fallback("codex", "its provider circuit is open"), Fallback("gemini")], 0,
+         5 * HOUR, "gemini", ""),
+        (POLICY, [Fallback("codex", "its day budget is spent")], 0, 5 * HOUR, None,
+         "; no fallback can take it (codex: its day budget is spent)"),
+        (POLICY, [Fallback("codex")], 2, 5 * HOUR, None,
+         "; not handed off: it was 2 times already (worker.usageFailure.maxHandoffs)"),
+    ],
+)  # fmt: skip
+def test_an_item_is_handed_off_only_past_the_bound_to_a_fallback_that_can_take_it(
+    policy: UsagePolicy,
+    fallbacks: list[Fallback],
+    handoffs: int,
+    wait: float,
+    agent: str | None,
+    why: str,
+) -> None:
+    choice = choose_fallback(policy, fallbacks, handoffs=handoffs, wait_seconds=wait)
+    assert (choice.agent, choice.why) == (agent, why)
+
+
+def test_a_refusal_hours_from_its_reset_settles_as_a_handoff_due_now() -> None:
+    item = make_item(ItemState.RUNNING, generation=2, claimed_by="w", usage_retries=1,
+                     crash_retries=1)  # fmt: skip
+    end = RunEnd(LATER, OutcomeClass.RATE_LIMITED, Confidence.AUTHORITATIVE, 1)
+    result = Classification(OutcomeClass.RATE_LIMITED, Confidence.AUTHORITATIVE, "limit")
+    facts = UsageFacts(ResetHint("x", resets_at=LATER + timedelta(hours=5)),
+                       fallbacks=(Fallback("codex"),))  # fmt: skip
+    settlement = after_run(item, result, end, timeout_seconds=600, usage_policy=POLICY, usage=facts)
+    assert (settlement.to_state, settlement.reason_code, settlement.handoff_to) == (
+        ItemState.RETRY_SCHEDULED, HANDED_OFF, "codex")  # fmt: skip
+    assert settlement.not_before == LATER
+    change = settle(item, settlement, at=LATER)
+    after = change.after
+    assert (after.agent, after.handoffs, after.handoff_note) == ("codex", 1, None)
+    assert (after.crash_retries, after.usage_retries, after.claimed_by) == (0, 0, None)

@@ -168,6 +168,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
                 if value is not None
             )
     problems.extend(_budget_problems(config))
+    problems.extend(_fallback_problems(config))
     problems.extend(
         Problem(
             json_path("limits", "labels", label),
@@ -244,6 +245,26 @@ def _integrate_command_problems(completion: CompletionSettings) -> list[Problem]
 
 # What completion.base may hold: a ref's letters, and git's ^ ~ @ { } of revision syntax.
 _GIT_REF = re.compile(r"[A-Za-z0-9._/@^~{}+-]+")
+
+
+def _fallback_problems(config: WrightyConfig) -> list[Problem]:
+    """Each agent's fallbacks: agents wrighty.json knows, not the agent itself, each once."""
+    problems: list[Problem] = []
+    known = config.agent_names()
+    for name, agent in sorted(config.agents.items()):
+        seen: set[str] = set()
+        for index, other in enumerate(agent.fallback):
+            where = json_path("agents", name, "fallback", index)
+            if other not in known:
+                problems.append(
+                    Problem(where, f"unknown agent {other!r} (known: {', '.join(known)})")
+                )
+            elif other == name:
+                problems.append(Problem(where, "an agent is not its own fallback"))
+            elif other in seen:
+                problems.append(Problem(where, f"{other!r} is listed twice"))
+            seen.add(other)
+    return problems
 
 
 def _budget_problems(config: WrightyConfig) -> list[Problem]:

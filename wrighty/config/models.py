@@ -142,6 +142,21 @@ class UsageFailurePolicy(_Section):
         le=60,
         description="Added to the provider's reported reset before the retry is due, in minutes.",
     )
+    handoff_after_minutes: float | None = Field(
+        None,
+        gt=0,
+        le=10080,
+        description="Hand the item to one of its agent's fallback agents (agents.<name>.fallback) "
+        "instead of waiting, when its retry would wait longer than this, in minutes. Without "
+        "it: always wait.",
+    )
+    max_handoffs: int = Field(
+        2,
+        ge=1,
+        le=10,
+        description="An item is handed off this many times at most (a person's handoffs "
+        "count too); past it, its retries wait.",
+    )
 
 
 class WorkerSettings(_Section):
@@ -491,6 +506,14 @@ class AgentSettings(_Section):
         "worker.usageFailure, agents that name the same account share one provider circuit, "
         "across installations: a refusal stops them all until the reset. Without it, each agent "
         "of each installation has its own. A label only: never a key or a secret.",
+    )
+
+    fallback: list[str] = Field(
+        default_factory=list,
+        max_length=8,
+        description="Under worker.usageFailure.handoffAfterMinutes: the agents, in order, an item "
+        "of this agent is handed to when its provider's reset is further away than that and the "
+        "agent's circuit is closed and its day budget not spent (docs/handoff.md).",
     )
 
     max_concurrent: int | None = Field(

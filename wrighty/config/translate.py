@@ -126,6 +126,10 @@ def usage_policy_of(config: WrightyConfig) -> UsagePolicy:
         action=usage.action,
         max_attempts=usage.max_attempts,
         reset_grace_seconds=usage.reset_grace_minutes * 60,
+        handoff_after_seconds=(
+            None if usage.handoff_after_minutes is None else usage.handoff_after_minutes * 60
+        ),
+        max_handoffs=usage.max_handoffs,
         **_backoff(usage),
     )
 

@@ -209,6 +209,8 @@ class Settlement:
     counts_as_crash_retry: bool = False
     counts_as_usage_retry: bool = False
     counts_as_fix_turn: bool = False  # verification's (domain/verify.py)
+    # A handoff to this agent instead of a long wait (domain/handoff.py, docs/handoff.md).
+    handoff_to: str | None = None
 
 
 def settle(claimed: Item, settlement: Settlement, *, at: datetime) -> Change:
@@ -238,6 +240,17 @@ def settle(claimed: Item, settlement: Settlement, *, at: datetime) -> Change:
         change = dataclasses.replace(change, after=after)
     if settlement.counts_as_fix_turn:
         after = dataclasses.replace(change.after, fix_turns=claimed.fix_turns + 1)
+        change = dataclasses.replace(change, after=after)
+    if settlement.handoff_to is not None:
+        after = dataclasses.replace(
+            change.after,
+            agent=settlement.handoff_to,
+            handoffs=claimed.handoffs + 1,
+            handoff_note=None,
+            crash_retries=0,
+            usage_retries=0,
+            fix_turns=0,
+        )
         change = dataclasses.replace(change, after=after)
     return change
 

@@ -20,7 +20,15 @@ from wrighty.domain.outcomes import (
 )
 from wrighty.domain.redact import redact
 from wrighty.domain.resume import ResumeFacts, resume_gaps
-from wrighty.domain.retry import AGENT_REPORTED, CrashPolicy, ResetHint, UsageDue, UsagePolicy
+from wrighty.domain.retry import (
+    AGENT_REPORTED,
+    CrashPolicy,
+    Fallback,
+    ResetHint,
+    UsageDue,
+    UsagePolicy,
+    choose_fallback,
+)
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, plural
 from wrighty.domain.times import rfc3339
@@ -38,6 +46,8 @@ class UsageFacts:
 
     hint: ResetHint | None = None  # when the provider said its limit lifts
     provider_answered: bool = True  # whether the provider answered at least once
+    # The agent's fallbacks (agents.<name>.fallback), in order, as the worker found them.
+    fallbacks: tuple[Fallback, ...] = ()
 
 
 def after_run(
@@ -127,10 +137,26 @@ def _after_usage(
     (in the same workspace) rather than waiting for a person."""
     cls = classification.outcome_class
     said = f"the provider refused the run ({cls}: {classification.summary})"
+    retry = item.usage_retries + 1
+    due = policy.due(retry, ended_at=run_end.ended_at, hint=usage.hint, key=item.id)
+    wait = (due.at - run_end.ended_at).total_seconds()
+    choice = choose_fallback(policy, usage.fallbacks, handoffs=item.handoffs, wait_seconds=wait)
+    if choice.agent is not None:
+        return Settlement(
+            ItemState.RETRY_SCHEDULED,
+            process_started=True,
+            run_end=run_end,
+            reason_code=HANDED_OFF,
+            reason=f"{said}; its retry would wait until {rfc3339(due.at)} "
+            f"({_basis(due, usage.hint)}), longer than worker.usageFailure.handoffAfterMinutes: "
+            f"handed off to {choice.agent}",
+            not_before=run_end.ended_at,
+            handoff_to=choice.agent,
+        )
+    said += choice.why  # why it waits although it may be handed off, if it may
     fresh = bool(resume_missing) and not usage.provider_answered
     if resume_missing and not fresh:
         return _not_resumable(item, run_end, said, resume_missing)
-    retry = item.usage_retries + 1
     reset = usage.hint.moment(run_end.ended_at) if usage.hint is not None else None
     if retry > policy.max_attempts:
         last = f"; the last reset it reported was {rfc3339(reset)}" if reset else ""
@@ -143,7 +169,6 @@ def _after_usage(
             f"(worker.usageFailure.maxAttempts){last}",
             resumable=not resume_missing,
         )
-    due = policy.due(retry, ended_at=run_end.ended_at, hint=usage.hint, key=item.id)
     what = "starts a new session" if fresh else "resumes its session"
     return Settlement(
         ItemState.RETRY_SCHEDULED,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -75,6 +76,10 @@ class UsagePolicy:
     max_seconds: float = 21600.0
     max_attempts: int = 5  # usage retries after the first run
     reset_grace_seconds: float = 120.0
+    # Hand the item to a fallback agent when its retry would wait longer (None: always wait),
+    # at most max_handoffs times (docs/handoff.md).
+    handoff_after_seconds: float | None = None
+    max_handoffs: int = 2
 
     def backoff_seconds(self, retry: int, *, key: int) -> float:
         """The wait before usage retry ``retry`` (1-based) when the provider named no reset:
@@ -116,3 +121,41 @@ def _fraction(key: int, retry: int) -> float:
     """A number in [0, 1) fixed by (key, retry), spread evenly over keys."""
     digest = hashlib.blake2b(f"{key}:{retry}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """One of an agent's fallback agents, as the worker finds it when a run is refused."""
+
+    agent: str
+    unavailable: str | None = None  # why it cannot take the item now (None: it can)
+
+
+@dataclass(frozen=True)
+class FallbackChoice:
+    agent: str | None  # the agent to hand the item to; None: wait
+    why: str = ""  # for the retry's reason: why it waits although it could be handed off
+
+
+def choose_fallback(
+    policy: UsagePolicy, fallbacks: Sequence[Fallback], *, handoffs: int, wait_seconds: float
+) -> FallbackChoice:
+    """Wait for the provider, or hand the item off (docs/handoff.md): off to the first
+    fallback that can take it, when its retry would wait longer than
+    ``worker.usageFailure.handoffAfterMinutes`` and it was handed off fewer than
+    ``maxHandoffs`` times. A fallback whose circuit is open or whose day budget is spent
+    cannot take it; the agent it came from is a fallback like any other once its circuit has
+    closed, so an item goes back only then (and ``maxHandoffs`` ends any ping-pong)."""
+    after = policy.handoff_after_seconds
+    if after is None or not fallbacks or wait_seconds <= after:
+        return FallbackChoice(None)
+    if handoffs >= policy.max_handoffs:
+        return FallbackChoice(
+            None,
+            f"; not handed off: it was {handoffs} times already (worker.usageFailure.maxHandoffs)",
+        )
+    for fallback in fallbacks:
+        if fallback.unavailable is None:
+            return FallbackChoice(fallback.agent)
+    held = "; ".join(f"{f.agent}: {f.unavailable}" for f in fallbacks)
+    return FallbackChoice(None, f"; no fallback can take it ({held})")

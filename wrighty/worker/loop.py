@@ -408,7 +408,17 @@ class Worker:
             machine=self._machine,
             verify=policy,
             completion=completion_of(self._config),
+            fallbacks=self._fallbacks_of(plan.name),
         )
+
+    def _fallbacks_of(self, agent: str) -> dict[str, str | None]:
+        """``agent``'s fallbacks (agents.<name>.fallback), in order, each with its provider
+        circuit (docs/handoff.md)."""
+        settings = self._config.agents.get(agent)
+        return {
+            name: agent_circuit(self._config, name, installation_id=self._installation_id)
+            for name in (settings.fallback if settings is not None else ())
+        }
 
     def _refuse_unclaimable(self, item_id: int, agent_name: str) -> None:
         """`--item N` names an item this worker could claim (now or when it is due)."""

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
 
+from wrighty.domain.circuits import Circuit
 from wrighty.domain.claims import LeaseTerms, RenewOutcome, RenewResult
 from wrighty.domain.model import Change, Item, NewRun, Run, Session
 from wrighty.domain.usage import LedgerEntry, Usage
@@ -140,6 +141,9 @@ class PatientStore:
 
     def agent_spend(self, agent: str, *, since: datetime) -> Usage:
         return self._patiently("agent_spend", lambda: self._store.agent_spend(agent, since=since))
+
+    def get_circuit(self, name: str) -> Circuit:
+        return self._patiently("get_circuit", lambda: self._store.get_circuit(name))
 
     def list_checks(self, item_id: int) -> list[CheckRecord]:
         return self._patiently("list_checks", lambda: self._store.list_checks(item_id))

@@ -23,13 +23,20 @@ from typing import Any, Protocol, TypeVar
 
 from wrighty.agents import AgentPlan
 from wrighty.domain import budgets, decisions, handoff, machine, review, verify
+from wrighty.domain.circuits import CircuitState
 from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, Settlement, settle
-from wrighty.domain.classify import AgentReport, RunFacts, StopReason, classify_exit
+from wrighty.domain.classify import (
+    AgentReport,
+    Classification,
+    RunFacts,
+    StopReason,
+    classify_exit,
+)
 from wrighty.domain.model import Change, Item, NewRun, Run, RunEnd, Session, Stream
 from wrighty.domain.notices import Source, with_notices
-from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
+from wrighty.domain.outcomes import USAGE_CLASSES, Confidence, OutcomeClass, RunKind
 from wrighty.domain.redact import secret_values
-from wrighty.domain.retry import AGENT_REPORTED, CrashPolicy, ResetHint, UsagePolicy
+from wrighty.domain.retry import AGENT_REPORTED, CrashPolicy, Fallback, ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import OPERATOR_REQUEUE
@@ -37,6 +44,7 @@ from wrighty.domain.usage import Price, Usage, total
 from wrighty.domain.verify import CheckEvidence, VerifyPolicy
 from wrighty.domain.work_product import Completion
 from wrighty.domain.worker_events import Emit, WorkerEvent
+from wrighty.errors import UnreadableError
 from wrighty.services.diff import change_stat
 from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
 from wrighty.services.runlogs import logs_of
@@ -89,6 +97,9 @@ class Setting:
     verify: VerifyPolicy | None = None  # the agent's checks (None: wrighty.json has none)
     # worktree items' branches and commits
     completion: Completion = dataclasses.field(default_factory=Completion)
+    # The agent's fallbacks (agents.<name>.fallback), in order, each with its provider circuit
+    # (None: it has none); looked at when a run is refused (docs/handoff.md).
+    fallbacks: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -358,6 +369,41 @@ class ClaimRun:
             feedback_bytes=policy.feedback_bytes,
             secrets=secret_values(os.environ),
         )
+
+    def _fallbacks(self, result: Classification) -> tuple[Fallback, ...]:
+        """The agent's fallbacks and whether each can take the item now, when the run was
+        refused and the policy hands off (docs/handoff.md); else none (nothing is read)."""
+        setting = self._setting
+        if result.outcome_class not in USAGE_CLASSES or not setting.fallbacks:
+            return ()
+        if setting.usage_policy.handoff_after_seconds is None:
+            return ()
+        now = self._now()
+        return tuple(
+            Fallback(agent, self._unavailable(agent, circuit, now))
+            for agent, circuit in setting.fallbacks.items()
+        )
+
+    def _unavailable(self, agent: str, circuit: str | None, now: datetime) -> str | None:
+        """Why ``agent`` cannot take a handed-off item now: its provider circuit is not
+        closed, or its day budget is spent; None when it can."""
+        setting = self._setting
+        try:
+            if circuit is not None:
+                found = self._store.get_circuit(circuit)
+                state = found.state(now)
+                if state is not CircuitState.CLOSED:
+                    until = f" until {rfc3339(found.until)}" if found.until else ""
+                    return f"its provider circuit is {state}{until}"
+            if not setting.budgets.agent_limit(agent).unbounded:
+                since = setting.budgets.period(now).start
+                spent = self._store.agent_spend(agent, since=since)
+                hold = budgets.agent_hold(setting.budgets, agent, spent, now=now)
+                if hold is not None:
+                    return hold.reason()
+        except UnreadableError:
+            return "what the store holds of it does not read"
+        return None
 
     def _earlier_work(self, start: _Start) -> handoff.EarlierWork | None:
         """What the agent before a handoff left (None: it never ran): how its last run ended,
@@ -657,7 +703,7 @@ class ClaimRun:
                     timeout_seconds=self._setting.terms.time_limit(claimed.timeout_seconds),
                     crash_policy=self._setting.crash_policy,
                     usage_policy=self._setting.usage_policy,
-                    usage=_usage_facts(output.reader, recorded),
+                    usage=_usage_facts(output.reader, recorded, self._fallbacks(result)),
                     resume_missing=missing,
                 )
         if settlement.to_state is ItemState.DONE and self._branch is not None:
@@ -853,14 +899,17 @@ def _recorded_branch(recorded: Session | None, workspace: Path) -> str | None:
     return recorded.branch
 
 
-def _usage_facts(reader: Reader | None, recorded: Run | None) -> decisions.UsageFacts | None:
+def _usage_facts(
+    reader: Reader | None, recorded: Run | None, fallbacks: tuple[Fallback, ...]
+) -> decisions.UsageFacts | None:
     """What the vendor's output said about a refusal; for the command adapter (whose output
-    is not read), what the agent said with `wrighty fail --usage-limit`, or None."""
+    is not read), what the agent said with `wrighty fail --usage-limit`, or None; and the
+    agent's fallbacks as they stand."""
     if reader is not None:
-        return decisions.UsageFacts(reader.reset_hint(), reader.provider_answered)
+        return decisions.UsageFacts(reader.reset_hint(), reader.provider_answered, fallbacks)
     if recorded is None or AgentReport.of(recorded.agent_report) is not AgentReport.USAGE_LIMIT:
         return None
-    return decisions.UsageFacts(_reset_hint(None, recorded))
+    return decisions.UsageFacts(_reset_hint(None, recorded), fallbacks=fallbacks)
 
 
 def _reset_hint(reader: Reader | None, recorded: Run | None) -> ResetHint | None:
