@@ -154,3 +154,17 @@ def test_a_refusal_hours_from_its_reset_settles_as_a_handoff_due_now() -> None:
     after = change.after
     assert (after.agent, after.handoffs, after.handoff_note) == ("codex", 1, None)
     assert (after.crash_retries, after.usage_retries, after.claimed_by) == (0, 0, None)
+
+
+def test_the_prompt_leaves_out_the_earlier_runs_standard_output_tail() -> None:
+    diagnostic = (
+        "claude: You've hit your session limit\n--- stderr ---\nwarning: slow disk\n"
+        '--- stdout ---\n{"type":"assistant","message":{}}'
+    )
+    earlier = handoff.EarlierWork("claude", "rate-limited", diagnostic, None)
+    prompt = handoff.handoff_prompt("t", earlier, None)
+    assert "You've hit your session limit" in prompt
+    assert "warning: slow disk" in prompt
+    assert '"type":"assistant"' not in prompt
+    only_stdout = handoff.EarlierWork("claude", "rate-limited", "--- stdout ---\n{}", None)
+    assert "Its last run ended as rate-limited\n" in handoff.handoff_prompt("t", only_stdout, None)

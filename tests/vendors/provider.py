@@ -298,10 +298,7 @@ class _Handler(FakeHandler):
             event = {"type": "content_block_delta", "index": 0, "delta": delta}
             self._stream_slowly(opening, _sse(event).encode())
         elif mode in ERRORS:
-            status, kind, message = ERRORS[mode]
-            limited = mode == "usage-limit"
-            headers = usage_limit_headers(self.provider.reset_at) if limited else None
-            self._send_json(status, error_body(kind, message), headers)
+            self._refuse(mode)
         elif mode == "script" and body.get("stream"):
             self._answer_script(model)
         elif mode == "usage" and body.get("stream"):
@@ -312,8 +309,17 @@ class _Handler(FakeHandler):
         else:
             self._send_json(200, message_body(self.provider.reply, model))
 
+    def _refuse(self, mode: str) -> None:
+        status, kind, message = ERRORS[mode]
+        limited = mode == "usage-limit"
+        headers = usage_limit_headers(self.provider.reset_at) if limited else None
+        self._send_json(status, error_body(kind, message), headers)
+
     def _answer_script(self, model: str) -> None:
         turn, number = self.provider._next_turn()
+        if turn is None and self.provider.after_script is not None:
+            self._refuse(self.provider.after_script)
+            return
         if turn is None:
             self._send_json(500, error_body("api_error", "the provider's script is used up"))
             return
@@ -344,6 +350,9 @@ class Provider(FakeProvider):
         super().__init__(mode, reply)
         self.reset_at = int(time.time()) + 3 * 3600
         self.script: list[Turn] = []
+        # How the "script" mode answers once its script is used up: a key of ERRORS (a
+        # refusal after some work), or None (a 500).
+        self.after_script: str | None = None
         self.scripted = 0
 
     def _next_turn(self) -> tuple[Turn | None, int]:

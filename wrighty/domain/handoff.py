@@ -122,8 +122,9 @@ def handoff_prompt(
             parts += ["", "It changed no file yet."]
         if earlier.outcome:
             ended = f"Its last run ended as {clean(earlier.outcome, 100)}"
-            if earlier.diagnostic:
-                ended += f":\n\n{clean(earlier.diagnostic, MAX_DIAGNOSTIC_BYTES)}"
+            said = _without_stdout(earlier.diagnostic or "")
+            if said.strip():
+                ended += f":\n\n{clean(said, MAX_DIAGNOSTIC_BYTES)}"
             parts += ["", ended]
         if earlier.checks:
             parts += ["", "The latest checks of its work:", ""]
@@ -131,6 +132,19 @@ def handoff_prompt(
     if note is not None and note.strip():
         parts += ["", "A person's note for you:", "", clean(note, MAX_NOTE_BYTES)]
     return fit_text("\n".join(parts) + "\n", MAX_PROMPT_BYTES)
+
+
+# Where a diagnostic's tail of the agent's standard output starts (supervisor/process.py): a
+# vendor CLI's is its JSON event stream, which tells a new agent nothing.
+_STDOUT_TAIL = "--- stdout ---"
+
+
+def _without_stdout(diagnostic: str) -> str:
+    """A run's diagnostic (its summary, what the agent said, its standard error's tail)
+    without its standard output's tail."""
+    if diagnostic.startswith(_STDOUT_TAIL):
+        return ""
+    return diagnostic.split("\n" + _STDOUT_TAIL, 1)[0]
 
 
 def _check_line(check: CheckEvidence, clean: Callable[[str, int], str]) -> str:
