@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -18,6 +19,10 @@ from wrighty.domain.retry import Fallback, ResetHint, UsagePolicy, choose_fallba
 from wrighty.domain.states import ItemState
 from wrighty.domain.verify import CheckEvidence
 from wrighty.errors import IllegalTransitionError, WrightyError
+from wrighty.vendors.base import Reader
+from wrighty.vendors.claude import ClaudeReader
+from wrighty.vendors.codex import CodexReader
+from wrighty.vendors.gemini import GeminiReader
 
 LATER = T0 + timedelta(hours=1)
 KEY = "sk-ant-api03-" + "k" * 40
@@ -168,3 +173,56 @@ def test_the_prompt_leaves_out_the_earlier_runs_standard_output_tail() -> None:
     assert '"type":"assistant"' not in prompt
     only_stdout = handoff.EarlierWork("claude", "rate-limited", "--- stdout ---\n{}", None)
     assert "Its last run ended as rate-limited\n" in handoff.handoff_prompt("t", only_stdout, None)
+
+
+# The earlier agent's last message, as each vendor's reader keeps it
+
+
+def fed(reader: Reader, *records: dict[str, object]) -> str | None:
+    for record in records:
+        reader.feed("stdout", json.dumps(record).encode())
+    return reader.last_text
+
+
+def test_claudes_last_message_is_its_last_text_not_an_api_error() -> None:
+    text = {"type": "text", "text": "Writing the notes."}
+    call = {"type": "tool_use", "id": "t", "name": "Write", "input": {}}
+    refused = {"type": "text", "text": "API Error: Request rejected (429)"}
+    assert (
+        fed(
+            ClaudeReader(),
+            {"type": "assistant", "message": {"id": "m1", "content": [text, call]}},
+            {
+                "type": "assistant",
+                "error": "rate_limit",
+                "message": {"id": "m2", "content": [refused]},
+            },
+            {"type": "result", "subtype": "success", "is_error": True, "result": "API Error"},
+        )
+        == "Writing the notes."
+    )
+    done = {"type": "result", "subtype": "success", "is_error": False, "result": "All done."}
+    assert fed(ClaudeReader(), done) == "All done."
+
+
+def test_codex_and_geminis_last_messages() -> None:
+    message = {"type": "item.completed", "item": {"type": "agent_message", "text": "Half."}}
+    command = {"type": "item.completed", "item": {"type": "command_execution", "command": "ls"}}
+    assert fed(CodexReader(), message, command) == "Half."
+    pieces = [
+        {"type": "message", "role": "assistant", "content": "Wrote ", "delta": True},
+        {"type": "message", "role": "assistant", "content": "the notes.", "delta": True},
+        {"type": "tool_use", "tool_name": "write_file"},
+        {"type": "message", "role": "assistant", "content": "Stopped.", "delta": True},
+    ]
+    assert fed(GeminiReader(), *pieces[:2]) == "Wrote the notes."
+    assert fed(GeminiReader(), *pieces) == "Stopped."
+
+
+def test_the_prompt_carries_the_last_message_bounded() -> None:
+    earlier = handoff.EarlierWork("claude", "rate-limited", None, None,
+                                  last_message="I wrote half of notes.txt.")  # fmt: skip
+    prompt = handoff.handoff_prompt("t", earlier, None)
+    assert "Its last message:\n\nI wrote half of notes.txt." in prompt
+    long = handoff.EarlierWork("claude", "rate-limited", None, None, last_message="x" * 20_000)
+    assert len(handoff.handoff_prompt("t", long, None)) < 12_000

@@ -78,6 +78,7 @@ def test_claude_refused_for_hours_is_handed_to_codex_in_the_same_workspace(
     assert told.startswith(TASK)
     assert "Another agent (claude) worked on this task before you, in this workspace" in told
     assert "Its last run ended as rate-limited" in told
+    assert "Its last message:\n\nWriting." in told  # Claude's, from its run's stream
     assert (Path(workspace) / "notes.txt").read_text() == "half done\n"  # what Codex found
 
     by_agent = json.loads(vendor_project.wrighty("usage", "--by", "agent", "--json").stdout)

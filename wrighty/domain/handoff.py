@@ -25,6 +25,7 @@ MAX_NOTE_BYTES = 64 * 1024
 # How much of each part of what the earlier agent left the prompt carries.
 MAX_STAT_BYTES = 8 * 1024
 MAX_DIAGNOSTIC_BYTES = 4 * 1024
+MAX_MESSAGE_BYTES = 8 * 1024
 MAX_CHECK_TAIL_BYTES = 2 * 1024
 MAX_PROMPT_BYTES = 128 * 1024
 _QUOTED_CHARS = 200
@@ -93,6 +94,8 @@ class EarlierWork:
     diagnostic: str | None  # that run's diagnostic (redacted when it was written)
     stat: str | None  # git's stat of the item's change against its base; None: not known
     checks: Sequence[CheckEvidence] = ()  # the latest verification's evidence
+    # Its last message, as the vendor's output of its last run holds it (None: none known)
+    last_message: str | None = None
 
 
 def handoff_prompt(
@@ -126,6 +129,8 @@ def handoff_prompt(
             if said.strip():
                 ended += f":\n\n{clean(said, MAX_DIAGNOSTIC_BYTES)}"
             parts += ["", ended]
+        if earlier.last_message and earlier.last_message.strip():
+            parts += ["", "Its last message:", "", clean(earlier.last_message, MAX_MESSAGE_BYTES)]
         if earlier.checks:
             parts += ["", "The latest checks of its work:", ""]
             parts += [_check_line(check, clean) for check in earlier.checks]

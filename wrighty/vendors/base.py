@@ -347,12 +347,26 @@ def hint_in_text(text: str | None, source: str) -> ResetHint | None:
     return ResetHint(source, after_seconds=max(seconds)) if seconds else None
 
 
+# The most of an agent's last message a reader keeps (its end).
+MAX_MESSAGE_CHARS = 8000
+
+
 class Reader(ABC):
     """Reads one run's output, a line at a time, keeping only what classification needs."""
 
     session_id: str | None = None
     hint: ResetHint | None = None  # the last reset the output reported
     answered = False  # the provider answered at least once with model output
+    # The agent's last message to the person (its last text answer), at most
+    # MAX_MESSAGE_CHARS of it: what a handoff tells the next agent (docs/handoff.md).
+    last_text: str | None = None
+
+    def _said(self, text: str | None, *, more: bool = False) -> None:
+        """The agent said ``text`` (``more``: it goes on its previous text)."""
+        if not text:
+            return
+        joined = (self.last_text or "") + text if more else text
+        self.last_text = joined[-MAX_MESSAGE_CHARS:]
 
     def reset_hint(self) -> ResetHint | None:
         """The last reset the run's output reported (when the provider's limit lifts), or

@@ -211,6 +211,8 @@ class ClaudeReader(Reader):
             self.error_code = text_of(record.get("error")) or self.error_code
             self.answered = self.answered or _model_output(record)
             self._message_usage(record.get("message"))
+            if record.get("error") is None:  # an API error's text is the CLI's, not the model's
+                self._said(_message_text(record.get("message")))
         elif kind == "rate_limit_event":
             self._rate_limit(record.get("rate_limit_info"))
         elif kind == "result":
@@ -226,6 +228,8 @@ class ClaudeReader(Reader):
                 else ""
             )
             self.text = text_of(record.get("result")) or listed[:2000]
+            if not self.is_error:
+                self._said(text_of(record.get("result")))
             if self.is_error:
                 self.hint = hint_in_text(self.text, "result text") or self.hint
             self._result_usage(record)
@@ -329,6 +333,20 @@ class ClaudeReader(Reader):
             # Claude Code reports a 403 with the same code as a 401.
             return OutcomeClass.PERMISSION if self.api_status == 403 else OutcomeClass.AUTH
         return _ERROR_CODES.get(self.error_code or "") or status_class(self.api_status)
+
+
+def _message_text(message: Any) -> str | None:
+    """An assistant message's text blocks, joined (None: it has none)."""
+    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+        return None
+    texts = [
+        block["text"]
+        for block in message["content"]
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    ]
+    return "\n".join(texts) or None
 
 
 def _model_output(record: dict[str, Any]) -> bool:

@@ -96,9 +96,16 @@ class CodexReader(Reader):
             message = text_of(record.get("message"))
             self.last_error = message or self.last_error
             self.hint = hint_in_text(message, "error event") or self.hint
-        elif kind in _ITEM_EVENTS and not self.answered:
-            item = record.get("item")
-            self.answered = isinstance(item, dict) and item.get("type") not in (None, "error")
+        elif kind in _ITEM_EVENTS:
+            self._item(kind, record.get("item"))
+
+    def _item(self, kind: str, item: object) -> None:
+        """An item event: whether the model answered, and its message once completed."""
+        if not isinstance(item, dict):
+            return
+        self.answered = self.answered or item.get("type") not in (None, "error")
+        if kind == "item.completed" and item.get("type") == "agent_message":
+            self._said(text_of(item.get("text")))
 
     def _turn_usage(self, usage: object) -> None:
         if not isinstance(usage, dict):

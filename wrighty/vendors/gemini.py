@@ -78,6 +78,7 @@ class GeminiReader(Reader):
         self.hint: ResetHint | None = None  # the last reset an error message named
         self.answered = False  # model text or a tool call was printed
         self.final_usage: Usage | None = None  # from the result event's stats
+        self._saying = False  # the last record was a piece of the model's message (a delta)
 
     def usage(self) -> Usage | None:
         return self.final_usage
@@ -107,6 +108,10 @@ class GeminiReader(Reader):
             self.error = message or self.error
             self.hint = hint_in_text(message, "error event") or self.hint
         self.answered = self.answered or _model_output(record)
+        said = kind == "message" and record.get("role") == "assistant"
+        if said:
+            self._said(text_of(record.get("content")), more=self._saying)
+        self._saying = said and record.get("delta") is True
 
     def classify(self, exit_code: int | None) -> Classification:
         if exit_code in _EXIT_CODES:

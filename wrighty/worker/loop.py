@@ -69,6 +69,7 @@ from wrighty.store.deadlines import call_deadline
 from wrighty.store.port import Store
 from wrighty.supervisor.git import GitError
 from wrighty.supervisor.process import executable_problem
+from wrighty.vendors.base import Reader
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.lease import LeaseGuard, Reading, lease_end, read_clocks
 from wrighty.worker.machine import MachineWatch
@@ -409,7 +410,16 @@ class Worker:
             verify=policy,
             completion=completion_of(self._config),
             fallbacks=self._fallbacks_of(plan.name),
+            reader_of=self._reader_of,
         )
+
+    def _reader_of(self, agent: str) -> Reader | None:
+        """A new reader of ``agent``'s output (None: a `command` agent, or one wrighty.json no
+        longer knows)."""
+        try:
+            return plan_agent(self._config, agent, project_root=self._project_root).reader()
+        except WrightyError:
+            return None
 
     def _fallbacks_of(self, agent: str) -> dict[str, str | None]:
         """``agent``'s fallbacks (agents.<name>.fallback), in order, each with its provider

@@ -68,6 +68,10 @@ from wrighty.worker.workspaces import WorkspaceError, choose_workspace
 _T = TypeVar("_T")
 
 
+# How much of the end of an earlier run's output a handoff reads for its last message.
+LAST_MESSAGE_WINDOW_BYTES = 1024 * 1024
+
+
 @dataclass(frozen=True)
 class Setting:
     """What every claim's run of one worker shares."""
@@ -100,6 +104,9 @@ class Setting:
     # The agent's fallbacks (agents.<name>.fallback), in order, each with its provider circuit
     # (None: it has none); looked at when a run is refused (docs/handoff.md).
     fallbacks: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+    # A new reader of an agent's output, by the agent's name (None: the agent's output is
+    # not read, or it is unknown now): what a handoff reads the earlier agent's last message with.
+    reader_of: Callable[[str], Reader | None] = lambda _: None
 
 
 @dataclass(frozen=True)
@@ -416,13 +423,34 @@ class ClaimRun:
         recorded = self._claim.session
         base = start.base_commit or (recorded.base_commit if recorded else None)
         checks = verify.latest_verification(self._store.list_checks(item_id))
+        agent = latest.agent or self._setting.default_agent
         return handoff.EarlierWork(
-            agent=latest.agent or self._setting.default_agent,
+            agent=agent,
             outcome=latest.outcome_class.value if latest.outcome_class else None,
             diagnostic=latest.diagnostic,
             stat=change_stat(start.workspace, base) if base else None,
             checks=tuple(record.evidence for record in checks),
+            last_message=self._last_message(agent, latest),
         )
+
+    def _last_message(self, agent: str, run: Run) -> str | None:
+        """``agent``'s last message in ``run``, read from the end of its standard output's log
+        by that agent's vendor reader (None: its output is not read, or holds none)."""
+        reader = self._setting.reader_of(agent)
+        if reader is None:
+            return None
+        log = logs_of(self._setting.state_dir, run.item_id, run.run_id) / "stdout.log"
+        try:
+            with log.open("rb") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, size - LAST_MESSAGE_WINDOW_BYTES))
+                data = handle.read()
+        except OSError:
+            return None
+        lines = data.split(b"\n")
+        for line in lines[1:] if size > LAST_MESSAGE_WINDOW_BYTES else lines:
+            reader.feed("stdout", line)  # a reader never raises on bad input
+        return reader.last_text
 
     def _launch_spec(self, run_id: str, start: _Start, claim_token: str, task: str) -> LaunchSpec:
         claimed = self._claimed
