@@ -334,10 +334,11 @@ def test_an_item_page_offers_the_actions_of_its_state(console: Console, clock: F
         page = client.get(f"/items/{item_id}").text
         return set(re.findall(rf'action="/items/{item_id}/(\w+)"', page))
 
-    assert offered(made.attention) == {"requeue", "priority", "cancel"}
+    assert offered(made.attention) == {"requeue", "handoff", "priority", "cancel"}
     assert offered(made.running) == {"release", "cancel"}
     assert offered(made.done) == set()
-    assert offered(in_review(console.app_ctx, clock)) == {"accept", "reject", "priority", "cancel"}
+    review = in_review(console.app_ctx, clock)
+    assert offered(review) == {"accept", "reject", "handoff", "priority", "cancel"}
 
 
 # The pages

@@ -79,13 +79,14 @@ def forms_on(console: Console, item_id: int) -> dict[str, list[str]]:
 REQUEUE = ["<csrf>", "Requeue (resume)", "Requeue (fresh)"]
 PRIORITY = ["<csrf>", "<select priority>", "Set priority"]
 CANCEL = ["<csrf>", "Cancel"]
+HANDOFF = ["<csrf>", "<select to>", "<textarea note>", "Hand off"]
 
 
 def test_each_state_offers_its_actions_button_by_button(console: Console, clock: FakeClock):
     made = seeded(console.app_ctx, clock)
     review = in_review(console.app_ctx, clock)
     console.login()
-    waiting = {"requeue": REQUEUE, "priority": PRIORITY, "cancel": CANCEL}
+    waiting = {"requeue": REQUEUE, "handoff": HANDOFF, "priority": PRIORITY, "cancel": CANCEL}
     assert forms_on(console, made.attention) == waiting
     assert forms_on(console, made.retry) == waiting
     assert forms_on(console, made.running) == {
@@ -97,6 +98,7 @@ def test_each_state_offers_its_actions_button_by_button(console: Console, clock:
     assert forms_on(console, review) == {
         "accept": ["<csrf>", "Accept"],
         "reject": ["<csrf>", "<textarea feedback>", "Reject"],
+        "handoff": HANDOFF,
         "priority": PRIORITY,
         "cancel": CANCEL,
     }
@@ -385,3 +387,29 @@ def test_an_open_runs_output_follows_until_it_ends(tmp_path: Path):
         ("out", {"stream": "stdout", "text": "part"}),
         ("end", {"outcome": "agent-failure"}),
     ]
+
+
+def test_hand_off_lands_as_the_command_does_and_its_refusal_word_for_word(
+    console: Console, clock: FakeClock
+):
+    made = seeded(console.app_ctx, clock)
+    page = post(console, f"/items/{made.attention}/handoff", to="codex", note="see NOTES.md")
+    assert (
+        f"item {made.attention} is retry-scheduled, handed from claude to codex (handoff 1)"
+        in page.text
+    )
+    with console.store() as store:
+        item = store.get_item(made.attention)
+    assert item is not None
+    assert (item.state, item.reason_code, item.agent, item.handoff_note) == (
+        ItemState.RETRY_SCHEDULED, "handed-off", "codex", "see NOTES.md")  # fmt: skip
+    before = history(console.app_ctx, made.queued)
+    hostile = post(console, f"/items/{made.queued}/handoff", to="<b>robot</b>")
+    assert "wrighty: --to &lt;b&gt;robot&lt;/b&gt;: unknown agent (known: " in hostile.text
+    assert history(console.app_ctx, made.queued) == before
+    refused = post(console, f"/items/{made.queued}/handoff", to="codex")
+    assert (
+        f"wrighty: item {made.queued} is queued; handoff takes items that are needs-attention"
+        in refused.text
+    )
+    assert history(console.app_ctx, made.queued) == before

@@ -173,6 +173,12 @@ class OperatorDesk:
             raise WrightyError(line)
         return line
 
+    def handoff(self, item_id: int, to: str, note: str | None) -> str:
+        """`wrighty handoff ID --to AGENT [--note TEXT]`: its line."""
+        from wrighty.cli.handoff import handed_line, handoff_now
+
+        return handed_line(*handoff_now(self.app_ctx, self.store, item_id, to, note))
+
     def change(self, item_id: int, *, stat: bool) -> Change:
         """`wrighty diff [--stat]`'s change (WrightyError with its refusal)."""
         from wrighty.cli.diff import change_now

@@ -93,6 +93,8 @@ class Desk(Protocol):
 
     def verify(self, item_id: int) -> str: ...
 
+    def handoff(self, item_id: int, to: str, note: str | None) -> str: ...
+
     def change(self, item_id: int, *, stat: bool) -> Change: ...
 
     def last_run_logs(self, item_id: int) -> tuple[Run, Path | None, str | None]: ...
@@ -356,6 +358,8 @@ class Console:
                 return self.not_found(str(missing))
             text = shown_text(desk.show_text(facts))
             log = self._log_view(desk, item_id) if facts.detail.runs else None
+            now_agent = facts.detail.item.agent or facts.default_agent
+            others = [name for name in desk.agent_names() if name != now_agent]
         item = facts.detail.item
         can_verify = facts.standing.can_verify
         offered = () if self.settings.read_only else actions_for(item.state, can_verify=can_verify)
@@ -369,6 +373,7 @@ class Console:
             actions=[action.value for action in offered],
             priority=priority_name(item.priority),
             priorities=[priority_name(p) for p in PRIORITIES],
+            other_agents=others,
             log=log,
             flash=flash,
             final=item.state in TERMINAL_STATES,
@@ -564,6 +569,9 @@ def _call(desk: Desk, item_id: int, action: Action, fields: dict[str, str]) -> s
         return desk.accept(item_id)
     if action is Action.VERIFY:
         return desk.verify(item_id)
+    if action is Action.HANDOFF:
+        note = fields.get("note", "")
+        return desk.handoff(item_id, fields.get("to", ""), note if note.strip() else None)
     return desk.reject(item_id, fields.get("feedback", ""))
 
 

@@ -158,12 +158,14 @@ class Action(StrEnum):
     ACCEPT = "accept"
     REJECT = "reject"
     VERIFY = "verify"
+    HANDOFF = "handoff"
 
 
 def actions_for(state: ItemState, *, can_verify: bool = False) -> tuple[Action, ...]:
     """The actions offered for an item in ``state`` (what its service would take; the service
     still decides, and its refusal is shown); ``can_verify``: `wrighty show` offers
     `wrighty verify` (ShowFacts.standing)."""
+    from wrighty.domain.handoff import HANDOFF_STATES
     from wrighty.services.items import REQUEUABLE
 
     if state in TERMINAL_STATES:
@@ -177,6 +179,8 @@ def actions_for(state: ItemState, *, can_verify: bool = False) -> tuple[Action, 
         offered.append(Action.RELEASE)
     if state is ItemState.REVIEW:
         offered += [Action.ACCEPT, Action.REJECT]
+    if state in HANDOFF_STATES:
+        offered.append(Action.HANDOFF)
     if state is not ItemState.RUNNING:
         offered.append(Action.PRIORITY)
     offered.append(Action.CANCEL)
