@@ -41,7 +41,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -570,6 +570,7 @@ def status_text(store: Store) -> str:
         thresholds=THRESHOLDS,
         worker_max_age_seconds=WORKER_MAX_AGE_SECONDS,
         installation_id=INSTALLATION,
+        default_agent=DEFAULT_AGENT,
         ledger=LedgerScope(BUDGETS, DEFAULT_AGENT),
     )
     return json_printable(json.dumps(status_json(report), indent=2, ensure_ascii=False))
@@ -690,6 +691,19 @@ def profile(seeded: Seeded, runs: int) -> None:
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
 
 
+def seeded_from(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> tuple[OpenMix, AbstractContextManager[Seeded]]:
+    """The mix of open items ``--open`` asks for, and the store of ``--items`` items seeded
+    with it (``--store``: on that PostgreSQL server; a SQLite file when absent)."""
+    mix = OpenMix.of(args.open)
+    if args.items < mix.total:
+        parser.error(f"--items must be at least the {mix.total} open items")
+    finished = args.items - mix.total
+    place = postgres_store(args.store, finished, mix) if args.store else sqlite_store(finished, mix)
+    return mix, place
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=100_000, help="every item, open or not")
@@ -702,11 +716,7 @@ def main() -> None:
         help="then profile the board read (cProfile, by cumulative time)",
     )
     args = parser.parse_args()
-    mix = OpenMix.of(args.open)
-    if args.items < mix.total:
-        parser.error(f"--items must be at least the {mix.total} open items")
-    finished = args.items - mix.total
-    place = postgres_store(args.store, finished, mix) if args.store else sqlite_store(finished, mix)
+    mix, place = seeded_from(parser, args)
     with place as seeded:
         report(seeded, args.items, mix, args.runs)
         if args.profile:

@@ -58,9 +58,8 @@ from inbox_refresh import (
     OpenMix,
     Seeded,
     new,
-    postgres_store,
     print_ratios,
-    sqlite_store,
+    seeded_from,
     timed,
 )
 from typer.testing import CliRunner
@@ -248,11 +247,7 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=10, help="live updates timed")
     parser.add_argument("--store", help="a PostgreSQL server URL; a SQLite file when absent")
     args = parser.parse_args()
-    mix = OpenMix.of(args.open)
-    if args.items < mix.total:
-        parser.error(f"--items must be at least the {mix.total} open items")
-    finished = args.items - mix.total
-    place = postgres_store(args.store, finished, mix) if args.store else sqlite_store(finished, mix)
+    mix, place = seeded_from(parser, args)
     with place as seeded:
         report(seeded, args.items, mix, args.runs, args.changes)
 

@@ -72,3 +72,22 @@ def test_a_store_that_failed_is_opened_again_by_the_next_request(
         assert counted.closed == 1
         assert client.get("/").status_code == 200
         assert len(counted.opened) == 2
+
+
+def test_a_failed_store_is_closed_only_when_no_request_uses_it(
+    project_ctx: AppContext, clock: FakeClock, counted: Counted
+):
+    from wrighty.cli.inbox import board_settings
+    from wrighty.cli.serve import DeskOpener
+
+    desks = DeskOpener(project_ctx, board_settings(project_ctx))
+    with desks() as reading:  # a request under way in another thread, say
+        with pytest.raises(StoreError), desks():
+            raise StoreError("the store does not answer")
+        assert counted.closed == 0  # not under the request that still reads it
+        assert reading.store.list_items() == []
+        with desks() as next_one:
+            assert next_one.store is not reading.store  # the next request opens another
+    assert (len(counted.opened), counted.closed) == (2, 1)
+    desks.close()
+    assert counted.closed == 2

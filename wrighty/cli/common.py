@@ -114,6 +114,28 @@ def stdin_text(what: str, *, limit: int) -> str:
         raise WrightyError(f"{what} on standard input {error}") from None
 
 
+def text_or_file(
+    what: str,
+    flag: str,
+    text: str | None,
+    file_flag: str,
+    path: Path | None,
+    *,
+    limit: int,
+    required: bool = False,
+) -> str | None:
+    """A text given as ``flag TEXT`` or as ``file_flag PATH`` (``-``: standard input; at
+    most ``limit`` bytes read); None when neither was given (one line when ``required``), one
+    line when both were."""
+    if (text is not None and path is not None) or (required and text is None and path is None):
+        raise WrightyError(f"give the {what} once: {flag} TEXT or {file_flag} PATH ('-' for stdin)")
+    if path is None:
+        return text
+    if str(path) == "-":
+        return stdin_text(f"the {what}", limit=limit)
+    return file_option(file_flag, path, limit=limit)
+
+
 def seconds_option(name: str, value: str | None, at_most: float) -> float | None:
     """The seconds in a duration option (``--timeout 30m``); None when it was not given."""
     if value is None:

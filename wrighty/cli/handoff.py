@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wrighty.cli.common import ItemId, JsonFlag, app_context, file_option, stdin_text
+from wrighty.cli.common import ItemId, JsonFlag, app_context, text_or_file
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
@@ -74,10 +74,4 @@ def handed_line(item: Item, before: str) -> str:
 def _note(note: str | None, note_file: Path | None) -> str | None:
     from wrighty.domain.handoff import MAX_NOTE_BYTES
 
-    if note is not None and note_file is not None:
-        raise WrightyError("give the note once: --note TEXT or --note-file PATH ('-' for stdin)")
-    if note_file is None:
-        return note
-    if str(note_file) != "-":
-        return file_option("--note-file", note_file, limit=MAX_NOTE_BYTES)
-    return stdin_text("the note", limit=MAX_NOTE_BYTES)
+    return text_or_file("note", "--note", note, "--note-file", note_file, limit=MAX_NOTE_BYTES)

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wrighty.cli.common import ItemId, JsonFlag, app_context, file_option, stdin_text
+from wrighty.cli.common import ItemId, JsonFlag, app_context, text_or_file
 from wrighty.domain.text import printable_line
-from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
     from wrighty.cli.context import AppContext
@@ -135,13 +134,9 @@ def rejected_line(item: Item, bound: int) -> str:
 def _feedback(feedback: str | None, feedback_file: Path | None) -> str:
     from wrighty.domain.review import MAX_FEEDBACK_BYTES
 
-    if (feedback is None) == (feedback_file is None):
-        raise WrightyError(
-            "give the feedback once: --feedback TEXT or --feedback-file PATH ('-' for stdin)"
-        )
-    if feedback is not None:
-        return feedback
-    assert feedback_file is not None
-    if str(feedback_file) != "-":
-        return file_option("--feedback-file", feedback_file, limit=MAX_FEEDBACK_BYTES)
-    return stdin_text("the feedback", limit=MAX_FEEDBACK_BYTES)
+    text = text_or_file(
+        "feedback", "--feedback", feedback, "--feedback-file", feedback_file,
+        limit=MAX_FEEDBACK_BYTES, required=True,
+    )  # fmt: skip
+    assert text is not None  # required
+    return text

@@ -92,15 +92,19 @@ def serve(
     from wrighty.cli.inbox import board_settings
 
     settings = board_settings(app_ctx)  # wrighty.json read now: a bad one stops here
-    with app_ctx.store():  # and the store opened once, so that a wrong URL says so now
-        pass
-    token = token_from_file(token_file) if token_file is not None else new_token()
-    listening = _listen(address, port)
+    desks = DeskOpener(app_ctx, settings)
+    desks.open()  # and the store, which the requests keep using: a wrong URL says so now
+    try:
+        token = token_from_file(token_file) if token_file is not None else new_token()
+        listening = _listen(address, port)
+    except BaseException:
+        desks.close()  # a refusal leaves nothing behind (SQLite's -wal and -shm files)
+        raise
     port = listening.getsockname()[1]
     from wrighty.web.app import WebSettings, create_app
 
     web = WebSettings(token, allowed_hosts(address, port, extra), read_only=read_only)
-    app = create_app(DeskOpener(app_ctx, settings), web)
+    app = create_app(desks, web)
     typer.echo(f"http://{_url_host(address)}:{port}/?token={token}")
     typer.echo(
         f"wrighty serve: {'read-only, ' if read_only else ''}listening on "
@@ -128,47 +132,65 @@ def _web_libraries() -> None:
 
 class DeskOpener:
     """The console's desk for one request: the inbox's, on the store wrighty.json (or --store)
-    names, opened at the first request and kept open for the next ones (SQLite's connection
-    and PostgreSQL's pool are made to be shared by threads: a request opens no connection),
-    the fleet's clock measured against it at each request. A store that fails is closed and
-    opened again by the next request. Each request's measurement replaces the context's: any
-    of them is a valid reading."""
+    names, opened once and kept open for the requests (SQLite's connection and PostgreSQL's
+    pool are made to be shared by threads: a request opens no connection), the fleet's clock
+    measured against it at each request. A store that fails is retired: the next request
+    opens another, and the failed one is closed once no request uses it any more (never
+    under a request of another thread). Each request's measurement replaces the context's:
+    any of them is a valid reading."""
 
     def __init__(self, app_ctx: AppContext, settings: BoardSettings) -> None:
         self.app_ctx = app_ctx
         self.settings = settings
         self._lock = threading.Lock()
         self._store: Store | None = None
+        self._users: dict[int, int] = {}  # requests under way, by id() of their store
 
     @contextmanager
     def __call__(self) -> Iterator[OperatorDesk]:
         from wrighty.cli.inbox import OperatorDesk
         from wrighty.errors import StoreError
 
-        store = self._open()
+        store = self._take()
+        failed = False
         try:
             self.app_ctx.measure_clock(store)
             yield OperatorDesk(self.app_ctx, store, self.settings)
         except StoreError:
-            self._drop(store)
+            failed = True
             raise
+        finally:
+            self._give_back(store, retire=failed)
 
-    def _open(self) -> Store:
+    def open(self) -> None:
+        """Open the store now (`wrighty serve` does before it listens: a wrong URL is told
+        at once, in one line)."""
+        self._give_back(self._take(), retire=False)
+
+    def _take(self) -> Store:
         from wrighty.store import open_store
 
         with self._lock:
             if self._store is None:
                 self._store = open_store(self.app_ctx.store_target())
-            return self._store
+            store = self._store
+            self._users[id(store)] = self._users.get(id(store), 0) + 1
+            return store
 
-    def _drop(self, store: Store) -> None:
+    def _give_back(self, store: Store, *, retire: bool) -> None:
         with self._lock:
-            if self._store is store:
+            if retire and self._store is store:
                 self._store = None
-        store.close()
+            left = self._users[id(store)] - 1
+            self._users[id(store)] = left
+            done = left == 0 and self._store is not store
+            if left == 0:
+                del self._users[id(store)]
+        if done:
+            store.close()
 
     def close(self) -> None:
-        """Close the kept store (the server stops)."""
+        """Close the kept store (the server stops: no request is under way)."""
         with self._lock:
             store, self._store = self._store, None
         if store is not None:

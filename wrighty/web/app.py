@@ -37,7 +37,6 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.scheduling import PRIORITIES, priority_name
 from wrighty.domain.states import TERMINAL_STATES
 from wrighty.domain.text import printable, printable_line
@@ -51,6 +50,7 @@ from wrighty.web.views import (
     board_digest,
     board_sections,
     diff_lines,
+    parse_item_id,
     shown_text,
 )
 
@@ -148,7 +148,6 @@ class OpenDesk(Protocol):
     def close(self) -> None: ...
 
 
-MAX_ID_CHARS = 20
 # The most lines of a diff a page shows (`wrighty diff` shows it whole).
 MAX_DIFF_LINES = 20_000
 # How many flash messages wait to be shown at most (each is shown once).
@@ -165,14 +164,6 @@ class WebSettings:
     read_only: bool = False
     # How often the live watcher reads the board (seconds).
     poll_seconds: float = 1.0
-
-
-def parse_item_id(text: str) -> int | None:
-    """An item id from a URL: 1 to MAX_ITEM_ID in plain digits; None for anything else."""
-    if not (0 < len(text) <= MAX_ID_CHARS) or not (text.isascii() and text.isdigit()):
-        return None
-    value = int(text)
-    return value if 1 <= value <= MAX_ITEM_ID else None
 
 
 class Flashes:
@@ -297,7 +288,8 @@ def _neutral(value: object) -> object:
 
 
 class Console:
-    """The console's handlers, over a desk opened for each request."""
+    """The console's handlers, each over the desk ``open_desk`` gives it (on the store
+    `wrighty serve` keeps open)."""
 
     def __init__(self, open_desk: OpenDesk, settings: WebSettings) -> None:
         self.open_desk = open_desk
@@ -393,12 +385,7 @@ class Console:
             except NotFoundError as missing:
                 return self.not_found(str(missing))
             except WrightyError as refused:
-                return self.render(
-                    "missing.html",
-                    status=409,
-                    heading="Refused",
-                    message=printable_line(f"wrighty: {refused}"),
-                )
+                return self.problem(409, "Refused", f"wrighty: {refused}")
         lines, cut = diff_lines(change.text, limit=MAX_DIFF_LINES)
         return self.render(
             "diff.html",
@@ -467,15 +454,17 @@ class Console:
         return self.render("spend.html", tab="spend", refusal=None, **values)
 
     def not_found(self, message: str) -> HTMLResponse:
+        return self.problem(404, "Not found", message)
+
+    def problem(self, status: int, heading: str, message: str) -> HTMLResponse:
+        """A page that says, in one line, why there is nothing else to show."""
         return self.render(
-            "missing.html", status=404, heading="Not found", message=printable_line(message)
+            "missing.html", status=status, heading=heading, message=printable_line(message)
         )
 
     # Actions
 
     async def act(self, request: Request) -> Response:
-        if self.settings.read_only:
-            return read_only_refusal()
         item_id = self._item_id(request)
         try:
             action = Action(request.path_params["action"])
@@ -489,8 +478,6 @@ class Console:
 
     async def reset_circuit(self, request: Request) -> Response:
         """`wrighty providers reset NAME` from the Operations page."""
-        if self.settings.read_only:
-            return read_only_refusal()
         from wrighty.web.operations import parse_circuit_name
 
         name = parse_circuit_name(request.path_params["name"])
@@ -503,10 +490,7 @@ class Console:
     async def post_then_show(self, request: Request, work: Work, *, back: str) -> Response:
         """A POST's work through the desk, in a thread; its line or its refusal is left as a
         flash for the page ``back``, which the browser is sent to (303)."""
-        # The guard read the body already (within its limit); a form is parsed here, without
-        # python-multipart: the pages post urlencoded forms only.
-        body = await request.body()
-        fields = dict(security.form_fields(body, request.headers.get("content-type")))
+        fields = await security.posted_form(request)
         ok, said = await asyncio.to_thread(self._carry_out, work, fields)
         key = self.flashes.put(ok, said)
         return RedirectResponse(f"{back}?flash={key}", status_code=303)
@@ -575,11 +559,6 @@ def _call(desk: Desk, item_id: int, action: Action, fields: dict[str, str]) -> s
     return desk.reject(item_id, fields.get("feedback", ""))
 
 
-def read_only_refusal() -> Response:
-    """What a POST to a --read-only console gets."""
-    return Response("read-only: this console does nothing\n", 403, media_type="text/plain")
-
-
 def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
     """The console: its routes behind the guard (security.Guard), which answers every
     request without the token, with a wrong Host, or a POST without the CSRF token, before
@@ -597,22 +576,16 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
     async def store_trouble(request: Request, exc: Exception) -> Response:
         # A read the store could not answer (it is gone, locked, unreachable; wrighty.json
         # went bad): the command's line, 503; the next request tries again.
-        return console.render(
-            "missing.html",
-            status=503,
-            heading="Not available",
-            message=printable_line(f"wrighty: {exc}"),
-        )
+        return console.problem(503, "Not available", f"wrighty: {exc}")
 
     async def server_error(request: Request, exc: Exception) -> Response:
         return Response("internal error: see the server's output\n", 500, media_type="text/plain")
 
-    async def threaded(handler: Callable[[Request], Response], request: Request) -> Response:
-        return await asyncio.to_thread(handler, request)
-
     def sync(handler: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
+        """A page's handler, run in a thread of its own (it reads the store)."""
+
         async def endpoint(request: Request) -> Response:
-            return await threaded(handler, request)
+            return await asyncio.to_thread(handler, request)
 
         return endpoint
 
@@ -649,4 +622,6 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
         lifespan=lifespan,
     )
     app.state.console = console
-    return security.Guard(app, token=settings.token, allowed=settings.allowed_hosts)
+    return security.Guard(
+        app, token=settings.token, allowed=settings.allowed_hosts, read_only=settings.read_only
+    )

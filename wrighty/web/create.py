@@ -24,7 +24,8 @@ from wrighty.domain.model import DEFAULT_PRIORITY, MAX_ITEM_ID
 from wrighty.domain.scheduling import PRIORITIES, priority_name
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
-from wrighty.web import security
+from wrighty.web.security import posted_form
+from wrighty.web.views import parse_item_id
 
 if TYPE_CHECKING:
     from wrighty.web.app import Console, Desk
@@ -127,8 +128,6 @@ def _words(text: str) -> tuple[str, ...]:
 
 def _item_ids(text: str) -> tuple[int, ...]:
     """The items an item comes after, as `--after ID` takes each (1 to MAX_ITEM_ID)."""
-    from wrighty.web.app import parse_item_id
-
     ids = []
     for word in _words(text):
         item_id = parse_item_id(word)
@@ -164,11 +163,7 @@ class NewItemPages:
         return self._render(ItemForm(), ImportForm())
 
     async def create(self, request: Request) -> Response:
-        from wrighty.web.app import read_only_refusal
-
-        if self.console.settings.read_only:
-            return read_only_refusal()
-        form = ItemForm.of(await _fields(request))
+        form = ItemForm.of(await posted_form(request))
         ok, item_id, said = await asyncio.to_thread(self._create, form)
         if not ok:
             return await asyncio.to_thread(
@@ -178,11 +173,7 @@ class NewItemPages:
         return RedirectResponse(f"/items/{item_id}?flash={key}", status_code=303)
 
     async def import_markdown(self, request: Request) -> Response:
-        from wrighty.web.app import read_only_refusal
-
-        if self.console.settings.read_only:
-            return read_only_refusal()
-        form = ImportForm.of(await _fields(request))
+        form = ImportForm.of(await posted_form(request))
         outcome, refused = await asyncio.to_thread(self._import, form)
         return await asyncio.to_thread(
             self._render,
@@ -231,9 +222,3 @@ class NewItemPages:
             priorities=[priority_name(p) for p in PRIORITIES],
             **values,
         )
-
-
-async def _fields(request: Request) -> dict[str, str]:
-    """The posted form (urlencoded: the guard read the body already, within its limit)."""
-    body = await request.body()
-    return dict(security.form_fields(body, request.headers.get("content-type")))

@@ -20,10 +20,13 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from wrighty.errors import WrightyError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
 
 COOKIE_NAME = "wrighty_token"
 TOKEN_PARAM = "token"  # noqa: S105 - the name of the query parameter
@@ -52,6 +55,7 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 WRONG_HOST = (400, "wrong Host")
 UNAUTHORIZED = (401, "unauthorized: open the URL `wrighty serve` printed (it holds the token)")
 FORBIDDEN_CSRF = (403, "forbidden: missing or wrong CSRF token")
+READ_ONLY = (403, "read-only: this console does nothing")
 TOO_LARGE = (413, "request body too large")
 
 
@@ -238,6 +242,12 @@ def form_fields(body: bytes, content_type: str | None) -> list[tuple[str, str]]:
         return []
 
 
+async def posted_form(request: Request) -> dict[str, str]:
+    """A POST's form, for its handler: the guard has read the body already (within its limit);
+    parsed here without python-multipart, as the pages post urlencoded forms only."""
+    return dict(form_fields(await request.body(), request.headers.get("content-type")))
+
+
 def form_csrf(body: bytes, content_type: str | None) -> str | None:
     """The form's one ``csrf`` field."""
     values = [value for name, value in form_fields(body, content_type) if name == CSRF_FIELD]
@@ -273,13 +283,16 @@ SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 class Guard:
     """The ASGI middleware in front of the console: every HTTP request passes `gate` and,
-    unless it is a GET or HEAD, the body limit and the CSRF check, before the app sees it;
-    every response gets the security headers."""
+    unless it is a GET or HEAD, the body limit, the CSRF check and, on a read-only console,
+    its refusal, before the app sees it; every response gets the security headers."""
 
-    def __init__(self, app: ASGIApp, *, token: str, allowed: frozenset[str]) -> None:
+    def __init__(
+        self, app: ASGIApp, *, token: str, allowed: frozenset[str], read_only: bool = False
+    ) -> None:
         self.app = app
         self.token = token
         self.allowed = allowed
+        self.read_only = read_only  # --read-only: every POST refused (403), whatever its path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -323,6 +336,9 @@ class Guard:
             token=self.token,
         ):
             await _respond(send, *FORBIDDEN_CSRF)
+            return
+        if self.read_only:
+            await _respond(send, *READ_ONLY)
             return
         await self.app(scope, _replay(body), _secured(send))
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from wrighty.domain.text import printable_line
 from wrighty.web.charts import StackedBars, stacked_bars
+from wrighty.web.views import whole_number
 
 if TYPE_CHECKING:
     from wrighty.domain.budgets import Budgets
@@ -29,10 +30,7 @@ def parse_days(text: str | None) -> int | None:
     not given); None for anything else."""
     if text is None:
         return DEFAULT_DAYS
-    if not (0 < len(text) <= MAX_DAYS_CHARS) or not (text.isascii() and text.isdigit()):
-        return None
-    days = int(text)
-    return days if 1 <= days <= MAX_DAYS else None
+    return whole_number(text, low=1, high=MAX_DAYS, max_chars=MAX_DAYS_CHARS)
 
 
 def days_refusal(text: str) -> str:

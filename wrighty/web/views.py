@@ -16,12 +16,30 @@ from enum import StrEnum
 
 from wrighty.domain.board import Row, Section, section_counts, when_cell
 from wrighty.domain.budgets import usage_text
+from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.scheduling import priority_name
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.text import printable, printable_line
 
 # How long a filter's text may be (longer is cut: a filter is a few words).
 MAX_FILTER_CHARS = 200
+# The most characters an item id in a URL or a form may have.
+MAX_ID_CHARS = 20
+
+
+def whole_number(text: str, *, low: int, high: int, max_chars: int) -> int | None:
+    """``text`` as a whole number from ``low`` to ``high``, in plain ASCII digits, at most
+    ``max_chars`` of them (a longer one is not read); None for anything else."""
+    if not (0 < len(text) <= max_chars) or not (text.isascii() and text.isdigit()):
+        return None
+    value = int(text)
+    return value if low <= value <= high else None
+
+
+def parse_item_id(text: str) -> int | None:
+    """An item id from a URL or a form: 1 to MAX_ITEM_ID; None for anything else."""
+    return whole_number(text, low=1, high=MAX_ITEM_ID, max_chars=MAX_ID_CHARS)
+
 
 SECTION_TITLES: Mapping[Section, str] = {
     Section.ATTENTION: "Needs attention",
