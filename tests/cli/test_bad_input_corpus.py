@@ -499,6 +499,24 @@ CASES: list[Case] = [
                 completion({"author": {"name": "a"}}),
             ),
             (
+                "hooks-unknown",
+                ("list",),
+                "completion.hooks: must be 'run' or 'skip' (got the string \"yes\")",
+                completion({"hooks": "yes"}),
+            ),
+            (
+                "hooks-not-a-string",
+                ("worker", "start", "--once"),
+                "completion.hooks: must be 'run' or 'skip' (got true)",
+                completion({"hooks": True}),
+            ),
+            (
+                "hooks-with-control",
+                ("list",),
+                "completion.hooks: must be 'run' or 'skip' (got the string \"run\\u001b[2J\")",
+                completion({"hooks": "run\x1b[2J"}),
+            ),
+            (
                 "integrate-unknown",
                 ("list",),
                 "completion.integrate: must be 'none', 'merge', 'push' or 'command' (got the "

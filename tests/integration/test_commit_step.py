@@ -72,7 +72,7 @@ def test_a_commit_git_refuses_says_why_and_keeps_the_change(repo: Path) -> None:
     hook.write_text("#!/bin/sh\nprintf 'bad\\033[2J message\\n' >&2\nexit 1\n")
     hook.chmod(0o755)
     (repo / "a.txt").write_text("a\n")
-    done = complete(repo, Completion(), item=ITEM, run_id="run-1")
+    done = complete(repo, Completion(hooks="run"), item=ITEM, run_id="run-1")
     assert done.ending is Ending.FAILED
     assert done.why == "bad\\x1b[2J message"  # git's last line, neutralised
     assert (repo / "a.txt").read_text() == "a\n"

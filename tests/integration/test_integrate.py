@@ -104,11 +104,13 @@ def state(root: Path) -> tuple[object, ...]:
     )
 
 
-def refused(root: Path, integration: Integration, target: IntegrationTarget) -> str:
+def refused(
+    root: Path, integration: Integration, target: IntegrationTarget, *, hooks: bool = False
+) -> str:
     """The one line an integration that must be refused says; the project is as it was."""
     before = state(root)
     with pytest.raises(IntegrationError) as raised:
-        integrate(root, integration, target)
+        integrate(root, integration, target, hooks=hooks)
     assert state(root) == before
     message = str(raised.value)
     assert "\n" not in message
@@ -223,7 +225,7 @@ def test_a_merge_a_hook_refuses_is_aborted_and_says_the_hooks_words(project: Pat
     hook = project / ".git" / "hooks" / "pre-merge-commit"
     hook.write_text("#!/bin/sh\necho 'no merges on Fridays' >&2\nexit 1\n")
     hook.chmod(0o755)
-    message = refused(project, merging(), target)
+    message = refused(project, merging(), target, hooks=True)
     assert message == (
         f"git could not merge {BRANCH} into main, and the project is as it was: no merges on "
         "Fridays"
@@ -253,7 +255,7 @@ def test_a_merge_past_its_time_limit_is_undone(project: Path) -> None:
     commit_on_main(project, "docs.md", "docs\n")
     hung = hang(project, "pre-merge-commit")
     try:
-        message = refused(project, Integration(kind="merge", timeout_seconds=1), target)
+        message = refused(project, Integration(kind="merge", timeout_seconds=1), target, hooks=True)
     finally:
         end(hung)
     assert message == f"git merge took longer than 1s; the merge of {BRANCH} into main was undone"
@@ -265,7 +267,7 @@ def test_a_merge_stopped_after_its_commit_stays_and_says_so(project: Path) -> No
     try:
         with pytest.raises(IntegrationError) as raised:
             # time enough to reach the hook on a busy machine
-            integrate(project, Integration(kind="merge", timeout_seconds=3), target)
+            integrate(project, Integration(kind="merge", timeout_seconds=3), target, hooks=True)
     finally:
         end(hung)
     tip = git(project, "rev-parse", BRANCH)

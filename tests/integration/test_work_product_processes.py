@@ -147,7 +147,7 @@ def test_completion_author_signs_the_commit(tmp_path: Path) -> None:
 def test_a_failing_pre_commit_hook_leaves_the_item_for_a_person_and_the_change_in_place(
     tmp_path: Path, store_url: str | None
 ) -> None:
-    project = make_project(tmp_path / "p", store_url)
+    project = make_project(tmp_path / "p", store_url, completion={"hooks": "run"})
     hook = project.root / ".git" / "hooks" / "pre-commit"
     hook.write_text(
         "#!/bin/sh\necho 'checking...'\necho 'lint: feature.txt is not formatted' >&2\nexit 1\n"

@@ -591,6 +591,13 @@ class CompletionSettings(_Section):
         description="Who finishes an item whose run is done (and verified): auto, it is done; "
         "person, it waits in review for `wrighty accept` or `wrighty reject`.",
     )
+    hooks: Literal["run", "skip"] = Field(
+        "skip",
+        description="Whether the project's git hooks (pre-commit, commit-msg, pre-merge-commit, "
+        "post-merge, pre-push...) run in wrighty's own commit, merge and push: run, whatever is "
+        "in the repository's hooks folder (which an agent can write); skip. No other program "
+        "the repository names ever runs (docs/work-product.md#what-git-runs).",
+    )
     max_rejections: int = Field(
         DEFAULT_MAX_REJECTIONS,
         ge=1,

@@ -218,6 +218,7 @@ def completion_of(config: WrightyConfig) -> Completion:
         author_email=author.email if author is not None else None,
         review=section.review,
         max_rejections=section.max_rejections,
+        hooks=section.hooks,
         integration=Integration(
             kind=section.integrate,
             merge=section.merge,

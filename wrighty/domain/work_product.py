@@ -17,6 +17,9 @@ from wrighty.domain.text import clip
 
 CommitMode = Literal["wrighty", "agent", "none"]
 ReviewMode = Literal["auto", "person"]
+# Whether the project's git hooks run in wrighty's own commit, merge and push
+# (docs/work-product.md#what-git-runs).
+HooksMode = Literal["run", "skip"]
 DEFAULT_MAX_REJECTIONS = 5
 MAX_MAX_REJECTIONS = 100
 DEFAULT_BRANCH_PREFIX = "wrighty/"
@@ -45,6 +48,7 @@ class Completion:
     author_email: str | None = None
     review: ReviewMode = "auto"  # person: a done run's item waits in review (review.py)
     max_rejections: int = DEFAULT_MAX_REJECTIONS
+    hooks: HooksMode = "skip"
     integration: Integration = field(default_factory=Integration)
 
     @property

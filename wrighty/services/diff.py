@@ -36,9 +36,8 @@ from wrighty.errors import NotFoundError, WrightyError
 from wrighty.store.port import Store
 from wrighty.supervisor.git import GitError, git_ok, run_git
 
-# Options that keep `git diff` from running any program the repository's config names (an
-# external diff, a text conversion, a file-system monitor): the diff is git's own.
-_NO_PROGRAMS = ("-c", "core.fsmonitor=false")
+# git's own diff, whatever the user's config says too (supervisor/git.py keeps every program
+# the repository names from running).
 _DIFF = ("diff", "--no-ext-diff", "--no-textconv")
 
 
@@ -230,6 +229,6 @@ def _diff(workspace: Path, base: str, *, stat: bool) -> str:
                 f"cannot read the git index of {workspace}: {error.strerror or error}"
             ) from None
         env = {"GIT_INDEX_FILE": str(copy)}
-        git_ok(workspace, *_NO_PROGRAMS, "add", "--intent-to-add", "--", ".", env=env)
+        git_ok(workspace, "add", "--intent-to-add", "--", ".", env=env)
         shown = ("--stat",) if stat else ()
-        return git_ok(workspace, *_NO_PROGRAMS, *_DIFF, *shown, base, "--", ".", env=env)
+        return git_ok(workspace, *_DIFF, *shown, base, "--", ".", env=env)

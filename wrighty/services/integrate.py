@@ -24,7 +24,7 @@ from wrighty.domain.model import COMMIT_ID
 from wrighty.domain.redact import redact, redact_known, secret_values
 from wrighty.domain.text import plural, printable_line
 from wrighty.domain.work_product import merge_message
-from wrighty.services.workspaces import NO_MONITOR, commit_id, toplevel, uncommitted
+from wrighty.services.workspaces import commit_id, toplevel, uncommitted
 from wrighty.supervisor.git import GitError, GitResult, identity, run_git
 from wrighty.supervisor.process import LaunchError, LaunchSpec, launch, program_from
 
@@ -77,21 +77,22 @@ def integrate(
     *,
     author_name: str | None = None,
     author_email: str | None = None,
+    hooks: bool = False,
 ) -> Integrated:
     """Integrate ``target``'s branch as ``integration`` says (IntegrationError when it is
     refused or fails: then nothing of the project, its branch or the remote was changed, but
-    by a command that failed half way, which is the command's to tell)."""
+    by a command that failed half way, which is the command's to tell). ``hooks``: the
+    project's hooks run in the merge or the push (completion.hooks run)."""
     if integration.kind == "none":
         return Integrated(None)
     try:
         branch, tip = _branch(project_root, target)
         worktree = _worktree(target)
         if integration.kind == "merge":
-            return _merge(
-                project_root, integration, target, branch, tip, identity(author_name, author_email)
-            )
+            author = identity(author_name, author_email)
+            return _merge(project_root, integration, target, branch, tip, author, hooks=hooks)
         if integration.kind == "push":
-            return _push(project_root, integration, branch, tip)
+            return _push(project_root, integration, branch, tip, hooks=hooks)
         return _command(project_root, integration, target, branch, worktree)
     except GitError as error:
         raise IntegrationError(str(error)) from None
@@ -141,6 +142,7 @@ class _Merge:
     tip: str  # the branch's commit
     into: str  # the project's checked-out branch
     head: str  # its commit before the merge
+    hooks: bool  # the project's hooks run (completion.hooks run)
 
 
 def _merge(
@@ -150,6 +152,8 @@ def _merge(
     branch: str,
     tip: str,
     author: Mapping[str, str],
+    *,
+    hooks: bool,
 ) -> Integrated:
     into = _checked_out_branch(root, branch)
     head = commit_id(root, "HEAD")
@@ -157,7 +161,7 @@ def _merge(
         raise IntegrationError(f"the project's branch {into} has no commit yet to merge into")
     if _is_ancestor(root, tip, head):
         return Integrated(f"{branch} is already merged into {into} ({head[:_SHORT]})", commit=head)
-    tracked = run_git(root, *NO_MONITOR, "status", "--porcelain", "--untracked-files=no")
+    tracked = run_git(root, "status", "--porcelain", "--untracked-files=no")
     if not tracked.ok:
         raise IntegrationError(f"cannot read the project's working tree: {tracked.why()}")
     if tracked.stdout.strip():
@@ -176,7 +180,7 @@ def _merge(
     subject, trailer = merge_message(target.item_id, target.title)
     how = {"ff": "--ff", "ff-only": "--ff-only", "no-ff": "--no-ff"}[integration.merge]
     args = (how, "--no-edit", "--no-autostash", "-m", subject, "-m", trailer, tip)
-    return _merged(_Merge(root, branch, tip, into, head), args, author, integration)
+    return _merged(_Merge(root, branch, tip, into, head, hooks), args, author, integration)
 
 
 def _merged(
@@ -185,7 +189,7 @@ def _merged(
     """`git merge ARGS`, and what it made; a merge git did not finish is undone."""
     root, branch, into = merge.root, merge.branch, merge.into
     try:
-        merged = run_git(root, *NO_MONITOR, "merge", *args, env=author,
+        merged = run_git(root, "merge", *args, env=author, hooks=merge.hooks,
                          timeout=integration.timeout_seconds)  # fmt: skip
     except GitError as error:  # git stopped at its time limit (a hook that hung), or gone
         now = commit_id(root, "HEAD")
@@ -272,12 +276,14 @@ def _undo_merge(root: Path) -> None:
     wrote MERGE_HEAD, or refused before it began), which keeps untracked files and, since the
     working tree had no change to a tracked file, takes back only what the merge did."""
     if run_git(root, "rev-parse", "--quiet", "--verify", "MERGE_HEAD").ok:
-        run_git(root, *NO_MONITOR, "merge", "--abort")
+        run_git(root, "merge", "--abort")
     else:
-        run_git(root, *NO_MONITOR, "reset", "--merge", "--quiet", "HEAD")
+        run_git(root, "reset", "--merge", "--quiet", "HEAD")
 
 
-def _push(root: Path, integration: Integration, branch: str, tip: str) -> Integrated:
+def _push(
+    root: Path, integration: Integration, branch: str, tip: str, *, hooks: bool
+) -> Integrated:
     remote = integration.remote
     listed = run_git(root, "remote")
     if not listed.ok:
@@ -289,8 +295,9 @@ def _push(root: Path, integration: Integration, branch: str, tip: str) -> Integr
         )
     ref = f"refs/heads/{branch}"
     pushed: GitResult = run_git(
-        root, "push", "--quiet", remote, f"{ref}:{ref}", timeout=integration.timeout_seconds
-    )
+        root, "push", "--quiet", remote, f"{ref}:{ref}", timeout=integration.timeout_seconds,
+        hooks=hooks,
+    )  # fmt: skip
     if not pushed.ok:
         raise IntegrationError(f"git could not push {branch} to {remote}: {_push_why(pushed)}")
     return Integrated(f"pushed {branch} to {remote} ({tip[:_SHORT]})", commit=tip)

@@ -147,6 +147,7 @@ def branch_integrator(
         return integrate(
             project_root, completion.integration, target,
             author_name=completion.author_name, author_email=completion.author_email,
+            hooks=completion.hooks == "run",
         )  # fmt: skip
 
     return run

@@ -37,9 +37,6 @@ from wrighty.supervisor.git import GitError, run_git
 # How many files and folders one listing looks at, in all its workspaces, to sum their sizes:
 # past it, a size is a lower bound (`Workspace.size_complete`), so a listing stays quick.
 SIZE_ENTRIES = 200_000
-# For the git commands that look at a worktree's files (status, and worktree remove, which runs
-# status): no file-system monitor, so that no program the repository's config names is run.
-NO_MONITOR = ("-c", "core.fsmonitor=false")
 
 
 @dataclass(frozen=True)
@@ -152,7 +149,7 @@ def _git_facts(workspace: Workspace, root: Path, project_head: str | None) -> Wo
 def uncommitted(path: Path) -> tuple[bool | None, str | None]:
     """Whether the worktree at ``path`` has uncommitted changes, untracked files included
     (None: git could not tell, and why)."""
-    status = run_git(path, *NO_MONITOR, "status", "--porcelain")
+    status = run_git(path, "status", "--porcelain")
     return (bool(status.stdout.strip()), None) if status.ok else (None, status.why())
 
 
@@ -371,7 +368,6 @@ def _remove(workspace: Workspace, root: Path, *, force: bool) -> str | None:
     if workspace.mode is Mode.WORKTREE:
         removed = run_git(
             root,
-            *NO_MONITOR,
             "worktree",
             "remove",
             *(["--force"] if force else []),

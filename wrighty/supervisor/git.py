@@ -1,6 +1,9 @@
 """git, as wrighty runs it on an item's workspace or the project (docs/work-product.md):
-an argv with no shell, no prompt for credentials, no pager, no colour, git's messages in
-English, a time limit, and the answer as text. Every caller goes through ``git``."""
+an argv with no shell, no prompt for credentials, no pager, no editor, no colour, git's
+messages in English, a time limit, and the answer as text; and no program that the
+repository's config, attributes or hooks folder names (domain/git_programs.py,
+docs/work-product.md#what-git-runs), but the hooks of a command that asks for them. Every
+caller goes through ``run_git``."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from wrighty.domain.git_programs import listing, overrides
 from wrighty.domain.text import printable_line
 
 # git commands wrighty runs touch one repository on this machine; a network one (a push) has
@@ -18,6 +22,9 @@ from wrighty.domain.text import printable_line
 LOCAL_SECONDS = 60.0
 # How much of git's last line of stderr a message shows.
 _WHY_CHARS = 300
+# The command that lists the config, every scope, to find the settings that name a program;
+# it reads files and runs nothing, so it runs as it is.
+_LISTING = ("config", "--list", "--show-scope", "-z")
 
 
 class GitError(Exception):
@@ -66,9 +73,13 @@ def run_git(
     input_text: str | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = LOCAL_SECONDS,
+    hooks: bool = False,
 ) -> GitResult:
     """``git -C repo ARGS`` and its answer (GitError when git is missing or timed out; a
-    non-zero exit is the result's, for the caller to judge). ``env``: variables added."""
+    non-zero exit is the result's, for the caller to judge). ``env``: variables added.
+    ``hooks``: the repository's hooks run (completion.hooks run, for wrighty's own commit,
+    merge and push only); no other program the repository names ever does. When the config
+    cannot be read, git's answer to that is the result and the command is not run."""
     program = git_program()
     if program is None:
         raise GitError("git is not installed (it is needed for workspaceMode worktree)")
@@ -77,10 +88,17 @@ def run_git(
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_PAGER": "cat",
         "PAGER": "cat",
+        "GIT_EDITOR": ":",  # git runs no editor at all for ":"
+        "GIT_SEQUENCE_EDITOR": ":",
         "LC_ALL": "C",
         "GIT_OPTIONAL_LOCKS": "0",
         **(env or {}),
     }
+    if args != _LISTING:
+        listed = run_git(repo, *_LISTING, env=env, timeout=timeout)
+        if not listed.ok:
+            return listed
+        environ = _with_settings(environ, overrides(listing(listed.stdout), hooks=hooks))
     try:
         done = subprocess.run(
             [program, "-C", str(repo), "-c", "color.ui=false", *args],
@@ -96,6 +114,22 @@ def run_git(
         raise GitError(f"cannot run git: {error.strerror or error}") from None
     # Decoded as git wrote it: a carriage return stays one (text mode would make it a newline).
     return GitResult(done.returncode, _decoded(done.stdout), _decoded(done.stderr))
+
+
+def _with_settings(environ: dict[str, str], settings: list[tuple[str, str]]) -> dict[str, str]:
+    """``environ`` with ``settings`` given to git (and the git commands it starts) as
+    GIT_CONFIG_KEY_n and GIT_CONFIG_VALUE_n, after any the environment already gives: unlike
+    ``-c NAME=VALUE``, a name with "=" in it (a driver's) cannot be misread."""
+    try:
+        first = max(0, int(environ.get("GIT_CONFIG_COUNT", "0")))
+    except ValueError:
+        first = 0
+    given = dict(environ)
+    for number, (key, value) in enumerate(settings, start=first):
+        given[f"GIT_CONFIG_KEY_{number}"] = key
+        given[f"GIT_CONFIG_VALUE_{number}"] = value
+    given["GIT_CONFIG_COUNT"] = str(first + len(settings))
+    return given
 
 
 def _command(args: tuple[str, ...], *, words: int = 1) -> str:
@@ -116,9 +150,10 @@ def git_ok(
     input_text: str | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = LOCAL_SECONDS,
+    hooks: bool = False,
 ) -> str:
     """``run_git``'s stdout when git ended with 0; GitError saying why otherwise."""
-    result = run_git(repo, *args, input_text=input_text, env=env, timeout=timeout)
+    result = run_git(repo, *args, input_text=input_text, env=env, timeout=timeout, hooks=hooks)
     if not result.ok:
         raise GitError(f"git {_command(args, words=2)}: {result.why()}")
     return result.stdout

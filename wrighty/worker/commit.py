@@ -59,6 +59,7 @@ def _commit(workspace: Path, completion: Completion, *, item: Item, run_id: str)
         "--cleanup=whitespace",  # a "#" title is kept, whatever commit.cleanup says
         input_text=commit_message(item, run_id),
         env=identity(completion.author_name, completion.author_email),
+        hooks=completion.hooks == "run",
     )
     if not made.ok:
         return CommitResult(Ending.FAILED, why=made.why())
