@@ -17,7 +17,7 @@ import pytest
 from tests.cli.conftest import wrighty
 from tests.cli.test_workspaces_cli import repo, worktree_item
 from tests.conftest import FakeClock
-from tests.helpers import git
+from tests.helpers import git, git_env
 from wrighty.domain.integration import Integration
 from wrighty.domain.model import Item
 from wrighty.domain.states import ItemState
@@ -219,3 +219,53 @@ def _item(item_id: int) -> Item:
         store.close()
     assert found is not None
     return found
+
+
+def test_a_push_runs_no_transport_program_the_agent_planted(
+    repo: Path, clock: FakeClock, tmp_path: Path
+) -> None:
+    item_id, tree = agent_work(repo, clock)
+    markers = tmp_path / "markers"
+    plant(tree, markers)
+    git(tree, "config", "commit.gpgSign", "false")
+    branch = f"wrighty/{item_id}-task"
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+
+    def program(name: str, then: str = "exit 1") -> str:
+        path = markers / f"program-{name}"
+        path.write_text(f"#!/bin/sh\ntouch {markers / name}\n{then}\n")
+        path.chmod(0o755)
+        return str(path)
+
+    # Each remote reaches one planted program: the receive-pack run for a local remote, the
+    # ssh command, the proxy of git://, the ext:: transport the agent allowed.
+    git(tree, "remote", "add", "origin", str(remote))
+    git(
+        tree,
+        "config",
+        "remote.origin.receivepack",
+        program("receivepack", 'exec git-receive-pack "$@"'),
+    )
+    git(tree, "remote", "add", "sshy", "ssh://127.0.0.1:9/x.git")
+    git(tree, "config", "core.sshCommand", program("ssh"))
+    git(tree, "remote", "add", "proxied", "git://127.0.0.1:9/x.git")
+    git(tree, "config", "core.gitProxy", program("proxy"))
+    git(tree, "remote", "add", "extish", f"ext::{program('ext')}")
+    git(tree, "config", "protocol.ext.allow", "always")
+    target = IntegrationTarget(item_id, "task", branch, None, None, "")
+
+    pushed = integrate(repo, Integration(kind="push"), target)
+    assert pushed.commit == git(remote, "rev-parse", branch)
+    for name in ("sshy", "proxied", "extish"):
+        with pytest.raises(IntegrationError):
+            integrate(repo, Integration(kind="push", remote=name), target)
+    assert ran(markers) == set()
+
+    # Plain git runs each of them.
+    for name in ("origin", "sshy", "proxied", "extish"):
+        subprocess.run(
+            ["git", "-C", str(repo), "push", "-q", name, f"{branch}:refs/heads/again"],
+            capture_output=True, env=git_env(), check=False, timeout=60,
+        )  # fmt: skip
+    assert {"receivepack", "ssh", "proxy", "ext", "hook-pre-push"} <= ran(markers)

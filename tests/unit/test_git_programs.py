@@ -13,6 +13,7 @@ from wrighty.domain.git_programs import (
     listing,
     names_a_program,
     overrides,
+    variables,
 )
 
 
@@ -71,3 +72,10 @@ def test_a_driver_named_with_an_equals_sign_or_a_newline_in_its_value_is_read_wh
     (setting,) = listing(text)
     assert (setting.key, setting.value) == ("filter.a=b.c.clean", "line one\nline two")
     assert overrides([setting], hooks=True)[-1] == ("filter.a=b.c.clean", "")
+
+
+def test_a_proxy_the_repository_names_is_switched_off_by_the_environment() -> None:
+    # git keeps the first core.gitProxy it reads (the repository's): a later one cannot win.
+    planted = listing(listed(("local", "core.gitProxy", "planted for example.com")))
+    assert variables(planted) == {"GIT_PROXY_COMMAND": ""}
+    assert variables(listing(listed(("global", "core.gitProxy", "mine")))) == {}

@@ -147,6 +147,19 @@ def overrides(settings: list[Setting], *, hooks: bool) -> list[tuple[str, str]]:
     return given
 
 
+def variables(settings: list[Setting]) -> dict[str, str]:
+    """Environment variables for the program settings git reads first-come rather than
+    last (a later value cannot replace the repository's): ``core.gitProxy``, switched off by
+    an empty GIT_PROXY_COMMAND when the repository sets it. (``remote.<name>.receivepack``,
+    another, is given on the push's command line: services/integrate.py.)"""
+    if any(
+        setting.scope in UNTRUSTED_SCOPES and _folded(setting.key) == "core.gitproxy"
+        for setting in settings
+    ):
+        return {"GIT_PROXY_COMMAND": ""}
+    return {}
+
+
 def _folded(key: str) -> str:
     """``key`` as git compares keys: section and variable case-insensitive, the subsection
     as written."""

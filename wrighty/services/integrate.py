@@ -294,8 +294,11 @@ def _push(
             f"{remote} URL), or set completion.remote"
         )
     ref = f"refs/heads/{branch}"
+    # git takes the first remote.<name>.receivepack it reads, the repository's: the command
+    # line's wins (docs/work-product.md#what-git-runs).
     pushed: GitResult = run_git(
-        root, "push", "--quiet", remote, f"{ref}:{ref}", timeout=integration.timeout_seconds,
+        root, "push", "--quiet", "--receive-pack=git-receive-pack", remote, f"{ref}:{ref}",
+        timeout=integration.timeout_seconds,
         hooks=hooks,
     )  # fmt: skip
     if not pushed.ok:

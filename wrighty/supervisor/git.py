@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from wrighty.domain.git_programs import listing, overrides
+from wrighty.domain.git_programs import listing, overrides, variables
 from wrighty.domain.text import printable_line
 
 # git commands wrighty runs touch one repository on this machine; a network one (a push) has
@@ -98,7 +98,10 @@ def run_git(
         listed = run_git(repo, *_LISTING, env=env, timeout=timeout)
         if not listed.ok:
             return listed
-        environ = _with_settings(environ, overrides(listing(listed.stdout), hooks=hooks))
+        settings = listing(listed.stdout)
+        environ = _with_settings(environ, overrides(settings, hooks=hooks))
+        for name, value in variables(settings).items():
+            environ.setdefault(name, value)  # wrighty's own environment's value stands
     try:
         done = subprocess.run(
             [program, "-C", str(repo), "-c", "color.ui=false", *args],
