@@ -269,3 +269,41 @@ def test_a_push_runs_no_transport_program_the_agent_planted(
             capture_output=True, env=git_env(), check=False, timeout=60,
         )  # fmt: skip
     assert {"receivepack", "ssh", "proxy", "ext", "hook-pre-push"} <= ran(markers)
+
+
+def test_a_nested_repository_the_agent_made_runs_nothing_either(
+    repo: Path, clock: FakeClock, tmp_path: Path
+) -> None:
+    item_id = worktree_item(repo, clock, ItemState.DONE)
+    tree = repo / ".wrighty" / "worktrees" / str(item_id)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    nested = tree / "nested"
+    git(tree, "init", "-q", str(nested))  # its config is the agent's, whatever names it uses
+    git(nested, "config", "user.name", "Agent")
+    git(nested, "config", "user.email", "agent@example.invalid")
+    (nested / ".gitattributes").write_text("* filter=deep\n")
+    (nested / "file.txt").write_text("one\n")
+    git(nested, "add", "-A")
+    git(nested, "commit", "-q", "-m", "nested")
+    git(nested, "config", "filter.deep.clean", f"touch {markers / 'nested-clean'}; cat")
+    git(tree, "add", "nested")  # a gitlink: git looks into its work tree for changes
+    git(tree, "commit", "-q", "-m", "a nested repository")
+    (nested / "file.txt").write_text("two\n")
+    (tree / "mine.txt").write_text("the agent's\n")
+
+    for args in (
+        ("diff", str(item_id)),
+        ("show", str(item_id)),
+        ("workspaces",),
+        ("workspaces", "clean", str(item_id), "--dry-run"),
+    ):
+        assert wrighty(*args).exit_code in (0, 1), args
+        assert ran(markers) == set(), args
+    done = complete(tree, Completion(), item=_item(item_id), run_id="run-1")
+    assert done.ending is Ending.COMMITTED, done.why
+    assert git(tree, "show", "--name-only", "--format=", "HEAD") == "mine.txt"
+    assert ran(markers) == set()
+
+    git(tree, "add", "-A")
+    assert ran(markers) == {"nested-clean"}

@@ -32,7 +32,8 @@ UNTRUSTED_SCOPES = frozenset({"local", "worktree"})
 # Settings every git command gets, whatever any config says.
 FIXED: tuple[tuple[str, str], ...] = (
     ("core.fsmonitor", "false"),  # a hook program, or a daemon that outlives the command
-    ("submodule.recurse", "false"),  # a nested repository's config is the agent's too
+    ("submodule.recurse", "false"),  # a nested repository's config is the agent's too,
+    ("diff.ignoreSubmodules", "dirty"),  # and status and diff would run git in its work tree
     ("commit.gpgSign", "false"),  # gpg.program
     ("tag.gpgSign", "false"),
     ("push.gpgSign", "false"),

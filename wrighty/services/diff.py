@@ -34,7 +34,7 @@ from pathlib import Path
 from wrighty.domain.model import Item, Session
 from wrighty.errors import NotFoundError, WrightyError
 from wrighty.store.port import Store
-from wrighty.supervisor.git import GitError, git_ok, run_git
+from wrighty.supervisor.git import GitError, besides_nested, git_ok, run_git
 
 # git's own diff, whatever the user's config says too (supervisor/git.py keeps every program
 # the repository names from running).
@@ -229,6 +229,7 @@ def _diff(workspace: Path, base: str, *, stat: bool) -> str:
                 f"cannot read the git index of {workspace}: {error.strerror or error}"
             ) from None
         env = {"GIT_INDEX_FILE": str(copy)}
-        git_ok(workspace, "add", "--intent-to-add", "--", ".", env=env)
+        nested = besides_nested(workspace)
+        git_ok(workspace, "add", "--intent-to-add", "--", ".", *nested, env=env)
         shown = ("--stat",) if stat else ()
         return git_ok(workspace, *_DIFF, *shown, base, "--", ".", env=env)

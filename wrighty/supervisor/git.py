@@ -119,6 +119,21 @@ def run_git(
     return GitResult(done.returncode, _decoded(done.stdout), _decoded(done.stderr))
 
 
+def besides_nested(repo: Path) -> tuple[str, ...]:
+    """Pathspecs that keep a `git add` in ``repo`` out of the nested repositories its index
+    holds (gitlinks): git would run `git status` in each, under that repository's own config,
+    whose drivers are named by whoever made it (docs/work-product.md#what-git-runs). A nested
+    repository's new commits are then not recorded; its files never were."""
+    listed = run_git(repo, "ls-files", "--stage", "-z")
+    if not listed.ok:
+        return ()
+    return tuple(
+        f":(exclude,literal){entry.partition(chr(9))[2]}"
+        for entry in listed.stdout.split("\0")
+        if entry.startswith("160000 ")
+    )
+
+
 def _with_settings(environ: dict[str, str], settings: list[tuple[str, str]]) -> dict[str, str]:
     """``environ`` with ``settings`` given to git (and the git commands it starts) as
     GIT_CONFIG_KEY_n and GIT_CONFIG_VALUE_n, after any the environment already gives: unlike

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from wrighty.domain.model import Item
 from wrighty.domain.work_product import Completion, commit_message
-from wrighty.supervisor.git import GitError, git_ok, identity, run_git
+from wrighty.supervisor.git import GitError, besides_nested, git_ok, identity, run_git
 
 
 class Ending(StrEnum):
@@ -43,7 +43,8 @@ def complete(workspace: Path, completion: Completion, *, item: Item, run_id: str
 
 
 def _commit(workspace: Path, completion: Completion, *, item: Item, run_id: str) -> CommitResult:
-    added = run_git(workspace, "add", "-A")  # what .gitignore ignores stays out
+    # what .gitignore ignores stays out, and what nested repositories hold
+    added = run_git(workspace, "add", "-A", "--", ".", *besides_nested(workspace))
     if not added.ok:
         return CommitResult(Ending.FAILED, why=added.why())
     staged = run_git(workspace, "diff", "--cached", "--quiet")
