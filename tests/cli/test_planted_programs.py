@@ -307,3 +307,27 @@ def test_a_nested_repository_the_agent_made_runs_nothing_either(
 
     git(tree, "add", "-A")
     assert ran(markers) == {"nested-clean"}
+
+
+def test_a_hooks_folder_the_agent_names_in_core_hooks_path_runs_only_with_hooks_run(
+    repo: Path, clock: FakeClock, tmp_path: Path
+) -> None:
+    item_id = worktree_item(repo, clock, ItemState.DONE)
+    tree = repo / ".wrighty" / "worktrees" / str(item_id)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    hooks = tree / ".husky"  # relative: the worktree's own copy, the agent's
+    hooks.mkdir()
+    for hook in HOOKS:
+        (hooks / hook).write_text(f"#!/bin/sh\ntouch {markers / ('hook-' + hook)}\n")
+        (hooks / hook).chmod(0o755)
+    git(tree, "config", "core.hooksPath", ".husky")
+    (tree / "a.txt").write_text("a\n")
+
+    skipped = complete(tree, Completion(), item=_item(item_id), run_id="run-1")
+    assert skipped.ending is Ending.COMMITTED, skipped.why
+    assert ran(markers) == set()
+    (tree / "b.txt").write_text("b\n")
+    done = complete(tree, Completion(hooks="run"), item=_item(item_id), run_id="run-2")
+    assert done.ending is Ending.COMMITTED, done.why
+    assert {"hook-pre-commit", "hook-commit-msg", "hook-post-commit"} <= ran(markers)
