@@ -1,17 +1,20 @@
 """git, as wrighty runs it on an item's workspace or the project (docs/work-product.md):
 an argv with no shell, no prompt for credentials, no pager, no colour, git's messages in
-English, a time limit, and the answer as text. Every caller goes through ``git``."""
+English, a time limit, and the answer as text. git runs supervised like an agent
+(supervisor/child.py): at its time limit, at its end, or at the end of the wrighty process,
+nothing it started (a hook, what the hook left running) is left behind. Every caller goes
+through ``run_git``."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from wrighty.domain.text import printable_line
+from wrighty.supervisor.child import TimedOut, run_to_end
 
 # git commands wrighty runs touch one repository on this machine; a network one (a push) has
 # its own, longer limit.
@@ -82,15 +85,13 @@ def run_git(
         **(env or {}),
     }
     try:
-        done = subprocess.run(
+        done = run_to_end(
             [program, "-C", str(repo), "-c", "color.ui=false", *args],
-            input=None if input_text is None else input_text.encode(),
-            capture_output=True,
+            stdin=None if input_text is None else input_text.encode(),
             env=environ,
             timeout=timeout,
-            check=False,
         )
-    except subprocess.TimeoutExpired:
+    except TimedOut:
         raise GitError(f"git {_command(args)} took longer than {timeout:g}s") from None
     except OSError as error:
         raise GitError(f"cannot run git: {error.strerror or error}") from None
