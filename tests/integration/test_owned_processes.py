@@ -6,6 +6,7 @@ and at the end of the wrighty process that ran them, no process they started (a 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 
 from tests.helpers import git, git_repo
 from tests.integration.test_integrate import BRANCH, worked
+from tests.integration.test_review_processes import _accept, _reviewed
 from tests.integration.test_work_product_processes import make_project
 from tests.integration.tree_marks import (
     daemon,
@@ -241,3 +243,25 @@ def test_a_checks_daemon_ends_with_the_check_under_a_worker_and_by_hand(
     project.env.update(by_hand := new_mark())
     assert "passed" in project.wrighty("verify", str(item_id))
     assert none_left(by_hand) == []
+
+
+def test_accept_whose_post_merge_hook_hangs_makes_the_item_done_with_main_moved(
+    tmp_path: Path, marks: Path, store_url: str | None
+) -> None:
+    project, item_id = _reviewed(tmp_path, store_url, integrate="merge", integrateTimeoutSeconds=5)
+    hook(project.root / ".git" / "hooks" / "post-merge", marks, hangs=True)
+    mark = new_mark()
+    assert project.env is not None
+    project.env.update(mark)
+
+    accepted = _accept(project, item_id, "--json")
+
+    assert accepted.returncode == 0, accepted.stderr
+    tip = git(project.root, "rev-parse", f"wrighty/{item_id}-answer")
+    assert git(project.root, "rev-parse", "main") == tip
+    said = json.loads(accepted.stdout)
+    assert said["state"] == "done"
+    assert said["integrated"].startswith(f"merged wrighty/{item_id}-answer into main as ")
+    assert "past the time limit of 5s after the merge (a post-merge hook)" in said["integrated"]
+    assert project.get(item_id).state is ItemState.DONE
+    assert none_left(mark, *pid_files(marks)) == []
