@@ -112,7 +112,10 @@ def _no_process_outlives_the_suite() -> Iterator[None]:
     """After the whole suite, no process started by a test may still be alive."""
     import psutil
 
+    from wrighty.supervisor.owner import release_keeper
+
     yield
+    release_keeper()  # wrighty's keeper of what this process ran lives as long as it does
     me = psutil.Process()
     children = me.children(recursive=True)
     # Exited but not yet reaped (the suite may run as a subreaper, adopting orphans): not alive.

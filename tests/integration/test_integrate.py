@@ -261,22 +261,6 @@ def test_a_merge_past_its_time_limit_is_undone(project: Path) -> None:
     assert message == f"git merge took longer than 1s; the merge of {BRANCH} into main was undone"
 
 
-def test_a_merge_stopped_after_its_commit_stays_and_says_so(project: Path) -> None:
-    target = worked(project)
-    hung = hang(project, "post-merge")
-    try:
-        with pytest.raises(IntegrationError) as raised:
-            # time enough to reach the hook on a busy machine
-            integrate(project, Integration(kind="merge", timeout_seconds=3), target, hooks=True)
-    finally:
-        end(hung)
-    tip = git(project, "rev-parse", BRANCH)
-    assert git(project, "rev-parse", "HEAD") == tip
-    assert str(raised.value) == (
-        f"git merge took longer than 3s, after it merged {BRANCH} into main as {tip[:12]}"
-    )
-
-
 def test_a_merge_runs_no_program_the_repositorys_config_names(project: Path) -> None:
     target = worked(project)
     commit_on_main(project, "docs.md", "docs\n")
@@ -447,7 +431,12 @@ def test_the_command_gets_the_summary_and_the_items_variables_and_its_url_is_kep
     assert said["stdin"] == summary
     assert said["cwd"] == str(target.worktree)
     # (beside wrighty's own environment, which the command gets as it is: CI's WRIGHTY_REQUIRE_*)
-    added = {k: v for k, v in said["env"].items() if os.environ.get(k) != v}
+    # and the markers its tree is stopped by (docs/worker.md#stopping-a-process-tree)
+    added = {
+        k: v
+        for k, v in said["env"].items()
+        if os.environ.get(k) != v and not k.startswith(("WRIGHTY_CHILD_ID", "WRIGHTY_OWNER_"))
+    }
     assert added == {
         "WRIGHTY_ITEM_ID": "1",
         "WRIGHTY_ITEM_TITLE": TITLE,

@@ -9,10 +9,20 @@ import threading
 
 import pytest
 
-from wrighty.worker.signals import StopOnSignals
+from wrighty.worker.signals import FORCE_AFTER_SECONDS, StopOnSignals
 
 # Only a failing test waits this long: a handler stuck on a lock never returns.
 WITHIN_SECONDS = 10.0
+
+
+class Clock:
+    """A monotonic clock that moves only when the test moves it."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class Stoppable:
@@ -50,12 +60,28 @@ def test_the_handler_returns_while_its_thread_holds_the_stop_events_lock() -> No
 @pytest.mark.parametrize("first", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
 def test_a_real_signal_asks_for_a_stop_once_and_a_second_forces(first: signal.Signals) -> None:
     worker = Stoppable()
+    clock = Clock()
     earlier = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
-    with StopOnSignals(worker.stop, say=worker.say) as signals:
+    with StopOnSignals(worker.stop, say=worker.say, clock=clock) as signals:
         signal.raise_signal(first)
         assert worker.stop_requested.wait(WITHIN_SECONDS)
+        clock.now += FORCE_AFTER_SECONDS
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGTERM)
     assert signals.received == [first, signal.SIGTERM]
     assert worker.said == 1  # the second signal forces; it asks nothing of the worker
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == earlier
+
+
+def test_the_same_signal_told_twice_at_once_is_one_request_not_a_force() -> None:
+    """`timeout` (and a service manager) signals the worker and then its whole process group:
+    the worker hears SIGTERM twice at once. That is one request to stop cleanly."""
+    worker = Stoppable()
+    clock = Clock()
+    with StopOnSignals(worker.stop, say=worker.say, clock=clock) as signals:
+        signal.raise_signal(signal.SIGTERM)
+        clock.now += FORCE_AFTER_SECONDS / 2
+        signal.raise_signal(signal.SIGTERM)  # no KeyboardInterrupt
+        assert worker.stop_requested.wait(WITHIN_SECONDS)
+    assert signals.received == [signal.SIGTERM, signal.SIGTERM]
+    assert worker.said == 1

@@ -25,6 +25,7 @@ from wrighty.domain.redact import redact, redact_known, secret_values
 from wrighty.domain.text import plural, printable_line
 from wrighty.domain.work_product import merge_message
 from wrighty.services.workspaces import commit_id, toplevel, uncommitted
+from wrighty.supervisor.child import new_marker
 from wrighty.supervisor.git import GitError, GitResult, identity, run_git
 from wrighty.supervisor.process import LaunchError, LaunchSpec, launch, program_from
 
@@ -193,12 +194,15 @@ def _merged(
                          timeout=integration.timeout_seconds)  # fmt: skip
     except GitError as error:  # git stopped at its time limit (a hook that hung), or gone
         now = commit_id(root, "HEAD")
-        if now is not None and now != merge.head:  # stopped after its commit: it is made
+        if now is None or now == merge.head:  # stopped before its commit: nothing is made
+            _undo_merge(root)
             raise IntegrationError(
-                f"{error}, after it merged {branch} into {into} as {now[:_SHORT]}"
+                f"{error}; the merge of {branch} into {into} was undone"
             ) from None
-        _undo_merge(root)
-        raise IntegrationError(f"{error}; the merge of {branch} into {into} was undone") from None
+        made = _made(merge, now)  # stopped after its commit (a post-merge hook): it stands
+        after = f"git merge went on past the time limit of {integration.timeout_seconds:g}s"
+        return Integrated(f"{made}; {after} after the merge (a post-merge hook) and was stopped",
+                          commit=now)  # fmt: skip
     if not merged.ok:
         _undo_merge(root)
         raise IntegrationError(
@@ -208,8 +212,26 @@ def _merged(
     now = commit_id(root, "HEAD")
     if now is None or now == merge.head:
         raise IntegrationError(f"git merged nothing of {branch} into {into}")
-    kind = "fast-forward" if now == merge.tip else "a merge commit"
-    return Integrated(f"merged {branch} into {into} as {now[:_SHORT]} ({kind})", commit=now)
+    return Integrated(_made(merge, now), commit=now)
+
+
+def _made(merge: _Merge, now: str) -> str:
+    """What the merge made of the project's branch, which is at ``now``; IntegrationError when
+    that is not this merge (the branch moved some other way)."""
+    if now == merge.tip:
+        kind = "fast-forward"
+    elif run_git(merge.root, "rev-parse", f"{now}^1", f"{now}^2").stdout.split() == [
+        merge.head,
+        merge.tip,
+    ]:
+        kind = "a merge commit"
+    else:
+        raise IntegrationError(
+            f"the project's branch {merge.into} moved to {now[:_SHORT]} while {merge.branch} "
+            f"was merged into it, and that is not the merge: look at {merge.into} before you "
+            "accept again"
+        )
+    return f"merged {merge.branch} into {merge.into} as {now[:_SHORT]} ({kind})"
 
 
 def _checked_out_branch(root: Path, branch: str) -> str:
@@ -343,6 +365,8 @@ def _command(
             task=target.summary,
             log_dir=Path(logs) / "output",
             log_cap_bytes=OUTPUT_CAP_BYTES,
+            marker=new_marker(),
+            owned=True,
             role="integration command",
         )
         try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from wrighty.domain.redact import redact_known
 from wrighty.domain.verify import Check, CheckEvidence
 from wrighty.services.runlogs import tail_output
+from wrighty.supervisor.child import new_marker
 from wrighty.supervisor.process import AgentProcess, LaunchError, LaunchSpec, launch, program_from
 
 # How much of the end of a check's output its evidence keeps, in characters.
@@ -44,7 +45,7 @@ class CheckSpec:
     secrets: tuple[str, ...] = ()  # values its evidence never shows
     grace_seconds: float = 5.0  # SIGTERM, this long, then SIGKILL
     heartbeat_seconds: float = 10.0  # how often ``keep`` is asked
-    marker: tuple[str, str] | None = None  # as LaunchSpec's: finds what left its tree
+    marker: tuple[str, str] | None = None  # as LaunchSpec's (None: one of its own)
 
 
 def check_argv(check: Check, cwd: Path) -> tuple[str, ...]:
@@ -74,7 +75,8 @@ def run_check(
         task="",
         log_dir=spec.log_dir,
         wake=wake,
-        marker=spec.marker,
+        marker=spec.marker or new_marker(),
+        owned=True,
         role=f"check {check.name}",
     )
     try:

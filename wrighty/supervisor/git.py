@@ -2,20 +2,22 @@
 an argv with no shell, no prompt for credentials, no pager, no editor, no colour, git's
 messages in English, a time limit, and the answer as text; and no program that the
 repository's config, attributes or hooks folder names (domain/git_programs.py,
-docs/work-product.md#what-git-runs), but the hooks of a command that asks for them. Every
-caller goes through ``run_git``."""
+docs/work-product.md#what-git-runs), but the hooks of a command that asks for them. git
+runs supervised like an agent (supervisor/child.py): at its time limit, at its end, or at the
+end of the wrighty process, nothing it started is left behind. Every caller goes through
+``run_git``."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from wrighty.domain.git_programs import listing, overrides, variables
 from wrighty.domain.text import printable_line
+from wrighty.supervisor.child import TimedOut, run_to_end
 
 # git commands wrighty runs touch one repository on this machine; a network one (a push) has
 # its own, longer limit.
@@ -103,15 +105,13 @@ def run_git(
         for name, value in variables(settings).items():
             environ.setdefault(name, value)  # wrighty's own environment's value stands
     try:
-        done = subprocess.run(
+        done = run_to_end(
             [program, "-C", str(repo), "-c", "color.ui=false", *args],
-            input=None if input_text is None else input_text.encode(),
-            capture_output=True,
+            stdin=None if input_text is None else input_text.encode(),
             env=environ,
             timeout=timeout,
-            check=False,
         )
-    except subprocess.TimeoutExpired:
+    except TimedOut:
         raise GitError(f"git {_command(args)} took longer than {timeout:g}s") from None
     except OSError as error:
         raise GitError(f"cannot run git: {error.strerror or error}") from None

@@ -16,10 +16,8 @@ import contextlib
 import os
 import selectors
 import shutil
-import signal
 import subprocess
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -34,6 +32,8 @@ from wrighty.domain.model import Stream
 from wrighty.domain.redact import redact_bytes_tail
 from wrighty.files import make_private_dirs
 from wrighty.supervisor.linux import with_parent_death_signal
+from wrighty.supervisor.owner import owner_marker
+from wrighty.supervisor.tree import ProcessTree, ignore_missing, marked, pids_after, wait_gone
 
 DEFAULT_LOG_CAP_BYTES = 10 * 1024 * 1024
 DIAGNOSTIC_TAIL_BYTES = 4096
@@ -65,9 +65,14 @@ class LaunchSpec:
     log_cap_bytes: int = DEFAULT_LOG_CAP_BYTES
     # Set when the agent exits, so a supervisor can wait for "exit or anything else" at once.
     wake: threading.Event | None = None
-    # An environment variable (name, value) unique to this run: every descendant inherits it,
-    # so the final sweep finds even processes that left the tree before anyone looked.
+    # An environment variable (name, value) unique to this run, added to ``env``: every
+    # descendant inherits it, so the final sweep finds even processes that left the tree
+    # before anyone looked.
     marker: tuple[str, str] | None = None
+    # It dies, tree and all, with the wrighty process that started it, even one killed with
+    # SIGKILL (owner.py): a check's or an integration's command. An agent's processes are
+    # stopped by the next run of its item instead (docs/worker.md#stopping-a-process-tree).
+    owned: bool = False
     # Sees every complete output line (a vendor adapter's reader), in the pump thread.
     on_line: LineObserver | None = None
     # What the program is, in a LaunchError's words ("agent", "check tests").
@@ -237,13 +242,12 @@ class AgentProcess:
     ) -> None:
         self._popen = popen
         self.pid = popen.pid
-        self.pgid = popen.pid  # start_new_session: the agent leads its own group
-        self.started_at = _create_time(popen.pid)
         self.exited = threading.Event()
+        self._tree = ProcessTree(popen.pid, self.exited, spec.marker)
+        self.pgid = self._tree.pgid  # start_new_session: the agent leads its own group
+        self.started_at = self._tree.started_at
         self._wake = spec.wake
-        self._marker = spec.marker
         self._status: ExitStatus | None = None
-        self._known: dict[int, float] = {}  # descendants seen: pid -> create time
         assert popen.stdout is not None
         assert popen.stderr is not None
         self._stdout = _Capture(popen.stdout, logs[0], spec.log_cap_bytes, _lines(spec, "stdout"))
@@ -284,78 +288,11 @@ class AgentProcess:
     def refresh_descendants(self) -> None:
         """Remember the agent's current descendants, so that ones that later leave its group
         or outlive it can still be stopped."""
-        try:
-            children = psutil.Process(self.pid).children(recursive=True)
-        except psutil.Error:
-            return
-        for child in children:
-            try:
-                self._known.setdefault(child.pid, child.create_time())
-            except psutil.Error:
-                continue
+        self._tree.refresh_descendants()
 
     def stop(self, grace_seconds: float) -> None:
         """Stop the agent and every descendant: SIGTERM, grace, then SIGKILL."""
-        if not self.exited.is_set():
-            self.refresh_descendants()
-        self._remember_marked()
-        targets = self._live_targets()
-        with _ignore_missing():
-            os.killpg(self.pgid, signal.SIGTERM)
-        for process in targets:
-            with _ignore_missing():
-                process.send_signal(signal.SIGTERM)
-        survivors = self._wait_for(targets, grace_seconds)
-        if not self.exited.is_set():
-            self.refresh_descendants()
-        survivors = list({p.pid: p for p in [*survivors, *self._live_targets()]}.values())
-        for process in survivors:
-            with _ignore_missing():
-                process.kill()
-        with _ignore_missing():
-            os.killpg(self.pgid, signal.SIGKILL)
-        self._wait_for(survivors, grace_seconds)
-
-    def _wait_for(self, targets: list[psutil.Process], timeout: float) -> list[psutil.Process]:
-        """The targets still alive after up to ``timeout`` seconds.
-
-        The agent itself is waited for through its waiter thread: psutil would reap it and
-        steal its exit status from subprocess.
-        """
-        deadline = time.monotonic() + timeout
-        others = [p for p in targets if p.pid != self.pid]
-        _, alive = psutil.wait_procs(others, timeout=timeout)
-        self.exited.wait(max(0.0, deadline - time.monotonic()))
-        if not self.exited.is_set() and any(p.pid == self.pid for p in targets):
-            alive.append(psutil.Process(self.pid))
-        return alive
-
-    def _remember_marked(self) -> None:
-        """Remember every live process that carries this run's marker in its environment.
-
-        Only processes started after the agent can carry it. On Linux, pids grow over time, so
-        reading the environment of the few processes with a larger pid is enough (a pid
-        wrap-around during the run could hide one; the heartbeat scan still covers it).
-        """
-        if self._marker is None:
-            return
-        for pid, created in _marked(self._marker, _pids_after(self.pid)).items():
-            self._known.setdefault(pid, created)
-
-    def _live_targets(self) -> list[psutil.Process]:
-        """The agent and its remembered descendants that are still the same processes."""
-        candidates = {self.pid: self.started_at, **self._known}
-        live = []
-        for pid, created in candidates.items():
-            try:
-                process = psutil.Process(pid)
-                if abs(process.create_time() - created) < 0.01 and process.status() != (
-                    psutil.STATUS_ZOMBIE
-                ):
-                    live.append(process)
-            except psutil.Error:
-                continue
-        return live
+        self._tree.stop(grace_seconds)
 
     def close(self, timeout: float = 5.0) -> None:
         """Wait for the log pumps to drain (after the tree is gone)."""
@@ -403,7 +340,7 @@ def launch(spec: LaunchSpec) -> AgentProcess:
         popen = subprocess.Popen(
             argv,
             cwd=spec.cwd,
-            env=dict(spec.env),
+            env=_environment(spec),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -421,6 +358,13 @@ def launch(spec: LaunchSpec) -> AgentProcess:
             raise LaunchError(f"cannot start {executable!r}: {error}", Step.ARGV) from None
         raise
     return AgentProcess(popen, spec, logs)
+
+
+def _environment(spec: LaunchSpec) -> dict[str, str]:
+    env = dict(spec.env)
+    if spec.marker is not None:
+        env[spec.marker[0]] = spec.marker[1]
+    return {**env, **owner_marker()} if spec.owned else env
 
 
 def _open_logs(log_dir: Path) -> tuple[FileIO, FileIO]:
@@ -478,21 +422,6 @@ def executable_problem(executable: str, search_path: str | None) -> str | None:
     return f"{executable!r} not found{where}"
 
 
-def _marked(marker: tuple[str, str], pids: list[int]) -> dict[int, float]:
-    """The processes among ``pids`` whose environment carries ``marker``, with start times."""
-    needle = b"\0" + f"{marker[0]}={marker[1]}".encode() + b"\0"
-    found = {}
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:
-                environment = b"\0" + handle.read()
-            if needle in environment:
-                found[pid] = psutil.Process(pid).create_time()
-        except (OSError, psutil.Error):
-            continue
-    return found
-
-
 def stop_earlier_run(
     run_id: str, pid: int | None, started_at: float | None, *, grace_seconds: float
 ) -> list[int]:
@@ -500,65 +429,21 @@ def stop_earlier_run(
     start time) and every process carrying its WRIGHTY_RUN_ID. The pids it had to stop. It
     takes at most two graces (SIGTERM, grace, SIGKILL, grace); a zombie counts as stopped (its
     parent, not this process, would have to reap it: a stopped parent never does)."""
-    candidates = _marked(("WRIGHTY_RUN_ID", run_id), _pids_after(0))
+    candidates = marked(("WRIGHTY_RUN_ID", run_id), pids_after(0))
     if pid is not None and started_at is not None and same_process_running(pid, started_at):
         candidates[pid] = started_at
     targets = []
     for candidate in candidates:
-        with _ignore_missing():
+        with ignore_missing():
             process = psutil.Process(candidate)
             process.terminate()
             targets.append(process)
-    alive = _wait_gone(targets, grace_seconds)
+    alive = wait_gone(targets, grace_seconds)
     for process in alive:
-        with _ignore_missing():
+        with ignore_missing():
             process.kill()
-    _wait_gone(alive, grace_seconds)
+    wait_gone(alive, grace_seconds)
     return [process.pid for process in targets]
-
-
-_GONE_POLL_SECONDS = 0.05
-
-
-def _wait_gone(targets: list[psutil.Process], timeout: float) -> list[psutil.Process]:
-    """The targets still running (not ended, not zombies) after up to ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        alive = [process for process in targets if _still_running(process)]
-        left = deadline - time.monotonic()
-        if not alive or left <= 0:
-            return alive
-        psutil.wait_procs(alive, timeout=min(_GONE_POLL_SECONDS, left))
-        targets = alive
-
-
-def _still_running(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _pids_after(pid: int) -> list[int]:
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return [p for p in psutil.pids() if p > pid]
-    return [int(name) for name in entries if name.isdigit() and int(name) > pid]
-
-
-def _create_time(pid: int) -> float:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return 0.0
-
-
-def _ignore_missing() -> contextlib.suppress:
-    """Ignore 'no such process' and 'access denied': the target is already gone."""
-    return contextlib.suppress(
-        ProcessLookupError, PermissionError, psutil.NoSuchProcess, psutil.AccessDenied
-    )
 
 
 def same_process_running(pid: int, started_at: float) -> bool:

@@ -8,7 +8,9 @@ So the handler takes no lock and prints nothing: it
 appends the signal to a list and writes its number to a pipe (a system call, no lock). A thread
 of its own waits on that pipe and, at the first SIGINT or SIGTERM, says so and asks the worker
 to stop. A second one raises KeyboardInterrupt in the main thread: the worker stops at once
-(docs/worker.md#stopping-a-worker).
+(docs/worker.md#stopping-a-worker). A second that comes less than FORCE_AFTER_SECONDS after
+the first is the same request told twice, not a person asking again: `timeout` and a service
+manager signal the worker and then its whole process group, which reaches the worker twice.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import contextlib
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# A second SIGINT or SIGTERM forces the stop only this long after the first, or later.
+FORCE_AFTER_SECONDS = 1.0
 _QUIT = 0  # no signal has number 0: the byte that ends the thread
 # How long leaving waits for the thread to end (it only ever waits on the pipe).
 _JOIN_SECONDS = 5.0
@@ -29,12 +34,20 @@ _JOIN_SECONDS = 5.0
 
 class StopOnSignals:
     """While entered: the first SIGINT or SIGTERM calls ``say`` and then ``stop``, from a
-    thread; a second raises KeyboardInterrupt. Must be entered in the main thread (Python
+    thread; a second, FORCE_AFTER_SECONDS or more after it (on ``clock``), raises
+    KeyboardInterrupt. Must be entered in the main thread (Python
     installs signal handlers there only). Leaving puts the earlier handlers back."""
 
-    def __init__(self, stop: Callable[[], None], say: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        stop: Callable[[], None],
+        say: Callable[[], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._stop = stop
         self._say = say
+        self._clock = clock
+        self._first_at: float | None = None
         self.received: list[int] = []  # the signals received, in order
         self._read, self._write = os.pipe()
         os.set_blocking(self._write, False)  # the handler must never wait on a full pipe
@@ -44,8 +57,12 @@ class StopOnSignals:
     def handle(self, signum: int, _frame: FrameType | None) -> None:
         """The signal handler: records the signal and takes no lock (see the module's doc)."""
         self.received.append(signum)
-        if len(self.received) > 1:
-            raise KeyboardInterrupt
+        now = self._clock()
+        if self._first_at is not None:
+            if now - self._first_at >= FORCE_AFTER_SECONDS:
+                raise KeyboardInterrupt
+            return  # the first one again (a signal to the worker, then to its group)
+        self._first_at = now
         with contextlib.suppress(OSError):  # a full pipe: a byte is already waiting
             os.write(self._write, bytes([signum]))
 
