@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import sys
 import textwrap
 from pathlib import Path
@@ -290,10 +291,14 @@ def test_a_detached_worktree_of_an_earlier_version_keeps_working_without_a_branc
     tmp_path: Path,
 ) -> None:
     project = make_project(tmp_path / "p")
-    item_id = project.plant("add it", title="add it")
+    item_id = project.plant("FAIL FIRST then add it", title="add it")
+    project.worker("--once")  # fails; then its session is made as an earlier version made it
     tree = worktree(project, item_id)
-    tree.parent.mkdir(parents=True)
-    git(project.root, "worktree", "add", "-q", "--detach", str(tree), "HEAD")
+    git(tree, "checkout", "-q", "--detach")
+    git(project.root, "branch", "-D", f"wrighty/{item_id}-add-it")
+    with sqlite3.connect(project.root / ".wrighty" / "wrighty.db") as db:
+        db.execute("UPDATE sessions SET branch = NULL, base_commit = NULL")
+    project.wrighty("requeue", str(item_id), "--resume")
 
     finished = project.worker("--once")
 

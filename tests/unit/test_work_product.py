@@ -20,10 +20,15 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.work_product import (
     Completion,
+    HeadPlace,
+    WorktreeHead,
     branch_name,
     branch_prefix_problem,
     commit_message,
+    fresh_branch,
+    head_place,
     identity_problem,
+    off_branch_reason,
     slug,
 )
 
@@ -172,3 +177,41 @@ def test_the_completion_section_reaches_the_worker_as_written() -> None:
     default, _ = check_config_text("{}")
     assert default is not None
     assert completion_of(default) == Completion("wrighty/", None, "wrighty", None, None)
+
+
+TIP, HEAD = "a" * 40, "b" * 40
+ON = WorktreeHead("wrighty/7-fix", "wrighty/7-fix", TIP, TIP, tip_in_head=True)
+
+
+def test_only_a_detached_head_that_holds_the_branchs_commit_is_brought_back() -> None:
+    assert head_place(ON) is HeadPlace.ON_BRANCH
+    detached = WorktreeHead("wrighty/7-fix", None, HEAD, TIP, tip_in_head=True)
+    assert head_place(detached) is HeadPlace.BRING_BACK
+    # the agent left the branch's commit behind, or reads nothing: set aside
+    for facts in (
+        WorktreeHead("wrighty/7-fix", None, HEAD, TIP, tip_in_head=False),
+        WorktreeHead("wrighty/7-fix", None, HEAD, None, tip_in_head=False),
+        WorktreeHead("wrighty/7-fix", None, None, TIP, tip_in_head=False),
+        # another branch, even one that holds the item's commit, is never taken over
+        WorktreeHead("wrighty/7-fix", "main", HEAD, TIP, tip_in_head=True),
+    ):
+        assert head_place(facts) is HeadPlace.OFF_BRANCH, facts
+
+
+def test_the_off_branch_reason_names_where_the_worktree_is_and_the_moved_branch() -> None:
+    facts = WorktreeHead("wrighty/7-fix", "main", HEAD, TIP, True, elsewhere=("/p",))
+    said = off_branch_reason(facts, worktree="/p/.wrighty/worktrees/7")
+    assert "it has the branch main checked out, not its branch wrighty/7-fix" in said
+    assert "wrighty committed nothing and moved no branch" in said
+    assert "`git switch wrighty/7-fix`" in said
+    assert "which is checked out in /p too: see `git reflog main`" in said
+    detached = WorktreeHead("wrighty/7-fix", None, HEAD, TIP, tip_in_head=False)
+    assert f"its HEAD is detached at {HEAD[:12]}, which does not hold" in off_branch_reason(
+        detached, worktree="/w"
+    )
+
+
+def test_a_taken_branch_name_gets_the_first_free_number() -> None:
+    taken = {"wrighty/1-fix-2", "wrighty/1-fix-3"}
+    assert fresh_branch("wrighty/1-fix", taken.__contains__) == "wrighty/1-fix-4"
+    assert fresh_branch("wrighty/1-fix", lambda _: True) is None

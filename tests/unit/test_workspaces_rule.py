@@ -37,6 +37,7 @@ CLEAN_MERGED = Workspace(
     branch_exists=True,
     dirty=False,
     merged=True,
+    head_on_branch=True,
 )
 
 
@@ -107,6 +108,15 @@ def test_commits_the_project_lacks_need_force_only_when_they_would_be_left_on_no
     assert removal_refusal(detached, force=False, branches=False) is not None
     assert removal_refusal(replace(unmerged, merged=None), force=False, branches=True)
     assert removal_refusal(unmerged, force=True, branches=True) is None
+    # an agent's commits on a detached HEAD, its branch left behind: on no branch
+    off = replace(unmerged, head_on_branch=False)
+    refusal = removal_refusal(off, force=False, branches=False)
+    assert refusal == (
+        "item 7's worktree, whose HEAD is off its branch, has commits the project's HEAD lacks "
+        "(--force deletes them)"
+    )
+    assert removal_refusal(replace(off, merged=True), force=False, branches=False) is None
+    assert removal_refusal(off, force=True, branches=False) is None
 
 
 def test_a_directory_has_no_git_facts_to_wait_for() -> None:

@@ -10,7 +10,7 @@ from wrighty.domain import suggestions
 from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification
 from wrighty.domain.durations import format_duration
-from wrighty.domain.model import COMMIT_FAILED, HANDED_OFF, REJECTED, Item, RunEnd
+from wrighty.domain.model import COMMIT_FAILED, HANDED_OFF, OFF_BRANCH, REJECTED, Item, RunEnd
 from wrighty.domain.outcomes import (
     USAGE_CLASSES,
     USAGE_RETRY_FRESH,
@@ -353,6 +353,19 @@ def commit_failed(item: Item, run_end: RunEnd, why: str) -> Settlement:
         reason=f"the run succeeded but wrighty could not commit its changes: {why}; they are "
         "still in the item's worktree (fix the cause, e.g. the hook or completion.author, "
         "then resume it, or commit them by hand)",
+        next_action=suggestions.requeue(item.id, resume=True),
+    )
+
+
+def off_branch(item: Item, run_end: RunEnd, why: str) -> Settlement:
+    """A done run whose worktree is not on the item's branch waits for a person, before its
+    checks and its commit: nothing is committed anywhere (work_product.off_branch_reason)."""
+    return Settlement(
+        ItemState.NEEDS_ATTENTION,
+        process_started=True,
+        run_end=run_end,
+        reason_code=OFF_BRANCH,
+        reason=why,
         next_action=suggestions.requeue(item.id, resume=True),
     )
 

@@ -32,6 +32,7 @@ CHECK_START_FAILED = "check-start-failed"
 WAITS_FOR_CHECKS = frozenset({VERIFICATION_FAILED, CHECK_START_FAILED})
 # A done run whose commit failed (docs/work-product.md#commits).
 COMMIT_FAILED = "commit-failed"
+OFF_BRANCH = "off-branch"  # a done run's worktree is not on the item's branch
 # Review (docs/work-product.md#review): an item waits for a person, is accepted or rejected; an
 # accept whose integration failed leaves it in review, saying why (an event with no move).
 READY_FOR_REVIEW = "ready-for-review"

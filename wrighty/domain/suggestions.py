@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from wrighty.domain.model import (
     CHECK_START_FAILED,
     COMMIT_FAILED,
+    OFF_BRANCH,
     VERIFICATION_FAILED,
     WAITS_FOR_CHECKS,
 )
@@ -157,6 +158,7 @@ def review_commands(item_id: int, *, change: bool = True) -> list[Suggestion]:
 _RESUME_PURPOSES = {
     VERIFICATION_FAILED: "another turn: resume the session with the failing checks' output",
     COMMIT_FAILED: "resume the session: its agent can mend what the commit's hook refused",
+    OFF_BRANCH: "resume the session once the work is on the item's branch (it is committed then)",
 }
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Literal
 
 from wrighty.domain.integration import MAX_TITLE_CHARS, Integration, one_line
@@ -120,3 +122,90 @@ def merge_message(item_id: int, title: str) -> tuple[str, str]:
     words = one_line(title, MAX_TITLE_CHARS)
     subject = f"Merge item {item_id}: {words}" if words else f"Merge item {item_id}"
     return subject, f"{ITEM_TRAILER}: {item_id}"
+
+
+# -- the item's branch, kept ------------------------------------------------------------------
+
+# How many fresh names (`-2`, `-3`, ...) are tried for an item whose branch name is taken.
+MAX_FRESH_BRANCHES = 100
+_SHORT = 12  # a commit as a reason shows it
+
+
+class HeadPlace(StrEnum):
+    """Where a done run's worktree stands against the item's branch (``head_place``)."""
+
+    ON_BRANCH = "on-branch"  # it has the item's branch checked out: commit there
+    BRING_BACK = "bring-back"  # a detached HEAD that holds the branch's commit: move the branch
+    OFF_BRANCH = "off-branch"  # anything else: commit nothing, a person looks
+
+
+@dataclass(frozen=True)
+class WorktreeHead:
+    """What git says of an item's worktree and its branch after a run."""
+
+    branch: str  # the item's branch
+    checked_out: str | None  # the branch the worktree has checked out (None: HEAD detached)
+    head: str | None  # the worktree HEAD's commit (None: git cannot read it)
+    tip: str | None  # the item's branch's commit (None: the branch is gone)
+    tip_in_head: bool  # the branch's commit is HEAD's, or one of its ancestors
+    # Where else ``checked_out`` is checked out (the project's directory, another worktree).
+    elsewhere: tuple[str, ...] = ()
+
+
+def head_place(facts: WorktreeHead) -> HeadPlace:
+    """The one rule of the branch guard (docs/work-product.md#the-item-s-branch): a run's
+    change is committed only on the item's branch. A detached HEAD whose history holds the
+    branch's commit (the agent committed on it, or only detached) is brought back: the branch
+    moves to it, nothing is lost and nothing of anyone else's is taken. Another branch checked
+    out is never taken over nor committed on: it may be the project's, or hold others' work."""
+    if facts.checked_out == facts.branch:
+        return HeadPlace.ON_BRANCH
+    if (
+        facts.checked_out is None
+        and facts.head is not None
+        and facts.tip is not None
+        and facts.tip_in_head
+    ):
+        return HeadPlace.BRING_BACK
+    return HeadPlace.OFF_BRANCH
+
+
+def off_branch_reason(facts: WorktreeHead, *, worktree: str) -> str:
+    """Why the worktree ``worktree`` is set aside, what wrighty did not do, and how a person
+    puts the work on the item's branch."""
+    branch = facts.branch
+    if facts.head is None:
+        where = "its HEAD cannot be read"
+    elif facts.tip is None:
+        where = f"its branch {branch} is no longer in the repository"
+    elif facts.checked_out is not None:
+        where = f"it has the branch {facts.checked_out} checked out, not its branch {branch}"
+    else:
+        where = (
+            f"its HEAD is detached at {facts.head[:_SHORT]}, which does not hold {branch}'s "
+            f"commit {facts.tip[:_SHORT]}"
+        )
+    said = (
+        f"the run succeeded but its worktree {worktree} is not on the item's branch: {where}; "
+        "wrighty committed nothing and moved no branch, and the agent's work stays in the "
+        f"worktree. Put it on {branch} there (`git switch {branch}`, then bring over what to "
+        "keep: `git merge`, `git cherry-pick` or the files), then resume the item"
+    )
+    if facts.checked_out is not None and facts.elsewhere:
+        places = ", ".join(facts.elsewhere)
+        said += (
+            f". The agent may have moved {facts.checked_out}, which is checked out in {places} "
+            f"too: see `git reflog {facts.checked_out}` and put it back where it was if it "
+            "should not hold the agent's commits"
+        )
+    return said
+
+
+def fresh_branch(name: str, taken: Callable[[str], bool]) -> str | None:
+    """The first of ``name``-2, ``name``-3, ... that is not ``taken`` (None: the first
+    MAX_FRESH_BRANCHES are)."""
+    for number in range(2, MAX_FRESH_BRANCHES + 2):
+        candidate = f"{name}-{number}"
+        if not taken(candidate):
+            return candidate
+    return None

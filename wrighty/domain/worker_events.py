@@ -37,6 +37,8 @@ class WorkerEvent(StrEnum):
     # A done run's change on its branch (docs/work-product.md#commits), before `settled`.
     COMMITTED = "committed"
     UNCOMMITTED = "uncommitted"
+    BRANCH_RENAMED = "branch-renamed"  # the item's branch name was taken: a fresh one
+    BRANCH_RESTORED = "branch-restored"  # a detached HEAD brought back onto the item's branch
     # When wrighty or the store fails.
     STORE_UNREACHABLE = "store-unreachable"
     CLAIM_FAILED = "claim-failed"

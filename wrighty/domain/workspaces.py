@@ -76,6 +76,9 @@ class Workspace:
     behind: int | None = None
     dirty: bool | None = None  # uncommitted changes (git status --porcelain says any)
     merged: bool | None = None  # the branch's (or HEAD's) commit is in the project's HEAD
+    # A local branch holds the worktree's HEAD commit (False: an agent's commits on a detached
+    # HEAD, which removing the worktree would leave on no branch; None: unknown, or no folder).
+    head_on_branch: bool | None = None
     size_bytes: int | None = None  # on disk, walked without following links
     size_complete: bool = True  # False: the walk stopped at its bound; size is at least this
     note: str | None = None  # why a git fact is missing (git's own words, neutralised)
@@ -117,11 +120,16 @@ def removal_refusal(workspace: Workspace, *, force: bool, branches: bool) -> str
         if workspace.dirty:
             return f"{item}'s worktree has uncommitted changes (--force removes them)"
         return f"cannot tell whether {item}'s worktree has uncommitted changes{_note(workspace)}"
-    commits_at_stake = (branches and workspace.branch_exists) or (
-        workspace.exists and not workspace.branch_exists
+    head_at_stake = workspace.exists and (
+        not workspace.branch_exists or workspace.head_on_branch is not True
     )
+    commits_at_stake = (branches and workspace.branch_exists) or head_at_stake
     if commits_at_stake and workspace.merged is not True:
-        whose = f"{item}'s branch" if workspace.branch else f"{item}'s detached worktree"
+        whose = f"{item}'s branch"
+        if head_at_stake and not workspace.branch:
+            whose = f"{item}'s detached worktree"
+        elif head_at_stake:
+            whose = f"{item}'s worktree, whose HEAD is off its branch,"
         if workspace.merged is False:
             return f"{whose} has commits the project's HEAD lacks (--force deletes them)"
         return f"cannot tell whether the project's HEAD has {whose}'s commits{_note(workspace)}"

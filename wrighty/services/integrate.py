@@ -131,7 +131,26 @@ def _worktree(target: IntegrationTarget) -> Path | None:
             f"item {target.item_id}'s worktree {path} has uncommitted changes, which its branch "
             "does not hold: commit them on the branch (or remove them), then accept again"
         )
+    _refuse_off_branch(path, target)
     return path
+
+
+def _refuse_off_branch(path: Path, target: IntegrationTarget) -> None:
+    """Refused when the worktree's HEAD holds commits the item's branch lacks (an agent or a
+    person committed on a detached HEAD or another branch): integrating the branch would
+    leave them out, and say the change is integrated."""
+    branch = target.branch
+    head = commit_id(path, "HEAD")
+    tip = commit_id(path, f"refs/heads/{branch}") if branch else None
+    if head is None or tip is None or _is_ancestor(path, head, tip):
+        return
+    on = run_git(path, "symbolic-ref", "--quiet", "--short", "HEAD").stdout.strip()
+    where = f"on the branch {printable_line(on)}" if on else "detached"
+    raise IntegrationError(
+        f"item {target.item_id}'s worktree {path} is not on its branch {branch}: its HEAD is "
+        f"{where} at {head[:_SHORT]}, with commits {branch} lacks; put them on {branch} (in the "
+        f"worktree: `git switch {branch}`, then `git merge {head[:_SHORT]}`), then accept again"
+    )
 
 
 @dataclass(frozen=True)

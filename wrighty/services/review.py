@@ -10,14 +10,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from wrighty.config import STATE_DIRNAME
 from wrighty.domain import review
 from wrighty.domain.integration import summary
 from wrighty.domain.model import Change, Item, Session
 from wrighty.domain.verify import latest_verification
 from wrighty.domain.work_product import Completion
+from wrighty.domain.workspaces import Mode, workspace_mode
 from wrighty.errors import WrightyError
 from wrighty.services.integrate import Integrated, IntegrationError, IntegrationTarget, integrate
 from wrighty.services.items import OPERATOR, apply_change, require_item
+from wrighty.services.workspaces import toplevel, uncommitted
 from wrighty.store.port import Store
 from wrighty.supervisor.git import GitError, git_ok
 
@@ -125,6 +128,7 @@ def branch_integrator(
         if completion.integration.kind == "none":
             return None
         if session is None or session.branch is None:
+            _refuse_unheld_changes(item, session, project_root)
             return Integrated(f"nothing integrated: item {item.id} has no branch")
         if session.installation_id != installation_id:
             raise WrightyError(
@@ -151,6 +155,27 @@ def branch_integrator(
         )  # fmt: skip
 
     return run
+
+
+def _refuse_unheld_changes(item: Item, session: Session | None, project_root: Path) -> None:
+    """An item with no branch whose worktree (workspaceMode worktree) has uncommitted changes
+    is refused: saying it is done with nothing integrated would leave its change behind."""
+    if session is None:
+        return
+    path = Path(session.workspace)
+    mode = workspace_mode(
+        path, item_id=item.id, pinned=None, project_root=project_root,
+        state_dir=project_root / STATE_DIRNAME,
+    )  # fmt: skip
+    if mode is not Mode.WORKTREE or not path.is_dir() or toplevel(path) != path.resolve():
+        return
+    dirty, _ = uncommitted(path)
+    if dirty is not False:
+        raise IntegrationError(
+            f"item {item.id} has no branch, and its worktree {path} has changes no branch holds "
+            "(or git cannot tell): commit them on a branch and integrate it yourself, or remove "
+            "them, then accept again"
+        )
 
 
 def _branch_stat(project_root: Path, base: str | None, branch: str) -> str:

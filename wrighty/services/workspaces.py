@@ -115,12 +115,14 @@ def _git_facts(workspace: Workspace, root: Path, project_head: str | None) -> Wo
     dirty: bool | None = None
     note: str | None = None
     head = branch_head
+    head_on_branch = None
     if workspace.exists:
         if toplevel(path) != path.resolve():
             note, head = "not a git worktree", None
         else:
             dirty, note = uncommitted(path)
             head = commit_id(path, "HEAD")
+            head_on_branch = _on_a_branch(path, head) if head is not None else None
     ahead = behind = None
     if head is not None and workspace.base is not None:
         counted = run_git(root, "rev-list", "--left-right", "--count", f"{workspace.base}...{head}")
@@ -143,7 +145,14 @@ def _git_facts(workspace: Workspace, root: Path, project_head: str | None) -> Wo
         dirty=dirty,
         merged=merged,
         note=note,
+        head_on_branch=head_on_branch,
     )
+
+
+def _on_a_branch(path: Path, head: str) -> bool | None:
+    """Whether a local branch holds the commit ``head`` (None: git cannot tell)."""
+    holding = run_git(path, "for-each-ref", "--count=1", f"--contains={head}", "refs/heads/")
+    return bool(holding.stdout.strip()) if holding.ok else None
 
 
 def uncommitted(path: Path) -> tuple[bool | None, str | None]:

@@ -56,7 +56,7 @@ from wrighty.supervisor.process import (
     stop_earlier_run,
 )
 from wrighty.vendors.base import Reader, VendorError
-from wrighty.worker import commit
+from wrighty.worker import branch_guard, commit
 from wrighty.worker.checks import CheckPlace, CheckRunner, Verification
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.lease import LeaseGuard
@@ -334,6 +334,11 @@ class ClaimRun:
             failure = machine.StartFailure(machine.Step.ARGV, str(error))
             self._settle_start_failed(run_id, failure, kind=choice.kind)
             return None
+        if chosen.taken is not None:
+            self._emit(
+                WorkerEvent.BRANCH_RENAMED,
+                item_id=claimed.id, run_id=run_id, branch=chosen.branch, taken=chosen.taken,
+            )  # fmt: skip
         kind = RunKind.FIX if feedback else choice.kind
         return _Start(
             kind, chosen.path, session_id, argv, feedback, chosen.branch, chosen.base_commit
@@ -756,6 +761,10 @@ class ClaimRun:
         (renewed at every heartbeat while git and its hooks run); the settlement, as it stands
         or changed by what git said (docs/work-product.md). None if the claim was lost."""
         claimed, branch = self._claimed, self._branch
+        if settlement.run_end is not None:  # a check may have switched branch
+            aside = self._off_branch(run_id, session, settlement.run_end)
+            if aside is not None:
+                return aside
         done = self._renewing(
             lambda: commit.complete(
                 Path(session.workspace), self._setting.completion, item=claimed, run_id=run_id
@@ -775,6 +784,25 @@ class ClaimRun:
         elif done.ending is commit.Ending.FAILED and settlement.run_end is not None:
             return decisions.commit_failed(claimed, settlement.run_end, done.why or "")
         return settlement
+
+    def _off_branch(self, run_id: str, session: Session, run_end: RunEnd) -> Settlement | None:
+        """The branch guard (worker/branch_guard.py), for an item with a branch: None when its
+        worktree is on the item's branch (brought back if the agent detached it, and told);
+        else the settlement that sets it aside, nothing committed."""
+        if self._branch is None:
+            return None
+        branch = self._branch
+        guarded = branch_guard.keep_on_branch(
+            self._setting.project_root, Path(session.workspace), branch
+        )
+        if guarded.brought_back is not None:
+            self._emit(
+                WorkerEvent.BRANCH_RESTORED, item_id=self._claimed.id, run_id=run_id,
+                branch=branch, commit=guarded.brought_back,
+            )  # fmt: skip
+        if guarded.off_branch is None:
+            return None
+        return decisions.off_branch(self._claimed, run_end, guarded.off_branch)
 
     # -- verifying --------------------------------------------------------------------------
 
@@ -812,6 +840,10 @@ class ClaimRun:
         their evidence; None when the claim was lost meanwhile (told; nothing more is
         written)."""
         claimed = self._claimed
+        aside = self._off_branch(run_id, session, run_end)  # the checks see the item's branch
+        if aside is not None:
+            self._outcome_known()
+            return aside, ()
         place = CheckPlace(
             claimed,
             run_id,

@@ -17,6 +17,7 @@ says what to do.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,9 +27,15 @@ from wrighty.domain import suggestions
 from wrighty.domain.machine import StartFailure, Step
 from wrighty.domain.model import Item, Session
 from wrighty.domain.text import printable_line
-from wrighty.domain.work_product import Completion, branch_name
-from wrighty.domain.workspaces import Mode, workspace_mode
+from wrighty.domain.work_product import (
+    MAX_FRESH_BRANCHES,
+    Completion,
+    branch_name,
+    fresh_branch,
+)
+from wrighty.domain.workspaces import Mode, is_items_branch, workspace_mode
 from wrighty.files import make_private_dirs
+from wrighty.services.workspaces import NO_MONITOR, commit_id, toplevel, uncommitted
 from wrighty.supervisor.git import GitError, git_ok, run_git
 
 
@@ -51,6 +58,9 @@ class Workspace:
     path: Path
     branch: str | None = None
     base_commit: str | None = None
+    # The item's branch name, when a branch that is not the item's had it: ``branch`` is a
+    # fresh one (its name and `-2`, `-3`, ...).
+    taken: str | None = None
 
 
 def choose_workspace(
@@ -76,7 +86,11 @@ def choose_workspace(
             session.workspace, item=item, project_root=project_root, state_dir=state_dir
         )
         if problem is None:
-            return Workspace(Path(session.workspace))
+            kept = Path(session.workspace)
+            if kept == state_dir / "worktrees" / str(item.id) and kept.is_dir():
+                # its branch and base are known, and a half-made one is made again
+                return _worktree(project_root, kept, item, session, completion or Completion())
+            return Workspace(kept)
         if resume or not start_over:
             raise WorkspaceError(
                 f"{problem}; `{suggestions.requeue(item.id, resume=False)}` starts over in the "
@@ -113,9 +127,8 @@ def choose_workspace(
     path = state_dir / "worktrees" / str(item.id)
     # A worktree made again keeps the branch its session recorded (completion.branchPrefix
     # may have changed since).
-    recorded = session.branch if session is not None and session.workspace == str(path) else None
-    branch = recorded or branch_name(completion.branch_prefix, item.id, item.title)
-    return _worktree(project_root, path, branch, completion)
+    recorded = session if session is not None and session.workspace == str(path) else None
+    return _worktree(project_root, path, item, recorded, completion)
 
 
 def workspace_problem(
@@ -153,24 +166,188 @@ def _make_folder(path: Path, step: Step) -> None:
         ) from None
 
 
-def _worktree(project_root: Path, path: Path, branch: str, completion: Completion) -> Workspace:
-    """The item's worktree: kept as it is when it exists (its branch, or none for one made
-    detached before branches); else made on the item's branch, which is made from the base
-    when it does not exist yet, and attached as it is when it does (work may be on it)."""
-    if path.exists():
-        return Workspace(path)
-    _make_folder(path.parent, Step.WORKSPACE_ROOT)
+def _worktree(
+    project_root: Path, path: Path, item: Item, recorded: Session | None, completion: Completion
+) -> Workspace:
+    """The item's worktree, with its branch and base always known. One its session recorded
+    is kept as it is (work may be in it); a half-made one (`git worktree add` did not finish,
+    or finished under a worker that died before it recorded it) is made again; and a branch
+    with the item's name that the item's session does not name is never adopted with work of
+    its own on it (docs/work-product.md#the-items-branch)."""
     try:
-        if run_git(project_root, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").ok:
-            # --force: a worktree of this item that someone deleted is still registered with
-            # git (and holds the branch), which would otherwise refuse to add it again.
-            git_ok(project_root, "worktree", "add", "--force", str(path), branch)
-            return Workspace(path, branch)
-        base = resolve_base(project_root, completion)
-        git_ok(project_root, "worktree", "add", "--force", "-b", branch, str(path), base)
+        if os.path.lexists(path):
+            found = _found(project_root, path, item, recorded, completion)
+            if found is not None:
+                return found
+        return _made(project_root, path, item, recorded, completion)
     except GitError as error:
         raise WorkspaceError(f"cannot create a git worktree at {path}: {error}", Step.GIT) from None
-    return Workspace(path, branch, base)
+
+
+def _found(
+    project_root: Path, path: Path, item: Item, recorded: Session | None, completion: Completion
+) -> Workspace | None:
+    """The worktree at ``path`` as it stands (its branch and base recovered when its session
+    lost them); None when it was half made and is removed now, to be made again."""
+    listed = listed_worktrees(project_root).get(path.resolve())
+    whole = (
+        listed is not None
+        and listed.locked != HALF_MADE_LOCK
+        and toplevel(path) == path.resolve()
+        and commit_id(path, "HEAD") is not None
+    )
+    if whole and recorded is not None:
+        return _kept(project_root, path, recorded, completion)
+    if whole and not _holds_work(project_root, path, completion):
+        _remove_half_made(project_root, path, registered=True)
+        return None
+    if not whole and (listed is not None or _only_git_file(path)):
+        _remove_half_made(project_root, path, registered=listed is not None)
+        return None
+    what = "a worktree that item {0}'s session does not record" if whole else "not a git worktree"
+    raise WorkspaceError(
+        f"{path} is {what.format(item.id)}, and it holds work wrighty will not take as item "
+        f"{item.id}'s nor delete (a store made anew, or a folder made by hand?): move it away "
+        f"or remove it, then run `{suggestions.requeue(item.id, resume=False)}`",
+        Step.WORKSPACE,  # the item's to mend, not the machine's
+    )
+
+
+def _kept(project_root: Path, path: Path, recorded: Session, completion: Completion) -> Workspace:
+    """A worktree the item's session recorded, as it is, with its branch and its base: a base
+    the session lost is the branch's fork point from completion.base; a branch it lost, the
+    one the worktree has checked out when it is named as wrighty names the item's. A worktree
+    made detached before branches keeps working with none."""
+    branch = recorded.branch
+    if branch is None:
+        on = run_git(path, "symbolic-ref", "--quiet", "--short", "HEAD").stdout.strip()
+        branch = on if on and is_items_branch(on, recorded.item_id) else None
+    if branch is None or recorded.base_commit is not None:
+        return Workspace(path, branch)
+    return Workspace(path, branch, _fork_point(project_root, branch, recorded.item_id, completion))
+
+
+def _fork_point(project_root: Path, branch: str, item_id: int, completion: Completion) -> str:
+    """The base a session lost: where ``branch`` forked from completion.base."""
+    base = resolve_base(project_root, completion)
+    fork = run_git(project_root, "merge-base", f"refs/heads/{branch}", base)
+    if not fork.ok or not fork.stdout.strip():
+        raise WorkspaceError(
+            f"item {item_id}'s session lost the base of its branch {branch}, and the branch has "
+            f"no history in common with {completion.base_ref} ({fork.why()}): set "
+            "completion.base in wrighty.json to the commit it was made from, then run "
+            f"`{suggestions.requeue(item_id, resume=True)}`",
+            Step.WORKSPACE,
+        )
+    return fork.stdout.strip()
+
+
+def _made(
+    project_root: Path, path: Path, item: Item, recorded: Session | None, completion: Completion
+) -> Workspace:
+    """The item's worktree made (again) on its branch: the session's, as it stands (work may
+    be on it); else the item's name, made from the base, or a fresh name when a branch that
+    holds commits the base lacks already has it (not this item's: no session of it names it)."""
+    _make_folder(path.parent, Step.WORKSPACE_ROOT)
+    ours = recorded.branch if recorded is not None else None
+    branch = ours or branch_name(completion.branch_prefix, item.id, item.title)
+    tip = commit_id(project_root, f"refs/heads/{branch}")
+    if tip is not None and branch == ours:
+        # --force: a worktree of this item that someone deleted is still registered with
+        # git (and holds the branch), which would otherwise refuse to add it again.
+        git_ok(project_root, "worktree", "add", "--force", str(path), branch)
+        base = recorded.base_commit if recorded is not None else None
+        return Workspace(
+            path, branch, base or _fork_point(project_root, branch, item.id, completion)
+        )
+    base = resolve_base(project_root, completion)
+    if tip is None:
+        git_ok(project_root, "worktree", "add", "--force", "-b", branch, str(path), base)
+        return Workspace(path, branch, base)
+    if _is_ancestor(project_root, tip, base):
+        # It holds nothing the base lacks (a branch made by a worker stopped before it
+        # recorded it): made anew from the base, nobody's work is taken or lost.
+        git_ok(project_root, "worktree", "add", "--force", "-B", branch, str(path), base)
+        return Workspace(path, branch, base)
+    fresh = fresh_branch(
+        branch, lambda name: commit_id(project_root, f"refs/heads/{name}") is not None
+    )
+    if fresh is None:
+        raise GitError(
+            f"the branch {branch} and its fresh names up to -{MAX_FRESH_BRANCHES} are taken"
+        )
+    git_ok(project_root, "worktree", "add", "--force", "-b", fresh, str(path), base)
+    return Workspace(path, fresh, base, taken=branch)
+
+
+def _holds_work(project_root: Path, path: Path, completion: Completion) -> bool:
+    """Whether the worktree at ``path`` holds anything its base lacks: a change not committed
+    (untracked files included), or a commit (True when git cannot tell)."""
+    dirty, _ = uncommitted(path)
+    if dirty is not False:
+        return True
+    head = commit_id(path, "HEAD")
+    base = resolve_base(project_root, completion)
+    return head is None or not _is_ancestor(project_root, head, base)
+
+
+def _only_git_file(path: Path) -> bool:
+    """Whether ``path`` is a folder that holds nothing, or only the `.git` file `git worktree
+    add` writes first."""
+    try:
+        return not path.is_symlink() and all(entry.name == ".git" for entry in os.scandir(path))
+    except OSError:
+        return False
+
+
+def _remove_half_made(project_root: Path, path: Path, *, registered: bool) -> None:
+    """Remove a worktree that holds no work, as git knows it (a half-made one is locked
+    "initializing": hence --force twice) or as a folder, and forget it."""
+    if registered:
+        git_ok(
+            project_root, *NO_MONITOR, "worktree", "remove", "--force", "--force", "--", str(path)
+        )
+    else:
+        (path / ".git").unlink(missing_ok=True)
+        path.rmdir()
+    git_ok(project_root, "worktree", "prune")
+
+
+def _is_ancestor(project_root: Path, older: str, newer: str) -> bool:
+    answer = run_git(project_root, "merge-base", "--is-ancestor", older, newer)
+    if answer.returncode not in (0, 1):
+        raise GitError(f"git cannot compare {older[:12]} and {newer[:12]}: {answer.why()}")
+    return answer.returncode == 0
+
+
+# The reason git locks a worktree with while `git worktree add` makes it (LC_ALL=C).
+HALF_MADE_LOCK = "initializing"
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A worktree as `git worktree list --porcelain` lists it."""
+
+    branch: str | None  # the branch it has checked out (None: detached, or none yet)
+    locked: str | None  # why it is locked ("" when no reason was given; None: not locked)
+
+
+def listed_worktrees(project_root: Path) -> dict[Path, Listed]:
+    """Every worktree of the project's repository, the project's own directory included, by
+    its resolved path."""
+    listing = git_ok(project_root, "worktree", "list", "--porcelain", "-z")
+    found: dict[Path, Listed] = {}
+    for record in listing.split("\0\0"):
+        fields = dict(
+            (line.partition(" ")[0], line.partition(" ")[2]) for line in record.split("\0") if line
+        )
+        if "worktree" not in fields:
+            continue
+        branch = fields.get("branch")
+        found[Path(fields["worktree"]).resolve()] = Listed(
+            branch.removeprefix("refs/heads/") if branch else None, fields.get("locked")
+        )
+    return found
 
 
 def resolve_base(project_root: Path, completion: Completion) -> str:
