@@ -413,3 +413,33 @@ def test_hand_off_lands_as_the_command_does_and_its_refusal_word_for_word(
         in refused.text
     )
     assert history(console.app_ctx, made.queued) == before
+
+
+def with_agent_env(project: Path, env: dict[str, str]) -> None:
+    """wrighty.json's agent `fake` (a command agent) with ``env``."""
+    path = project / "wrighty.json"
+    document = json.loads(path.read_text())
+    document["agents"] = {"fake": {"adapter": "command", "command": ["true"], "env": env}}
+    path.write_text(json.dumps(document))
+
+
+def test_the_live_log_hides_the_values_of_an_agents_env(
+    project_ctx: AppContext, clock: FakeClock
+) -> None:
+    """A value set in agents.<name>.env, under a name that says nothing of a secret and with
+    nothing that looks like one, never shows in the console's log (docs/config.md#agents)."""
+    hook = "hook-Plain-value-5521"
+    with_agent_env(project_ctx.cwd, {"BUILD_HOOK": hook})
+    app_ctx = AppContext(project_ctx.config_option, project_ctx.store_option, project_ctx.cwd)
+    console = make_console(app_ctx, app_ctx.cwd)
+    with console.client:
+        run = ran_here(app_ctx, clock, console.project)
+        log_dir = logs_of(console, run)
+        (log_dir / "stdout.log").write_bytes(f"calling {hook}/deploy\n".encode())
+        (log_dir / "stderr.log").write_bytes(f"failed: {hook}".encode())
+        end_run(app_ctx, clock, run, ItemState.NEEDS_ATTENTION, "agent-failure")
+        response = console.login().get(f"/items/{run.item_id}/log")
+    assert hook not in response.text
+    assert ("out", {"stream": "stdout", "text": "calling [REDACTED]/deploy\n"}) in events_of(
+        response.text
+    )

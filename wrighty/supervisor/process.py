@@ -21,7 +21,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from io import FileIO
 from pathlib import Path
@@ -361,15 +361,17 @@ class AgentProcess:
         """Wait for the log pumps to drain (after the tree is gone)."""
         self._pump.join(timeout)
 
-    def diagnostic_tail(self) -> str:
-        """The last bytes of stderr and stdout, decoded and redacted."""
+    def diagnostic_tail(self, secrets: Sequence[str] = ()) -> str:
+        """The last bytes of stderr and stdout, decoded and redacted (the known ``secrets``
+        too)."""
         parts = []
         for name, pump in (("stderr", self._stderr), ("stdout", self._stdout)):
             if pump.log_problem:
                 parts.append(f"[wrighty: {name}.log is incomplete: {pump.log_problem}]")
             data = pump.tail()
             if data:
-                parts.append(f"--- {name} ---\n{redact_bytes_tail(data, DIAGNOSTIC_TAIL_BYTES)}")
+                text = redact_bytes_tail(data, DIAGNOSTIC_TAIL_BYTES, secrets=secrets)
+                parts.append(f"--- {name} ---\n{text}")
         return "\n".join(parts)
 
 

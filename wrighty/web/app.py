@@ -99,6 +99,8 @@ class Desk(Protocol):
 
     def last_run_logs(self, item_id: int) -> tuple[Run, Path | None, str | None]: ...
 
+    def secrets(self) -> tuple[str, ...]: ...
+
     def run_outcome(self, run_id: str) -> str | None: ...
 
     # The New item page (web/create.py): `wrighty create` and `wrighty import`.
@@ -405,12 +407,12 @@ class Console:
 
         item_id = self._item_id(request)
 
-        def find() -> tuple[Run, Path | None, str | None]:
+        def find() -> tuple[tuple[Run, Path | None, str | None], tuple[str, ...]]:
             with self.open_desk() as desk:
-                return desk.last_run_logs(item_id)
+                return desk.last_run_logs(item_id), desk.secrets()
 
         try:
-            run, log_dir, problem = await asyncio.to_thread(find)
+            (run, log_dir, problem), known = await asyncio.to_thread(find)
         except NotFoundError as missing:
             return _plain(404, str(missing))
         if log_dir is None:
@@ -420,7 +422,9 @@ class Console:
             with self.open_desk() as desk:
                 return desk.run_outcome(run.run_id)
 
-        readers = [LogReader(log_dir / f"{name}.log", name) for name in ("stdout", "stderr")]
+        readers = [
+            LogReader(log_dir / f"{name}.log", name, secrets=known) for name in ("stdout", "stderr")
+        ]
         return StreamingResponse(
             log_events(run, readers, run_open=run_open, disconnected=request.is_disconnected),
             media_type="text/event-stream",
