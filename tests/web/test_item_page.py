@@ -443,3 +443,31 @@ def test_the_live_log_hides_the_values_of_an_agents_env(
     assert ("out", {"stream": "stdout", "text": "calling [REDACTED]/deploy\n"}) in events_of(
         response.text
     )
+
+
+def test_a_handoffs_note_and_a_rejections_feedback_are_stored_without_secrets(
+    project_ctx: AppContext, clock: FakeClock
+) -> None:
+    """A person who pastes a secret into a note or feedback: the store keeps, and the item's
+    page, its history and the next prompt show, `[REDACTED]` in its place, for a value of an
+    agent's env and for what looks like a key (docs/handoff.md, docs/work-product.md#review)."""
+    hook, key = "hook-Plain-value-5521", "sk-ant-api03-" + "q" * 40
+    with_agent_env(project_ctx.cwd, {"BUILD_HOOK": hook})
+    app_ctx = AppContext(project_ctx.config_option, project_ctx.store_option, project_ctx.cwd)
+    console = make_console(app_ctx, app_ctx.cwd)
+    with console.client:
+        made = seeded(app_ctx, clock)
+        post(console, f"/items/{made.attention}/handoff", to="fake", note=f"use {hook}\nand {key}")
+        reviewed = in_review(app_ctx, clock)
+        post(console, f"/items/{reviewed}/reject", feedback=f"drop {hook}; {key}")
+        pages = [console.client.get(f"/items/{i}").text for i in (made.attention, reviewed)]
+    with app_ctx.store() as store:
+        handed, rejected = store.get_item(made.attention), store.get_item(reviewed)
+        reasons = [e.reason or "" for i in (made.attention, reviewed) for e in store.list_events(i)]
+    assert handed is not None
+    assert rejected is not None
+    assert handed.handoff_note == "use [REDACTED]\nand [REDACTED]"
+    assert rejected.feedback == "drop [REDACTED]; [REDACTED]"
+    for text in (*pages, *reasons, handed.reason or "", rejected.reason or ""):
+        assert hook not in text
+        assert key not in text
