@@ -46,6 +46,7 @@ class Case:
     stdin: bytes = b""
     stdout_allowed: bool = False  # config validate lists the problems on stdout
     env: tuple[str, ...] = ()  # NAME=value, set for the command (through env(1))
+    stdin_closed: bool = False  # started with standard input closed, as `<&-` does
 
 
 # The `wrighty` a case's setup runs: the one the case itself runs (None: the executable).
@@ -59,8 +60,11 @@ def run(
     stdin: bytes = b"",
     env: tuple[str, ...] = (),
     command: str | None = None,
+    stdin_closed: bool = False,
 ):
-    prefix = ("env", *env) if env else ()
+    prefix: tuple[str, ...] = ("env", *env) if env else ()
+    if stdin_closed:  # the shell closes it, then runs the command in its place
+        prefix = ("sh", "-c", 'exec "$@" <&-', "sh", *prefix)
     return run_installed(project, *args, stdin=stdin, text=False, prefix=prefix, command=command)
 
 
@@ -905,6 +909,30 @@ CASES: list[Case] = [
         ("create", "--title", "t"),
         "larger than 1 MiB",
         stdin=b"x" * (1024 * 1024 + 1),
+    ),
+    Case(
+        "body-on-closed-stdin",
+        ("create", "--title", "t"),
+        "no task given: pass --body TEXT, --body-file PATH, or pipe the task on stdin",
+        stdin_closed=True,
+    ),
+    Case(
+        "body-file-dash-on-closed-stdin",
+        ("create", "--title", "t", "--body-file", "-"),
+        "the task was to be read from standard input ('-'), but it is closed",
+        stdin_closed=True,
+    ),
+    Case(
+        "feedback-file-dash-on-closed-stdin",
+        ("reject", "1", "--feedback-file", "-"),
+        "the feedback was to be read from standard input ('-'), but it is closed",
+        stdin_closed=True,
+    ),
+    Case(
+        "note-file-dash-on-closed-stdin",
+        ("handoff", "1", "--to", "codex", "--note-file", "-"),
+        "the note was to be read from standard input ('-'), but it is closed",
+        stdin_closed=True,
     ),
     Case(
         "body-on-stdin-not-utf8",
@@ -2722,7 +2750,8 @@ def test_the_corpus_is_large_and_its_names_unique() -> None:
 def test_bad_input_gets_one_clear_line_and_changes_nothing(
     case: Case, template: Path, tmp_path: Path, shim: str
 ) -> None:
-    _refused_cleanly(case, template, tmp_path, shim)
+    # The fork server's shim hands its standard input on, and has none to hand on when closed.
+    _refused_cleanly(case, template, tmp_path, None if case.stdin_closed else shim)
 
 
 @pytest.mark.slow
@@ -2741,7 +2770,14 @@ def _refused_cleanly(case: Case, template: Path, tmp_path: Path, command: str | 
         finally:
             SETUP_COMMAND.reset(chosen)
     before = snapshot(project)
-    result = run(project, case.args, stdin=case.stdin, env=case.env, command=command)
+    result = run(
+        project,
+        case.args,
+        stdin=case.stdin,
+        env=case.env,
+        command=command,
+        stdin_closed=case.stdin_closed,
+    )
     stdout = result.stdout.decode("utf-8", "replace")
     stderr = result.stderr.decode("utf-8", "replace")
     assert result.returncode == 2, f"exit {result.returncode}\n{stdout}\n{stderr}"

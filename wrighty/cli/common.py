@@ -108,6 +108,11 @@ def stdin_text(what: str, *, limit: int) -> str:
 
     from wrighty.inputs import InputError, read_text_stream
 
+    if sys.stdin is None:  # started with standard input closed (`<&-`)
+        raise WrightyError(
+            f"{what} was to be read from standard input ('-'), but it is closed: "
+            "pipe the text in, or give a file"
+        )
     try:
         return read_text_stream(sys.stdin.buffer, limit=limit)
     except InputError as error:

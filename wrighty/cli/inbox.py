@@ -325,7 +325,7 @@ def inbox(
     """The items that need a person, live, with the actions one key away (? for the keys)."""
     import sys
 
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if not (sys.stdin is not None and sys.stdin.isatty() and sys.stdout.isatty()):
         raise WrightyError(
             "wrighty inbox needs a terminal on stdin and stdout; for scripts use "
             "`wrighty list --attention --json` or `wrighty status --json`"

@@ -117,7 +117,7 @@ def _read_body(body: str | None, body_file: Path | None) -> str:
         return body
     if body_file is not None and str(body_file) != "-":
         return file_option("--body-file", body_file, limit=MAX_BODY_BYTES)
-    if body_file is None and sys.stdin.isatty():
+    if body_file is None and (sys.stdin is None or sys.stdin.isatty()):
         raise WrightyError(
             "no task given: pass --body TEXT, --body-file PATH, or pipe the task on stdin"
         )
