@@ -1497,6 +1497,11 @@ CASES: list[Case] = [
         "--resets-at: time '2026-12-03T14:00' names no offset",
     ),
     in_run(
+        "fail-resets-at-offset-with-seconds",
+        ("fail", "--usage-limit", "--resets-at", "2026-12-03T14:00:00+00:00:30"),
+        "has an offset RFC 3339 does not allow: give Z or ±HH:MM (+01:00)",
+    ),
+    in_run(
         "fail-resets-at-unreadable",
         ("fail", "--usage-limit", "--resets-at", "after lunch"),
         "--resets-at: cannot read time 'after lunch': use RFC 3339 with an offset",
