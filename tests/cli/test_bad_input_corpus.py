@@ -255,6 +255,12 @@ def not_executable(project: Path) -> None:
     (project / "agent.sh").chmod(0o644)
 
 
+def _huge_private_file(path: Path, size: int) -> None:
+    with path.open("wb") as out:
+        out.truncate(size)
+    path.chmod(0o600)
+
+
 def _private_file(path: Path, text: str, mode: int) -> None:
     path.write_text(text + "\n")
     path.chmod(mode)
@@ -1325,6 +1331,13 @@ CASES: list[Case] = [
         setup=lambda project: _private_file(project / "token", "short", 0o600),
     ),
     Case("serve-token-file-a-folder", ("serve", "--token-file", "."), "--token-file"),
+    Case(
+        # 2 GB (sparse, beside the project): refused after 4 KiB, never read whole
+        "serve-token-file-huge",
+        ("serve", "--token-file", "../huge-token"),
+        "--token-file ../huge-token: is larger than 4 KiB; it holds one token",
+        setup=lambda project: _huge_private_file(project.parent / "huge-token", 2 * 1024**3),
+    ),
     Case("serve-unknown-option", ("serve", "--open"), "No such option"),
     Case("status-unknown-format", ("status", "--format", "xml"), "--format: expected"),
     Case("status-watch-as-json", ("status", "--watch", "--json"), "--watch shows the terminal"),

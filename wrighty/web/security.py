@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from wrighty.errors import WrightyError
+from wrighty.inputs import InputError, read_text_file
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -37,6 +38,8 @@ MAX_BODY_BYTES = 256 * 1024
 # The shortest token a --token-file may hold (secrets.token_urlsafe(32) makes 43 characters).
 MIN_TOKEN_CHARS = 32
 MAX_TOKEN_CHARS = 512
+# The most a --token-file is read of: a token, with room for whitespace around it.
+MAX_TOKEN_FILE_BYTES = 4096
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -88,9 +91,12 @@ def _read_token(path: Path) -> str:
                 f"--token-file {path}: group or others may read or write it "
                 f"(mode {stat.S_IMODE(mode):o}); run `chmod 600 {path}`"
             )
-        text = path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError) as error:
-        raise WrightyError(f"--token-file {path}: cannot read it ({error})") from None
+        # Bounded: a runaway file is refused, never read whole.
+        text = read_text_file(path, limit=MAX_TOKEN_FILE_BYTES).strip()
+    except OSError as error:
+        raise WrightyError(f"--token-file {path}: cannot read it ({error.strerror})") from None
+    except InputError as error:
+        raise WrightyError(f"--token-file {path}: {error}; it holds one token") from None
     if not (MIN_TOKEN_CHARS <= len(text) <= MAX_TOKEN_CHARS) or not _token_chars(text):
         raise WrightyError(
             f"--token-file {path}: does not hold a token ({MIN_TOKEN_CHARS} to "
