@@ -169,11 +169,23 @@ def tail_output(log_dir: Path, *, chars: int, final: bool, secrets: Sequence[str
     redacted, the known ``secrets`` too; control characters escaped), stdout's and then
     stderr's under a line that names it; while the run goes on (not ``final``), a last line
     without its newline is left for the next read, as `wrighty logs --follow` leaves it."""
-    parts = []
+    tails: list[tuple[Stream, int, bytes]] = []
     for stream in ("stdout", "stderr"):
         skipped, data = _tail_bytes(log_dir / f"{stream}.log", tail_window_bytes(chars))
         if not final:
             data = data[: data.rfind(b"\n") + 1]
+        tails.append((stream, skipped, data))
+    return tails_text(tails, chars=chars, secrets=secrets)
+
+
+def tails_text(
+    tails: Sequence[tuple[Stream, int, bytes]], *, chars: int, secrets: Sequence[str] = ()
+) -> str:
+    """Each stream's tail (the bytes written before it, and it) as `tail_output` shows them:
+    its last ``chars`` characters, redacted, printable, stderr's under a line that names it;
+    a tail that does not start the stream starts with a line that counts what came before."""
+    parts = []
+    for stream, skipped, data in tails:
         if data:
             text = redact_bytes_tail(
                 data, chars, keep_undecodable=True, dropped_before=skipped, secrets=secrets

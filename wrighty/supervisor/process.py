@@ -72,6 +72,9 @@ class LaunchSpec:
     on_line: LineObserver | None = None
     # What the program is, in a LaunchError's words ("agent", "check tests").
     role: str = "agent"
+    # How much of the end of each stream is kept in memory, whatever the log's cap dropped
+    # (at least): the diagnostic's, or a check's evidence (``output_tails``).
+    tail_bytes: int = DIAGNOSTIC_TAIL_BYTES
 
 
 @dataclass(frozen=True)
@@ -142,12 +145,18 @@ class _Capture:
     stops being written; the pipe is still drained, so the agent never blocks."""
 
     def __init__(
-        self, source: IO[bytes], log: FileIO, cap: int, lines: LineSplitter | None = None
+        self,
+        source: IO[bytes],
+        log: FileIO,
+        cap: int,
+        lines: LineSplitter | None = None,
+        tail_bytes: int = DIAGNOSTIC_TAIL_BYTES,
     ) -> None:
         self.source = source
         self._log = log
         self._cap = cap
         self._lines = lines
+        self._tail_bytes = tail_bytes
         self._tail: deque[bytes] = deque()
         self._tail_size = 0
         self.written = 0
@@ -158,7 +167,7 @@ class _Capture:
         self._keep(chunk)  # first: the file has it before anything else looks at it
         self._tail.append(chunk)
         self._tail_size += len(chunk)
-        while self._tail_size - len(self._tail[0]) >= DIAGNOSTIC_TAIL_BYTES:
+        while self._tail_size - len(self._tail[0]) >= self._tail_bytes:
             self._tail_size -= len(self._tail.popleft())
         if self._lines is not None:
             self._lines.feed(chunk)
@@ -201,6 +210,11 @@ class _Capture:
 
     def tail(self) -> bytes:
         return b"".join(self._tail)
+
+    def tail_with_offset(self) -> tuple[int, bytes]:
+        """How many bytes the stream wrote before the kept tail, and the tail."""
+        tail = self.tail()
+        return self.written + self.dropped - len(tail), tail
 
 
 class _Pump:
@@ -246,8 +260,12 @@ class AgentProcess:
         self._known: dict[int, float] = {}  # descendants seen: pid -> create time
         assert popen.stdout is not None
         assert popen.stderr is not None
-        self._stdout = _Capture(popen.stdout, logs[0], spec.log_cap_bytes, _lines(spec, "stdout"))
-        self._stderr = _Capture(popen.stderr, logs[1], spec.log_cap_bytes, _lines(spec, "stderr"))
+        self._stdout = _Capture(
+            popen.stdout, logs[0], spec.log_cap_bytes, _lines(spec, "stdout"), spec.tail_bytes
+        )
+        self._stderr = _Capture(
+            popen.stderr, logs[1], spec.log_cap_bytes, _lines(spec, "stderr"), spec.tail_bytes
+        )
         self._pump = _Pump(self._stdout, self._stderr)
         task = spec.task.encode("utf-8")
         if len(task) <= _PIPE_BUFFER_BYTES:
@@ -360,6 +378,14 @@ class AgentProcess:
     def close(self, timeout: float = 5.0) -> None:
         """Wait for the log pumps to drain (after the tree is gone)."""
         self._pump.join(timeout)
+
+    def output_tails(self) -> list[tuple[Stream, int, bytes]]:
+        """The end of stdout and of stderr (``LaunchSpec.tail_bytes`` at least), each with how
+        many bytes came before it: the end, even of output past the log files' cap."""
+        return [
+            ("stdout", *self._stdout.tail_with_offset()),
+            ("stderr", *self._stderr.tail_with_offset()),
+        ]
 
     def diagnostic_tail(self, secrets: Sequence[str] = ()) -> str:
         """The last bytes of stderr and stdout, decoded and redacted (the known ``secrets``
