@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from wrighty.domain.budgets import Budgets
-from wrighty.domain.redact import secret_values
 from wrighty.domain.scheduling import ConcurrencyLimits
 from wrighty.domain.usage import Limit, Price
 from wrighty.domain.verify_limits import DEFAULT_FIX_TURNS
@@ -48,6 +47,8 @@ def zone_named(name: str) -> tzinfo:
 def known_secrets(config: WrightyConfig, environ: Mapping[str, str]) -> tuple[str, ...]:
     """The values no output, prompt, note or page shows (docs/config.md#agents): those of
     ``environ``'s credential variables and every value of every `agents.<name>.env`."""
+    from wrighty.domain.redact import secret_values  # a read of the config loads no redaction
+
     return secret_values(environ, configured=[agent.env for agent in config.agents.values()])
 
 

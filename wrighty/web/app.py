@@ -379,11 +379,14 @@ class Console:
         return {"attempt": run.attempt, "problem": printable_line(problem) if problem else None}
 
     def diff_page(self, request: Request) -> Response:
+        from wrighty.domain.work_product import SHOWN_STAT_LINES, bounded_stat
+
         item_id = self._item_id(request)
         with self.open_desk() as desk:
             try:
                 change = desk.change(item_id, stat=False)
                 stat = desk.change(item_id, stat=True).text if change.text else ""
+                stat = bounded_stat(stat, max_lines=SHOWN_STAT_LINES)
             except NotFoundError as missing:
                 return self.not_found(str(missing))
             except WrightyError as refused:
