@@ -1339,6 +1339,22 @@ CASES: list[Case] = [
         setup=lambda project: _huge_private_file(project.parent / "huge-token", 2 * 1024**3),
     ),
     Case("serve-unknown-option", ("serve", "--open"), "No such option"),
+    Case("serve-body-timeout-zero", ("serve", "--body-timeout", "0s"), "--body-timeout: duration"),
+    Case(
+        "serve-body-timeout-too-long",
+        ("serve", "--body-timeout", "2h"),
+        "--body-timeout: duration '2h' is too long: the limit is 1h",
+    ),
+    Case(
+        "serve-body-timeout-not-a-duration",
+        ("serve", "--body-timeout", "soon"),
+        "--body-timeout: cannot read duration 'soon'",
+    ),
+    Case(
+        "serve-secure-cookie-with-a-value",
+        ("serve", "--secure-cookie=yes"),
+        "--secure-cookie",
+    ),
     Case("status-unknown-format", ("status", "--format", "xml"), "--format: expected"),
     Case("status-watch-as-json", ("status", "--watch", "--json"), "--watch shows the terminal"),
     Case(

@@ -166,6 +166,8 @@ class WebSettings:
     read_only: bool = False
     # How often the live watcher reads the board (seconds).
     poll_seconds: float = 1.0
+    secure_cookie: bool = False  # --secure-cookie: reached over HTTPS (docs/web.md)
+    body_seconds: float = security.BODY_READ_SECONDS  # --body-timeout
 
 
 class Flashes:
@@ -630,5 +632,10 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
     )
     app.state.console = console
     return security.Guard(
-        app, token=settings.token, allowed=settings.allowed_hosts, read_only=settings.read_only
+        app,
+        token=settings.token,
+        allowed=settings.allowed_hosts,
+        read_only=settings.read_only,
+        secure_cookie=settings.secure_cookie,
+        body_seconds=settings.body_seconds,
     )
