@@ -471,3 +471,22 @@ def test_a_handoffs_note_and_a_rejections_feedback_are_stored_without_secrets(
     for text in (*pages, *reasons, handed.reason or "", rejected.reason or ""):
         assert hook not in text
         assert key not in text
+
+
+def test_the_diff_page_replaces_the_secrets_an_agent_wrote_into_its_change(
+    project_ctx: AppContext, clock: FakeClock
+) -> None:
+    """A page is for eyes: the change's agents.<name>.env values and keys show as
+    [REDACTED], as `wrighty diff --redact` shows them (docs/work-product.md)."""
+    hook, key = "hook-Plain-value-5521", "sk-ant-api03-" + "q" * 40
+    with_agent_env(project_ctx.cwd, {"BUILD_HOOK": hook})
+    app_ctx = AppContext(project_ctx.config_option, project_ctx.store_option, project_ctx.cwd)
+    console = make_console(app_ctx, app_ctx.cwd)
+    with console.client:
+        item_id, workspace = worktree_item(console, clock)
+        (workspace / "deploy.sh").write_text(f"curl {hook}\nexport KEY={key}\n")
+        page = console.login().get(f"/items/{item_id}/diff")
+    assert page.status_code == 200
+    assert '<span class="d-add">+curl [REDACTED]</span>' in page.text
+    assert hook not in page.text
+    assert key not in page.text

@@ -382,12 +382,17 @@ class Console:
 
     def diff_page(self, request: Request) -> Response:
         from wrighty.domain.work_product import SHOWN_STAT_LINES, bounded_stat
+        from wrighty.services.diff import redacted
 
         item_id = self._item_id(request)
         with self.open_desk() as desk:
             try:
-                change = desk.change(item_id, stat=False)
-                stat = desk.change(item_id, stat=True).text if change.text else ""
+                # A page is for eyes: its secrets replaced as `wrighty diff --redact` does.
+                secrets = desk.secrets()
+                change = redacted(desk.change(item_id, stat=False), secrets)
+                stat = ""
+                if change.text:
+                    stat = redacted(desk.change(item_id, stat=True), secrets).text
                 stat = bounded_stat(stat, max_lines=SHOWN_STAT_LINES)
             except NotFoundError as missing:
                 return self.not_found(str(missing))
