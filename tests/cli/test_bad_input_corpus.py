@@ -1339,6 +1339,13 @@ CASES: list[Case] = [
         setup=lambda project: _huge_private_file(project.parent / "huge-token", 2 * 1024**3),
     ),
     Case("serve-unknown-option", ("serve", "--open"), "No such option"),
+    Case(
+        # a message quotes a runaway input's start and end only
+        "create-agent-runaway",
+        ("create", "--title", "t", "--body", "b", "--agent", "x" * 5000),
+        "characters cut]… ",
+    ),
+    Case("unknown-option-runaway", ("list", "--" + "x" * 5000), "characters cut]… "),
     Case("diff-redact-unknown-item", ("diff", "999", "--redact"), "item 999 does not exist"),
     Case("diff-redact-with-a-value", ("diff", "1", "--redact=yes"), "--redact"),
     Case("serve-body-timeout-zero", ("serve", "--body-timeout", "0s"), "--body-timeout: duration"),

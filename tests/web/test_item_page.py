@@ -490,3 +490,12 @@ def test_the_diff_page_replaces_the_secrets_an_agent_wrote_into_its_change(
     assert '<span class="d-add">+curl [REDACTED]</span>' in page.text
     assert hook not in page.text
     assert key not in page.text
+
+
+def test_a_refusal_that_quotes_a_runaway_field_is_bounded(console: Console, clock: FakeClock):
+    """A handoff to an agent named by 100,000 characters: the page's refusal quotes its start
+    and end, not all of it."""
+    made = seeded(console.app_ctx, clock)
+    page = post(console, f"/items/{made.attention}/handoff", to="r" * 100_000)
+    assert "characters cut]… " in page.text
+    assert "r" * 1000 not in page.text
