@@ -802,6 +802,7 @@ class ClaimRun:
             stop_grace_seconds=setting.stop_grace_seconds,
             stop_requested=setting.stop_requested, wake=self._wake, now=self._now,
             emit=self._emit, actor=f"worker:{setting.worker_id}", lost=self._tell_lost,
+            known=setting.secrets,
         )  # fmt: skip
 
     def _verify(
