@@ -4,11 +4,30 @@ Anything raised as a ``WrightyError`` is reported as one line on stderr with exi
 every other exception is a bug and keeps its traceback.
 """
 
+# The longest message a refusal says: one that quotes a runaway input (a 3,000-character
+# --agent) keeps its start and its end (how to fix it), with what was cut between.
+MAX_MESSAGE_CHARS = 1000
+_KEPT_END_CHARS = 300
+
 
 class WrightyError(Exception):
-    """Bad input or an unusable environment: the message says what, where and how to fix."""
+    """Bad input or an unusable environment: the message says what, where and how to fix;
+    bounded (MAX_MESSAGE_CHARS), whatever input it quotes."""
 
     exit_code = 2
+
+    def __str__(self) -> str:
+        return bounded_message(super().__str__())
+
+
+def bounded_message(text: str) -> str:
+    """``text``, or its start and end with a mark of what was cut when it is longer than
+    MAX_MESSAGE_CHARS."""
+    if len(text) <= MAX_MESSAGE_CHARS:
+        return text
+    cut = len(text) - MAX_MESSAGE_CHARS
+    head = MAX_MESSAGE_CHARS - _KEPT_END_CHARS
+    return f"{text[:head]} …[{cut} characters cut]… {text[-_KEPT_END_CHARS:]}"
 
 
 class ConfigError(WrightyError):

@@ -12,33 +12,43 @@ half-written while the agent runs must not turn an agent's report into an exit 2
 - ``WRIGHTY_RUN_PRICING``: wrighty.json's `pricing`, as
   ``{"model": [input, output, cache_read, cache_write]}`` (USD per million tokens), for
   `report-usage` to estimate a cost the agent does not give.
+- ``WRIGHTY_RUN_SECRET_NAMES``: the names (never the values) of every `agents.<name>.env`
+  variable, comma-separated, so that `fail --reason` hides their values as the worker does
+  (``run_secrets``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from wrighty.config import MAX_MODEL_NAME as MAX_MODEL_CHARS
 from wrighty.config import MAX_PRICE_PER_MTOK
+from wrighty.domain.redact import secret_values
 from wrighty.domain.usage import Price
 from wrighty.errors import StoreError, WrightyError
 from wrighty.store import StoreTarget, parse_store_url
 
 STORE_VARIABLE = "WRIGHTY_RUN_STORE"
 PRICING_VARIABLE = "WRIGHTY_RUN_PRICING"
+SECRET_NAMES_VARIABLE = "WRIGHTY_RUN_SECRET_NAMES"  # noqa: S105 (a name, not a secret)
 
 
 def run_variables(
-    target: StoreTarget, pricing: Mapping[str, Price], *, config_path: Path | None
+    target: StoreTarget,
+    pricing: Mapping[str, Price],
+    *,
+    config_path: Path | None,
+    secret_names: Iterable[str] = (),
 ) -> dict[str, str]:
     """The variables a worker adds to each run's environment (besides the run's own id and
-    token): its store, its pricing, and the wrighty.json it runs with (for any other command
-    the agent runs)."""
+    token): its store, its pricing, the names of the variables whose values are secret, and
+    the wrighty.json it runs with (for any other command the agent runs)."""
     variables = {
+        **secret_names_variable(secret_names),
         STORE_VARIABLE: target.url(),
         PRICING_VARIABLE: json.dumps(
             {
@@ -51,6 +61,12 @@ def run_variables(
     if config_path is not None:
         variables["WRIGHTY_CONFIG"] = str(config_path)
     return variables
+
+
+def secret_names_variable(names: Iterable[str]) -> dict[str, str]:
+    """``WRIGHTY_RUN_SECRET_NAMES``, naming ``names`` (none: not set)."""
+    joined = ",".join(sorted(set(names)))
+    return {SECRET_NAMES_VARIABLE: joined} if joined else {}
 
 
 def run_store(environ: Mapping[str, str]) -> StoreTarget | None:
@@ -71,6 +87,13 @@ def run_store(environ: Mapping[str, str]) -> StoreTarget | None:
             "(sqlite:////path/to/wrighty.db or postgresql://...), as the worker writes it"
         )
     return target
+
+
+def run_secrets(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The values a report from inside a run never shows: the environment's credential
+    variables and those ``WRIGHTY_RUN_SECRET_NAMES`` names (agents.<name>.env's)."""
+    names = [name for name in environ.get(SECRET_NAMES_VARIABLE, "").split(",") if name]
+    return secret_values(environ, configured=[{name: environ.get(name, "") for name in names}])
 
 
 def _absolute_sqlite(text: str) -> bool:

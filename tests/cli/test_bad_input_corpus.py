@@ -46,6 +46,7 @@ class Case:
     stdin: bytes = b""
     stdout_allowed: bool = False  # config validate lists the problems on stdout
     env: tuple[str, ...] = ()  # NAME=value, set for the command (through env(1))
+    stdin_closed: bool = False  # started with standard input closed, as `<&-` does
 
 
 # The `wrighty` a case's setup runs: the one the case itself runs (None: the executable).
@@ -59,8 +60,11 @@ def run(
     stdin: bytes = b"",
     env: tuple[str, ...] = (),
     command: str | None = None,
+    stdin_closed: bool = False,
 ):
-    prefix = ("env", *env) if env else ()
+    prefix: tuple[str, ...] = ("env", *env) if env else ()
+    if stdin_closed:  # the shell closes it, then runs the command in its place
+        prefix = ("sh", "-c", 'exec "$@" <&-', "sh", *prefix)
     return run_installed(project, *args, stdin=stdin, text=False, prefix=prefix, command=command)
 
 
@@ -249,6 +253,12 @@ VERIFY_CONFIG = config_json({"verify": {"checks": [{"name": "tests", "argv": ["t
 def not_executable(project: Path) -> None:
     (project / "agent.sh").write_text("#!/bin/sh\nexit 0\n")
     (project / "agent.sh").chmod(0o644)
+
+
+def _huge_private_file(path: Path, size: int) -> None:
+    with path.open("wb") as out:
+        out.truncate(size)
+    path.chmod(0o600)
 
 
 def _private_file(path: Path, text: str, mode: int) -> None:
@@ -925,6 +935,30 @@ CASES: list[Case] = [
         stdin=b"x" * (1024 * 1024 + 1),
     ),
     Case(
+        "body-on-closed-stdin",
+        ("create", "--title", "t"),
+        "no task given: pass --body TEXT, --body-file PATH, or pipe the task on stdin",
+        stdin_closed=True,
+    ),
+    Case(
+        "body-file-dash-on-closed-stdin",
+        ("create", "--title", "t", "--body-file", "-"),
+        "the task was to be read from standard input ('-'), but it is closed",
+        stdin_closed=True,
+    ),
+    Case(
+        "feedback-file-dash-on-closed-stdin",
+        ("reject", "1", "--feedback-file", "-"),
+        "the feedback was to be read from standard input ('-'), but it is closed",
+        stdin_closed=True,
+    ),
+    Case(
+        "note-file-dash-on-closed-stdin",
+        ("handoff", "1", "--to", "codex", "--note-file", "-"),
+        "the note was to be read from standard input ('-'), but it is closed",
+        stdin_closed=True,
+    ),
+    Case(
         "body-on-stdin-not-utf8",
         ("create", "--title", "t", "--body-file", "-"),
         "not UTF-8 text",
@@ -1315,7 +1349,39 @@ CASES: list[Case] = [
         setup=lambda project: _private_file(project / "token", "short", 0o600),
     ),
     Case("serve-token-file-a-folder", ("serve", "--token-file", "."), "--token-file"),
+    Case(
+        # 2 GB (sparse, beside the project): refused after 4 KiB, never read whole
+        "serve-token-file-huge",
+        ("serve", "--token-file", "../huge-token"),
+        "--token-file ../huge-token: is larger than 4 KiB; it holds one token",
+        setup=lambda project: _huge_private_file(project.parent / "huge-token", 2 * 1024**3),
+    ),
     Case("serve-unknown-option", ("serve", "--open"), "No such option"),
+    Case(
+        # a message quotes a runaway input's start and end only
+        "create-agent-runaway",
+        ("create", "--title", "t", "--body", "b", "--agent", "x" * 5000),
+        "characters cut]… ",
+    ),
+    Case("unknown-option-runaway", ("list", "--" + "x" * 5000), "characters cut]… "),
+    Case("diff-redact-unknown-item", ("diff", "999", "--redact"), "item 999 does not exist"),
+    Case("diff-redact-with-a-value", ("diff", "1", "--redact=yes"), "--redact"),
+    Case("serve-body-timeout-zero", ("serve", "--body-timeout", "0s"), "--body-timeout: duration"),
+    Case(
+        "serve-body-timeout-too-long",
+        ("serve", "--body-timeout", "2h"),
+        "--body-timeout: duration '2h' is too long: the limit is 1h",
+    ),
+    Case(
+        "serve-body-timeout-not-a-duration",
+        ("serve", "--body-timeout", "soon"),
+        "--body-timeout: cannot read duration 'soon'",
+    ),
+    Case(
+        "serve-secure-cookie-with-a-value",
+        ("serve", "--secure-cookie=yes"),
+        "--secure-cookie",
+    ),
     Case("status-unknown-format", ("status", "--format", "xml"), "--format: expected"),
     Case("status-watch-as-json", ("status", "--watch", "--json"), "--watch shows the terminal"),
     Case(
@@ -1485,6 +1551,11 @@ CASES: list[Case] = [
         "fail-resets-at-no-offset",
         ("fail", "--usage-limit", "--resets-at", "2026-12-03T14:00"),
         "--resets-at: time '2026-12-03T14:00' names no offset",
+    ),
+    in_run(
+        "fail-resets-at-offset-with-seconds",
+        ("fail", "--usage-limit", "--resets-at", "2026-12-03T14:00:00+00:00:30"),
+        "has an offset RFC 3339 does not allow: give Z or ±HH:MM (+01:00)",
     ),
     in_run(
         "fail-resets-at-unreadable",
@@ -2740,7 +2811,8 @@ def test_the_corpus_is_large_and_its_names_unique() -> None:
 def test_bad_input_gets_one_clear_line_and_changes_nothing(
     case: Case, template: Path, tmp_path: Path, shim: str
 ) -> None:
-    _refused_cleanly(case, template, tmp_path, shim)
+    # The fork server's shim hands its standard input on, and has none to hand on when closed.
+    _refused_cleanly(case, template, tmp_path, None if case.stdin_closed else shim)
 
 
 @pytest.mark.slow
@@ -2759,7 +2831,14 @@ def _refused_cleanly(case: Case, template: Path, tmp_path: Path, command: str | 
         finally:
             SETUP_COMMAND.reset(chosen)
     before = snapshot(project)
-    result = run(project, case.args, stdin=case.stdin, env=case.env, command=command)
+    result = run(
+        project,
+        case.args,
+        stdin=case.stdin,
+        env=case.env,
+        command=command,
+        stdin_closed=case.stdin_closed,
+    )
     stdout = result.stdout.decode("utf-8", "replace")
     stderr = result.stderr.decode("utf-8", "replace")
     assert result.returncode == 2, f"exit {result.returncode}\n{stdout}\n{stderr}"

@@ -4,6 +4,7 @@ files included, ignored ones not; refused, in one line, for an item with no git 
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import shutil
@@ -421,3 +422,29 @@ def test_change_stat_is_none_when_git_cannot_tell(repo: Path, tmp_path: Path) ->
     plain = tmp_path / "plain"
     plain.mkdir()
     assert change_stat(plain, base) is None
+
+
+def test_redact_replaces_the_secrets_an_agent_wrote_into_its_change(
+    repo: Path, clock: FakeClock
+) -> None:
+    """An agent that wrote an agents.<name>.env value and a key into a file: `wrighty diff`
+    shows the change as git has it (it is the work product), `--redact` with both replaced
+    (docs/work-product.md#secrets-in-the-change)."""
+    hook, key = "hook-Plain-value-5521", "sk-ant-api03-" + "q" * 40
+    config = repo / "wrighty.json"
+    document = json.loads(config.read_text())
+    document["agents"] = {
+        "fake": {"adapter": "command", "command": ["true"], "env": {"HOOK": hook}}
+    }
+    config.write_text(json.dumps(document))
+    item_id, workspace, _ = worktree_item(repo, clock)
+    (workspace / "deploy.sh").write_text(f"curl {hook}\nexport KEY={key}\n")
+
+    whole = wrighty("diff", str(item_id))
+    assert whole.exit_code == 0, whole.output
+    assert f"+curl {hook}" in whole.stdout
+    hidden = wrighty("diff", str(item_id), "--redact")
+    assert hidden.exit_code == 0, hidden.output
+    assert "+curl [REDACTED]\n+export KEY=[REDACTED]\n" in hidden.stdout
+    assert hook not in hidden.stdout
+    assert key not in hidden.stdout

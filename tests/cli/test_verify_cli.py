@@ -150,3 +150,23 @@ def test_what_cannot_be_verified_is_refused_and_nothing_runs(
     assert not marker.exists()
     if case != "unknown":
         assert stored(initialised, item_id)[1] == []
+
+
+def test_a_checks_evidence_hides_the_values_of_an_agents_env(
+    initialised: Path, clock: FakeClock
+) -> None:
+    """A check that prints a value set in agents.<name>.env (a file the agent wrote, say):
+    its evidence, stored and printed, shows [REDACTED] (docs/config.md)."""
+    hook = "hook-Plain-value-5521"
+    with_checks(initialised, {"name": "leak", "argv": ["sh", "-c", f"echo calling {hook}"]})
+    path = initialised / "wrighty.json"
+    document = json.loads(path.read_text())
+    document["agents"] = {"fake": {"adapter": "command", "command": ["true"], "env": {"H": hook}}}
+    path.write_text(json.dumps(document))
+    item_id = waiting_on_checks(initialised, clock, "verification-failed")
+    result = wrighty("verify", str(item_id))
+    assert result.exit_code == 0, result.output
+    _, [record] = stored(initialised, item_id)
+    assert "calling [REDACTED]" in record.evidence.output_tail
+    assert hook not in record.evidence.output_tail
+    assert hook not in result.stdout

@@ -49,6 +49,21 @@ def test_a_failing_check_keeps_the_end_of_a_long_output_with_secrets_hidden(
     assert len(evidence.output_tail) <= TAIL_CHARS + 200
 
 
+def test_output_past_the_logs_cap_still_leaves_its_end_in_the_evidence(tmp_path: Path) -> None:
+    """12 MiB then a last line: the log file keeps the first 10 MiB (its cap), the evidence
+    the end, the last line included, under a line that counts what was cut before it."""
+    script = "head -c 12582912 /dev/zero | tr '\\0' A; echo; echo 'FINAL LINE 42'; exit 1"
+    evidence = run_check(spec(tmp_path, "sh", "-c", script))
+    assert evidence is not None
+    assert evidence.exit_code == 1
+    assert evidence.output_tail.endswith("A\nFINAL LINE 42")
+    assert evidence.output_tail.startswith("…[truncated ")
+    assert len(evidence.output_tail) <= TAIL_CHARS + 200
+    log = (tmp_path / "logs" / "stdout.log").read_bytes()
+    assert log.startswith(b"A" * 1000)
+    assert b"FINAL LINE" not in log
+
+
 def test_a_check_past_its_time_limit_is_stopped_tree_and_all(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     script = f"sleep 600 & echo $! > {pids}; echo $$ >> {pids}; wait"

@@ -265,3 +265,33 @@ def test_an_item_ready_for_review_is_told_with_its_branch_stat_and_checks(
         f"wrighty accept {item_id}",
         f"wrighty reject {item_id} --feedback TEXT",
     ]
+
+
+MANY_FILES_AGENT = textwrap.dedent(
+    """\
+    import pathlib, sys
+    sys.stdin.read()
+    for n in range(300):
+        pathlib.Path(f"file-{n:03}.txt").write_text("x\\n")
+    """
+)
+
+
+def test_show_bounds_the_stat_of_a_change_of_many_files(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    """300 files changed: `show` (and the console's item page, which prints its text) lists
+    the first files, how many lines were left out, and git's summary, not 300 lines."""
+    project = make_project(
+        tmp_path / "p", store_url, completion={"review": "person"}, agent=MANY_FILES_AGENT
+    )
+    item_id = project.plant("Write many files.", title="Many")
+    assert project.worker("--once").returncode == 0
+    assert project.get(item_id).state is ItemState.REVIEW
+    shown = project.wrighty("show", str(item_id))
+    change = shown.split("Change against its base\n", 1)[1].splitlines()
+    lines = change[: change.index("   300 files changed, 300 insertions(+)") + 1]
+    assert len(lines) == 200
+    assert lines[0] == "   file-000.txt | 1 +"
+    assert lines[-2] == "   … 102 more lines"  # 198 files shown of 300
+    assert "file-199.txt" not in shown

@@ -79,3 +79,23 @@ def test_a_moment_is_a_time_with_its_offset_or_a_wait(text: str, moment: datetim
 def test_a_bad_moment_says_what_to_give(text: str, says: str) -> None:
     with pytest.raises(ValueError, match=re.escape(says)):
         parse_moment(text, now=NOW, at_most=MONTH)
+
+
+@pytest.mark.parametrize(
+    "text", ["2026-12-03T14:00:00+00:00:30", "2026-12-03T14:00:00+0100", "2026-12-03T14:00:00+01"]
+)
+def test_an_offset_rfc_3339_does_not_allow_is_refused(text: str) -> None:
+    """RFC 3339 offsets are Z or ±HH:MM: one with seconds, or without its colon, is refused
+    (Python's own reading accepts them)."""
+    with pytest.raises(ValueError, match=re.escape("has an offset RFC 3339 does not allow")):
+        parse_moment(text, now=NOW, at_most=MONTH)
+
+
+def test_a_refused_moment_or_duration_quotes_only_the_start_of_a_long_text() -> None:
+    for parse in (
+        lambda text: parse_moment(text, now=NOW, at_most=MONTH),
+        lambda text: parse_duration(text, at_most=MONTH),
+    ):
+        with pytest.raises(ValueError, match="cannot read") as refused:
+            parse("x" * 100_000)
+        assert len(str(refused.value)) < 200

@@ -35,8 +35,6 @@ from wrighty.domain.notices import (
     EVENTS,
     MAX_ERROR_CHARS,
     MAX_REASON_CHARS,
-    MAX_STAT_LINE_CHARS,
-    MAX_STAT_LINES,
     MAX_TITLE_CHARS,
     READY_FOR_REVIEW,
     RETRY_FIRST_SECONDS,
@@ -56,6 +54,7 @@ from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition
 from wrighty.domain.usage import Limit, Usage
 from wrighty.domain.verify import Check, CheckEvidence, VerifyPolicy, after_checks
+from wrighty.domain.work_product import MAX_STAT_LINE_CHARS, MAX_STAT_LINES
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, 250_000, tzinfo=UTC)
 SOURCE = Source("inst-a", "w-1")

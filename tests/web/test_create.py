@@ -381,3 +381,24 @@ def test_read_only_offers_no_form_and_refuses_both_posts(project_ctx: AppContext
             response = client.post(path, data=data, follow_redirects=False)
             assert response.status_code == 403, path
     assert item_count(project_ctx) == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"title=%FF%FE&body=b", b"title=\xff\xfe&body=b"],
+    ids=["percent-escaped", "raw"],
+)
+def test_a_form_that_is_not_utf8_is_refused_with_nothing_written(console: Console, body: bytes):
+    """Bytes that are not UTF-8 in a field, %-escaped or raw: 400 and one line, not an item
+    titled with replacement characters."""
+    client = console.login()
+    response = client.post(
+        "/new",
+        content=body + f"&csrf={CSRF}&queue=on".encode(),
+        headers={"content-type": "application/x-www-form-urlencoded"},
+        follow_redirects=False,
+    )
+    assert response.status_code == 400
+    said = "the form is not UTF-8 text: send its fields as UTF-8 (a browser does)\n"
+    assert response.text == said
+    assert item_count(console.app_ctx) == 0

@@ -413,3 +413,89 @@ def test_hand_off_lands_as_the_command_does_and_its_refusal_word_for_word(
         in refused.text
     )
     assert history(console.app_ctx, made.queued) == before
+
+
+def with_agent_env(project: Path, env: dict[str, str]) -> None:
+    """wrighty.json's agent `fake` (a command agent) with ``env``."""
+    path = project / "wrighty.json"
+    document = json.loads(path.read_text())
+    document["agents"] = {"fake": {"adapter": "command", "command": ["true"], "env": env}}
+    path.write_text(json.dumps(document))
+
+
+def test_the_live_log_hides_the_values_of_an_agents_env(
+    project_ctx: AppContext, clock: FakeClock
+) -> None:
+    """A value set in agents.<name>.env, under a name that says nothing of a secret and with
+    nothing that looks like one, never shows in the console's log (docs/config.md#agents)."""
+    hook = "hook-Plain-value-5521"
+    with_agent_env(project_ctx.cwd, {"BUILD_HOOK": hook})
+    app_ctx = AppContext(project_ctx.config_option, project_ctx.store_option, project_ctx.cwd)
+    console = make_console(app_ctx, app_ctx.cwd)
+    with console.client:
+        run = ran_here(app_ctx, clock, console.project)
+        log_dir = logs_of(console, run)
+        (log_dir / "stdout.log").write_bytes(f"calling {hook}/deploy\n".encode())
+        (log_dir / "stderr.log").write_bytes(f"failed: {hook}".encode())
+        end_run(app_ctx, clock, run, ItemState.NEEDS_ATTENTION, "agent-failure")
+        response = console.login().get(f"/items/{run.item_id}/log")
+    assert hook not in response.text
+    assert ("out", {"stream": "stdout", "text": "calling [REDACTED]/deploy\n"}) in events_of(
+        response.text
+    )
+
+
+def test_a_handoffs_note_and_a_rejections_feedback_are_stored_without_secrets(
+    project_ctx: AppContext, clock: FakeClock
+) -> None:
+    """A person who pastes a secret into a note or feedback: the store keeps, and the item's
+    page, its history and the next prompt show, `[REDACTED]` in its place, for a value of an
+    agent's env and for what looks like a key (docs/handoff.md, docs/work-product.md#review)."""
+    hook, key = "hook-Plain-value-5521", "sk-ant-api03-" + "q" * 40
+    with_agent_env(project_ctx.cwd, {"BUILD_HOOK": hook})
+    app_ctx = AppContext(project_ctx.config_option, project_ctx.store_option, project_ctx.cwd)
+    console = make_console(app_ctx, app_ctx.cwd)
+    with console.client:
+        made = seeded(app_ctx, clock)
+        post(console, f"/items/{made.attention}/handoff", to="fake", note=f"use {hook}\nand {key}")
+        reviewed = in_review(app_ctx, clock)
+        post(console, f"/items/{reviewed}/reject", feedback=f"drop {hook}; {key}")
+        pages = [console.client.get(f"/items/{i}").text for i in (made.attention, reviewed)]
+    with app_ctx.store() as store:
+        handed, rejected = store.get_item(made.attention), store.get_item(reviewed)
+        reasons = [e.reason or "" for i in (made.attention, reviewed) for e in store.list_events(i)]
+    assert handed is not None
+    assert rejected is not None
+    assert handed.handoff_note == "use [REDACTED]\nand [REDACTED]"
+    assert rejected.feedback == "drop [REDACTED]; [REDACTED]"
+    for text in (*pages, *reasons, handed.reason or "", rejected.reason or ""):
+        assert hook not in text
+        assert key not in text
+
+
+def test_the_diff_page_replaces_the_secrets_an_agent_wrote_into_its_change(
+    project_ctx: AppContext, clock: FakeClock
+) -> None:
+    """A page is for eyes: the change's agents.<name>.env values and keys show as
+    [REDACTED], as `wrighty diff --redact` shows them (docs/work-product.md)."""
+    hook, key = "hook-Plain-value-5521", "sk-ant-api03-" + "q" * 40
+    with_agent_env(project_ctx.cwd, {"BUILD_HOOK": hook})
+    app_ctx = AppContext(project_ctx.config_option, project_ctx.store_option, project_ctx.cwd)
+    console = make_console(app_ctx, app_ctx.cwd)
+    with console.client:
+        item_id, workspace = worktree_item(console, clock)
+        (workspace / "deploy.sh").write_text(f"curl {hook}\nexport KEY={key}\n")
+        page = console.login().get(f"/items/{item_id}/diff")
+    assert page.status_code == 200
+    assert '<span class="d-add">+curl [REDACTED]</span>' in page.text
+    assert hook not in page.text
+    assert key not in page.text
+
+
+def test_a_refusal_that_quotes_a_runaway_field_is_bounded(console: Console, clock: FakeClock):
+    """A handoff to an agent named by 100,000 characters: the page's refusal quotes its start
+    and end, not all of it."""
+    made = seeded(console.app_ctx, clock)
+    page = post(console, f"/items/{made.attention}/handoff", to="r" * 100_000)
+    assert "characters cut]… " in page.text
+    assert "r" * 1000 not in page.text

@@ -137,3 +137,10 @@ def test_a_token_file_without_a_token_is_refused(tmp_path: Path):
         token_from_file(path)
     with pytest.raises(WrightyError, match="cannot create"):
         token_from_file(tmp_path / "missing" / "token")
+
+
+def test_the_cookie_is_marked_secure_when_asked():
+    """--secure-cookie: a browser sends the session cookie over HTTPS only (docs/web.md)."""
+    assert security.cookie_header(TOKEN, secure=True) == (
+        f"wrighty_token={TOKEN}; HttpOnly; SameSite=Strict; Path=/; Secure"
+    )

@@ -90,3 +90,46 @@ def test_serve_without_its_libraries_says_how_to_get_them(
         result.output
         == "wrighty: wrighty serve needs uvicorn: pip install 'wrighty[web]' (docs/web.md)\n"
     )
+
+
+def test_a_request_that_sends_half_its_body_is_answered_408_and_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A client that sends its headers and half the body it announced, then waits: the
+    server answers 408 once --body-timeout has passed and closes the connection, rather than
+    keep it open for ever. The test waits for the close, with a generous deadline."""
+    import socket
+
+    project = make_project(tmp_path / "project", monkeypatch)
+    process = subprocess.Popen(
+        [installed_wrighty(), "serve", "--port", "0", "--body-timeout", "1s", "--secure-cookie"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        base, token = url.split("/?token=")
+        process.stdout.readline()
+        with httpx.Client(base_url=base, timeout=10) as client:
+            login = client.get(f"/?token={token}", follow_redirects=False)
+        assert login.headers["set-cookie"].endswith("; Secure")
+        host, port = base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=60) as raw:
+            raw.sendall(
+                f"POST /items/1/cancel HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                f"Cookie: wrighty_token={token}\r\n"
+                "Content-Type: application/x-www-form-urlencoded\r\n"
+                "Content-Length: 1000\r\n\r\ncsrf=".encode()
+            )
+            answer = b""
+            while chunk := raw.recv(65536):  # until the server closes (60 s at most)
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 408 ")
+        assert b"request body not received whole within 1 s" in answer
+    finally:
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=20)
+    assert process.returncode == 0, rest

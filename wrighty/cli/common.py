@@ -24,7 +24,7 @@ from wrighty.domain.durations import parse_duration
 from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.text import printable_line
 from wrighty.domain.usage import Limit
-from wrighty.errors import WrightyError
+from wrighty.errors import WrightyError, bounded_message
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,7 +38,7 @@ EXIT_INTERRUPTED = 130
 
 def _refuse(message: str, exit_code: int = EXIT_USAGE) -> NoReturn:
     """One line on stderr, with no control character of the user's input left in it."""
-    typer.echo(f"wrighty: {printable_line(message)}", err=True)
+    typer.echo(f"wrighty: {printable_line(bounded_message(message))}", err=True)
     raise typer.Exit(exit_code)
 
 
@@ -108,6 +108,11 @@ def stdin_text(what: str, *, limit: int) -> str:
 
     from wrighty.inputs import InputError, read_text_stream
 
+    if sys.stdin is None:  # started with standard input closed (`<&-`)
+        raise WrightyError(
+            f"{what} was to be read from standard input ('-'), but it is closed: "
+            "pipe the text in, or give a file"
+        )
     try:
         return read_text_stream(sys.stdin.buffer, limit=limit)
     except InputError as error:

@@ -74,6 +74,20 @@ class AppContext:
                 )
         return self._loaded
 
+    def secrets(self) -> tuple[str, ...]:
+        """The values this command never shows (config.known_secrets): its environment's
+        credential variables and every `agents.<name>.env` value of the wrighty.json found;
+        with none found or readable, the environment's alone (docs/config.md#agents)."""
+        import os
+
+        from wrighty.config import WrightyConfig, known_secrets
+
+        try:
+            config = self.config().config
+        except ConfigError:
+            config = WrightyConfig()
+        return known_secrets(config, os.environ)
+
     def store_target(self) -> StoreTarget:
         if self.store_option is not None:
             return parse_store_url(self.store_option, base=self.cwd)

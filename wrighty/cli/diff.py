@@ -33,12 +33,24 @@ def diff(
         bool,
         typer.Option("--stat", help="Only the files changed and their lines added and removed."),
     ] = False,
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact",
+            help="Replace the secrets it holds (known values, and what looks like a key) with "
+            "[REDACTED]: to show it to someone.",
+        ),
+    ] = False,
 ) -> None:
     """Show an item's change against its base: its commits and its changes not committed,
     new files included (a worktree item's; docs/work-product.md)."""
     app_ctx = app_context(ctx)
     with app_ctx.store() as store:
         change = change_now(app_ctx, store, item_id, stat=stat)
+    if redact:
+        from wrighty.services.diff import redacted
+
+        change = redacted(change, app_ctx.secrets())
     if change.note is not None:
         typer.echo(printable_line(change.note), err=True)
     if not change.text:

@@ -60,7 +60,15 @@ def handoff_now(
         known = ", ".join(config.agent_names())
         raise WrightyError(f"--to {to}: unknown agent (known: {known}); see docs/config.md")
     default = config.worker.default_agent
-    change = handoff_item(store, item_id, to, note=note, default_agent=default, now=app_ctx.now())
+    change = handoff_item(
+        store,
+        item_id,
+        to,
+        note=note,
+        default_agent=default,
+        now=app_ctx.now(),
+        secrets=app_ctx.secrets(),
+    )
     return change.after, change.before.agent or default
 
 

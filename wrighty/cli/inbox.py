@@ -89,7 +89,12 @@ class OperatorDesk:
         log = problem = None
         if last is not None:
             state_dir = self.app_ctx.config().root / STATE_DIRNAME
-            log, problem = log_tail(state_dir, last, installation_id=self.settings.installation_id)
+            log, problem = log_tail(
+                state_dir,
+                last,
+                installation_id=self.settings.installation_id,
+                secrets=self.app_ctx.secrets(),
+            )
         session = facts.detail.session
         return DetailView(
             facts.detail.item,
@@ -184,6 +189,10 @@ class OperatorDesk:
         from wrighty.cli.diff import change_now
 
         return change_now(self.app_ctx, self.store, item_id, stat=stat)
+
+    def secrets(self) -> tuple[str, ...]:
+        """The values no log or page shows (AppContext.secrets)."""
+        return self.app_ctx.secrets()
 
     def last_run_logs(self, item_id: int) -> tuple[Run, Path | None, str | None]:
         """The item's last run, the folder of its log files here, and why this machine has
@@ -316,7 +325,7 @@ def inbox(
     """The items that need a person, live, with the actions one key away (? for the keys)."""
     import sys
 
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if not (sys.stdin is not None and sys.stdin.isatty() and sys.stdout.isatty()):
         raise WrightyError(
             "wrighty inbox needs a terminal on stdin and stdout; for scripts use "
             "`wrighty list --attention --json` or `wrighty status --json`"

@@ -117,7 +117,7 @@ def _read_body(body: str | None, body_file: Path | None) -> str:
         return body
     if body_file is not None and str(body_file) != "-":
         return file_option("--body-file", body_file, limit=MAX_BODY_BYTES)
-    if body_file is None and sys.stdin.isatty():
+    if body_file is None and (sys.stdin is None or sys.stdin.isatty()):
         raise WrightyError(
             "no task given: pass --body TEXT, --body-file PATH, or pipe the task on stdin"
         )
@@ -575,7 +575,10 @@ def logs(
         chosen = item_service.find_run(store, item_id, run)
         log_dir = run_log_dir(state_dir, chosen)
         check_logs_here(chosen, log_dir, installation_id=installation_id())
-        readers = [LogReader(log_dir / f"{name}.log", name) for name in _LOG_FILES[stream]]
+        secrets = app_ctx.secrets()
+        readers = [
+            LogReader(log_dir / f"{name}.log", name, secrets=secrets) for name in _LOG_FILES[stream]
+        ]
         if not follow:
             print_output(readers, final=chosen.ended_at is not None, write=write)
             return

@@ -120,7 +120,14 @@ def reject_now(app_ctx: AppContext, store: Store, item_id: int, feedback: str) -
     from wrighty.services.review import reject_item
 
     bound = completion_of(app_ctx.config().config).max_rejections
-    item = reject_item(store, item_id, feedback, now=app_ctx.now(), max_rejections=bound)
+    item = reject_item(
+        store,
+        item_id,
+        feedback,
+        now=app_ctx.now(),
+        max_rejections=bound,
+        secrets=app_ctx.secrets(),
+    )
     return item, bound
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wrighty.cli.common import app_context
+from wrighty.cli.common import app_context, seconds_option
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
 
@@ -76,11 +76,35 @@ def serve(
             help="Allow a --bind that others can reach (put TLS and a firewall in front).",
         ),
     ] = False,
+    secure_cookie: Annotated[
+        bool,
+        typer.Option(
+            "--secure-cookie",
+            help="Mark the session cookie Secure: for a console reached over HTTPS (a TLS "
+            "proxy in front).",
+        ),
+    ] = False,
+    body_timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--body-timeout",
+            metavar="DURATION",
+            help="How long a request's body may take to arrive whole (default 30s).",
+        ),
+    ] = None,
 ) -> None:
     """The web console: the board, items and their actions, live, behind a token."""
     _web_libraries()
-    from wrighty.web.security import allowed_hosts, is_loopback, new_token, token_from_file
+    from wrighty.web.security import (
+        BODY_READ_SECONDS,
+        MAX_BODY_READ_SECONDS,
+        allowed_hosts,
+        is_loopback,
+        new_token,
+        token_from_file,
+    )
 
+    body_seconds = seconds_option("--body-timeout", body_timeout, MAX_BODY_READ_SECONDS)
     address = _bind_address(bind)
     if not is_loopback(address) and not allow_remote:
         raise WrightyError(
@@ -103,7 +127,13 @@ def serve(
     port = listening.getsockname()[1]
     from wrighty.web.app import WebSettings, create_app
 
-    web = WebSettings(token, allowed_hosts(address, port, extra), read_only=read_only)
+    web = WebSettings(
+        token,
+        allowed_hosts(address, port, extra),
+        read_only=read_only,
+        secure_cookie=secure_cookie,
+        body_seconds=body_seconds or BODY_READ_SECONDS,
+    )
     app = create_app(desks, web)
     typer.echo(f"http://{_url_host(address)}:{port}/?token={token}")
     typer.echo(

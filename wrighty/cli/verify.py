@@ -84,6 +84,7 @@ def verify_now(
         now=app_ctx.now,
         environ=os.environ,
         told=told,
+        known=app_ctx.secrets(),
     )
 
 

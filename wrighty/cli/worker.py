@@ -246,15 +246,16 @@ def _report_from_run(
     ctx: typer.Context, report: AgentReport, reason: str | None, *, resets_at: str | None = None
 ) -> None:
     from wrighty.domain.durations import MAX_RESET_SECONDS, parse_moment
-    from wrighty.domain.redact import redact
+    from wrighty.domain.redact import redact_known
     from wrighty.domain.times import rfc3339
-    from wrighty.runenv import run_store
+    from wrighty.runenv import run_secrets, run_store
     from wrighty.services.items import record_agent_report
 
     run_id, token = _run_identity()
     if reason is not None:
         # One line, bounded, and no secrets: it ends up in the run's diagnostic.
-        reason = redact(" ".join(reason.split()))[:MAX_AGENT_REASON]
+        reason = " ".join(redact_known(reason, run_secrets(os.environ)).split())
+        reason = reason[:MAX_AGENT_REASON]
     app_ctx = app_context(ctx)
     # The store the worker gave the run, without reading wrighty.json (runenv.py).
     with app_ctx.store(run_store(os.environ)) as store:

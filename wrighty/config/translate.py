@@ -5,6 +5,7 @@ domain object. The config given is a valid one (checks.py has run)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, time, tzinfo
 from typing import TYPE_CHECKING, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -41,6 +42,14 @@ def zone_named(name: str) -> tzinfo:
         raise ValueError(
             f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin)"
         ) from None
+
+
+def known_secrets(config: WrightyConfig, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The values no output, prompt, note or page shows (docs/config.md#agents): those of
+    ``environ``'s credential variables and every value of every `agents.<name>.env`."""
+    from wrighty.domain.redact import secret_values  # a read of the config loads no redaction
+
+    return secret_values(environ, configured=[agent.env for agent in config.agents.values()])
 
 
 def budgets_of(config: WrightyConfig) -> Budgets:

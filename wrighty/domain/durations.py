@@ -8,6 +8,8 @@ import math
 import re
 from datetime import datetime, timedelta
 
+from wrighty.domain.text import clip
+
 DAY_SECONDS = 86400.0
 MAX_FORMATTED_SECONDS = 1e12
 # The bounds, shared by each option and its wrighty.json twin (docs/config.md).
@@ -38,13 +40,14 @@ def parse_duration(text: str, *, at_most: float) -> float:
         position = match.end()
     if position != len(compact):
         raise ValueError(
-            f"cannot read duration {text!r}: use a number with a unit s, m, h or d "
+            f"cannot read duration {_echoed(text)}: use a number with a unit s, m, h or d "
             "(for example 90s, 30m or 1h30m)"
         )
     if total <= 0:
-        raise ValueError(f"duration {text!r} must be greater than zero")
+        raise ValueError(f"duration {_echoed(text)} must be greater than zero")
     if total > at_most:
-        raise ValueError(f"duration {text!r} is too long: the limit is {format_duration(at_most)}")
+        limit = format_duration(at_most)
+        raise ValueError(f"duration {_echoed(text)} is too long: the limit is {limit}")
     return total
 
 
@@ -69,22 +72,39 @@ def parse_moment(text: str, *, now: datetime, at_most: float) -> datetime:
     when it is neither, names no offset, or lies more than a day before ``now`` or more than
     ``at_most`` seconds after it."""
     compact = text.strip()
+    shown = _echoed(text)
     try:
         moment = datetime.fromisoformat(compact)
     except ValueError:
         if not _WAIT.fullmatch(compact.lower().replace(" ", "")):
             raise ValueError(
-                f"cannot read time {text!r}: use RFC 3339 with an offset "
+                f"cannot read time {shown}: use RFC 3339 with an offset "
                 "(2026-12-03T14:00:00Z) or a wait from now (45m, 2h)"
             ) from None
         moment = now + timedelta(seconds=parse_duration(compact, at_most=at_most))
-    if moment.tzinfo is None:
-        raise ValueError(f"time {text!r} names no offset: add Z or +01:00, for example")
+    else:
+        if moment.tzinfo is None:
+            raise ValueError(f"time {shown} names no offset: add Z or +01:00, for example")
+        if not _RFC3339_OFFSET.search(compact):
+            raise ValueError(
+                f"time {shown} has an offset RFC 3339 does not allow: give Z or ±HH:MM (+01:00)"
+            )
     if moment < now - timedelta(seconds=DAY_SECONDS):
-        raise ValueError(f"time {text!r} is more than a day ago")
+        raise ValueError(f"time {shown} is more than a day ago")
     if moment > now + timedelta(seconds=at_most):
-        raise ValueError(f"time {text!r} is more than {format_duration(at_most)} away")
+        raise ValueError(f"time {shown} is more than {format_duration(at_most)} away")
     return moment
 
 
+# How much of a given text a message quotes.
+MAX_ECHOED_CHARS = 60
+
+
+def _echoed(text: str) -> str:
+    """``text`` as a message quotes it: its start, bounded."""
+    return repr(clip(text, MAX_ECHOED_CHARS))
+
+
 _WAIT = re.compile(r"(?:\d+(?:\.\d+)?[smhd])+")
+# What RFC 3339 allows after a time: Z, or hours and minutes (never seconds, never +0100).
+_RFC3339_OFFSET = re.compile(r"(?:[0-9][Zz]|[0-9][+-][0-9]{2}:[0-9]{2})\Z")

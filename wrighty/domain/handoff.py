@@ -32,11 +32,19 @@ _QUOTED_CHARS = 200
 
 
 def hand_off(
-    item: Item, to_agent: str, *, from_agent: str, note: str | None, at: datetime, actor: str
+    item: Item,
+    to_agent: str,
+    *,
+    from_agent: str,
+    note: str | None,
+    at: datetime,
+    actor: str,
+    secrets: Iterable[str] = (),
 ) -> Change:
     """needs-attention, retry-scheduled or review -> retry-scheduled, due now, under
     ``to_agent``: a new session of it, in the item's workspace. The handoff is counted; the
-    automatic retries' and fix turns' counters start again, as for work taken up anew."""
+    automatic retries' and fix turns' counters start again, as for work taken up anew. The
+    note is kept, and quoted, with its secrets (those found, and ``secrets``) replaced."""
     if item.state not in HANDOFF_STATES:
         raise IllegalTransitionError(
             f"item {item.id} is {item.state}; handoff takes items that are needs-attention, "
@@ -50,6 +58,8 @@ def hand_off(
     problem = note_problem(note) if note is not None else None
     if problem is not None:
         raise WrightyError(problem)
+    if note is not None:
+        note = redact_known(note, secrets)
     said = f"handed off from {from_agent} to {to_agent}"
     if note is not None:
         said += f": {clip(printable_line(' '.join(note.split())), _QUOTED_CHARS)}"

@@ -19,6 +19,7 @@ from wrighty.domain.model import Change
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, printable_line
 from wrighty.domain.times import rfc3339
+from wrighty.domain.work_product import bounded_stat
 
 if TYPE_CHECKING:
     from wrighty.domain.health import WorkerRow
@@ -45,10 +46,6 @@ DEFAULT_EVENTS = ("needs-attention", "retries-exhausted", "budget-exceeded", "ci
 MAX_TITLE_CHARS = 120
 MAX_REASON_CHARS = 500
 MAX_BRANCH_CHARS = 200
-# A review's diff stat: git's lines, each at most this long, and at most this many of them
-# (past it, the first files, a line that says how many were left out, and git's summary).
-MAX_STAT_LINES = 20
-MAX_STAT_LINE_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -150,23 +147,6 @@ def _actions_lines(actions: object) -> str | None:
         for action in actions
         if isinstance(action, dict)
     )
-
-
-def bounded_stat(stat: str) -> str:
-    """git's ``--stat`` of a change as a notice carries it: secrets redacted, each line one
-    safe line at most MAX_STAT_LINE_CHARS long, at most MAX_STAT_LINES lines (the first
-    files, how many more, and git's summary line); empty for no change."""
-    from wrighty.domain.redact import redact
-
-    lines = [
-        clip(printable_line(line.rstrip()), MAX_STAT_LINE_CHARS)
-        for line in redact(stat).split("\n")  # git's lines: a carriage return is no line end
-        if line.strip()
-    ]
-    if len(lines) > MAX_STAT_LINES:
-        left_out = len(lines) - (MAX_STAT_LINES - 1)
-        lines = [*lines[: MAX_STAT_LINES - 2], f" … {left_out} more lines", lines[-1]]
-    return "\n".join(lines)
 
 
 def _bounded(text: str | None, limit: int) -> str | None:

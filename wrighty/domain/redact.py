@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import binascii
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 REDACTED = "[REDACTED]"
@@ -159,28 +159,34 @@ _RULES = (
 )
 
 
+# A known secret shorter than this is left out: too likely to occur in other text.
+MIN_KNOWN_SECRET_CHARS = 8
+
+
 def redact(text: str) -> str:
     """The text with every secret found replaced by `[REDACTED]`; everything else is kept."""
     return _replace_spans(text, _secret_spans(text), start=0)
 
 
 def redact_known(text: str, secrets: Iterable[str]) -> str:
-    """``redact``, after replacing each of ``secrets`` (values known to be secret, such as an
-    environment's tokens) wherever it occurs, the longest first so that a secret holding a
-    shorter one goes whole; an empty value is no secret."""
-    for secret in sorted({secret for secret in secrets if secret}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return redact(text)
+    """``redact``, with each of ``secrets`` (values known to be secret, such as an
+    environment's tokens) replaced too wherever it occurs; where two overlap, both go whole;
+    an empty value is no secret."""
+    return _replace_spans(text, _secret_spans(text, tuple(secrets)), start=0)
 
 
-def secret_values(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The values of ``environ``'s variables whose names say they hold a credential (an API
-    key, a token, a secret, a password), for ``redact_known``; values shorter than 8
-    characters are left out (too likely to occur in other text)."""
+def secret_values(
+    environ: Mapping[str, str], *, configured: Iterable[Mapping[str, str]] = ()
+) -> tuple[str, ...]:
+    """The values known to be secret, for ``redact_known``: those of ``environ``'s variables
+    whose names say they hold a credential (an API key, a token, a secret, a password), and
+    every value of the ``configured`` environments (wrighty.json's `agents.<name>.env`, which
+    may hold a secret under any name); values shorter than `MIN_KNOWN_SECRET_CHARS` are left
+    out."""
+    named = (value for name, value in environ.items() if _CREDENTIAL_IN_NAME.search(name))
+    given = (value for env in configured for value in env.values())
     return tuple(
-        value
-        for name, value in environ.items()
-        if _CREDENTIAL_IN_NAME.search(name) and len(value) >= 8
+        dict.fromkeys(value for value in (*named, *given) if len(value) >= MIN_KNOWN_SECRET_CHARS)
     )
 
 
@@ -191,15 +197,21 @@ def tail_window_bytes(limit: int) -> int:
 
 
 def redact_bytes_tail(
-    data: bytes, limit: int, *, keep_undecodable: bool = False, dropped_before: int = 0
+    data: bytes,
+    limit: int,
+    *,
+    keep_undecodable: bool = False,
+    dropped_before: int = 0,
+    secrets: Sequence[str] = (),
 ) -> str:
     """The last `limit` characters of `data` as text, with secrets replaced.
 
     Invalid UTF-8 shows as U+FFFD, or with ``keep_undecodable`` as the lone surrogates of
     Python's "surrogateescape", which encode back to the very bytes. When anything is cut, the
     text starts with a line saying how many bytes were dropped, counting ``dropped_before``:
-    the bytes before ``data`` that the caller did not read. Secrets are found with context from
-    before the cut, so one that straddles the cut shows as `[REDACTED]` rather than as its tail.
+    the bytes before ``data`` that the caller did not read. Secrets (found, and the known
+    ``secrets``) are looked for with context from before the cut, so one that straddles the cut
+    shows as `[REDACTED]` rather than as its tail.
     """
     if limit < 0:
         raise ValueError(f"limit must not be negative, got {limit}")
@@ -208,7 +220,7 @@ def redact_bytes_tail(
     # off stays exact; the kept part is decoded again with "replace" below
     window = data[window_start:].decode("utf-8", errors="surrogateescape")
     cut = max(0, len(window) - limit)
-    kept = _replace_spans(window, _secret_spans(window), start=cut)
+    kept = _replace_spans(window, _secret_spans(window, secrets), start=cut)
     text = kept if keep_undecodable else replace_undecodable(kept)
     dropped = dropped_before + window_start
     dropped += len(window[:cut].encode("utf-8", errors="surrogateescape"))
@@ -222,13 +234,17 @@ def replace_undecodable(text: str) -> str:
     return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
 
 
-def _secret_spans(text: str) -> list[_Span]:
-    """Where the secrets are, sorted, with overlapping and touching spans merged."""
+def _secret_spans(text: str, known: Sequence[str] = ()) -> list[_Span]:
+    """Where the secrets are (those the rules find and each occurrence of a ``known`` one),
+    sorted, with overlapping and touching spans merged."""
     found = sorted(
-        span
-        for rule in _RULES
-        for match in rule.pattern.finditer(text)
-        if (span := rule.secret_span(match)) is not None
+        [
+            span
+            for rule in _RULES
+            for match in rule.pattern.finditer(text)
+            if (span := rule.secret_span(match)) is not None
+        ]
+        + [span for secret in set(known) if secret for span in _occurrences(text, secret)]
     )
     merged: list[_Span] = []
     for start, end in found:
@@ -237,6 +253,19 @@ def _secret_spans(text: str) -> list[_Span]:
         else:
             merged.append((start, end))
     return merged
+
+
+def _occurrences(text: str, value: str) -> list[_Span]:
+    """Every place ``value`` occurs in ``text``, overlapping ones merged as they are found."""
+    spans: list[_Span] = []
+    start = text.find(value)
+    while start != -1:
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], start + len(value))
+        else:
+            spans.append((start, start + len(value)))
+        start = text.find(value, start + 1)
+    return spans
 
 
 def _replace_spans(text: str, spans: list[_Span], *, start: int) -> str:

@@ -82,10 +82,19 @@ def feedback_problem(feedback: str) -> str | None:
     )
 
 
-def reject(item: Item, feedback: str, *, at: datetime, actor: str, max_rejections: int) -> Change:
-    """review -> retry-scheduled, due now, with ``feedback`` kept for the next run's prompt.
-    The rejection is counted (at most ``max_rejections``); the automatic retries' and fix
-    turns' counters start again, as for work the agent takes up anew."""
+def reject(
+    item: Item,
+    feedback: str,
+    *,
+    at: datetime,
+    actor: str,
+    max_rejections: int,
+    secrets: Iterable[str] = (),
+) -> Change:
+    """review -> retry-scheduled, due now, with ``feedback`` kept for the next run's prompt,
+    its secrets (those found, and ``secrets``) replaced. The rejection is counted (at most
+    ``max_rejections``); the automatic retries' and fix turns' counters start again, as for
+    work the agent takes up anew."""
     _require_review(item, "reject")
     problem = feedback_problem(feedback)
     if problem is not None:
@@ -97,6 +106,7 @@ def reject(item: Item, feedback: str, *, at: datetime, actor: str, max_rejection
             f"(`{suggestions.cancel(item.id)}`) or raise completion.maxRejections"
         )
     count = item.rejections + 1
+    feedback = redact_known(feedback, secrets)
     quoted = clip(printable_line(feedback.strip()), _QUOTED_CHARS)
     change = transition(
         item, ItemState.RETRY_SCHEDULED, at=at, actor=actor, reason_code=REJECTED,

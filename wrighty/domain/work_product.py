@@ -15,7 +15,7 @@ from typing import Literal
 
 from wrighty.domain.integration import MAX_TITLE_CHARS, Integration, one_line
 from wrighty.domain.model import BRANCH_NAME, Item
-from wrighty.domain.text import clip
+from wrighty.domain.text import clip, printable_line
 
 CommitMode = Literal["wrighty", "agent", "none"]
 ReviewMode = Literal["auto", "person"]
@@ -35,6 +35,29 @@ ITEM_TRAILER = "Wrighty-Item"
 RUN_TRAILER = "Wrighty-Run"
 
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
+# A change's stat as a notice carries it: git's lines, each at most this long, and at most
+# this many of them (past it, the first files, a line that says how many were left out, and
+# git's summary); `show` and the console's pages show more of its lines.
+MAX_STAT_LINES = 20
+MAX_STAT_LINE_CHARS = 160
+SHOWN_STAT_LINES = 200
+
+
+def bounded_stat(stat: str, *, max_lines: int = MAX_STAT_LINES) -> str:
+    """git's ``--stat`` of a change, bounded: secrets redacted, each line one safe line at most
+    MAX_STAT_LINE_CHARS long, at most ``max_lines`` lines (the first files, how many more, and
+    git's summary line); empty for no change."""
+    from wrighty.domain.redact import redact
+
+    lines = [
+        clip(printable_line(line.rstrip()), MAX_STAT_LINE_CHARS)
+        for line in redact(stat).split("\n")  # git's lines: a carriage return is no line end
+        if line.strip()
+    ]
+    if len(lines) > max_lines:
+        left_out = len(lines) - (max_lines - 1)
+        lines = [*lines[: max_lines - 2], f" … {left_out} more lines", lines[-1]]
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,11 @@ another installation are refused with one line.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -59,6 +61,15 @@ class Change:
     base: str  # the full commit id the change is shown against
     text: str  # git's output, as git wrote it: text from outside, neutralised when shown
     note: str | None  # why the change may hold more than the item's, or less
+
+
+def redacted(change: Change, secrets: Sequence[str]) -> Change:
+    """``change`` with the secrets its text holds replaced: the values ``secrets`` knows
+    (AppContext.secrets: agents.<name>.env's, the environment's tokens) and what looks like a
+    key or a password (docs/work-product.md#secrets-in-the-change)."""
+    from wrighty.domain.redact import redact_known
+
+    return dataclasses.replace(change, text=redact_known(change.text, secrets))
 
 
 def item_change(

@@ -10,7 +10,7 @@ inbox's actions are the services the commands call (services/items.py, services/
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -148,8 +148,11 @@ def circuit_words(view: CircuitView) -> str:
     return f"provider circuit {view.name} is {view.state}{when}"
 
 
-def log_tail(state_dir: Path, run: Run, *, installation_id: str) -> tuple[str | None, str | None]:
-    """The tail of ``run``'s output (redacted, printable), or why this machine has none."""
+def log_tail(
+    state_dir: Path, run: Run, *, installation_id: str, secrets: Sequence[str] = ()
+) -> tuple[str | None, str | None]:
+    """The tail of ``run``'s output (redacted, the known ``secrets`` too; printable), or why
+    this machine has none."""
     # Loaded here: a board refresh reads no logs.
     from wrighty.services.runlogs import logs_problem, run_log_dir, tail_output
 
@@ -157,4 +160,5 @@ def log_tail(state_dir: Path, run: Run, *, installation_id: str) -> tuple[str | 
     problem = logs_problem(run, log_dir, installation_id=installation_id)
     if problem is not None:
         return None, problem
-    return tail_output(log_dir, chars=LOG_TAIL_CHARS, final=run.ended_at is not None), None
+    final = run.ended_at is not None
+    return tail_output(log_dir, chars=LOG_TAIL_CHARS, final=final, secrets=secrets), None

@@ -5,7 +5,7 @@ installation (`branch_integrator`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -82,14 +82,21 @@ def reject_item(
     now: datetime,
     max_rejections: int,
     actor: str = OPERATOR,
+    secrets: Sequence[str] = (),
 ) -> Item:
     """review -> retry-scheduled, due now: the next claim resumes the item's session with
-    ``feedback`` as its prompt (docs/work-product.md#review)."""
+    ``feedback`` as its prompt (docs/work-product.md#review), stored with ``secrets`` (and
+    what looks like one) replaced."""
     return apply_change(
         store,
         item_id,
         lambda current: review.reject(
-            current, feedback, at=now, actor=actor, max_rejections=max_rejections
+            current,
+            feedback,
+            at=now,
+            actor=actor,
+            max_rejections=max_rejections,
+            secrets=secrets,
         ),
     ).after
 
@@ -103,15 +110,19 @@ def handoff_item(
     default_agent: str,
     now: datetime,
     actor: str = OPERATOR,
+    secrets: Sequence[str] = (),
 ) -> Change:
     """needs-attention, retry-scheduled or review -> retry-scheduled, due now, under
     ``to_agent``: its next run is a new session of that agent in the item's workspace, told
-    what the agent before it left (docs/handoff.md). The change: the item before and after."""
+    what the agent before it left (docs/handoff.md), and the note stored with ``secrets``
+    (and what looks like one) replaced. The change: the item before and after."""
     from wrighty.domain.handoff import hand_off
 
     def plan(current: Item) -> Change:
         before = current.agent or default_agent
-        return hand_off(current, to_agent, from_agent=before, note=note, at=now, actor=actor)
+        return hand_off(
+            current, to_agent, from_agent=before, note=note, at=now, actor=actor, secrets=secrets
+        )
 
     return apply_change(store, item_id, plan)
 

@@ -86,9 +86,11 @@ def logs_problem(run: Run, log_dir: Path, *, installation_id: str) -> str | None
 class LogReader:
     """One log file, read on from where the previous read stopped."""
 
-    def __init__(self, path: Path, stream: Stream) -> None:
+    def __init__(self, path: Path, stream: Stream, *, secrets: Sequence[str] = ()) -> None:
+        """``secrets``: values known to be secret (config.known_secrets), never handed out."""
         self.path = path
         self.stream = stream
+        self.secrets = secrets
         self._data = bytearray()
         self._shown = 0  # bytes of _data already handed out
 
@@ -119,6 +121,7 @@ class LogReader:
             bytes(self._data[:end]),
             len(new.decode("utf-8", errors="surrogateescape")),
             keep_undecodable=True,
+            secrets=self.secrets,
         )
         if self._shown:
             text = text.split("\n", 1)[1]
@@ -161,18 +164,32 @@ def follow_output(
         sleep(interval)
 
 
-def tail_output(log_dir: Path, *, chars: int, final: bool) -> str:
+def tail_output(log_dir: Path, *, chars: int, final: bool, secrets: Sequence[str] = ()) -> str:
     """The last ``chars`` characters of a run's output as a terminal may show them (secrets
-    redacted, control characters escaped), stdout's and then stderr's under a line that names
-    it; while the run goes on (not ``final``), a last line without its newline is left for the
-    next read, as `wrighty logs --follow` leaves it."""
-    parts = []
+    redacted, the known ``secrets`` too; control characters escaped), stdout's and then
+    stderr's under a line that names it; while the run goes on (not ``final``), a last line
+    without its newline is left for the next read, as `wrighty logs --follow` leaves it."""
+    tails: list[tuple[Stream, int, bytes]] = []
     for stream in ("stdout", "stderr"):
         skipped, data = _tail_bytes(log_dir / f"{stream}.log", tail_window_bytes(chars))
         if not final:
             data = data[: data.rfind(b"\n") + 1]
+        tails.append((stream, skipped, data))
+    return tails_text(tails, chars=chars, secrets=secrets)
+
+
+def tails_text(
+    tails: Sequence[tuple[Stream, int, bytes]], *, chars: int, secrets: Sequence[str] = ()
+) -> str:
+    """Each stream's tail (the bytes written before it, and it) as `tail_output` shows them:
+    its last ``chars`` characters, redacted, printable, stderr's under a line that names it;
+    a tail that does not start the stream starts with a line that counts what came before."""
+    parts = []
+    for stream, skipped, data in tails:
         if data:
-            text = redact_bytes_tail(data, chars, keep_undecodable=True, dropped_before=skipped)
+            text = redact_bytes_tail(
+                data, chars, keep_undecodable=True, dropped_before=skipped, secrets=secrets
+            )
             text = printable_output(text)
             parts.append(text if stream == "stdout" else f"── stderr ──\n{text}")
     return "\n".join(part.rstrip("\n") for part in parts)

@@ -260,9 +260,12 @@ def _review_stat(detail: ItemDetail) -> str | None:
         return None
     from pathlib import Path
 
+    from wrighty.domain.work_product import SHOWN_STAT_LINES, bounded_stat
     from wrighty.services.diff import change_stat
 
-    return change_stat(Path(session.workspace), session.base_commit)
+    stat = change_stat(Path(session.workspace), session.base_commit)
+    # Bounded as the console's diff page is: a change of 100,000 files is not 100,000 lines.
+    return None if stat is None else bounded_stat(stat, max_lines=SHOWN_STAT_LINES)
 
 
 def _item_agent(context: Context, agent: str | None) -> AgentPlan | None:

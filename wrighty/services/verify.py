@@ -9,7 +9,7 @@ its checks is done once every one passes; any other item only gains the evidence
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -94,6 +94,7 @@ def verify_by_hand(
     now: Callable[[], datetime],
     environ: Mapping[str, str],
     told: Callable[[CheckEvidence], None] = lambda _: None,
+    known: Sequence[str] = (),
 ) -> ByHand:
     """Run item ``item_id``'s checks by hand (``policy``: its agent's, from wrighty.json),
     telling each one's evidence as it ends; WrightyError (nothing run, nothing written) for
@@ -110,7 +111,7 @@ def verify_by_hand(
     planned = _planned(item, policy, agent)
     workspace = workspace_here(item, store.get_session(item.id), installation_id=installation_id)
     verification_id = f"ver-{uuid.uuid4().hex[:12]}"
-    secrets = secret_values(environ)
+    secrets = tuple(dict.fromkeys((*secret_values(environ), *known)))  # known: config's
     log_dir = logs_of(state_dir, item.id, verification_id) / "checks"
     evidence: list[CheckEvidence] = []
     for position, check in enumerate(planned):

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from wrighty.domain.redact import redact_known
+from wrighty.domain.redact import redact_known, tail_window_bytes
 from wrighty.domain.verify import Check, CheckEvidence
-from wrighty.services.runlogs import tail_output
+from wrighty.services.runlogs import tails_text
 from wrighty.supervisor.child import new_marker
 from wrighty.supervisor.process import AgentProcess, LaunchError, LaunchSpec, launch, program_from
 
@@ -78,6 +78,7 @@ def run_check(
         marker=spec.marker or new_marker(),
         owned=True,
         role=f"check {check.name}",
+        tail_bytes=tail_window_bytes(TAIL_CHARS),
     )
     try:
         process = launch(launch_spec)
@@ -93,12 +94,13 @@ def run_check(
         return None
     status = process.status
     assert status is not None
-    tail = tail_output(spec.log_dir, chars=TAIL_CHARS, final=True)
+    # The end, from what the process kept in memory: the log files stop at their cap.
+    tail = tails_text(process.output_tails(), chars=TAIL_CHARS, secrets=spec.secrets)
     return CheckEvidence(
         check.name,
         check.argv,
         time.monotonic() - began,
-        redact_known(tail, spec.secrets),
+        tail,
         exit_code=status.exit_code,
         signal=status.signal,
         timed_out=timed_out,

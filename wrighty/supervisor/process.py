@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from io import FileIO
 from pathlib import Path
@@ -77,6 +77,9 @@ class LaunchSpec:
     on_line: LineObserver | None = None
     # What the program is, in a LaunchError's words ("agent", "check tests").
     role: str = "agent"
+    # How much of the end of each stream is kept in memory, whatever the log's cap dropped
+    # (at least): the diagnostic's, or a check's evidence (``output_tails``).
+    tail_bytes: int = DIAGNOSTIC_TAIL_BYTES
 
 
 @dataclass(frozen=True)
@@ -147,12 +150,18 @@ class _Capture:
     stops being written; the pipe is still drained, so the agent never blocks."""
 
     def __init__(
-        self, source: IO[bytes], log: FileIO, cap: int, lines: LineSplitter | None = None
+        self,
+        source: IO[bytes],
+        log: FileIO,
+        cap: int,
+        lines: LineSplitter | None = None,
+        tail_bytes: int = DIAGNOSTIC_TAIL_BYTES,
     ) -> None:
         self.source = source
         self._log = log
         self._cap = cap
         self._lines = lines
+        self._tail_bytes = tail_bytes
         self._tail: deque[bytes] = deque()
         self._tail_size = 0
         self.written = 0
@@ -163,7 +172,7 @@ class _Capture:
         self._keep(chunk)  # first: the file has it before anything else looks at it
         self._tail.append(chunk)
         self._tail_size += len(chunk)
-        while self._tail_size - len(self._tail[0]) >= DIAGNOSTIC_TAIL_BYTES:
+        while self._tail_size - len(self._tail[0]) >= self._tail_bytes:
             self._tail_size -= len(self._tail.popleft())
         if self._lines is not None:
             self._lines.feed(chunk)
@@ -206,6 +215,11 @@ class _Capture:
 
     def tail(self) -> bytes:
         return b"".join(self._tail)
+
+    def tail_with_offset(self) -> tuple[int, bytes]:
+        """How many bytes the stream wrote before the kept tail, and the tail."""
+        tail = self.tail()
+        return self.written + self.dropped - len(tail), tail
 
 
 class _Pump:
@@ -250,8 +264,12 @@ class AgentProcess:
         self._status: ExitStatus | None = None
         assert popen.stdout is not None
         assert popen.stderr is not None
-        self._stdout = _Capture(popen.stdout, logs[0], spec.log_cap_bytes, _lines(spec, "stdout"))
-        self._stderr = _Capture(popen.stderr, logs[1], spec.log_cap_bytes, _lines(spec, "stderr"))
+        self._stdout = _Capture(
+            popen.stdout, logs[0], spec.log_cap_bytes, _lines(spec, "stdout"), spec.tail_bytes
+        )
+        self._stderr = _Capture(
+            popen.stderr, logs[1], spec.log_cap_bytes, _lines(spec, "stderr"), spec.tail_bytes
+        )
         self._pump = _Pump(self._stdout, self._stderr)
         task = spec.task.encode("utf-8")
         if len(task) <= _PIPE_BUFFER_BYTES:
@@ -298,15 +316,25 @@ class AgentProcess:
         """Wait for the log pumps to drain (after the tree is gone)."""
         self._pump.join(timeout)
 
-    def diagnostic_tail(self) -> str:
-        """The last bytes of stderr and stdout, decoded and redacted."""
+    def output_tails(self) -> list[tuple[Stream, int, bytes]]:
+        """The end of stdout and of stderr (``LaunchSpec.tail_bytes`` at least), each with how
+        many bytes came before it: the end, even of output past the log files' cap."""
+        return [
+            ("stdout", *self._stdout.tail_with_offset()),
+            ("stderr", *self._stderr.tail_with_offset()),
+        ]
+
+    def diagnostic_tail(self, secrets: Sequence[str] = ()) -> str:
+        """The last bytes of stderr and stdout, decoded and redacted (the known ``secrets``
+        too)."""
         parts = []
         for name, pump in (("stderr", self._stderr), ("stdout", self._stdout)):
             if pump.log_problem:
                 parts.append(f"[wrighty: {name}.log is incomplete: {pump.log_problem}]")
             data = pump.tail()
             if data:
-                parts.append(f"--- {name} ---\n{redact_bytes_tail(data, DIAGNOSTIC_TAIL_BYTES)}")
+                text = redact_bytes_tail(data, DIAGNOSTIC_TAIL_BYTES, secrets=secrets)
+                parts.append(f"--- {name} ---\n{text}")
         return "\n".join(parts)
 
 

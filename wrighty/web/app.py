@@ -99,6 +99,8 @@ class Desk(Protocol):
 
     def last_run_logs(self, item_id: int) -> tuple[Run, Path | None, str | None]: ...
 
+    def secrets(self) -> tuple[str, ...]: ...
+
     def run_outcome(self, run_id: str) -> str | None: ...
 
     # The New item page (web/create.py): `wrighty create` and `wrighty import`.
@@ -164,6 +166,8 @@ class WebSettings:
     read_only: bool = False
     # How often the live watcher reads the board (seconds).
     poll_seconds: float = 1.0
+    secure_cookie: bool = False  # --secure-cookie: reached over HTTPS (docs/web.md)
+    body_seconds: float = security.BODY_READ_SECONDS  # --body-timeout
 
 
 class Flashes:
@@ -377,11 +381,19 @@ class Console:
         return {"attempt": run.attempt, "problem": printable_line(problem) if problem else None}
 
     def diff_page(self, request: Request) -> Response:
+        from wrighty.domain.work_product import SHOWN_STAT_LINES, bounded_stat
+        from wrighty.services.diff import redacted
+
         item_id = self._item_id(request)
         with self.open_desk() as desk:
             try:
-                change = desk.change(item_id, stat=False)
-                stat = desk.change(item_id, stat=True).text if change.text else ""
+                # A page is for eyes: its secrets replaced as `wrighty diff --redact` does.
+                secrets = desk.secrets()
+                change = redacted(desk.change(item_id, stat=False), secrets)
+                stat = ""
+                if change.text:
+                    stat = redacted(desk.change(item_id, stat=True), secrets).text
+                stat = bounded_stat(stat, max_lines=SHOWN_STAT_LINES)
             except NotFoundError as missing:
                 return self.not_found(str(missing))
             except WrightyError as refused:
@@ -405,12 +417,12 @@ class Console:
 
         item_id = self._item_id(request)
 
-        def find() -> tuple[Run, Path | None, str | None]:
+        def find() -> tuple[tuple[Run, Path | None, str | None], tuple[str, ...]]:
             with self.open_desk() as desk:
-                return desk.last_run_logs(item_id)
+                return desk.last_run_logs(item_id), desk.secrets()
 
         try:
-            run, log_dir, problem = await asyncio.to_thread(find)
+            (run, log_dir, problem), known = await asyncio.to_thread(find)
         except NotFoundError as missing:
             return _plain(404, str(missing))
         if log_dir is None:
@@ -420,7 +432,9 @@ class Console:
             with self.open_desk() as desk:
                 return desk.run_outcome(run.run_id)
 
-        readers = [LogReader(log_dir / f"{name}.log", name) for name in ("stdout", "stderr")]
+        readers = [
+            LogReader(log_dir / f"{name}.log", name, secrets=known) for name in ("stdout", "stderr")
+        ]
         return StreamingResponse(
             log_events(run, readers, run_open=run_open, disconnected=request.is_disconnected),
             media_type="text/event-stream",
@@ -623,5 +637,10 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
     )
     app.state.console = console
     return security.Guard(
-        app, token=settings.token, allowed=settings.allowed_hosts, read_only=settings.read_only
+        app,
+        token=settings.token,
+        allowed=settings.allowed_hosts,
+        read_only=settings.read_only,
+        secure_cookie=settings.secure_cookie,
+        body_seconds=settings.body_seconds,
     )

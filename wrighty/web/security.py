@@ -10,6 +10,7 @@ never reads the store.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import ipaddress
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from wrighty.errors import WrightyError
+from wrighty.inputs import InputError, read_text_file
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -34,9 +36,14 @@ CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
 # Request bodies larger than this are refused (413) before any of them is read further.
 MAX_BODY_BYTES = 256 * 1024
+# How long a request's body may take to arrive whole (--body-timeout), and the most it may be.
+BODY_READ_SECONDS = 30.0
+MAX_BODY_READ_SECONDS = 3600.0
 # The shortest token a --token-file may hold (secrets.token_urlsafe(32) makes 43 characters).
 MIN_TOKEN_CHARS = 32
 MAX_TOKEN_CHARS = 512
+# The most a --token-file is read of: a token, with room for whitespace around it.
+MAX_TOKEN_FILE_BYTES = 4096
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -57,6 +64,10 @@ UNAUTHORIZED = (401, "unauthorized: open the URL `wrighty serve` printed (it hol
 FORBIDDEN_CSRF = (403, "forbidden: missing or wrong CSRF token")
 READ_ONLY = (403, "read-only: this console does nothing")
 TOO_LARGE = (413, "request body too large")
+
+
+def _too_slow(seconds: float) -> tuple[int, str]:
+    return 408, f"request body not received whole within {seconds:g} s (--body-timeout)"
 
 
 def new_token() -> str:
@@ -88,9 +99,12 @@ def _read_token(path: Path) -> str:
                 f"--token-file {path}: group or others may read or write it "
                 f"(mode {stat.S_IMODE(mode):o}); run `chmod 600 {path}`"
             )
-        text = path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError) as error:
-        raise WrightyError(f"--token-file {path}: cannot read it ({error})") from None
+        # Bounded: a runaway file is refused, never read whole.
+        text = read_text_file(path, limit=MAX_TOKEN_FILE_BYTES).strip()
+    except OSError as error:
+        raise WrightyError(f"--token-file {path}: cannot read it ({error.strerror})") from None
+    except InputError as error:
+        raise WrightyError(f"--token-file {path}: {error}; it holds one token") from None
     if not (MIN_TOKEN_CHARS <= len(text) <= MAX_TOKEN_CHARS) or not _token_chars(text):
         raise WrightyError(
             f"--token-file {path}: does not hold a token ({MIN_TOKEN_CHARS} to "
@@ -177,8 +191,11 @@ def _refused(refusal: tuple[int, str]) -> Decision:
     return Decision(status=refusal[0], message=refusal[1])
 
 
-def cookie_header(token: str) -> str:
-    return f"{COOKIE_NAME}={token}; HttpOnly; SameSite=Strict; Path=/"
+def cookie_header(token: str, *, secure: bool = False) -> str:
+    """The session cookie; ``secure`` (--secure-cookie): sent over HTTPS only."""
+    return f"{COOKIE_NAME}={token}; HttpOnly; SameSite=Strict; Path=/" + (
+        "; Secure" if secure else ""
+    )
 
 
 def gate(
@@ -232,14 +249,35 @@ def cookie_token(header: str | None) -> str | None:
 def form_fields(body: bytes, content_type: str | None) -> list[tuple[str, str]]:
     """The fields of a form posted as application/x-www-form-urlencoded (the only kind the
     console's pages post); none for any other body."""
-    if content_type is None or not content_type.lower().startswith(
-        "application/x-www-form-urlencoded"
-    ):
+    if not _is_form(content_type):
         return []
     try:
-        return parse_qsl(body.decode("utf-8"), keep_blank_values=True)
-    except (UnicodeDecodeError, ValueError):
+        return _form_pairs(body)
+    except ValueError:  # not UTF-8 (the guard refuses it first)
         return []
+
+
+def _is_form(content_type: str | None) -> bool:
+    return content_type is not None and content_type.lower().startswith(
+        "application/x-www-form-urlencoded"
+    )
+
+
+def _form_pairs(body: bytes) -> list[tuple[str, str]]:
+    """The form's fields, its bytes and their %-escapes strictly UTF-8 (ValueError if not)."""
+    return parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict")
+
+
+def form_problem(body: bytes, content_type: str | None) -> str | None:
+    """Why a posted form cannot be read (None: it can, or it is no form): a field that is not
+    UTF-8 text, raw or %-escaped, would otherwise arrive as U+FFFD replacement characters."""
+    if not _is_form(content_type):
+        return None
+    try:
+        _form_pairs(body)
+    except ValueError:
+        return "the form is not UTF-8 text: send its fields as UTF-8 (a browser does)"
+    return None
 
 
 async def posted_form(request: Request) -> dict[str, str]:
@@ -287,12 +325,22 @@ class Guard:
     its refusal, before the app sees it; every response gets the security headers."""
 
     def __init__(
-        self, app: ASGIApp, *, token: str, allowed: frozenset[str], read_only: bool = False
+        self,
+        app: ASGIApp,
+        *,
+        token: str,
+        allowed: frozenset[str],
+        read_only: bool = False,
+        secure_cookie: bool = False,
+        body_seconds: float = BODY_READ_SECONDS,
     ) -> None:
         self.app = app
         self.token = token
         self.allowed = allowed
         self.read_only = read_only  # --read-only: every POST refused (403), whatever its path
+        self.secure_cookie = secure_cookie  # --secure-cookie: the cookie goes over HTTPS only
+        # --body-timeout: a body not whole by then is answered 408 and its connection closed
+        self.body_seconds = body_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -309,7 +357,9 @@ class Guard:
             allowed=self.allowed,
         )
         if decision.redirect is not None:
-            await _respond(send, 303, "", [("location", decision.redirect)], decision.set_cookie)
+            cookie = decision.set_cookie
+            setting = None if cookie is None else cookie_header(cookie, secure=self.secure_cookie)
+            await _respond(send, 303, "", [("location", decision.redirect)], setting)
             return
         if not decision.passes:
             await _respond(send, decision.status or 400, decision.message)
@@ -325,9 +375,17 @@ class Guard:
         if body_too_large(headers.get("content-length")):
             await _respond(send, *TOO_LARGE)
             return
-        body = await _read_body(receive)
+        try:
+            body = await asyncio.wait_for(_read_body(receive), self.body_seconds)
+        except TimeoutError:  # and the connection closed: the rest of its body is never read
+            await _respond(send, *_too_slow(self.body_seconds), [("connection", "close")])
+            return
         if body is None:
             await _respond(send, *TOO_LARGE)
+            return
+        problem = form_problem(body, headers.get("content-type"))
+        if problem is not None:
+            await _respond(send, 400, problem)
             return
         if not post_ok(
             header=headers.get(CSRF_HEADER),
@@ -415,6 +473,6 @@ async def _respond(
         *((name.encode(), value.encode()) for name, value in SECURITY_HEADERS),
     ]
     if set_cookie is not None:
-        raw.append((b"set-cookie", cookie_header(set_cookie).encode()))
+        raw.append((b"set-cookie", set_cookie.encode()))
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -67,7 +67,10 @@ class CheckRunner:
         actor: str,
         lost: Callable[[], StopReason],
         environ: Mapping[str, str] = os.environ,
+        known: Sequence[str] = (),
     ) -> None:
+        """``known``: values its evidence never shows besides ``environ``'s credentials (the
+        worker's config.known_secrets)."""
         self._store = store
         self._guard = guard
         self._terms = terms
@@ -80,7 +83,7 @@ class CheckRunner:
         self._actor = actor
         self._lost = lost  # the claim is gone: tell it, and say why (cancelled or fenced)
         self._environ = environ
-        self.secrets = secret_values(environ)
+        self.secrets = tuple(dict.fromkeys((*secret_values(environ), *known)))
 
     def run(
         self, place: CheckPlace, verification: Verification

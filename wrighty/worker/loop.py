@@ -34,6 +34,7 @@ from wrighty.config import (
     check_program_problems,
     completion_of,
     crash_policy_of,
+    known_secrets,
     lease_terms_of,
     limits_of,
     pricing_of,
@@ -60,7 +61,7 @@ from wrighty.domain.work_product import Completion
 from wrighty.domain.worker_events import WorkerEvent
 from wrighty.errors import StoreError, UnreadableError, WrightyError
 from wrighty.notify.delivery import DeliveryThread, delivery_paused
-from wrighty.runenv import run_variables
+from wrighty.runenv import run_variables, secret_names_variable
 from wrighty.services.clock import StoreClock
 from wrighty.services.items import require_item
 from wrighty.services.reaper import reap_expired
@@ -173,10 +174,14 @@ def _refuse_missing_checks(config: WrightyConfig, agent: str) -> None:
 
 def _variables_for_runs(loaded: LoadedConfig, target: StoreTarget | None) -> dict[str, str]:
     """What each run is given (runenv.py); without the store's target (a worker built in a
-    test), only the config's path."""
+    test), only the config's path and the secrets' names."""
+    names = [name for agent in loaded.config.agents.values() for name in agent.env]
     if target is not None:
-        return run_variables(target, pricing_of(loaded.config), config_path=loaded.path)
-    return {"WRIGHTY_CONFIG": str(loaded.path)} if loaded.path is not None else {}
+        return run_variables(
+            target, pricing_of(loaded.config), config_path=loaded.path, secret_names=names
+        )
+    given = {"WRIGHTY_CONFIG": str(loaded.path)} if loaded.path is not None else {}
+    return {**given, **secret_names_variable(names)}
 
 
 class Worker:
@@ -411,6 +416,7 @@ class Worker:
             completion=completion_of(self._config),
             fallbacks=self._fallbacks_of(plan.name),
             reader_of=self._reader_of,
+            secrets=known_secrets(self._config, os.environ),
         )
 
     def _reader_of(self, agent: str) -> Reader | None:

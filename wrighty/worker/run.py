@@ -35,7 +35,6 @@ from wrighty.domain.classify import (
 from wrighty.domain.model import Change, Item, NewRun, Run, RunEnd, Session, Stream
 from wrighty.domain.notices import Source, with_notices
 from wrighty.domain.outcomes import USAGE_CLASSES, Confidence, OutcomeClass, RunKind
-from wrighty.domain.redact import secret_values
 from wrighty.domain.retry import AGENT_REPORTED, CrashPolicy, Fallback, ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
@@ -107,6 +106,9 @@ class Setting:
     # A new reader of an agent's output, by the agent's name (None: the agent's output is
     # not read, or it is unknown now): what a handoff reads the earlier agent's last message with.
     reader_of: Callable[[str], Reader | None] = lambda _: None
+    # The values no prompt shows (config.known_secrets): the worker's environment's credential
+    # variables and every agents.<name>.env value.
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -366,10 +368,10 @@ class ClaimRun:
                 claimed.body,
                 self._earlier_work(start),
                 claimed.handoff_note,
-                secrets=secret_values(os.environ),
+                secrets=self._setting.secrets,
             )
         if claimed.feedback and review.owes_feedback(self._claim.claimed_reason_code):
-            told = review.feedback_prompt(claimed.feedback, secrets=secret_values(os.environ))
+            told = review.feedback_prompt(claimed.feedback, secrets=self._setting.secrets)
             return told if start.kind.resumes else f"{claimed.body}\n\n{told}"
         if not start.kind.resumes:
             return claimed.body
@@ -379,7 +381,7 @@ class ClaimRun:
         return verify.feedback_prompt(
             start.feedback,
             feedback_bytes=policy.feedback_bytes,
-            secrets=secret_values(os.environ),
+            secrets=self._setting.secrets,
         )
 
     def _fallbacks(self, result: Classification) -> tuple[Fallback, ...]:
@@ -698,7 +700,9 @@ class ClaimRun:
             exit_code=status.exit_code,
             signal=status.signal,
             diagnostic="\n".join(
-                part for part in (result.summary, said, agent.diagnostic_tail()) if part
+                part
+                for part in (result.summary, said, agent.diagnostic_tail(self._setting.secrets))
+                if part
             ),
             usage=output.meter.run_usage if output.reader is not None else None,
         )
@@ -826,6 +830,7 @@ class ClaimRun:
             stop_grace_seconds=setting.stop_grace_seconds,
             stop_requested=setting.stop_requested, wake=self._wake, now=self._now,
             emit=self._emit, actor=f"worker:{setting.worker_id}", lost=self._tell_lost,
+            known=setting.secrets,
         )  # fmt: skip
 
     def _verify(
@@ -913,7 +918,7 @@ class ClaimRun:
         diagnostic = ""
         if self.agent is not None:
             self._stop(self.agent)
-            diagnostic = self.agent.diagnostic_tail()
+            diagnostic = self.agent.diagnostic_tail(self._setting.secrets)
         change = internal_error_change(
             self._store, claimed, error, plan=self._plan,
             installation_id=self._setting.installation_id, now=self._now,
