@@ -72,6 +72,12 @@ _T = TypeVar("_T")
 LAST_MESSAGE_WINDOW_BYTES = 1024 * 1024
 
 
+# Claims whose fresh run passes over a recorded workspace it will not use, for the item's own:
+# a person asked to start over, or the last start's machine failed (the worker that recorded
+# it may be another project's on the same store: its workspace is not one this one uses).
+_STARTS_OVER = frozenset({OPERATOR_REQUEUE, machine.MACHINE_FAILURE})
+
+
 @dataclass(frozen=True)
 class Setting:
     """What every claim's run of one worker shares."""
@@ -318,7 +324,7 @@ class ClaimRun:
                 item=claimed,
                 session=recorded,
                 resume=resume,
-                start_over=self._claim.claimed_reason_code == OPERATOR_REQUEUE,
+                start_over=self._claim.claimed_reason_code in _STARTS_OVER,
                 completion=self._setting.completion,
             )
             left = meter.limit.left_after(meter.prior).max_cost_usd
