@@ -265,3 +265,52 @@ def test_an_item_ready_for_review_is_told_with_its_branch_stat_and_checks(
         f"wrighty accept {item_id}",
         f"wrighty reject {item_id} --feedback TEXT",
     ]
+
+
+def test_a_passing_verify_by_hand_commits_the_work_and_waits_for_review_then_accept_merges(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    # The check fails after the run (no fix turn): the item waits for its checks, its change
+    # not committed. Once the check passes by hand, `wrighty verify` takes the worker's way:
+    # the change is committed on the item's branch, the item waits for review, and accept
+    # merges it. Before, it went straight to done, its work left uncommitted in the worktree.
+    flag = tmp_path / "checks-pass"
+    project = make_project(
+        tmp_path / "p", store_url, agent=AGENT,
+        completion={"review": "person", "integrate": "merge"},
+        verify={"checks": [{"name": "flag", "argv": ["test", "-f", str(flag)]}],
+                "maxFixTurns": 0},
+    )  # fmt: skip
+    item_id = project.plant("Write the answer.", title="Answer")
+    branch = f"wrighty/{item_id}-answer"
+    worktree = project.root / ".wrighty" / "worktrees" / str(item_id)
+    assert project.worker("--once").returncode == 0
+    waiting = project.get(item_id)
+    assert waiting.state is ItemState.NEEDS_ATTENTION
+    assert waiting.reason_code == "verification-failed"
+    assert git(worktree, "status", "--porcelain") == "?? answer.txt"
+
+    flag.touch()
+    said = project.wrighty("verify", str(item_id))
+
+    assert said.splitlines()[-1] == (
+        f"every check passed; item {item_id} is review: every check passed when run by hand "
+        "(1 check); it waits for a person's review"
+    )
+    item = project.get(item_id)
+    assert (item.state, item.reason_code) == (ItemState.REVIEW, "ready-for-review")
+    assert item.next_action == f"wrighty accept {item_id}"
+    assert git(worktree, "status", "--porcelain") == ""
+    assert git(project.root, "show", f"{branch}:answer.txt") == "41"
+    message = git(project.root, "log", "-1", "--format=%B", branch)
+    assert message.startswith("Answer\n\nWrite the answer.\n\nWrighty-Item: ")
+
+    assert project.wrighty("accept", str(item_id)).startswith(f"item {item_id} is done")
+    assert git(project.root, "show", "main:answer.txt") == "41"
+    done = json.loads(project.wrighty("show", str(item_id), "--json"))
+    moves = [(e["from_state"], e["to_state"], e["reason_code"]) for e in done["events"]]
+    assert moves[-3:] == [
+        ("running", "needs-attention", "verification-failed"),
+        ("needs-attention", "review", "ready-for-review"),
+        ("review", "done", "accepted"),
+    ]

@@ -342,9 +342,10 @@ def after_shutdown(item: Item, run_end: RunEnd, *, resumable: bool) -> Settlemen
     )
 
 
-def commit_failed(item: Item, run_end: RunEnd, why: str) -> Settlement:
+def commit_failed(item: Item, run_end: RunEnd | None, why: str) -> Settlement:
     """A done run whose commit failed waits for a person: its changes stay in the worktree,
-    and a resumed run (or a person's own commit) finishes it."""
+    and a resumed run (or a person's own commit) finishes it. ``run_end``: None when no run
+    ends with it (the checks passed by hand)."""
     return Settlement(
         ItemState.NEEDS_ATTENTION,
         process_started=True,

@@ -10,7 +10,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from wrighty.domain import decisions, review
+from wrighty.domain.claims import Settlement
 from wrighty.domain.model import Item
+from wrighty.domain.states import ItemState
 from wrighty.domain.work_product import Completion, commit_message
 from wrighty.supervisor.git import GitError, git_ok, identity, run_git
 
@@ -63,3 +66,20 @@ def _commit(workspace: Path, completion: Completion, *, item: Item, run_id: str)
     if not made.ok:
         return CommitResult(Ending.FAILED, why=made.why())
     return CommitResult(Ending.COMMITTED, commit=git_ok(workspace, "rev-parse", "HEAD").strip())
+
+
+def where_done_goes(
+    item: Item, settlement: Settlement, done: CommitResult | None, completion: Completion
+) -> Settlement:
+    """Where ``item`` goes once its work is done (``settlement``: to done) and ``done`` is what
+    its commit did (None: it has no branch): a failed commit waits for a person, changes the
+    agent left uncommitted are said, and with completion.review person it waits for review.
+    A worker's done run and a passing `wrighty verify` go this one way
+    (docs/work-product.md)."""
+    if done is not None and done.ending is Ending.FAILED:
+        return decisions.commit_failed(item, settlement.run_end, done.why or "")
+    if done is not None and done.ending is Ending.UNCOMMITTED:
+        settlement = decisions.uncommitted(settlement)
+    if settlement.to_state is ItemState.DONE and completion.review == "person":
+        return review.to_review(item, settlement)
+    return settlement

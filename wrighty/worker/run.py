@@ -740,14 +740,15 @@ class ClaimRun:
                     usage=_usage_facts(output.reader, recorded, self._fallbacks(result)),
                     resume_missing=missing,
                 )
-        if settlement.to_state is ItemState.DONE and self._branch is not None:
-            completed = self._complete(run_id, output.session, settlement)
-            if completed is None:
-                self._tell_lost()
-                return
-            settlement = completed
-        if settlement.to_state is ItemState.DONE and self._setting.completion.review == "person":
-            settlement = review.to_review(claimed, settlement)
+        if settlement.to_state is ItemState.DONE:
+            done = None
+            if self._branch is not None:
+                done = self._complete(run_id, output.session)
+                if done is None:
+                    self._tell_lost()
+                    return
+            completion = self._setting.completion
+            settlement = commit.where_done_goes(claimed, settlement, done, completion)
         change = settle(claimed, settlement, at=self._now())
         self._move_circuit(change, result.outcome_class, _reset_hint(output.reader, recorded))
         stat = None
@@ -757,10 +758,10 @@ class ClaimRun:
 
     # -- committing -------------------------------------------------------------------------
 
-    def _complete(self, run_id: str, session: Session, settlement: Settlement) -> Settlement | None:
+    def _complete(self, run_id: str, session: Session) -> commit.CommitResult | None:
         """What completion.commit asks after a done run on the item's branch, under the claim
-        (renewed at every heartbeat while git and its hooks run); the settlement, as it stands
-        or changed by what git said (docs/work-product.md). None if the claim was lost."""
+        (renewed at every heartbeat while git and its hooks run), told as an event; None if
+        the claim was lost."""
         claimed, branch = self._claimed, self._branch
         done = self._renewing(
             lambda: commit.complete(
@@ -768,19 +769,14 @@ class ClaimRun:
             ),
             name="commit",
         )
-        if done is None:
-            return None
-        if done.ending is commit.Ending.COMMITTED:
+        if done is not None and done.ending is commit.Ending.COMMITTED:
             self._emit(
                 WorkerEvent.COMMITTED,
                 item_id=claimed.id, run_id=run_id, branch=branch, commit=done.commit,
             )  # fmt: skip
-        elif done.ending is commit.Ending.UNCOMMITTED:
+        elif done is not None and done.ending is commit.Ending.UNCOMMITTED:
             self._emit(WorkerEvent.UNCOMMITTED, item_id=claimed.id, run_id=run_id, branch=branch)
-            return decisions.uncommitted(settlement)
-        elif done.ending is commit.Ending.FAILED and settlement.run_end is not None:
-            return decisions.commit_failed(claimed, settlement.run_end, done.why or "")
-        return settlement
+        return done
 
     # -- verifying --------------------------------------------------------------------------
 
