@@ -314,3 +314,50 @@ def test_a_passing_verify_by_hand_commits_the_work_and_waits_for_review_then_acc
         ("needs-attention", "review", "ready-for-review"),
         ("review", "done", "accepted"),
     ]
+
+
+def test_an_item_whose_run_changed_nothing_says_no_change(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    # The agent ends well and changes nothing: the item still waits for review (a task that
+    # asked for a change and got none is for a person to judge), its reason saying so first.
+    # Under review auto it is done, saying so too. An agent that committed its own change is
+    # not "no change".
+    idle = "import sys\nsys.stdin.read()\n"
+    project = make_project(
+        tmp_path / "p", store_url, completion={"review": "person"}, agent=idle, verify=CHECK_NONE
+    )
+    item_id = project.plant("Write the answer.", title="Answer")
+    assert project.worker("--once").returncode == 0
+    item = project.get(item_id)
+    assert (item.state, item.reason_code) == (ItemState.REVIEW, "ready-for-review")
+    assert item.reason == (
+        "no change: the run succeeded, but its branch is still its base (nothing was changed); "
+        "it waits for a person's review"
+    )
+
+    auto = make_project(tmp_path / "auto", store_url, agent=idle)
+    auto_id = auto.plant("Write the answer.", title="Answer")
+    assert auto.worker("--once").returncode == 0
+    done = auto.get(auto_id)
+    assert done.state is ItemState.DONE
+    assert done.reason == (
+        "no change: the run succeeded, but its branch is still its base (nothing was changed)"
+    )
+
+    committing = textwrap.dedent(
+        """\
+        import pathlib, subprocess, sys
+        sys.stdin.read()
+        pathlib.Path("answer.txt").write_text("41\\n")
+        subprocess.run(["git", "add", "answer.txt"], check=True)
+        subprocess.run(["git", "commit", "-qm", "the answer"], check=True)
+        """
+    )
+    itself = make_project(tmp_path / "itself", store_url, agent=committing)
+    itself_id = itself.plant("Write the answer.", title="Answer")
+    assert itself.worker("--once").returncode == 0
+    assert (itself.get(itself_id).state, itself.get(itself_id).reason) == (ItemState.DONE, None)
+
+
+CHECK_NONE = {"checks": [{"name": "always", "argv": ["true"]}]}

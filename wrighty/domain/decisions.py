@@ -358,6 +358,18 @@ def commit_failed(item: Item, run_end: RunEnd | None, why: str) -> Settlement:
     )
 
 
+# The start of a done item's reason when its run changed nothing (docs/work-product.md#review).
+NO_CHANGE = "no change"
+
+
+def unchanged(settlement: Settlement) -> Settlement:
+    """A done run that changed nothing: its branch is still the commit it was made from, and
+    nothing was left to commit. Said first in its reason, for the person who reviews it."""
+    did = settlement.reason or "the run succeeded"
+    reason = f"{NO_CHANGE}: {did}, but its branch is still its base (nothing was changed)"
+    return dataclasses.replace(settlement, reason=reason)
+
+
 def uncommitted(settlement: Settlement) -> Settlement:
     """A done run whose agent (completion.commit "agent") left changes it did not commit."""
     said = "the agent left uncommitted changes in its worktree (completion.commit is agent)"

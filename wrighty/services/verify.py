@@ -200,7 +200,10 @@ def _completed(
         runs = store.list_runs(item.id)
         latest = max(runs, key=lambda run: run.started_at, default=None)
         run_id = latest.run_id if latest is not None else fallback_run
-        done = commit.complete(Path(session.workspace), completion, item=item, run_id=run_id)
+        done = commit.complete(
+            Path(session.workspace), completion, item=item, run_id=run_id,
+            base_commit=session.base_commit,
+        )  # fmt: skip
     settlement = commit.where_done_goes(item, settlement, done, completion)
     if settlement.to_state is item.state:  # its commit failed: it waits as it did, saying why
         return restated(

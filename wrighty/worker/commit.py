@@ -20,7 +20,8 @@ from wrighty.supervisor.git import GitError, git_ok, identity, run_git
 
 class Ending(StrEnum):
     COMMITTED = "committed"  # wrighty made a commit
-    NOTHING = "nothing"  # nothing to commit: the agent changed nothing, or committed itself
+    NOTHING = "nothing"  # nothing to commit: the agent committed itself
+    UNCHANGED = "unchanged"  # nothing to commit, and the branch is still its base: no change
     UNCOMMITTED = "uncommitted"  # completion.commit agent: the agent left changes
     FAILED = "failed"  # git refused (a hook, no identity): the changes stay in the worktree
     NOT_ASKED = "not-asked"  # completion.commit none, or agent with a clean worktree
@@ -33,25 +34,43 @@ class CommitResult:
     why: str | None = None  # why it failed: git's last line, neutralised
 
 
-def complete(workspace: Path, completion: Completion, *, item: Item, run_id: str) -> CommitResult:
-    """Do what completion.commit says with the worktree ``workspace`` of ``item``'s done run."""
+def complete(
+    workspace: Path,
+    completion: Completion,
+    *,
+    item: Item,
+    run_id: str,
+    base_commit: str | None = None,
+) -> CommitResult:
+    """Do what completion.commit says with the worktree ``workspace`` of ``item``'s done run.
+    ``base_commit``: the commit its branch was made from, to tell a run that changed nothing
+    (None: not known, not told)."""
     try:
         if completion.commit == "wrighty":
-            return _commit(workspace, completion, item=item, run_id=run_id)
+            return _commit(workspace, completion, item=item, run_id=run_id, base=base_commit)
         if completion.commit == "agent" and git_ok(workspace, "status", "--porcelain").strip():
             return CommitResult(Ending.UNCOMMITTED)
+        if completion.commit == "agent" and _still_base(workspace, base_commit):
+            return CommitResult(Ending.UNCHANGED)
     except GitError as error:
         return CommitResult(Ending.FAILED, why=str(error))
     return CommitResult(Ending.NOT_ASKED)
 
 
-def _commit(workspace: Path, completion: Completion, *, item: Item, run_id: str) -> CommitResult:
+def _still_base(workspace: Path, base: str | None) -> bool:
+    """Whether the worktree's HEAD is still the commit its branch was made from."""
+    return base is not None and git_ok(workspace, "rev-parse", "HEAD").strip() == base
+
+
+def _commit(
+    workspace: Path, completion: Completion, *, item: Item, run_id: str, base: str | None
+) -> CommitResult:
     added = run_git(workspace, "add", "-A")  # what .gitignore ignores stays out
     if not added.ok:
         return CommitResult(Ending.FAILED, why=added.why())
     staged = run_git(workspace, "diff", "--cached", "--quiet")
     if staged.ok:
-        return CommitResult(Ending.NOTHING)
+        return CommitResult(Ending.UNCHANGED if _still_base(workspace, base) else Ending.NOTHING)
     if staged.returncode != 1:
         return CommitResult(Ending.FAILED, why=staged.why())
     made = run_git(
@@ -73,13 +92,16 @@ def where_done_goes(
 ) -> Settlement:
     """Where ``item`` goes once its work is done (``settlement``: to done) and ``done`` is what
     its commit did (None: it has no branch): a failed commit waits for a person, changes the
-    agent left uncommitted are said, and with completion.review person it waits for review.
+    agent left uncommitted are said, so is a run that changed nothing, and with
+    completion.review person it waits for review.
     A worker's done run and a passing `wrighty verify` go this one way
     (docs/work-product.md)."""
     if done is not None and done.ending is Ending.FAILED:
         return decisions.commit_failed(item, settlement.run_end, done.why or "")
     if done is not None and done.ending is Ending.UNCOMMITTED:
         settlement = decisions.uncommitted(settlement)
+    if done is not None and done.ending is Ending.UNCHANGED:
+        settlement = decisions.unchanged(settlement)
     if settlement.to_state is ItemState.DONE and completion.review == "person":
         return review.to_review(item, settlement)
     return settlement

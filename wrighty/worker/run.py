@@ -765,7 +765,11 @@ class ClaimRun:
         claimed, branch = self._claimed, self._branch
         done = self._renewing(
             lambda: commit.complete(
-                Path(session.workspace), self._setting.completion, item=claimed, run_id=run_id
+                Path(session.workspace),
+                self._setting.completion,
+                item=claimed,
+                run_id=run_id,
+                base_commit=session.base_commit or _recorded_base(self._claim.session, session),
             ),
             name="commit",
         )
@@ -927,6 +931,14 @@ def _recorded_branch(recorded: Session | None, workspace: Path) -> str | None:
     if recorded is None or recorded.workspace != str(workspace):
         return None
     return recorded.branch
+
+
+def _recorded_base(recorded: Session | None, session: Session) -> str | None:
+    """The base commit the item's session recorded for the run's workspace (a worktree kept
+    as it was keeps its base)."""
+    if recorded is None or recorded.workspace != session.workspace:
+        return None
+    return recorded.base_commit
 
 
 def _usage_facts(
