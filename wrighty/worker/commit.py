@@ -15,7 +15,7 @@ from wrighty.domain.claims import Settlement
 from wrighty.domain.model import Item
 from wrighty.domain.states import ItemState
 from wrighty.domain.work_product import Completion, commit_message
-from wrighty.supervisor.git import GitError, git_ok, identity, run_git
+from wrighty.supervisor.git import GitError, GitResult, git_ok, identity, run_git
 
 
 class Ending(StrEnum):
@@ -31,7 +31,7 @@ class Ending(StrEnum):
 class CommitResult:
     ending: Ending
     commit: str | None = None  # the commit wrighty made
-    why: str | None = None  # why it failed: git's last line, neutralised
+    why: str | None = None  # why it failed: the step, in words, then git's last line, neutralised
 
 
 def complete(
@@ -67,12 +67,12 @@ def _commit(
 ) -> CommitResult:
     added = run_git(workspace, "add", "-A")  # what .gitignore ignores stays out
     if not added.ok:
-        return CommitResult(Ending.FAILED, why=added.why())
+        return _failed("stage the changes (git add -A; nothing was staged)", added)
     staged = run_git(workspace, "diff", "--cached", "--quiet")
     if staged.ok:
         return CommitResult(Ending.UNCHANGED if _still_base(workspace, base) else Ending.NOTHING)
     if staged.returncode != 1:
-        return CommitResult(Ending.FAILED, why=staged.why())
+        return _failed("compare the staged changes with HEAD (git diff --cached)", staged)
     made = run_git(
         workspace,
         "commit",
@@ -83,8 +83,14 @@ def _commit(
         env=identity(completion.author_name, completion.author_email),
     )
     if not made.ok:
-        return CommitResult(Ending.FAILED, why=made.why())
+        return _failed("commit the staged changes (git commit; they stay staged)", made)
     return CommitResult(Ending.COMMITTED, commit=git_ok(workspace, "rev-parse", "HEAD").strip())
+
+
+def _failed(what: str, result: GitResult) -> CommitResult:
+    """A failed step, in wrighty's words (what could not be done, what it left), then git's
+    own last line."""
+    return CommitResult(Ending.FAILED, why=f"git could not {what}: {result.why()}")
 
 
 def where_done_goes(
