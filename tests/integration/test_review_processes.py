@@ -361,3 +361,39 @@ def test_an_item_whose_run_changed_nothing_says_no_change(
 
 
 CHECK_NONE = {"checks": [{"name": "always", "argv": ["true"]}]}
+
+
+def test_a_passing_verify_by_hand_whose_commit_fails_keeps_the_item_waiting_saying_why(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    flag = tmp_path / "checks-pass"
+    project = make_project(
+        tmp_path / "p", store_url, agent=AGENT, completion={"review": "person"},
+        verify={"checks": [{"name": "flag", "argv": ["test", "-f", str(flag)]}],
+                "maxFixTurns": 0},
+    )  # fmt: skip
+    item_id = project.plant("Write the answer.", title="Answer")
+    assert project.worker("--once").returncode == 0
+    hook = project.root / ".git" / "hooks" / "commit-msg"
+    hook.write_text("#!/bin/sh\necho 'no ticket number' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    flag.touch()
+
+    said = project.wrighty("verify", str(item_id))
+
+    item = project.get(item_id)
+    assert (item.state, item.reason_code) == (ItemState.NEEDS_ATTENTION, "commit-failed")
+    assert item.reason is not None
+    assert "git could not commit the staged changes (git commit; they stay staged): " in (
+        item.reason
+    )
+    assert "no ticket number" in item.reason
+    assert said.splitlines()[-1].startswith(
+        f"every check passed; item {item_id} is needs-attention"
+    )
+    worktree = project.root / ".wrighty" / "worktrees" / str(item_id)
+    assert git(worktree, "status", "--porcelain") == "A  answer.txt"  # kept, staged
+    done = json.loads(project.wrighty("show", str(item_id), "--json"))
+    last = done["events"][-1]
+    assert (last["from_state"], last["to_state"], last["reason_code"]) == (
+        "needs-attention", "needs-attention", "commit-failed")  # fmt: skip
