@@ -1,4 +1,5 @@
-"""Setting a project up for wrighty: the config file, the state directory, .gitignore."""
+"""Setting a project up for wrighty: the config file, the state directory, and git told to
+ignore it."""
 
 from __future__ import annotations
 
@@ -85,18 +86,51 @@ def git_worktree_root(start: Path) -> Path | None:
     return None
 
 
-def ensure_gitignored(project_root: Path) -> bool:
-    """Add .wrighty/ to the project's .gitignore inside a git work tree; True if added."""
-    if git_worktree_root(project_root) is None:
-        return False
-    path = project_root / ".gitignore"
+def ensure_ignored(project_root: Path) -> Path | None:
+    """Have git ignore .wrighty/ inside a git work tree: the file the entry was added to, or
+    None (not in git, or already ignored by the project's .gitignore or by that file).
+
+    The entry goes to the repository's own exclude file (``info/exclude``, shared by its
+    worktrees), not the tracked .gitignore: nothing tracked changes, so a merge into the
+    project (completion.integrate merge) is not refused for it (docs/cli.md#wrighty-init)."""
+    top = git_worktree_root(project_root)
+    if top is None:
+        return None
+    if _lists_state_dir(project_root / ".gitignore"):
+        return None
+    path = _exclude_file(project_root, top)
+    path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a+", encoding="utf-8") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)  # racing inits: one adds the entry, once
         handle.seek(0)
         existing = handle.read()
-        entries = {line.strip().strip("/") for line in existing.splitlines()}
-        if STATE_DIRNAME in entries:
-            return False
+        if STATE_DIRNAME in _entries(existing):
+            return None
         separator = "" if not existing or existing.endswith("\n") else "\n"
         handle.write(f"{separator}{_GITIGNORE_ENTRY}\n")
-    return True
+    return path
+
+
+def _exclude_file(project_root: Path, top: Path) -> Path:
+    """The repository's info/exclude, as git finds it (a linked worktree's is its main
+    repository's); ``top``'s .git/info/exclude when git cannot say."""
+    from wrighty.supervisor.git import GitError, run_git
+
+    try:
+        found = run_git(project_root, "rev-parse", "--git-path", "info/exclude")
+    except GitError:
+        found = None
+    if found is not None and found.ok and found.stdout.strip():
+        return Path(os.path.normpath(project_root / found.stdout.strip()))
+    return top / ".git" / "info" / "exclude"
+
+
+def _lists_state_dir(path: Path) -> bool:
+    try:
+        return STATE_DIRNAME in _entries(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return False
+
+
+def _entries(text: str) -> set[str]:
+    return {line.strip().strip("/") for line in text.splitlines()}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import wrighty
-from tests.helpers import installed_wrighty, snapshot
+from tests.helpers import git, git_env, git_repo, installed_wrighty, snapshot
 from wrighty.config import config_json_schema
 
 
@@ -25,7 +25,12 @@ def test_init_creates_config_store_and_ignores_state_in_git(project: Path) -> No
     assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
     assert stat.S_IMODE((state_dir / "wrighty.db").stat().st_mode) == 0o600
     assert json.loads((state_dir / "wrighty.schema.json").read_text()) == config_json_schema()
-    assert (project / ".gitignore").read_text() == ".wrighty/\n"
+    exclude = project / ".git" / "info" / "exclude"
+    assert exclude.read_text() == ".wrighty/\n"
+    assert not (project / ".gitignore").exists()  # nothing the project tracks changes
+    assert f"added .wrighty/ to {exclude} (git ignores it; nothing tracked changed)\n" in (
+        result.stdout
+    )
     assert "installation inst-" in result.stdout
 
 
@@ -42,7 +47,8 @@ def test_init_twice_changes_nothing_and_keeps_a_edited_config(project: Path) -> 
     assert result.exit_code == 0
     assert "kept existing" in result.stdout
     assert json.loads(config.read_text())["worker"]["concurrency"] == 3
-    assert (project / ".gitignore").read_text() == "node_modules\n.wrighty/\n"
+    assert (project / ".gitignore").read_text() == "node_modules"
+    assert (project / ".git" / "info" / "exclude").read_text() == ".wrighty/\n"
     after = snapshot(project)
     changed = {k for k in after if after[k] != before.get(k)}
     # Only SQLite's own WAL bookkeeping may differ after re-opening.
@@ -103,6 +109,47 @@ def test_init_outside_git_touches_no_gitignore(tmp_path: Path, monkeypatch) -> N
     monkeypatch.chdir(plain)
     assert wrighty("init").exit_code == 0
     assert not (plain / ".gitignore").exists()
+
+
+def test_init_leaves_a_gitignore_that_lists_the_state_folder_as_it_is(project: Path) -> None:
+    (project / ".gitignore").write_text("/.wrighty\n")
+    result = wrighty("init")
+    assert result.exit_code == 0, result.output
+    assert "added .wrighty/" not in result.stdout
+    assert not (project / ".git" / "info" / "exclude").exists()
+
+
+def test_init_in_a_repository_with_a_tracked_gitignore_lets_accept_merge(tmp_path: Path) -> None:
+    """The installed programs, as a new user runs them: `wrighty init` in a repository whose
+    .gitignore is tracked changes nothing tracked, so `integrate: merge` merges the accepted
+    item (before, init appended to the tracked .gitignore and every merge was refused)."""
+    root = git_repo(tmp_path / "shop")
+    (root / ".gitignore").write_text("*.log\n")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-qm", "the project")
+    command = installed_wrighty()
+    env = {**git_env(), **{k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}}
+    env["PATH"] = f"{Path(command).parent}:{env.get('PATH', '')}"
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [command, *args], cwd=root, env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done.stdout
+
+    said = run("init", "--example")
+    assert f"added .wrighty/ to {root / '.git' / 'info' / 'exclude'}" in said
+    assert git(root, "status", "--porcelain") == "?? wrighty.json"
+    document = json.loads((root / "wrighty.json").read_text())
+    document["worker"]["workspaceMode"] = "worktree"
+    document["completion"] = {"review": "person", "integrate": "merge"}
+    (root / "wrighty.json").write_text(json.dumps(document))
+    run("create", "--title", "Leave a note", "--body", "take notes", "--queue")
+    run("worker", "start", "--once")
+    assert json.loads(run("show", "1", "--json"))["state"] == "review"
+    assert run("accept", "1").startswith("item 1 is done")
+    assert "WRIGHTY_EXAMPLE_NOTES.md" in git(root, "ls-tree", "--name-only", "HEAD")
 
 
 def test_init_records_a_store_given_on_the_command_line(project: Path) -> None:
@@ -231,7 +278,7 @@ def test_racing_inits_create_the_config_and_the_store_once(project: Path, tmp_pa
     assert lines.count(f"kept existing {config} (use --force to replace it)") == 5
     assert lines.count(f"created store {store}") == 1
     assert lines.count(f"opened store {store}") == 5
-    assert (project / ".gitignore").read_text() == ".wrighty/\n"
+    assert (project / ".git" / "info" / "exclude").read_text() == ".wrighty/\n"
     assert sorted(p.name for p in store.parent.iterdir()) == ["wrighty.db", "wrighty.schema.json"]
     listed = wrighty("list", "--json")
     assert (listed.exit_code, json.loads(listed.stdout)) == (0, [])

@@ -74,7 +74,11 @@ def test_a_commit_git_refuses_says_why_and_keeps_the_change(repo: Path) -> None:
     (repo / "a.txt").write_text("a\n")
     done = complete(repo, Completion(hooks="run"), item=ITEM, run_id="run-1")
     assert done.ending is Ending.FAILED
-    assert done.why == "bad\\x1b[2J message"  # git's last line, neutralised
+    # what failed, in wrighty's words; then git's last line, neutralised
+    assert done.why == (
+        "git could not commit the staged changes (git commit; they stay staged): "
+        "bad\\x1b[2J message"
+    )
     assert (repo / "a.txt").read_text() == "a\n"
     assert git(repo, "log", "--format=%s") == "start"
 

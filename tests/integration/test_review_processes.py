@@ -295,3 +295,135 @@ def test_show_bounds_the_stat_of_a_change_of_many_files(
     assert lines[0] == "   file-000.txt | 1 +"
     assert lines[-2] == "   … 102 more lines"  # 198 files shown of 300
     assert "file-199.txt" not in shown
+
+
+def test_a_passing_verify_by_hand_commits_the_work_and_waits_for_review_then_accept_merges(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    # The check fails after the run (no fix turn): the item waits for its checks, its change
+    # not committed. Once the check passes by hand, `wrighty verify` takes the worker's way:
+    # the change is committed on the item's branch, the item waits for review, and accept
+    # merges it. Before, it went straight to done, its work left uncommitted in the worktree.
+    flag = tmp_path / "checks-pass"
+    project = make_project(
+        tmp_path / "p", store_url, agent=AGENT,
+        completion={"review": "person", "integrate": "merge"},
+        verify={"checks": [{"name": "flag", "argv": ["test", "-f", str(flag)]}],
+                "maxFixTurns": 0},
+    )  # fmt: skip
+    item_id = project.plant("Write the answer.", title="Answer")
+    branch = f"wrighty/{item_id}-answer"
+    worktree = project.root / ".wrighty" / "worktrees" / str(item_id)
+    assert project.worker("--once").returncode == 0
+    waiting = project.get(item_id)
+    assert waiting.state is ItemState.NEEDS_ATTENTION
+    assert waiting.reason_code == "verification-failed"
+    assert git(worktree, "status", "--porcelain") == "?? answer.txt"
+
+    flag.touch()
+    said = project.wrighty("verify", str(item_id))
+
+    assert said.splitlines()[-1] == (
+        f"every check passed; item {item_id} is review: every check passed when run by hand "
+        "(1 check); it waits for a person's review"
+    )
+    item = project.get(item_id)
+    assert (item.state, item.reason_code) == (ItemState.REVIEW, "ready-for-review")
+    assert item.next_action == f"wrighty accept {item_id}"
+    assert git(worktree, "status", "--porcelain") == ""
+    assert git(project.root, "show", f"{branch}:answer.txt") == "41"
+    message = git(project.root, "log", "-1", "--format=%B", branch)
+    assert message.startswith("Answer\n\nWrite the answer.\n\nWrighty-Item: ")
+
+    assert project.wrighty("accept", str(item_id)).startswith(f"item {item_id} is done")
+    assert git(project.root, "show", "main:answer.txt") == "41"
+    done = json.loads(project.wrighty("show", str(item_id), "--json"))
+    moves = [(e["from_state"], e["to_state"], e["reason_code"]) for e in done["events"]]
+    assert moves[-3:] == [
+        ("running", "needs-attention", "verification-failed"),
+        ("needs-attention", "review", "ready-for-review"),
+        ("review", "done", "accepted"),
+    ]
+
+
+def test_an_item_whose_run_changed_nothing_says_no_change(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    # The agent ends well and changes nothing: the item still waits for review (a task that
+    # asked for a change and got none is for a person to judge), its reason saying so first.
+    # Under review auto it is done, saying so too. An agent that committed its own change is
+    # not "no change".
+    idle = "import sys\nsys.stdin.read()\n"
+    project = make_project(
+        tmp_path / "p", store_url, completion={"review": "person"}, agent=idle, verify=CHECK_NONE
+    )
+    item_id = project.plant("Write the answer.", title="Answer")
+    assert project.worker("--once").returncode == 0
+    item = project.get(item_id)
+    assert (item.state, item.reason_code) == (ItemState.REVIEW, "ready-for-review")
+    assert item.reason == (
+        "no change: the run succeeded, but its branch is still its base (nothing was changed); "
+        "it waits for a person's review"
+    )
+
+    auto = make_project(tmp_path / "auto", store_url, agent=idle)
+    auto_id = auto.plant("Write the answer.", title="Answer")
+    assert auto.worker("--once").returncode == 0
+    done = auto.get(auto_id)
+    assert done.state is ItemState.DONE
+    assert done.reason == (
+        "no change: the run succeeded, but its branch is still its base (nothing was changed)"
+    )
+
+    committing = textwrap.dedent(
+        """\
+        import pathlib, subprocess, sys
+        sys.stdin.read()
+        pathlib.Path("answer.txt").write_text("41\\n")
+        subprocess.run(["git", "add", "answer.txt"], check=True)
+        subprocess.run(["git", "commit", "-qm", "the answer"], check=True)
+        """
+    )
+    itself = make_project(tmp_path / "itself", store_url, agent=committing)
+    itself_id = itself.plant("Write the answer.", title="Answer")
+    assert itself.worker("--once").returncode == 0
+    assert (itself.get(itself_id).state, itself.get(itself_id).reason) == (ItemState.DONE, None)
+
+
+CHECK_NONE = {"checks": [{"name": "always", "argv": ["true"]}]}
+
+
+def test_a_passing_verify_by_hand_whose_commit_fails_keeps_the_item_waiting_saying_why(
+    tmp_path: Path, store_url: str | None
+) -> None:
+    flag = tmp_path / "checks-pass"
+    project = make_project(
+        tmp_path / "p", store_url, agent=AGENT, completion={"review": "person"},
+        verify={"checks": [{"name": "flag", "argv": ["test", "-f", str(flag)]}],
+                "maxFixTurns": 0},
+    )  # fmt: skip
+    item_id = project.plant("Write the answer.", title="Answer")
+    assert project.worker("--once").returncode == 0
+    hook = project.root / ".git" / "hooks" / "commit-msg"
+    hook.write_text("#!/bin/sh\necho 'no ticket number' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    flag.touch()
+
+    said = project.wrighty("verify", str(item_id))
+
+    item = project.get(item_id)
+    assert (item.state, item.reason_code) == (ItemState.NEEDS_ATTENTION, "commit-failed")
+    assert item.reason is not None
+    assert "git could not commit the staged changes (git commit; they stay staged): " in (
+        item.reason
+    )
+    assert "no ticket number" in item.reason
+    assert said.splitlines()[-1].startswith(
+        f"every check passed; item {item_id} is needs-attention"
+    )
+    worktree = project.root / ".wrighty" / "worktrees" / str(item_id)
+    assert git(worktree, "status", "--porcelain") == "A  answer.txt"  # kept, staged
+    done = json.loads(project.wrighty("show", str(item_id), "--json"))
+    last = done["events"][-1]
+    assert (last["from_state"], last["to_state"], last["reason_code"]) == (
+        "needs-attention", "needs-attention", "commit-failed")  # fmt: skip

@@ -1,7 +1,9 @@
 """A worker whose own machine cannot make workspaces (a tmpfs with no inodes left where it makes
 them, as root; a folder it may not write, otherwise) beside a healthy worker on the same store:
 the sick one puts each item back unspent, backs off, holds and says so in `workers` and
-`status`; the healthy one does every item (docs/worker.md#when-the-workers-machine-fails)."""
+`status`; the healthy one does every item (docs/worker.md#when-the-workers-machine-fails). The
+same with six sick workers at once, each whose own folder is broken another way (a file, a link
+loop, a too long name, no permission, where its workspaces or run logs go)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import pytest
 from tests.conftest import postgres_schema
 from tests.integration.worker_process import EXAMPLE_AGENT
 from wrighty.domain.model import NewItem
+from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import replay
 from wrighty.store import open_store, parse_store_url
@@ -233,3 +236,148 @@ def test_a_held_worker_lets_go_of_the_project_directory_in_current_mode(tmp_path
         store.close()
     assert (broken.state, broken.reason_code) == (ItemState.QUEUED, "machine-failure")
     assert example.state is ItemState.DONE
+
+
+# -- a matrix of sick workers beside one healthy worker ------------------------------------
+
+
+def file_at(path: Path) -> None:
+    path.write_text("not a folder\n")
+
+
+def loop_at(path: Path) -> None:
+    path.symlink_to(path.name)  # a link to itself: ELOOP, EEXIST when made
+
+
+def too_long_at(path: Path) -> None:
+    path.symlink_to(path.parent / ("x" * 300))  # a name longer than any folder's: ENAMETOOLONG
+
+
+def read_only_at(path: Path) -> None:
+    path.mkdir()
+    path.chmod(0o500)  # the item's folder cannot be made in it: EACCES
+
+
+def git_project(root: Path) -> None:
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "start"]):
+        subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True)
+
+
+GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}  # fmt: skip
+
+ROOT_FAILED = "create the folder it makes workspaces in"
+# (name, workspaceMode, the worker's folder made sick, how, what its hold says it could not do)
+SICK = [
+    ("file-workspaces", "directory", "workspaces", file_at, ROOT_FAILED),
+    ("file-worktrees", "worktree", "worktrees", file_at, ROOT_FAILED),
+    ("loop", "directory", "workspaces", loop_at, ROOT_FAILED),
+    ("too-long", "directory", "workspaces", too_long_at, ROOT_FAILED),
+    ("read-only", "directory", "workspaces", read_only_at, "create the workspace"),
+    ("file-runs", "directory", "runs", file_at, "write the run's logs"),
+]
+
+
+def without_root_powers() -> list[str]:
+    """What the sick workers run under: as root, without the power to write in any folder
+    (so a folder of mode 0500 refuses it, as it refuses anyone else)."""
+    if os.geteuid() != 0:
+        return []
+    drop = "-dac_override,-dac_read_search"
+    return ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}"]
+
+
+def test_sick_workers_of_every_kind_put_every_item_back_and_a_healthy_one_does_them_all(
+    tmp_path: Path, store_url: str
+) -> None:
+    # Six workers, each whose own folder is broken in its own way, on the same store as a
+    # healthy one: each puts back what it claims, unspent, and holds saying why; the healthy
+    # worker then does every item. A failure making the worker's own folders is its machine's,
+    # whatever the error (a file where one goes: ENOTDIR; a link loop; a too long name; no
+    # permission).
+    sick: dict[str, tuple[Path, str]] = {}
+    for name, mode, folder, make_sick, cannot in SICK:
+        root = project(tmp_path / name, store_url)
+        document = json.loads((root / "wrighty.json").read_text())
+        document["worker"]["workspaceMode"] = mode
+        (root / "wrighty.json").write_text(json.dumps(document))
+        if mode == "worktree":
+            git_project(root)
+        (root / ".wrighty").mkdir(mode=0o700)
+        make_sick(root / ".wrighty" / folder)
+        sick[name] = (root, cannot)
+    healthy = project(tmp_path / "healthy", store_url)
+    store = shared(store_url, create=True)
+    try:
+        for n in range(ITEMS):
+            new = NewItem(f"item {n}", "do it", None, None, None, ItemState.QUEUED)
+            store.create_item(new, at=datetime.now(UTC), actor="test")
+    finally:
+        store.close()
+
+    workers = {name: sick_worker(root) for name, (root, _) in sick.items()}
+    good: subprocess.Popen[str] | None = None
+    try:
+        told = {name: events_until(worker, "worker-held") for name, worker in workers.items()}
+        rows = json.loads(wrighty(healthy, "workers", "--json").stdout)
+        good = reading(healthy, "worker", "start", "--idle-timeout", "1h", "--json")
+        deadline = time.monotonic() + 120
+        while not all_done(store_url):
+            assert good.poll() is None, good.communicate()
+            assert time.monotonic() < deadline, states(store_url)
+            time.sleep(0.2)
+    finally:
+        for worker in [*workers.values(), *([good] if good else [])]:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=60)
+    assert good is not None
+    assert good.returncode == 130
+
+    held_by: dict[str, str] = {}
+    for name, (_, cannot) in sick.items():
+        [held] = [e for e in told[name] if e["event"] == "worker-held"]
+        held_by[held["worker_id"]] = name
+        assert f"its machine could not {cannot}: " in held["reason"], (name, held["reason"])
+        [row] = [w for w in rows if w["worker_id"] == held["worker_id"]]
+        assert row["held_reason"] == held["reason"]
+        settled = [e for e in told[name] if e["event"] == "settled"]
+        assert [(e["state"], e["reason_code"]) for e in settled] == [
+            ("queued", "machine-failure")] * 3, name  # fmt: skip
+
+    store = shared(store_url)
+    try:
+        for item in store.list_items():
+            assert item.state is ItemState.DONE
+            assert (item.crash_retries, item.usage_retries, item.requeues) == (0, 0, 0)
+            for run in store.list_runs(item.id):
+                if run.worker_id in held_by:  # a sick worker's run (the logs' step records it)
+                    assert run.outcome_class is OutcomeClass.START_FAILED
+            for event in store.list_events(item.id):
+                if event.reason_code == "machine-failure":
+                    assert event.actor.removeprefix("worker:") in held_by
+    finally:
+        store.close()
+
+
+def sick_worker(root: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*without_root_powers(), sys.executable, "-m", "wrighty", "--config",
+         str(root / "wrighty.json"), "worker", "start", "--json"],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def all_done(url: str) -> bool:
+    store = shared(url)
+    try:
+        return all(item.state is ItemState.DONE for item in store.list_items())
+    finally:
+        store.close()
+
+
+def states(url: str) -> list[tuple[int, str, str | None]]:
+    store = shared(url)
+    try:
+        return [(item.id, item.state.value, item.reason) for item in store.list_items()]
+    finally:
+        store.close()

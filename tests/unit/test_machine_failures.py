@@ -43,6 +43,9 @@ MACHINE, ITEM = "machine", "item"
 TABLE = [
     (Step.WORKSPACE_ROOT, errno.ENOSPC, MACHINE),
     (Step.WORKSPACE_ROOT, errno.ENOTDIR, MACHINE),  # the worker's own folder, whatever the error
+    (Step.WORKSPACE_ROOT, errno.ELOOP, MACHINE),
+    (Step.WORKSPACE_ROOT, errno.ENAMETOOLONG, MACHINE),
+    (Step.WORKSPACE_ROOT, errno.EEXIST, MACHINE),
     (Step.WORKSPACE, errno.ENOSPC, MACHINE),  # no space, or no inodes
     (Step.WORKSPACE, errno.EDQUOT, MACHINE),
     (Step.WORKSPACE, errno.EROFS, MACHINE),
@@ -50,9 +53,11 @@ TABLE = [
     (Step.WORKSPACE, errno.EPERM, MACHINE),
     (Step.WORKSPACE, errno.EIO, MACHINE),
     (Step.WORKSPACE, errno.EMFILE, MACHINE),
-    (Step.WORKSPACE, errno.ENOTDIR, ITEM),  # a file where the item's folder goes
-    (Step.WORKSPACE, errno.EEXIST, ITEM),
-    (Step.WORKSPACE, None, ITEM),
+    (Step.WORKSPACE, errno.ENOTDIR, MACHINE),  # a file where the worker's folder goes
+    (Step.WORKSPACE, errno.ELOOP, MACHINE),
+    (Step.WORKSPACE, errno.ENAMETOOLONG, MACHINE),
+    (Step.WORKSPACE, errno.EEXIST, ITEM),  # something else where the item's own folder goes
+    (Step.WORKSPACE, None, MACHINE),
     (Step.GIT, None, MACHINE),
     (Step.PINNED_WORKSPACE, None, ITEM),
     (Step.PINNED_WORKSPACE, errno.ENOSPC, ITEM),
@@ -62,6 +67,7 @@ TABLE = [
     (Step.PROGRAM, None, MACHINE),
     (Step.LOGS, errno.ENOSPC, MACHINE),
     (Step.LOGS, errno.ENOTDIR, MACHINE),
+    (Step.LOGS, errno.ELOOP, MACHINE),
     (Step.SPAWN, errno.EAGAIN, MACHINE),  # fork: no more processes
     (Step.SPAWN, errno.ENOMEM, MACHINE),
     (Step.SPAWN, errno.ENOENT, MACHINE),  # exec: the program went away

@@ -199,8 +199,12 @@ def test_state_names_are_exactly_the_design_names() -> None:
 
 def test_review_is_entered_from_running_and_left_by_accept_reject_or_cancel() -> None:
     """A verified success waits for a person: accepted it is done, rejected it goes back to
-    work (retry-scheduled, to resume its session), or it is cancelled; nothing else."""
-    assert {s for s in ItemState if ItemState.REVIEW in TRANSITIONS[s]} == {ItemState.RUNNING}
+    work (retry-scheduled, to resume its session), or it is cancelled; nothing else. It is
+    entered from running, or from needs-attention when the checks pass by hand."""
+    assert {s for s in ItemState if ItemState.REVIEW in TRANSITIONS[s]} == {
+        ItemState.RUNNING,
+        ItemState.NEEDS_ATTENTION,
+    }
     assert TRANSITIONS[ItemState.REVIEW] == {
         ItemState.DONE,
         ItemState.RETRY_SCHEDULED,

@@ -120,7 +120,7 @@ def test_a_refusal_holds_the_queue_until_the_probe_answers(
     )
     first = vendor_project.create("Reply with the single word: done.")
     second = vendor_project.create("Reply with the single word: done.")
-    worker = vendor_project.start_worker("--max-items", "3", "--idle-timeout", "60s")
+    worker = vendor_project.start_worker("--max-items", "2", "--idle-timeout", "60s")
     scheduled = next_event(worker, "retry-scheduled")
     assert scheduled["item_id"] == first
     provider.mode = "ok"

@@ -183,7 +183,7 @@ def holds_the_queue(
     provider.mode = refusal
     first = project.create(PROMPT)
     second = project.create(PROMPT)
-    worker = project.start_worker("--max-items", "3", "--idle-timeout", "60s")
+    worker = project.start_worker("--max-items", "2", "--idle-timeout", "60s")
     assert worker.stdout is not None
     events: list[dict[str, Any]] = []
     for line in worker.stdout:  # up to the refusal's retry, keeping every event

@@ -14,6 +14,7 @@ import pytest
 from tests.cli.conftest import wrighty
 from tests.helpers import installed_wrighty
 from tests.inbox.conftest import make_project
+from wrighty.cli.serve import web_install_command
 
 pytestmark = pytest.mark.slow
 
@@ -86,9 +87,11 @@ def test_serve_without_its_libraries_says_how_to_get_them(
     monkeypatch.setitem(sys.modules, "uvicorn", None)  # an import of it fails
     result = wrighty("serve", "--port", "0")
     assert result.exit_code == 2
-    assert (
-        result.output
-        == "wrighty: wrighty serve needs uvicorn: pip install 'wrighty[web]' (docs/web.md)\n"
+    # This wrighty is the clone's, installed editable (`pip install -e '.[test]'`): the command
+    # adds the extra from the clone, where `pip install 'wrighty[web]'` would look on PyPI.
+    clone = Path(__file__).resolve().parents[2]
+    assert result.output == (
+        f"wrighty: wrighty serve needs uvicorn: pip install -e '{clone}[web]' (docs/web.md)\n"
     )
 
 
@@ -133,3 +136,18 @@ def test_a_request_that_sends_half_its_body_is_answered_408_and_closed(
         process.send_signal(signal.SIGINT)
         rest, _ = process.communicate(timeout=20)
     assert process.returncode == 0, rest
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "command"),
+    [
+        (None, "pip install 'wrighty[web]'"),  # from an index
+        ('{"url": "file:///src/wrighty", "dir_info": {}}', "pip install '/src/wrighty[web]'"),
+        ('{"url": "file:///src/my%20clone", "dir_info": {"editable": true}}',
+         "pip install -e '/src/my clone[web]'"),
+        ('{"url": "https://example.com/w.whl", "archive_info": {}}', "pip install 'wrighty[web]'"),
+        ("not json", "pip install 'wrighty[web]'"),
+    ],
+)  # fmt: skip
+def test_the_web_extra_is_installed_the_way_wrighty_was(direct_url: str | None, command: str):
+    assert web_install_command(direct_url) == command

@@ -156,8 +156,39 @@ def _web_libraries() -> None:
             missing.append(name)
     if missing:
         raise WrightyError(
-            f"wrighty serve needs {', '.join(missing)}: pip install 'wrighty[web]' (docs/web.md)"
+            f"wrighty serve needs {', '.join(missing)}: {web_install_command(_direct_url())} "
+            "(docs/web.md)"
         )
+
+
+def web_install_command(direct_url: str | None) -> str:
+    """The pip command that adds the extra `web` to this wrighty, as it was installed:
+    ``direct_url``, pip's record of where it came from (PEP 610's direct_url.json; None for an
+    install from an index). One installed from a folder (a clone) gets it from that folder,
+    editable if it was: `pip install 'wrighty[web]'` would look for wrighty on the index."""
+    import json
+    import shlex
+    from urllib.parse import unquote, urlparse
+
+    try:
+        record = json.loads(direct_url) if direct_url else None
+    except ValueError:
+        record = None
+    if isinstance(record, dict) and isinstance(record.get("dir_info"), dict):
+        url = urlparse(str(record.get("url", "")))
+        if url.scheme == "file" and url.path:
+            editable = "-e " if record["dir_info"].get("editable") is True else ""
+            return f"pip install {editable}{shlex.quote(unquote(url.path) + '[web]')}"
+    return "pip install 'wrighty[web]'"
+
+
+def _direct_url() -> str | None:
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        return distribution("wrighty").read_text("direct_url.json")
+    except PackageNotFoundError:
+        return None
 
 
 class DeskOpener:

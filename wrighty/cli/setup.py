@@ -46,7 +46,7 @@ def init(
     from wrighty.installation import installation_id
     from wrighty.project import (
         config_document,
-        ensure_gitignored,
+        ensure_ignored,
         write_json_file,
         write_schema_copy,
     )
@@ -85,8 +85,9 @@ def init(
         done.append(f"{'replaced' if config_existed else 'created'} {config_path}")
     else:
         done.append(f"kept existing {config_path} (use --force to replace it)")
-    if ensure_gitignored(root_dir):
-        done.append(f"added .wrighty/ to {root_dir / '.gitignore'}")
+    ignored_in = ensure_ignored(root_dir)
+    if ignored_in is not None:
+        done.append(f"added .wrighty/ to {ignored_in} (git ignores it; nothing tracked changed)")
     done.append(f"installation {installation_id()}")
     for line in done:
         typer.echo(printable_line(line))

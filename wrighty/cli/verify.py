@@ -66,7 +66,7 @@ def verify_now(
     item's checks by its agent's policy in wrighty.json, in its workspace on this
     installation, with this process's environment."""
     from wrighty.config import STATE_DIRNAME
-    from wrighty.config.translate import verify_policy
+    from wrighty.config.translate import completion_of, verify_policy
     from wrighty.installation import installation_id
     from wrighty.services.verify import verify_by_hand
 
@@ -83,6 +83,7 @@ def verify_now(
         state_dir=loaded.root / STATE_DIRNAME,
         now=app_ctx.now,
         environ=os.environ,
+        completion=completion_of(config),
         told=told,
         known=app_ctx.secrets(),
     )
@@ -121,6 +122,9 @@ def verified_line(result: ByHand) -> str:
         )
     if result.done:
         return f"item {item_id} is done: every check passed"
+    if result.settled:
+        reason = printable_line(result.item.reason or "")
+        return f"every check passed; item {item_id} is {state}: {reason}"
     if result.passed:
         return f"every check passed; item {item_id} stays {state}"
     return f"item {item_id} stays {state}: `wrighty show {item_id}` has the evidence"

@@ -51,7 +51,13 @@ def worker_start(
         ),
     ] = None,
     max_items: Annotated[
-        int | None, typer.Option("--max-items", min=1, help="Stop after this many items.")
+        int | None,
+        typer.Option(
+            "--max-items",
+            min=1,
+            help="Stop after this many items (each counted once, through its retries and fix "
+            "turns).",
+        ),
     ] = None,
     idle_timeout: Annotated[
         str | None,

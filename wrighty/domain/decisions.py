@@ -342,9 +342,10 @@ def after_shutdown(item: Item, run_end: RunEnd, *, resumable: bool) -> Settlemen
     )
 
 
-def commit_failed(item: Item, run_end: RunEnd, why: str) -> Settlement:
+def commit_failed(item: Item, run_end: RunEnd | None, why: str) -> Settlement:
     """A done run whose commit failed waits for a person: its changes stay in the worktree,
-    and a resumed run (or a person's own commit) finishes it."""
+    and a resumed run (or a person's own commit) finishes it. ``run_end``: None when no run
+    ends with it (the checks passed by hand)."""
     return Settlement(
         ItemState.NEEDS_ATTENTION,
         process_started=True,
@@ -368,6 +369,18 @@ def off_branch(item: Item, run_end: RunEnd, why: str) -> Settlement:
         reason=why,
         next_action=suggestions.requeue(item.id, resume=True),
     )
+
+
+# The start of a done item's reason when its run changed nothing (docs/work-product.md#review).
+NO_CHANGE = "no change"
+
+
+def unchanged(settlement: Settlement) -> Settlement:
+    """A done run that changed nothing: its branch is still the commit it was made from, and
+    nothing was left to commit. Said first in its reason, for the person who reviews it."""
+    did = settlement.reason or "the run succeeded"
+    reason = f"{NO_CHANGE}: {did}, but its branch is still its base (nothing was changed)"
+    return dataclasses.replace(settlement, reason=reason)
 
 
 def uncommitted(settlement: Settlement) -> Settlement:

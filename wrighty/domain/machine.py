@@ -6,9 +6,11 @@ A failure of the worker's machine (no space or inodes for a workspace, a read-on
 folder, the agent's program gone, the run-log folder unwritable, fork refused) is not the
 item's fault: the item goes back where its claim found it, no attempt spent, and the worker
 backs off so that another worker takes it; after HOLD_AFTER such failures in a row the worker
-holds (claims nothing but one try per longest back-off) and says why. A failure that belongs to
-the item (a pin or a recorded workspace wrighty will not use, a vendor's refusal of its argv)
-still asks a person, as before.
+holds (claims nothing but one try per longest back-off) and says why. Whose a failure is
+follows from what failed: making the worker's own folders (where it makes workspaces and run
+logs) is the machine's whatever the OS error, since every item would meet it. A failure that
+belongs to the item (a pin or a recorded workspace wrighty will not use, something else at
+its own folder's name, a vendor's refusal of its argv) still asks a person, as before.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class Step(StrEnum):
     """Where a run failed to start."""
 
     WORKSPACE_ROOT = "workspace-root"  # .wrighty/workspaces or .wrighty/worktrees
-    WORKSPACE = "workspace"  # the item's own folder in it
+    WORKSPACE = "workspace"  # the item's own folder in it (.wrighty/workspaces/ID)
     GIT = "git"  # git is missing, or `git worktree add` failed
     PINNED_WORKSPACE = "pinned-workspace"  # --workspace names a folder wrighty will not use
     RECORDED_WORKSPACE = "recorded-workspace"  # the session's workspace wrighty will not use
@@ -76,9 +78,14 @@ _WHAT: dict[Step, str | None] = {
     Step.LOGS: "write the run's logs",
     Step.SPAWN: "start the agent's process",
 }
-# Steps whose failure is the machine's only for an OS error of MACHINE_ERRNOS (others, like
-# a file where the item's folder should be, are the item's).
-_BY_ERRNO = {Step.WORKSPACE: MACHINE_ERRNOS, Step.SPAWN: MACHINE_ERRNOS | _EXEC_ERRNOS}
+# Steps whose failure is the machine's only for these OS errors (an exec refused otherwise is
+# the item's argv).
+_MACHINE_ONLY_FOR = {Step.SPAWN: MACHINE_ERRNOS | _EXEC_ERRNOS}
+# Steps whose failure is the item's only for these OS errors. The item's own folder in the
+# worker's folder is the item's when something else stands at its name (EEXIST: a file, a
+# link); any other failure to make it (no room, no permission, a file, a link loop or too
+# long a path where the worker's folder is) is the worker's folder's, so its machine's.
+_ITEM_ONLY_FOR = {Step.WORKSPACE: frozenset({errnos.EEXIST})}
 
 
 @dataclass(frozen=True)
@@ -95,8 +102,10 @@ def machine_cannot(failure: StartFailure) -> str | None:
     """What the worker's machine could not do, when ``failure`` is the machine's (words that
     follow "could not"); None when it is the item's."""
     what = _WHAT[failure.step]
-    allowed = _BY_ERRNO.get(failure.step)
-    if what is None or (allowed is not None and failure.errno not in allowed):
+    machines = _MACHINE_ONLY_FOR.get(failure.step)
+    if what is None or (machines is not None and failure.errno not in machines):
+        return None
+    if failure.errno in _ITEM_ONLY_FOR.get(failure.step, ()):
         return None
     return what
 

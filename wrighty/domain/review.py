@@ -21,7 +21,7 @@ from wrighty.domain.model import (
 from wrighty.domain.redact import redact_known
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, given_text_problem, printable, printable_line
-from wrighty.domain.transitions import history_event, transition
+from wrighty.domain.transitions import restated, transition
 from wrighty.errors import IllegalTransitionError, WrightyError
 
 # A person's feedback: the prompt of the next run, so bounded as a prompt is.
@@ -128,17 +128,10 @@ def integration_failed(item: Item, why: str, *, at: datetime, actor: str) -> Cha
     event with no move, as an edit's)."""
     _require_review(item, "accept")
     reason = clip(f"accept failed to integrate: {why}", _REASON_CHARS)
-    after = dataclasses.replace(
-        item,
-        reason_code=INTEGRATION_FAILED,
-        reason=reason,
+    return restated(
+        item, at=at, actor=actor, reason_code=INTEGRATION_FAILED, reason=reason,
         next_action=suggestions.accept(item.id),
-        updated_at=at,
-    )
-    event = history_event(
-        item, after, at=at, actor=actor, reason_code=INTEGRATION_FAILED, reason=reason
-    )
-    return Change(before=item, after=after, event=event)
+    )  # fmt: skip
 
 
 def owes_feedback(claimed_reason_code: str | None) -> bool:

@@ -45,9 +45,16 @@ TRANSITIONS: dict[ItemState, frozenset[ItemState]] = {
             ItemState.CANCELLED,
         }
     ),
-    # `wrighty verify ID`: an item that waited for its checks is done once they pass by hand.
+    # `wrighty verify ID`: an item that waited for its checks is done once they pass by hand
+    # (or waits for review, with completion.review person).
     ItemState.NEEDS_ATTENTION: frozenset(
-        {ItemState.QUEUED, ItemState.RETRY_SCHEDULED, ItemState.DONE, ItemState.CANCELLED}
+        {
+            ItemState.QUEUED,
+            ItemState.RETRY_SCHEDULED,
+            ItemState.DONE,
+            ItemState.REVIEW,
+            ItemState.CANCELLED,
+        }
     ),
     # Accepted: done. Rejected: back to work, its session resumed. Or cancelled.
     ItemState.REVIEW: frozenset({ItemState.DONE, ItemState.RETRY_SCHEDULED, ItemState.CANCELLED}),

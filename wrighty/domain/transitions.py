@@ -276,6 +276,24 @@ def transition(
     return Change(before=item, after=after, event=event, run_end=run_end)
 
 
+def restated(
+    item: Item,
+    *,
+    at: datetime,
+    actor: str,
+    reason_code: str,
+    reason: str,
+    next_action: str | None,
+) -> Change:
+    """The change that leaves ``item`` where it is with a new reason (an event with no move):
+    an accept whose integration failed, a passing `wrighty verify` whose commit failed."""
+    after = dataclasses.replace(
+        item, reason_code=reason_code, reason=reason, next_action=next_action, updated_at=at
+    )
+    event = history_event(item, after, at=at, actor=actor, reason_code=reason_code, reason=reason)
+    return Change(before=item, after=after, event=event)
+
+
 def history_event(
     before: Item,
     after: Item,

@@ -3,7 +3,9 @@
 
 The evidence is recorded like a worker's (guarded by the item's state and generation, as read
 before the checks ran), by the actor ``operator``. An item that waits for a person because of
-its checks is done once every one passes; any other item only gains the evidence.
+its checks goes, once every one passes, where a worker's done run goes: its change committed
+on its branch, then done, or to review with completion.review person
+(worker/commit.where_done_goes). Any other item only gains the evidence.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from wrighty.domain.model import WAITS_FOR_CHECKS, Item, Session
+from wrighty.domain.claims import Settlement
+from wrighty.domain.model import WAITS_FOR_CHECKS, Change, Item, Session
 from wrighty.domain.redact import secret_values
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import plural
-from wrighty.domain.transitions import transition
+from wrighty.domain.transitions import restated, transition
 from wrighty.domain.verify import (
     Check,
     CheckEvidence,
@@ -27,6 +30,7 @@ from wrighty.domain.verify import (
     select_checks,
     unknown_check,
 )
+from wrighty.domain.work_product import Completion
 from wrighty.errors import NotFoundError, WrightyError
 from wrighty.services.runlogs import logs_of
 from wrighty.store.port import Store
@@ -43,6 +47,9 @@ class ByHand:
     evidence: tuple[CheckEvidence, ...]
     done: bool  # the item became done
     moved: bool  # the item moved while its checks ran: the rest was not recorded
+    settled: bool = (
+        False  # the checks passed and the item went on (done, review, or a failed commit)
+    )
 
     @property
     def passed(self) -> bool:
@@ -93,12 +100,14 @@ def verify_by_hand(
     state_dir: Path,
     now: Callable[[], datetime],
     environ: Mapping[str, str],
+    completion: Completion | None = None,
     told: Callable[[CheckEvidence], None] = lambda _: None,
     known: Sequence[str] = (),
 ) -> ByHand:
     """Run item ``item_id``'s checks by hand (``policy``: its agent's, from wrighty.json),
     telling each one's evidence as it ends; WrightyError (nothing run, nothing written) for
-    an item that is running or has no checks or no workspace here."""
+    an item that is running or has no checks or no workspace here. ``completion``: what a
+    passing item's work then goes through (wrighty.json's completion section)."""
     from wrighty.supervisor.checks import CheckSpec, run_check  # (`show` asks `runs_here`)
 
     item = store.get_item(item_id)
@@ -109,7 +118,8 @@ def verify_by_hand(
             f"item {item.id} is running: its worker runs its checks once its run ends"
         )
     planned = _planned(item, policy, agent)
-    workspace = workspace_here(item, store.get_session(item.id), installation_id=installation_id)
+    session = store.get_session(item.id)
+    workspace = workspace_here(item, session, installation_id=installation_id)
     verification_id = f"ver-{uuid.uuid4().hex[:12]}"
     secrets = tuple(dict.fromkeys((*secret_values(environ), *known)))  # known: config's
     log_dir = logs_of(state_dir, item.id, verification_id) / "checks"
@@ -131,7 +141,25 @@ def verify_by_hand(
         told(result)
         if not result.started:
             break
-    return _settle_if_waiting(store, item, tuple(evidence), at=now())
+    by_hand = ByHand(item, tuple(evidence), done=False, moved=False)
+    waiting = item.state is ItemState.NEEDS_ATTENTION and item.reason_code in WAITS_FOR_CHECKS
+    if not (by_hand.passed and waiting):
+        return by_hand
+    change = _completed(
+        store,
+        item,
+        session,
+        by_hand,
+        completion or Completion(),
+        at=now(),
+        fallback_run=verification_id,
+    )
+    if not store.write_transition(change):
+        return ByHand(_current(store, item), by_hand.evidence, done=False, moved=True)
+    after = change.after
+    return ByHand(
+        after, by_hand.evidence, done=after.state is ItemState.DONE, moved=False, settled=True
+    )
 
 
 def _planned(item: Item, policy: VerifyPolicy | None, agent: str) -> list[Check | str]:
@@ -147,26 +175,46 @@ def _planned(item: Item, policy: VerifyPolicy | None, agent: str) -> list[Check 
     return [*unknown, *checks]
 
 
-def _settle_if_waiting(
-    store: Store, item: Item, evidence: tuple[CheckEvidence, ...], *, at: datetime
-) -> ByHand:
-    """Done, if every check passed and the item waited for a person because of its checks."""
-    by_hand = ByHand(item, evidence, done=False, moved=False)
-    waiting = item.state is ItemState.NEEDS_ATTENTION and item.reason_code in WAITS_FOR_CHECKS
-    if not (by_hand.passed and waiting):
-        return by_hand
-    count = f"{len(evidence)} {plural(len(evidence), 'check', 'checks')}"
-    change = transition(
-        item,
+def _completed(
+    store: Store,
+    item: Item,
+    session: Session | None,
+    by_hand: ByHand,
+    completion: Completion,
+    *,
+    at: datetime,
+    fallback_run: str,
+) -> Change:
+    """The move of an item that waited for its checks, now that every one passed by hand: the
+    way a worker's done run goes (its branch's commit, then done or review), by the operator."""
+    from wrighty.worker import commit  # git, only for an item that goes on
+
+    count = f"{len(by_hand.evidence)} {plural(len(by_hand.evidence), 'check', 'checks')}"
+    settlement = Settlement(
         ItemState.DONE,
-        at=at,
-        actor=OPERATOR,
+        process_started=False,
         reason_code=VERIFIED_BY_HAND,
         reason=f"every check passed when run by hand ({count})",
     )
-    if not store.write_transition(change):
-        return ByHand(_current(store, item), evidence, done=False, moved=True)
-    return ByHand(change.after, evidence, done=True, moved=False)
+    done = None
+    if session is not None and session.branch is not None:
+        runs = store.list_runs(item.id)
+        latest = max(runs, key=lambda run: run.started_at, default=None)
+        run_id = latest.run_id if latest is not None else fallback_run
+        done = commit.complete(
+            Path(session.workspace), completion, item=item, run_id=run_id,
+            base_commit=session.base_commit,
+        )  # fmt: skip
+    settlement = commit.where_done_goes(item, settlement, done, completion)
+    if settlement.to_state is item.state:  # its commit failed: it waits as it did, saying why
+        return restated(
+            item, at=at, actor=OPERATOR, reason_code=settlement.reason_code or VERIFIED_BY_HAND,
+            reason=settlement.reason or "", next_action=settlement.next_action,
+        )  # fmt: skip
+    return transition(
+        item, settlement.to_state, at=at, actor=OPERATOR, reason_code=settlement.reason_code,
+        reason=settlement.reason, next_action=settlement.next_action,
+    )  # fmt: skip
 
 
 def _current(store: Store, item: Item) -> Item:

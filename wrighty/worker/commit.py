@@ -10,14 +10,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from wrighty.domain import decisions, review
+from wrighty.domain.claims import Settlement
 from wrighty.domain.model import Item
+from wrighty.domain.states import ItemState
 from wrighty.domain.work_product import Completion, commit_message
-from wrighty.supervisor.git import GitError, besides_nested, git_ok, identity, run_git
+from wrighty.supervisor.git import GitError, GitResult, besides_nested, git_ok, identity, run_git
 
 
 class Ending(StrEnum):
     COMMITTED = "committed"  # wrighty made a commit
-    NOTHING = "nothing"  # nothing to commit: the agent changed nothing, or committed itself
+    NOTHING = "nothing"  # nothing to commit: the agent committed itself
+    UNCHANGED = "unchanged"  # nothing to commit, and the branch is still its base: no change
     UNCOMMITTED = "uncommitted"  # completion.commit agent: the agent left changes
     FAILED = "failed"  # git refused (a hook, no identity): the changes stay in the worktree
     NOT_ASKED = "not-asked"  # completion.commit none, or agent with a clean worktree
@@ -27,31 +31,49 @@ class Ending(StrEnum):
 class CommitResult:
     ending: Ending
     commit: str | None = None  # the commit wrighty made
-    why: str | None = None  # why it failed: git's last line, neutralised
+    why: str | None = None  # why it failed: the step, in words, then git's last line, neutralised
 
 
-def complete(workspace: Path, completion: Completion, *, item: Item, run_id: str) -> CommitResult:
-    """Do what completion.commit says with the worktree ``workspace`` of ``item``'s done run."""
+def complete(
+    workspace: Path,
+    completion: Completion,
+    *,
+    item: Item,
+    run_id: str,
+    base_commit: str | None = None,
+) -> CommitResult:
+    """Do what completion.commit says with the worktree ``workspace`` of ``item``'s done run.
+    ``base_commit``: the commit its branch was made from, to tell a run that changed nothing
+    (None: not known, not told)."""
     try:
         if completion.commit == "wrighty":
-            return _commit(workspace, completion, item=item, run_id=run_id)
+            return _commit(workspace, completion, item=item, run_id=run_id, base=base_commit)
         if completion.commit == "agent" and git_ok(workspace, "status", "--porcelain").strip():
             return CommitResult(Ending.UNCOMMITTED)
+        if completion.commit == "agent" and _still_base(workspace, base_commit):
+            return CommitResult(Ending.UNCHANGED)
     except GitError as error:
         return CommitResult(Ending.FAILED, why=str(error))
     return CommitResult(Ending.NOT_ASKED)
 
 
-def _commit(workspace: Path, completion: Completion, *, item: Item, run_id: str) -> CommitResult:
+def _still_base(workspace: Path, base: str | None) -> bool:
+    """Whether the worktree's HEAD is still the commit its branch was made from."""
+    return base is not None and git_ok(workspace, "rev-parse", "HEAD").strip() == base
+
+
+def _commit(
+    workspace: Path, completion: Completion, *, item: Item, run_id: str, base: str | None
+) -> CommitResult:
     # what .gitignore ignores stays out, and what nested repositories hold
     added = run_git(workspace, "add", "-A", "--", ".", *besides_nested(workspace))
     if not added.ok:
-        return CommitResult(Ending.FAILED, why=added.why())
+        return _failed("stage the changes (git add -A; nothing was staged)", added)
     staged = run_git(workspace, "diff", "--cached", "--quiet")
     if staged.ok:
-        return CommitResult(Ending.NOTHING)
+        return CommitResult(Ending.UNCHANGED if _still_base(workspace, base) else Ending.NOTHING)
     if staged.returncode != 1:
-        return CommitResult(Ending.FAILED, why=staged.why())
+        return _failed("compare the staged changes with HEAD (git diff --cached)", staged)
     made = run_git(
         workspace,
         "commit",
@@ -63,5 +85,31 @@ def _commit(workspace: Path, completion: Completion, *, item: Item, run_id: str)
         hooks=completion.hooks == "run",
     )
     if not made.ok:
-        return CommitResult(Ending.FAILED, why=made.why())
+        return _failed("commit the staged changes (git commit; they stay staged)", made)
     return CommitResult(Ending.COMMITTED, commit=git_ok(workspace, "rev-parse", "HEAD").strip())
+
+
+def _failed(what: str, result: GitResult) -> CommitResult:
+    """A failed step, in wrighty's words (what could not be done, what it left), then git's
+    own last line."""
+    return CommitResult(Ending.FAILED, why=f"git could not {what}: {result.why()}")
+
+
+def where_done_goes(
+    item: Item, settlement: Settlement, done: CommitResult | None, completion: Completion
+) -> Settlement:
+    """Where ``item`` goes once its work is done (``settlement``: to done) and ``done`` is what
+    its commit did (None: it has no branch): a failed commit waits for a person, changes the
+    agent left uncommitted are said, so is a run that changed nothing, and with
+    completion.review person it waits for review.
+    A worker's done run and a passing `wrighty verify` go this one way
+    (docs/work-product.md)."""
+    if done is not None and done.ending is Ending.FAILED:
+        return decisions.commit_failed(item, settlement.run_end, done.why or "")
+    if done is not None and done.ending is Ending.UNCOMMITTED:
+        settlement = decisions.uncommitted(settlement)
+    if done is not None and done.ending is Ending.UNCHANGED:
+        settlement = decisions.unchanged(settlement)
+    if settlement.to_state is ItemState.DONE and completion.review == "person":
+        return review.to_review(item, settlement)
+    return settlement

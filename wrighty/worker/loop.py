@@ -72,6 +72,7 @@ from wrighty.supervisor.git import GitError
 from wrighty.supervisor.process import executable_problem
 from wrighty.vendors.base import Reader
 from wrighty.worker.circuit import CircuitGate
+from wrighty.worker.handled import HandledItems
 from wrighty.worker.lease import LeaseGuard, Reading, lease_end, read_clocks
 from wrighty.worker.machine import MachineWatch
 from wrighty.worker.patient import LeaseGone, PatientStore, same_settlement
@@ -290,7 +291,8 @@ class Worker:
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self, options: WorkerOptions) -> int:
-        """Process items until told to stop; the number of items this worker claimed."""
+        """Process items until told to stop; the number of items this worker claimed (each
+        once, however many runs it took)."""
         agent_name = options.agent or self._config.worker.default_agent
         plan = plan_agent(self._config, agent_name, project_root=self._project_root)
         _refuse_unrunnable(plan)
@@ -305,24 +307,24 @@ class Worker:
         self._presence.runs(agent_name)
         self._start_delivery()
         self._beat(force=True)
-        claimed_count = 0
+        handled = HandledItems(options.max_items)
         slots: list[threading.Thread] = []
         idle_since = time.monotonic()
-        while not self._stop_requested.is_set() and (
-            options.max_items is None or claimed_count < options.max_items
-        ):
+        while not self._stop_requested.is_set():
             slots = [slot for slot in slots if slot.is_alive()]
             self._beat()
             taken = None
             looked_at = None
+            # --max-items: once N items were claimed, only those that wait for a retry.
+            waiting = handled.waiting(self._state_of) if handled.full else None
             pause = self._backing_off(slots)
             if not pause and len(slots) < self._slot_limit(options) and self._workspace_free():
                 looked_at = self._now()
-                taken = self._claim_next(plan, options, gate)
+                taken = self._claim_among(plan, options, gate, waiting)
                 if taken is None and self._current_lock is not None:
                     self._current_lock.release()
             if taken is not None:
-                claimed_count += 1
+                handled.claimed(taken.claim.item.id)
                 slots.append(self._start_slot(taken, setting))
                 idle_since = time.monotonic()
                 if options.once:
@@ -333,17 +335,42 @@ class Worker:
             elif (
                 options.once
                 or options.item_id is not None
+                or waiting == []  # --max-items: its N items were claimed, none waits
                 or self._idle_too_long(options, idle_since)
             ):
                 break
             self._idle_wait(looked_at, at_most=pause or None)
         self._wind_down(slots)
-        self._emit(WorkerEvent.STOPPING, processed=claimed_count)
+        self._emit(WorkerEvent.STOPPING, processed=handled.count)
         lines = [line for gave_up in self._gave_up if (line := self._gave_up_line(gave_up))]
         if lines:
             more = len(lines) - 1
             raise GaveUpError(lines[0] + (f" (and {more} more)" if more else ""))
-        return claimed_count
+        return handled.count
+
+    def _state_of(self, item_id: int) -> ItemState | None:
+        """``item_id``'s state; None when the store cannot say now."""
+        try:
+            item = self._store.get_item(item_id)
+        except (StoreError, UnreadableError):
+            return None
+        return None if item is None else item.state
+
+    def _claim_among(
+        self,
+        plan: AgentPlan,
+        options: WorkerOptions,
+        gate: CircuitGate | None,
+        only: list[int] | None,
+    ) -> _Taken | None:
+        """The next claim; with ``only``, of one of those items (the first that is due)."""
+        if only is None:
+            return self._claim_next(plan, options, gate)
+        for item_id in only:
+            taken = self._claim_next(plan, dataclasses.replace(options, item_id=item_id), gate)
+            if taken is not None:
+                return taken
+        return None
 
     def _backing_off(self, slots: list[threading.Thread]) -> float:
         """How long the worker waits before it claims, after its machine failed (0: it may

@@ -71,6 +71,12 @@ _T = TypeVar("_T")
 LAST_MESSAGE_WINDOW_BYTES = 1024 * 1024
 
 
+# Claims whose fresh run passes over a recorded workspace it will not use, for the item's own:
+# a person asked to start over, or the last start's machine failed (the worker that recorded
+# it may be another project's on the same store: its workspace is not one this one uses).
+_STARTS_OVER = frozenset({OPERATOR_REQUEUE, machine.MACHINE_FAILURE})
+
+
 @dataclass(frozen=True)
 class Setting:
     """What every claim's run of one worker shares."""
@@ -320,7 +326,7 @@ class ClaimRun:
                 item=claimed,
                 session=recorded,
                 resume=resume,
-                start_over=self._claim.claimed_reason_code == OPERATOR_REQUEUE,
+                start_over=self._claim.claimed_reason_code in _STARTS_OVER,
                 completion=self._setting.completion,
             )
             left = meter.limit.left_after(meter.prior).max_cost_usd
@@ -743,14 +749,15 @@ class ClaimRun:
                     usage=_usage_facts(output.reader, recorded, self._fallbacks(result)),
                     resume_missing=missing,
                 )
-        if settlement.to_state is ItemState.DONE and self._branch is not None:
-            completed = self._complete(run_id, output.session, settlement)
-            if completed is None:
-                self._tell_lost()
-                return
-            settlement = completed
-        if settlement.to_state is ItemState.DONE and self._setting.completion.review == "person":
-            settlement = review.to_review(claimed, settlement)
+        if settlement.to_state is ItemState.DONE:
+            done = None
+            if self._branch is not None:
+                done = self._complete(run_id, output.session)
+                if done is None:
+                    self._tell_lost()
+                    return
+            completion = self._setting.completion
+            settlement = commit.where_done_goes(claimed, settlement, done, completion)
         change = settle(claimed, settlement, at=self._now())
         self._move_circuit(change, result.outcome_class, _reset_hint(output.reader, recorded))
         stat = None
@@ -760,10 +767,10 @@ class ClaimRun:
 
     # -- committing -------------------------------------------------------------------------
 
-    def _complete(self, run_id: str, session: Session, settlement: Settlement) -> Settlement | None:
+    def _complete(self, run_id: str, session: Session) -> commit.CommitResult | None:
         """What completion.commit asks after a done run on the item's branch, under the claim
-        (renewed at every heartbeat while git and its hooks run); the settlement, as it stands
-        or changed by what git said (docs/work-product.md). None if the claim was lost."""
+        (renewed at every heartbeat while git and its hooks run), told as an event; None if
+        the claim was lost."""
         claimed, branch = self._claimed, self._branch
         if settlement.run_end is not None:  # a check may have switched branch
             aside = self._off_branch(run_id, session, settlement.run_end)
@@ -771,23 +778,22 @@ class ClaimRun:
                 return aside
         done = self._renewing(
             lambda: commit.complete(
-                Path(session.workspace), self._setting.completion, item=claimed, run_id=run_id
+                Path(session.workspace),
+                self._setting.completion,
+                item=claimed,
+                run_id=run_id,
+                base_commit=session.base_commit or _recorded_base(self._claim.session, session),
             ),
             name="commit",
         )
-        if done is None:
-            return None
-        if done.ending is commit.Ending.COMMITTED:
+        if done is not None and done.ending is commit.Ending.COMMITTED:
             self._emit(
                 WorkerEvent.COMMITTED,
                 item_id=claimed.id, run_id=run_id, branch=branch, commit=done.commit,
             )  # fmt: skip
-        elif done.ending is commit.Ending.UNCOMMITTED:
+        elif done is not None and done.ending is commit.Ending.UNCOMMITTED:
             self._emit(WorkerEvent.UNCOMMITTED, item_id=claimed.id, run_id=run_id, branch=branch)
-            return decisions.uncommitted(settlement)
-        elif done.ending is commit.Ending.FAILED and settlement.run_end is not None:
-            return decisions.commit_failed(claimed, settlement.run_end, done.why or "")
-        return settlement
+        return done
 
     def _off_branch(self, run_id: str, session: Session, run_end: RunEnd) -> Settlement | None:
         """The branch guard (worker/branch_guard.py), for an item with a branch: None when its
@@ -962,6 +968,14 @@ def _recorded_branch(recorded: Session | None, workspace: Path) -> str | None:
     if recorded is None or recorded.workspace != str(workspace):
         return None
     return recorded.branch
+
+
+def _recorded_base(recorded: Session | None, session: Session) -> str | None:
+    """The base commit the item's session recorded for the run's workspace (a worktree kept
+    as it was keeps its base)."""
+    if recorded is None or recorded.workspace != session.workspace:
+        return None
+    return recorded.base_commit
 
 
 def _usage_facts(

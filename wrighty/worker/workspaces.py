@@ -17,6 +17,7 @@ says what to do.
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,8 @@ def choose_workspace(
     A recorded workspace is used only if it is one wrighty would make for the item (or the
     folder it was pinned to): anything else, read back from a store, is refused with
     WorkspaceError (docs/worker.md). ``start_over``: a person asked to start over (`requeue
-    --fresh`), so a refused session workspace is passed over for the item's own."""
+    --fresh`), or the last start's machine failed, so a refused session workspace is passed
+    over for the item's own."""
     if session is not None and (resume or Path(session.workspace).is_dir()):
         problem = workspace_problem(
             session.workspace, item=item, project_root=project_root, state_dir=state_dir
@@ -159,6 +161,8 @@ def workspace_problem(
 def _make_folder(path: Path, step: Step) -> None:
     try:
         make_private_dirs(path)
+        if not path.is_dir():  # a file stands where the folder goes: nothing can be made in it
+            raise NotADirectoryError(errno.ENOTDIR, "something else than a folder stands there")
     except OSError as error:
         why = error.strerror or error
         raise WorkspaceError(
