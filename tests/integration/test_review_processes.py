@@ -16,8 +16,9 @@ from tests.helpers import git
 from tests.integration.test_work_product_processes import make_project
 from wrighty.domain.states import ItemState
 
-# An agent that records each prompt it is given (MARKS/prompt-N) and the session it runs in,
-# and writes answer.txt: 41, or 42 once its prompt carries a person's feedback.
+# An agent that records each prompt it is given (MARKS/prompt-N), the session it runs in and
+# its run's kind (session-N, kind-N), and writes answer.txt: 41, or 42 once its prompt carries
+# a person's feedback.
 AGENT = textwrap.dedent(
     """\
     import os, pathlib, sys
@@ -26,6 +27,7 @@ AGENT = textwrap.dedent(
     number = len(list(marks.glob("prompt-*"))) + 1
     (marks / f"prompt-{number}").write_text(task)
     (marks / f"session-{number}").write_text(os.environ.get("WRIGHTY_SESSION_ID", ""))
+    (marks / f"kind-{number}").write_text(os.environ.get("WRIGHTY_RUN_KIND", ""))
     answer = "42" if "must be 42" in task else "41"
     pathlib.Path("answer.txt").write_text(answer + "\\n")
     """
@@ -74,6 +76,7 @@ def test_reject_resumes_the_session_with_the_feedback_and_accept_makes_it_done(
     assert prompt.startswith("A person reviewed your work on this task and rejected it.")
     assert "The answer must be 42." in prompt
     assert (marks / "session-2").read_text() == (marks / "session-1").read_text() != ""
+    assert [(marks / f"kind-{n}").read_text() for n in (1, 2)] == ["fresh", "rejected"]
     again = project.get(item_id)
     assert (again.state, again.rejections) == (ItemState.REVIEW, 1)
     assert git(project.root, "show", f"{branch}:answer.txt") == "42"

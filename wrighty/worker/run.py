@@ -37,6 +37,7 @@ from wrighty.domain.notices import Source, with_notices
 from wrighty.domain.outcomes import USAGE_CLASSES, Confidence, OutcomeClass, RunKind
 from wrighty.domain.redact import secret_values
 from wrighty.domain.retry import AGENT_REPORTED, CrashPolicy, Fallback, ResetHint, UsagePolicy
+from wrighty.domain.run_kind import RUN_KIND_VARIABLE, AgentRunKind, agent_run_kind, stdin_text
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import OPERATOR_REQUEUE
@@ -114,6 +115,7 @@ class _Start:
     """How a claimed item's run starts."""
 
     kind: RunKind
+    told: AgentRunKind  # what the run is for, as its agent is told (WRIGHTY_RUN_KIND)
     workspace: Path
     session_id: str | None
     argv: tuple[str, ...]
@@ -335,8 +337,13 @@ class ClaimRun:
             self._settle_start_failed(run_id, failure, kind=choice.kind)
             return None
         kind = RunKind.FIX if feedback else choice.kind
+        told = agent_run_kind(
+            kind,
+            claimed_reason_code=self._claim.claimed_reason_code,
+            has_feedback=bool(claimed.feedback),
+        )
         return _Start(
-            kind, chosen.path, session_id, argv, feedback, chosen.branch, chosen.base_commit
+            kind, told, chosen.path, session_id, argv, feedback, chosen.branch, chosen.base_commit
         )
 
     def _owed_feedback(self) -> tuple[CheckEvidence, ...]:
@@ -352,30 +359,24 @@ class ClaimRun:
         )
 
     def _prompt(self, start: _Start) -> str:
-        """What the agent is told. The run a rejection asked for: the person's feedback (a new
-        session, the task first; docs/work-product.md#review). Else a new session, its task; a
-        fix turn, its checks' feedback; any other resume, to carry on with its task."""
-        claimed = self._claimed
-        if handoff.owes_handoff(self._claim.claimed_reason_code) and not start.kind.resumes:
-            return handoff.handoff_prompt(
-                claimed.body,
-                self._earlier_work(start),
-                claimed.handoff_note,
-                secrets=secret_values(os.environ),
+        """What the agent is told on standard input, by the run's kind
+        (docs/worker.md#what-a-run-is-told)."""
+        claimed, kind = self._claimed, start.told
+        known = secret_values(os.environ)
+        if kind is AgentRunKind.HANDOFF:
+            told = handoff.handoff_prompt(
+                claimed.body, self._earlier_work(start), claimed.handoff_note, secrets=known
             )
-        if claimed.feedback and review.owes_feedback(self._claim.claimed_reason_code):
-            told = review.feedback_prompt(claimed.feedback, secrets=secret_values(os.environ))
-            return told if start.kind.resumes else f"{claimed.body}\n\n{told}"
-        if not start.kind.resumes:
-            return claimed.body
-        if start.kind is not RunKind.FIX:
-            return decisions.CONTINUATION_PROMPT + claimed.body
-        policy = self._setting.verify or VerifyPolicy(())
-        return verify.feedback_prompt(
-            start.feedback,
-            feedback_bytes=policy.feedback_bytes,
-            secrets=secret_values(os.environ),
-        )
+        elif kind is AgentRunKind.REJECTED:
+            told = review.feedback_prompt(claimed.feedback or "", secrets=known)
+        elif kind is AgentRunKind.FIX:
+            policy = self._setting.verify or VerifyPolicy(())
+            told = verify.feedback_prompt(
+                start.feedback, feedback_bytes=policy.feedback_bytes, secrets=known
+            )
+        else:
+            told = decisions.CONTINUATION_PROMPT + claimed.body
+        return stdin_text(kind, resumes=start.kind.resumes, task=claimed.body, told=told)
 
     def _fallbacks(self, result: Classification) -> tuple[Fallback, ...]:
         """The agent's fallbacks and whether each can take the item now, when the run was
@@ -461,6 +462,7 @@ class ClaimRun:
             "WRIGHTY_ITEM_ID": str(claimed.id),
             "WRIGHTY_RUN_ID": run_id,
             "WRIGHTY_CLAIM_TOKEN": claim_token,
+            RUN_KIND_VARIABLE: start.told.value,
         }
         if start.session_id is not None:
             env["WRIGHTY_SESSION_ID"] = start.session_id
