@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from wrighty.domain.model import HANDED_OFF, REJECTED
+from wrighty.domain.handoff import owes_handoff
 from wrighty.domain.outcomes import RunKind
+from wrighty.domain.review import owes_feedback
 
 RUN_KIND_VARIABLE = "WRIGHTY_RUN_KIND"
 
@@ -32,9 +33,9 @@ def agent_run_kind(
     """The kind of a run whose session starts as ``session``, claimed from a retry scheduled
     with ``claimed_reason_code`` (None: not a retry), for an item that holds a person's
     feedback or not (``has_feedback``)."""
-    if claimed_reason_code == HANDED_OFF and not session.resumes:
+    if owes_handoff(claimed_reason_code) and not session.resumes:
         return AgentRunKind.HANDOFF
-    if claimed_reason_code == REJECTED and has_feedback:
+    if owes_feedback(claimed_reason_code) and has_feedback:
         return AgentRunKind.REJECTED
     return {
         RunKind.FRESH: AgentRunKind.FRESH,
