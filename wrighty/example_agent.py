@@ -9,8 +9,8 @@ It installs with wrighty as the command ``wrighty-example-agent`` (and runs from
 The task is free text. The first line of the form ``wrighty-example: <action>`` (in any case)
 picks what the agent does; without one it succeeds. Every run first appends a line to
 ``WRIGHTY_EXAMPLE_NOTES.md`` in the current directory (UTC time, the WRIGHTY_ITEM_ID,
-WRIGHTY_RUN_ID and WRIGHTY_SESSION_ID variables, the action) and prints a few progress lines to
-stdout and one to stderr. Then, by action:
+WRIGHTY_RUN_ID, WRIGHTY_SESSION_ID and WRIGHTY_RUN_KIND variables, the action) and prints a few
+progress lines to stdout and one to stderr. Then, by action:
 
     succeed        exit 0
     fail           give a reason on stderr, exit 3
@@ -99,7 +99,7 @@ def write_note(action: str) -> None:
     now = datetime.now(UTC).isoformat(timespec="seconds")
     ids = " ".join(
         f"{name.removeprefix('WRIGHTY_').lower()}={os.environ.get(name) or '-'}"
-        for name in ("WRIGHTY_ITEM_ID", "WRIGHTY_RUN_ID", "WRIGHTY_SESSION_ID")
+        for name in ("WRIGHTY_ITEM_ID", "WRIGHTY_RUN_ID", "WRIGHTY_SESSION_ID", "WRIGHTY_RUN_KIND")
     )
     with Path(NOTES_FILE).open("a", encoding="utf-8") as notes:
         notes.write(f"- {now} {ids} action={action}\n")

@@ -116,6 +116,12 @@ def test_requeue_resume_makes_a_retry_due_now_with_a_new_budget(
     assert shown["not_before"] == shown["queued_at"] == "2026-11-30T09:00:05.000Z"
     assert shown["crash_retries"] == 0
     assert "sess-1" in shown["events"][-1]["reason"]
+    # the retry is due: the command just run is not offered again
+    text = wrighty("show", str(item.id)).stdout
+    assert "Next:" in text
+    assert f"wrighty requeue {item.id} --resume" not in text
+    clock.advance(1)
+    assert f"wrighty requeue {item.id} --resume" not in wrighty("show", str(item.id)).stdout
     store = SqliteStore.open(initialised / ".wrighty" / "wrighty.db")
     terms = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
     elsewhere = store.acquire(ClaimRequest("w-b", "inst-b", terms, "claude"), now=clock())

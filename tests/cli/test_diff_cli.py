@@ -263,9 +263,20 @@ def test_an_item_that_has_not_run_has_no_workspace(repo: Path) -> None:
     result = wrighty("diff", str(item_id))
     assert result.exit_code == 2
     assert result.stdout == ""
+    # what becomes of it, by its state: a queued item is not told to be queued
     assert result.stderr == (
-        f"wrighty: item {item_id} has no workspace yet: it has not run "
-        f"(`wrighty queue {item_id}`)\n"
+        f"wrighty: item {item_id} has no workspace yet: it has not run; it is queued: a worker "
+        "of its agent makes its workspace\n"
+    )
+    assert wrighty("cancel", str(item_id)).exit_code == 0
+    assert wrighty("diff", str(item_id)).stderr == (
+        f"wrighty: item {item_id} has no workspace yet: it has not run; it was cancelled before "
+        "it ran: nothing will run it\n"
+    )
+    todo = wrighty("create", "--title", "t", "--body", "b")
+    assert todo.exit_code == 0, todo.output
+    assert wrighty("diff", str(item_id + 1)).stderr.endswith(
+        f"it has not run; queue it with `wrighty queue {item_id + 1}`\n"
     )
 
 

@@ -195,12 +195,16 @@ def test_titles_and_reasons_are_printed_as_written_never_as_markup(initialised: 
     assert shown.exit_code == 0, shown.output
 
 
-def test_show_names_the_default_agent(initialised: Path) -> None:
+def test_show_and_list_name_the_default_agent(initialised: Path) -> None:
     default = json.loads((initialised / "wrighty.json").read_text())["worker"]["defaultAgent"]
     create("--title", "default agent", "--body", "x")
     create("--title", "own agent", "--body", "x", "--agent", "codex")
     assert "  agent      " + f"{default} (default)" in wrighty("show", "1").stdout.splitlines()
     assert "  agent      codex" in wrighty("show", "2").stdout.splitlines()
+    # `list` names it too, as `show` does
+    rows = {line.split()[0]: line for line in wrighty("list").stdout.splitlines()[1:]}
+    assert f" {default} (default) " in rows["1"]
+    assert rows["2"].split()[3] == "codex"
 
 
 def test_show_never_runs_a_long_label_into_its_value() -> None:

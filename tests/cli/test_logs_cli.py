@@ -47,13 +47,23 @@ def test_logs_prints_the_last_run_stdout_to_stdout_and_stderr_to_stderr(
     item_id = two_runs(initialised, clock)
     result = wrighty("logs", str(item_id))
     assert result.exit_code == 0, result.output
-    assert (result.stdout, result.stderr) == ("second run out\n", "second run err\n")
+    # a line tells the two apart where a terminal shows them together
+    assert (result.stdout, result.stderr) == ("second run out\n", "── stderr ──\nsecond run err\n")
+    assert result.output == "second run out\n── stderr ──\nsecond run err\n"
+
+
+def test_the_stderr_line_starts_a_line_of_its_own(initialised: Path, clock: FakeClock) -> None:
+    item_id = create_queued()
+    started = start_run(initialised, item_id, at=clock())
+    write_logs(initialised, started.run, stdout=b"50% done", stderr=b"killed\n")
+    settle(initialised, started, ItemState.NEEDS_ATTENTION, at=clock.advance(1))
+    assert wrighty("logs", str(item_id)).output == "50% done\n── stderr ──\nkilled\n"
 
 
 def test_logs_run_picks_a_run_by_its_attempt_number(initialised: Path, clock: FakeClock) -> None:
     item_id = two_runs(initialised, clock)
     result = wrighty("logs", str(item_id), "--run", "1")
-    assert (result.stdout, result.stderr) == ("first run out\n", "first run err\n")
+    assert result.output == "first run out\n── stderr ──\nfirst run err\n"
 
 
 @pytest.mark.parametrize(
@@ -86,7 +96,7 @@ def test_logs_redacts_secrets_that_the_files_keep(initialised: Path, clock: Fake
     result = wrighty("logs", str(item_id))
     assert result.exit_code == 0, result.output
     assert result.stdout == "calling the API with [REDACTED]\ndone\n"
-    assert result.stderr == "ANTHROPIC_API_KEY=[REDACTED]\n"
+    assert result.stderr == "── stderr ──\nANTHROPIC_API_KEY=[REDACTED]\n"
     assert (log_dir / "stdout.log").read_bytes() == raw_out  # the file on disk stays raw
 
 
@@ -117,12 +127,13 @@ def test_logs_show_control_characters_as_escapes_and_raw_writes_the_bytes(
     assert shown.stdout == (
         "\\x1b]52;c;ZWNobyBwd25lZA==\\x07 clip\n\tindented\\r\n50%\\r100%\n\ufffd end\n"
     )
-    assert shown.stderr == "\\x1b[2J\\x9b31m red [REDACTED]\n"
+    assert shown.stderr == "── stderr ──\n\\x1b[2J\\x9b31m red [REDACTED]\n"
 
     raw = wrighty("logs", str(item_id), "--raw")
     assert raw.exit_code == 0, raw.output
     assert raw.stdout_bytes == out
-    assert raw.stderr_bytes == "\x1b[2J\x9b31m red [REDACTED]\n".encode()  # still redacted
+    # still redacted, and no line of wrighty's in the bytes
+    assert raw.stderr_bytes == "\x1b[2J\x9b31m red [REDACTED]\n".encode()
 
 
 def test_logs_of_an_open_run_show_whole_lines_only(initialised: Path, clock: FakeClock) -> None:
@@ -225,8 +236,10 @@ def test_follow_prints_new_output_until_the_run_ends(
     monkeypatch.setattr(context, "sleep", sleep)
     result = wrighty("logs", str(item_id), "--follow")
     assert result.exit_code == 0, result.output
-    assert result.stdout == "line 1\nline 2\ntoken [REDACTED] sent\nline 4"
-    assert result.stderr == "warming up\n"
+    assert result.output == (
+        "line 1\n── stderr ──\nwarming up\n── stdout ──\nline 2\ntoken [REDACTED] sent\nline 4"
+    )
+    assert result.stderr == "── stderr ──\nwarming up\n"
     assert waits == [0.5, 0.5, 0.5]  # stopped at the first poll that found the run ended
 
 

@@ -52,3 +52,16 @@ def test_an_item_in_review_is_listed_counted_not_editable_and_cancellable(
         ("running", "review"),
         ("review", "cancelled"),
     ]
+
+
+def test_shows_history_rows_end_where_their_text_does(initialised: Path, clock: FakeClock) -> None:
+    item_id = in_review(initialised, clock)
+    feedback = "Please name the function after what it returns, not how. " * 5
+    assert wrighty("reject", str(item_id), "--feedback", feedback).exit_code == 0
+    text = wrighty("show", str(item_id)).stdout
+    history = text.split("\nHistory", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [line for line in history if line != line.rstrip()] == []
+    # one long reason widens its own row only
+    [created] = [line for line in history if "created -> queued" in line]
+    assert len(created) < 80
+    assert any(len(line) > 200 for line in history)

@@ -166,7 +166,7 @@ def test_list_prints_each_item_on_one_whole_line_when_piped(initialised: Path) -
     lines = wrighty("list").stdout.splitlines()
     assert len(lines) == 3  # the header and one line per item
     assert LONG_TITLE in lines[1]
-    assert lines[2].split()[:4] == ["2", "queued", "P2", "-"]
+    assert lines[2].split()[:4] == ["2", "queued", "P2", "claude"]
 
 
 def test_show_prints_long_fields_and_history_rows_whole_when_piped(

@@ -138,7 +138,12 @@ def test_what_cannot_be_verified_is_refused_and_nothing_runs(
         start_run(initialised, item_id, at=clock(), session_id="s-1")
         said = "is running"
     elif case == "never-ran":
-        item_id, said = create_queued(), "has never run"
+        item_id = create_queued()
+        # a queued item is not told to be queued
+        said = (
+            f"item {item_id} has never run, so it has no workspace to check; it is queued: a "
+            "worker of its agent makes its workspace"
+        )
     else:
         with_checks(initialised)
         item_id = waiting_on_checks(initialised, clock, "verification-failed")

@@ -1,5 +1,6 @@
 """A check whose program is not found (docs/config.md#verify): `config validate` warns and
-passes the file, `worker start` refuses to start, in one line, claiming nothing."""
+passes the file, `worker start` refuses to start, in one line, claiming nothing. An agent whose
+failed checks can get no fix turn: `config validate` warns and passes the file."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from tests.cli.conftest import wrighty
 from tests.helpers import snapshot
 
-DEMO = {"adapter": "command", "command": ["true"]}
+DEMO = {"adapter": "command", "command": ["true"], "resumeCommand": ["true"]}
 
 
 def _configure(project: Path, **sections: object) -> None:
@@ -93,3 +94,32 @@ def test_worker_start_minds_only_the_checks_its_agent_runs(initialised: Path) ->
     refused = wrighty("worker", "start", "--once", "--agent", "other")
     assert refused.exit_code == 2
     assert "agents.other.verify.checks.0.argv" in refused.stderr
+
+
+def test_config_validate_warns_of_an_agent_whose_failed_checks_get_no_fix_turn(
+    initialised: Path,
+) -> None:
+    _configure(
+        initialised,
+        verify=_checks(("tests", "true")),
+        agents={
+            "demo": {"adapter": "command", "command": ["true"]},
+            "resuming": DEMO,
+            "frozen": {**DEMO, "resume": False},
+        },
+    )
+    result = wrighty("config", "validate")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "ok\n"
+    tail = (
+        "so a failed check gets no fix turn and waits for a person; set resumeCommand (and "
+        "resume true), or verify.maxFixTurns to 0 to say so"
+    )
+    assert result.stderr.splitlines() == [
+        f"warning: agents.demo: its items have checks but a command agent without "
+        f"resumeCommand cannot resume, {tail}",
+        f"warning: agents.frozen: its items have checks but its resume is false, {tail}",
+    ]
+    # no fix turns wanted: nothing to warn of
+    _configure(initialised, verify={**_checks(("tests", "true")), "maxFixTurns": 0})
+    assert wrighty("config", "validate").stderr == ""

@@ -170,6 +170,17 @@ def test_the_list_says_what_git_says_of_each_worktree(repo: Path, clock: FakeClo
     ]  # fmt: skip
 
 
+def test_a_branch_without_commits_of_its_own_is_not_called_merged(
+    repo: Path, clock: FakeClock
+) -> None:
+    idle = worktree_item(repo, clock, ItemState.NEEDS_ATTENTION, commit=False, dirty=True)
+    table = wrighty("workspaces")
+    assert table.exit_code == 0, table.output
+    [line] = [line for line in table.stdout.splitlines() if line.startswith(f"{idle} ")]
+    # nothing of it was merged: its work is uncommitted (CHANGES says so)
+    assert line.split()[4:8] == ["0", "0", "dirty", "-"]
+
+
 def test_no_workspace_is_said_plainly(repo: Path) -> None:
     create_queued()
     result = wrighty("workspaces")

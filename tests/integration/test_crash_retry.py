@@ -125,6 +125,8 @@ def test_a_crash_is_retried_by_resuming_the_same_session_in_the_same_workspace(
     notes = (workspace / "WRIGHTY_EXAMPLE_NOTES.md").read_text().splitlines()
     assert len(notes) == 2
     assert all(f"session_id={first.session_id} " in line for line in notes)
+    # the resumed run was told so (WRIGHTY_RUN_KIND)
+    assert [line.split(" run_kind=")[1].split()[0] for line in notes] == ["fresh", "resume"]
     assert [e["session_id"] for e in project.events if e["event"] == "resumed"] == [
         first.session_id
     ]

@@ -89,8 +89,8 @@ def test_a_task_without_a_directive_succeeds_and_notes_the_run(tmp_path: Path) -
     assert (result.returncode, result_again.returncode) == (0, 0)
     notes = (tmp_path / NOTES).read_text().splitlines()
     assert len(notes) == 2
-    assert notes[0].endswith("item_id=7 run_id=- session_id=- action=succeed")
-    assert notes[1].endswith("item_id=- run_id=3 session_id=s-1 action=succeed")
+    assert notes[0].endswith("item_id=7 run_id=- session_id=- run_kind=- action=succeed")
+    assert notes[1].endswith("item_id=- run_id=3 session_id=s-1 run_kind=- action=succeed")
     assert len(result.stdout.decode().splitlines()) >= 2
     assert len(result.stderr.decode().splitlines()) == 1
 

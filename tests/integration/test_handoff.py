@@ -33,7 +33,8 @@ BETA = """
 import json, os, pathlib, sys
 told = sys.stdin.read()
 record = {"prompt": told, "cwd": os.getcwd(), "found": pathlib.Path("notes.txt").exists(),
-          "session": os.environ.get("WRIGHTY_SESSION_ID")}
+          "session": os.environ.get("WRIGHTY_SESSION_ID"),
+          "kind": os.environ.get("WRIGHTY_RUN_KIND")}
 pathlib.Path(os.environ["BETA_RECORD"]).write_text(json.dumps(record))
 """
 
@@ -96,6 +97,7 @@ def test_a_handed_off_item_runs_a_new_session_of_the_new_agent_in_the_same_works
     assert told["found"] is True  # alpha's file, in the same workspace
     assert told["cwd"] == first_session.workspace
     assert told["session"] != first_session.session_id  # a new session
+    assert told["kind"] == "handoff"  # WRIGHTY_RUN_KIND (docs/worker.md#what-a-run-is-told)
     prompt = told["prompt"]
     assert prompt.startswith("Make the login test pass.\n")
     assert "Another agent (alpha) worked on this task before you, in this workspace" in prompt

@@ -16,8 +16,9 @@ from tests.helpers import git
 from tests.integration.test_work_product_processes import make_project
 from wrighty.domain.states import ItemState
 
-# An agent that records each prompt it is given (MARKS/prompt-N) and the session it runs in,
-# and writes answer.txt: 41, or 42 once its prompt carries a person's feedback.
+# An agent that records each prompt it is given (MARKS/prompt-N), the session it runs in and
+# its run's kind (session-N, kind-N), and writes answer.txt: 41, or 42 once its prompt carries
+# a person's feedback.
 AGENT = textwrap.dedent(
     """\
     import os, pathlib, sys
@@ -26,6 +27,7 @@ AGENT = textwrap.dedent(
     number = len(list(marks.glob("prompt-*"))) + 1
     (marks / f"prompt-{number}").write_text(task)
     (marks / f"session-{number}").write_text(os.environ.get("WRIGHTY_SESSION_ID", ""))
+    (marks / f"kind-{number}").write_text(os.environ.get("WRIGHTY_RUN_KIND", ""))
     answer = "42" if "must be 42" in task else "41"
     pathlib.Path("answer.txt").write_text(answer + "\\n")
     """
@@ -49,6 +51,8 @@ def test_reject_resumes_the_session_with_the_feedback_and_accept_makes_it_done(
     assert first.returncode == 0, first.stderr
     waiting = project.get(item_id)
     assert (waiting.state, waiting.reason_code) == (ItemState.REVIEW, "ready-for-review")
+    # the reason says what the run did: its checks passed (docs/work-product.md#review)
+    assert waiting.reason == "every check passed (1 check); it waits for a person's review"
     assert waiting.next_action == f"wrighty accept {item_id}"
     assert git(project.root, "show", f"{branch}:answer.txt") == "41"
     [settled] = first.named("settled")
@@ -74,6 +78,7 @@ def test_reject_resumes_the_session_with_the_feedback_and_accept_makes_it_done(
     assert prompt.startswith("A person reviewed your work on this task and rejected it.")
     assert "The answer must be 42." in prompt
     assert (marks / "session-2").read_text() == (marks / "session-1").read_text() != ""
+    assert [(marks / f"kind-{n}").read_text() for n in (1, 2)] == ["fresh", "rejected"]
     again = project.get(item_id)
     assert (again.state, again.rejections) == (ItemState.REVIEW, 1)
     assert git(project.root, "show", f"{branch}:answer.txt") == "42"
@@ -182,7 +187,10 @@ def test_accept_merges_the_branch_and_a_conflict_leaves_everything_as_it_was(
         ("review", "review", "integration-failed"),
         ("review", "done", "accepted"),
     ]
-    assert shown["reason"] == f"accepted; {said['integrated']}"
+    assert shown["reason"] == said["integrated"]
+    # `show` says it once: "accepted: merged ...", never "accepted: accepted; merged ..."
+    [line] = [x for x in project.wrighty("show", str(item_id)).splitlines() if "accepted:" in x]
+    assert line.split(None, 1)[1] == f"accepted: {said['integrated']}"
 
 
 def test_accept_pushes_to_a_remote_or_runs_the_command_and_keeps_its_url(
@@ -220,7 +228,7 @@ def test_accept_pushes_to_a_remote_or_runs_the_command_and_keeps_its_url(
     told = (project.root / "marks" / "gh-stdin").read_text()
     assert told.startswith(f"Item {second}: Again\nBranch: wrighty/{second}-again")
     assert "answer.txt | 1 +" in told
-    assert project.get(second).reason == f"accepted; {said['integrated']}"
+    assert project.get(second).reason == said["integrated"]
     assert "https://github.example/o/r/pull/7" in said["integrated"]
 
 

@@ -26,14 +26,17 @@ from wrighty.store.sqlite import SqliteStore
 
 # An agent that answers 41 on its first turn, and 42 once it has been told what its checks
 # said (never, if its task says STUBBORN); it keeps every prompt it gets (outside the
-# workspace) and its session id.
+# workspace), its session id and its run's kind.
 AGENT = textwrap.dedent(
     """\
     import os, pathlib, sys
     task = sys.stdin.read()
     log = pathlib.Path(os.environ["PROMPTS"])
     with log.open("a") as handle:
-        handle.write(f"--- {os.environ.get('WRIGHTY_SESSION_ID')} {os.getcwd()}\\n{task}\\n")
+        handle.write(
+            f"--- {os.environ.get('WRIGHTY_SESSION_ID')} {os.getcwd()} "
+            f"{os.environ.get('WRIGHTY_RUN_KIND')}\\n{task}\\n"
+        )
     # A STUBBORN task stays so in its session's later turns, whose prompt is the feedback.
     if "STUBBORN" in task:
         pathlib.Path(".stubborn").touch()
@@ -132,6 +135,10 @@ def test_a_failing_check_is_fixed_in_the_same_session_and_the_item_is_done(
     assert all(prompt.startswith(header) for prompt in prompts)
     assert "the answer is 41" in prompts[1]
     assert "answer: exit code 1" in prompts[1]
+    # each run is told what it is for: the first the task, the fix turn the checks' feedback alone
+    assert [prompt.split("\n", 1)[0].rsplit(" ", 1)[1] for prompt in prompts] == ["fresh", "fix"]
+    assert prompts[0].split("\n", 1)[1].startswith("answer the question")
+    assert "answer the question" not in prompts[1]
 
 
 def test_fix_turns_spent_wait_for_a_person_naming_the_check(

@@ -133,6 +133,8 @@ def waits_for_a_person(settlement: Settlement, reason_code: str, *said: str) -> 
 def test_all_checks_passed_is_done() -> None:
     decision = decide([passed("tests"), passed("lint")])
     assert decision.to_state is ItemState.DONE
+    assert decision.reason == "every check passed (2 checks)"
+    assert decide([passed("tests")]).reason == "every check passed (1 check)"
     assert decision.run_end == RUN_END
     assert not decision.counts_as_fix_turn
 

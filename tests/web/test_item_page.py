@@ -281,8 +281,8 @@ def test_the_diff_page_refuses_in_the_commands_words(console: Console, clock: Fa
     page = client.get(f"/items/{made.queued}/diff")
     assert page.status_code == 409
     assert (
-        f"wrighty: item {made.queued} has no workspace yet: it has not run "
-        f"(`wrighty queue {made.queued}`)" in page.text
+        f"wrighty: item {made.queued} has no workspace yet: it has not run; it is queued: a "
+        "worker of its agent makes its workspace" in page.text
     )
     assert client.get("/items/999999/diff").status_code == 404
     assert client.get("/items/x/diff").status_code == 404

@@ -427,9 +427,10 @@ def list_items(
     elif not items:
         typer.echo("no items" + (f" in state {', '.join(states)}" if states else ""))
     else:
-        from wrighty.cli.render import held_lines, items_table, wait_lines
+        from wrighty.cli.render import Trimmed, held_lines, items_table, wait_lines
 
-        console().print(items_table(items, verified))
+        table = items_table(items, verified, default_agent=default_agent)
+        console().print(Trimmed(table))
         for line in held_lines(items, holds) + wait_lines(items, waits):
             console().print(line)
 
@@ -567,8 +568,11 @@ def logs(
         run_log_dir,
     )
 
-    # Raw bytes go to the stream's binary buffer as they are.
-    write = _writer(output_bytes if raw else printable_output)
+    # Raw bytes go to the stream's binary buffer as they are; shown to a person, both streams
+    # are told apart by a line where one follows the other.
+    write = _writer(
+        output_bytes if raw else printable_output, marked=stream is LogStreams.BOTH and not raw
+    )
     app_ctx = app_context(ctx)
     state_dir = app_ctx.config().root / STATE_DIRNAME
     with app_ctx.store() as store:
@@ -596,11 +600,22 @@ def logs(
         )
 
 
-def _writer(convert: Callable[[str], str | bytes]) -> Callable[[Stream, str], None]:
-    """Writes a stream's output, converted, to the same stream of wrighty's."""
+def _writer(
+    convert: Callable[[str], str | bytes], *, marked: bool
+) -> Callable[[Stream, str], None]:
+    """Writes a stream's output, converted, to the same stream of wrighty's. ``marked``: where
+    one stream's output follows the other's, a line `── stderr ──` (or `── stdout ──`) first,
+    on the stream that follows, and the line before it ended (a terminal shows both as one)."""
+    last: list[tuple[Stream, str]] = []  # the stream written last, and the end of its text
 
     def write(stream: Stream, text: str) -> None:
+        if marked and last and last[-1][0] != stream:
+            before, tail = last[-1]
+            if not tail.endswith("\n"):
+                typer.echo("", err=before == "stderr")
+            typer.echo(f"── {stream} ──", err=stream == "stderr")
         typer.echo(convert(text), nl=False, err=stream == "stderr")
+        last[:] = [(stream, text)]
 
     return write
 

@@ -5,8 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from rich.console import Console, ConsoleDimensions, Group, RenderableType
+from rich.console import (
+    Console,
+    ConsoleDimensions,
+    ConsoleOptions,
+    Group,
+    RenderableType,
+    RenderResult,
+)
 from rich.panel import Panel
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -54,6 +62,26 @@ class OutputConsole(Console):
         self.width, self.height = new_size
 
 
+class Trimmed:
+    """``renderable`` with every line ending at its last character: a table pads each cell to
+    its column's widest, so without this one long reason in a last column makes every row of
+    the table that long."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in console.render_lines(self.renderable, options, pad=False):
+            kept = list(line)
+            while kept and not kept[-1].control and not kept[-1].text.rstrip(" "):
+                kept.pop()
+            if kept and not kept[-1].control:
+                last = kept[-1]
+                kept[-1] = Segment(last.text.rstrip(" "), last.style)
+            yield from kept
+            yield Segment.line()
+
+
 _STATE_STYLES = {
     "todo": "dim",
     "queued": "cyan",
@@ -70,9 +98,15 @@ def styled_state(state: str) -> Text:
     return Text(state, style=_STATE_STYLES.get(state, ""))
 
 
-def items_table(items: list[Item], verified: Mapping[int, bool] | None = None) -> Table:
+def items_table(
+    items: list[Item],
+    verified: Mapping[int, bool] | None = None,
+    *,
+    default_agent: str | None = None,
+) -> Table:
     """`wrighty list`'s table; a CHECKS column (the latest verification's outcome) when a
-    listed item has been verified."""
+    listed item has been verified. An item without an agent of its own names the default
+    one, as `show` does (``default_agent``: worker.defaultAgent)."""
     verified = verified or {}
     with_checks = any(item.id in verified for item in items)
     columns = ["ID", "STATE", "PRI", "AGENT", "TITLE", "UPDATED", "REASON"]
@@ -86,7 +120,7 @@ def items_table(items: list[Item], verified: Mapping[int, bool] | None = None) -
             str(item.id),
             styled_state(item.state.value),
             priority_name(item.priority),
-            outside(item.agent or "-"),
+            outside(_agent_words(item, default_agent)),
             outside(item.title),
             local_time(item.updated_at),
             outside(item.reason_code or ""),
@@ -612,7 +646,7 @@ def _print_events(console: Console, events: list[Event]) -> None:
             change,
             outside(event.reason or event.reason_code or ""),
         )
-    console.print(table)
+    console.print(Trimmed(table))
 
 
 def agents_table(rows: list[tuple[AgentInfo, Classification | None]]) -> Table:

@@ -155,7 +155,7 @@ def config_validate(
     from wrighty.config import (
         CONFIG_FILENAME,
         check_config_text,
-        check_program_problems,
+        config_warnings,
         find_config,
         read_config_text,
     )
@@ -165,8 +165,9 @@ def config_validate(
     if target is None:
         raise ConfigError(f"no {CONFIG_FILENAME} here or above; run `wrighty init`")
     config, problems = check_config_text(read_config_text(target), deep=True)
-    # A check's program missing here is told, not refused: the workers' machines may have it.
-    warnings = check_program_problems(config) if config is not None else []
+    # Told, not refused: a check's program missing here (the workers' machines may have it),
+    # an agent whose failed checks get no fix turn (a person may want just that).
+    warnings = config_warnings(config) if config is not None else []
     if as_json:
         print_json(
             {

@@ -197,11 +197,19 @@ def workspaces_table(found: list[Workspace]) -> Table:
                 _yes_no(workspace.dirty, "dirty", "clean"),
                 style="yellow" if workspace.dirty else "",
             ),
-            _yes_no(workspace.merged, "yes", "no"),
+            _merged_words(workspace),
             size_text(workspace),
             path,
         )
     return table
+
+
+def _merged_words(workspace: Workspace) -> str:
+    """MERGED: whether the project's HEAD has the branch's own commits; `-` when it has none
+    (nothing of it was merged, whatever its worktree holds uncommitted) or git cannot tell."""
+    if workspace.ahead == 0:
+        return "-"
+    return _yes_no(workspace.merged, "yes", "no")
 
 
 def cleaned_lines(results: list[Cleaned]) -> list[str]:

@@ -17,6 +17,7 @@ from wrighty.config.checks import (
     apprise_url_problem,
     check_config_text,
     check_program_problems,
+    config_warnings,
     notify_url_problems,
     url_scheme,
 )
@@ -147,6 +148,7 @@ __all__ = [
     "check_program_problems",
     "completion_of",
     "config_json_schema",
+    "config_warnings",
     "crash_policy_of",
     "default_config_document",
     "find_config",

@@ -34,7 +34,7 @@ from wrighty.config.problems import (
     problems_from,
     read_json,
 )
-from wrighty.config.translate import zone_named
+from wrighty.config.translate import fix_turns_limit, zone_named
 from wrighty.domain.adapters import ADAPTERS, COMMAND_ADAPTER, VENDOR_ADAPTERS
 from wrighty.domain.leases import heartbeat_limit
 from wrighty.domain.scheduling import LABEL_PATTERN
@@ -357,6 +357,36 @@ def check_program_problems(config: WrightyConfig, *, agent: str | None = None) -
             if problem is not None:
                 at = json_path(*where, "checks", index, "argv")
                 problems.append(Problem(at, f"check {check.name!r}: program {problem}"))
+    return problems
+
+
+def config_warnings(config: WrightyConfig) -> list[Problem]:
+    """What `config validate` tells of a valid file without refusing it: a check's program
+    missing here (``check_program_problems``), an agent whose failed checks get no fix turn."""
+    return check_program_problems(config) + no_fix_turn_problems(config)
+
+
+def no_fix_turn_problems(config: WrightyConfig) -> list[Problem]:
+    """Agents whose items have checks and fix turns, but whose sessions cannot be resumed: a
+    failed check sends their item to a person at once (docs/verify.md)."""
+    problems = []
+    for name, agent in config.agents.items():  # an agent not written there resumes
+        if not fix_turns_limit(config, name):  # no checks, or verify.maxFixTurns 0
+            continue
+        if not agent.resume:
+            why = "its resume is false"
+        elif agent.adapter_for(name) == COMMAND_ADAPTER and not agent.resume_command:
+            why = "a command agent without resumeCommand cannot resume"
+        else:
+            continue
+        problems.append(
+            Problem(
+                json_path("agents", name),
+                f"its items have checks but {why}, so a failed check gets no fix turn and "
+                "waits for a person; set resumeCommand (and resume true), or verify.maxFixTurns "
+                "to 0 to say so",
+            )
+        )
     return problems
 
 

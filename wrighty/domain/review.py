@@ -63,12 +63,12 @@ def check_acceptable(item: Item) -> None:
 
 
 def accept(item: Item, *, at: datetime, actor: str, integrated: str | None = None) -> Change:
-    """review -> done; ``integrated``: what the integration did, in words, for the event."""
+    """review -> done; ``integrated``: what the integration did, in words, the reason (the
+    reason code says it was accepted: `accepted: merged ...`, never `accepted: accepted; ...`)."""
     _require_review(item, "accept")
-    reason = f"accepted; {integrated}" if integrated else "accepted"
     return transition(
         item, ItemState.DONE, at=at, actor=actor, reason_code=ACCEPTED,
-        reason=clip(reason, _REASON_CHARS),
+        reason=clip(integrated, _REASON_CHARS) if integrated else None,
     )  # fmt: skip
 
 

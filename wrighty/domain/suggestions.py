@@ -50,6 +50,22 @@ def queue(item_id: int) -> str:
     return f"wrighty queue {item_id}"
 
 
+def before_first_run(item_id: int, state: ItemState) -> str:
+    """What becomes of an item that has no workspace yet, by its state: the command that starts
+    it when there is one, else what it waits for (`verify` and `diff` refuse with it)."""
+    hints = {
+        ItemState.TODO: f"queue it with `{queue(item_id)}`",
+        ItemState.QUEUED: "it is queued: a worker of its agent makes its workspace",
+        ItemState.RETRY_SCHEDULED: "a worker of its agent makes its workspace when it is due",
+        ItemState.RUNNING: "its run is starting: its workspace is being made",
+        ItemState.NEEDS_ATTENTION: f"`{requeue(item_id, resume=False)}` puts it to work",
+        ItemState.REVIEW: "it waits for a person's review",
+        ItemState.DONE: "it is done",
+        ItemState.CANCELLED: "it was cancelled before it ran: nothing will run it",
+    }
+    return hints[state]
+
+
 def show(item_id: int) -> str:
     return f"wrighty show {item_id}"
 
@@ -135,6 +151,9 @@ class Standing:
     # The item has a change of its own (a base recorded with its worktree) that `wrighty diff N`
     # would show here (on this installation, there, a git work tree: the rule it refuses by).
     has_change: bool = False
+    # A retry-scheduled item whose retry is due already (`wrighty requeue N --resume` just made
+    # it so, say): a requeue would change nothing, so none is offered.
+    retry_due: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,14 +220,10 @@ def next_commands(
             return [*checks_again, *resumed, fresh, *change, *last_logs, give_up]
         return [*resumed, *checks_again, *change, fresh, *last_logs, give_up]
     if state is ItemState.RETRY_SCHEDULED:
-        return [
-            Suggestion(
-                requeue(item_id, resume=True, raised=raised),
-                f"run the retry now, not when due{budget}",
-            ),
-            give_up,
-            *last_logs,
-        ]
+        now = Suggestion(
+            requeue(item_id, resume=True, raised=raised), f"run the retry now, not when due{budget}"
+        )
+        return [*([] if standing.retry_due and not raised else [now]), give_up, *last_logs]
     if state is ItemState.RUNNING and standing.lease_expired:
         return [
             Suggestion(reap(), "settle it now: its worker stopped renewing the claim"),

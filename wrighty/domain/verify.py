@@ -263,7 +263,9 @@ def after_checks(
         )
     failing = [check for check in evidence if check.failed]
     if not failing:
-        return Settlement(ItemState.DONE, process_started=True, run_end=run_end)
+        return Settlement(
+            ItemState.DONE, process_started=True, run_end=run_end, reason=checks_passed(evidence)
+        )
     names = _names(failing)
     turn = fix_turns + 1
     if turn > policy.max_fix_turns:
@@ -300,6 +302,12 @@ def after_checks(
         not_before=run_end.ended_at,
         counts_as_fix_turn=True,
     )
+
+
+def checks_passed(evidence: Sequence[CheckEvidence]) -> str:
+    """A done run's reason when its checks passed: ``every check passed (2 checks)``."""
+    count = len(evidence)
+    return f"every check passed ({count} {plural(count, 'check', 'checks')})"
 
 
 def _name(check: CheckEvidence) -> str:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from wrighty.domain import suggestions
 from wrighty.domain.model import Item, Session
 from wrighty.errors import NotFoundError, WrightyError
 from wrighty.store.port import Store
@@ -131,7 +132,8 @@ def _workspace(
 
     if session is None:
         raise WrightyError(
-            f"item {item.id} has no workspace yet: it has not run (`wrighty queue {item.id}`)"
+            f"item {item.id} has no workspace yet: it has not run; "
+            + suggestions.before_first_run(item.id, item.state)
         )
     if session.installation_id != installation:
         raise WrightyError(

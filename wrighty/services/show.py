@@ -96,6 +96,8 @@ def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
         raise_budget=raise_flags(budget, spent),
         can_verify=_can_verify(context, detail),
         has_change=has_change,
+        retry_due=detail.item.state is ItemState.RETRY_SCHEDULED
+        and (detail.item.not_before is None or detail.item.not_before <= context.now()),
     )
     return ShowFacts(
         detail, standing, resumable, circuit, hold, budget, spent, crash_limit, usage_limit,

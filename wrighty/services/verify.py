@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from wrighty.domain import suggestions
 from wrighty.domain.claims import Settlement
 from wrighty.domain.model import WAITS_FOR_CHECKS, Change, Item, Session
 from wrighty.domain.redact import secret_values
@@ -62,7 +63,7 @@ def workspace_here(item: Item, session: Session | None, *, installation_id: str)
     if session is None:
         raise WrightyError(
             f"item {item.id} has never run, so it has no workspace to check; "
-            f"queue it with `wrighty queue {item.id}`"
+            + suggestions.before_first_run(item.id, item.state)
         )
     if session.installation_id != installation_id:
         raise WrightyError(

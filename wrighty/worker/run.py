@@ -36,6 +36,7 @@ from wrighty.domain.model import Change, Item, NewRun, Run, RunEnd, Session, Str
 from wrighty.domain.notices import Source, with_notices
 from wrighty.domain.outcomes import USAGE_CLASSES, Confidence, OutcomeClass, RunKind
 from wrighty.domain.retry import AGENT_REPORTED, CrashPolicy, Fallback, ResetHint, UsagePolicy
+from wrighty.domain.run_kind import RUN_KIND_VARIABLE, AgentRunKind, agent_run_kind, stdin_text
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import OPERATOR_REQUEUE
@@ -122,6 +123,7 @@ class _Start:
     """How a claimed item's run starts."""
 
     kind: RunKind
+    told: AgentRunKind  # what the run is for, as its agent is told (WRIGHTY_RUN_KIND)
     workspace: Path
     session_id: str | None
     argv: tuple[str, ...]
@@ -348,8 +350,13 @@ class ClaimRun:
                 item_id=claimed.id, run_id=run_id, branch=chosen.branch, taken=chosen.taken,
             )  # fmt: skip
         kind = RunKind.FIX if feedback else choice.kind
+        told = agent_run_kind(
+            kind,
+            claimed_reason_code=self._claim.claimed_reason_code,
+            has_feedback=bool(claimed.feedback),
+        )
         return _Start(
-            kind, chosen.path, session_id, argv, feedback, chosen.branch, chosen.base_commit
+            kind, told, chosen.path, session_id, argv, feedback, chosen.branch, chosen.base_commit
         )
 
     def _owed_feedback(self) -> tuple[CheckEvidence, ...]:
@@ -365,30 +372,24 @@ class ClaimRun:
         )
 
     def _prompt(self, start: _Start) -> str:
-        """What the agent is told. The run a rejection asked for: the person's feedback (a new
-        session, the task first; docs/work-product.md#review). Else a new session, its task; a
-        fix turn, its checks' feedback; any other resume, to carry on with its task."""
-        claimed = self._claimed
-        if handoff.owes_handoff(self._claim.claimed_reason_code) and not start.kind.resumes:
-            return handoff.handoff_prompt(
-                claimed.body,
-                self._earlier_work(start),
-                claimed.handoff_note,
-                secrets=self._setting.secrets,
+        """What the agent is told on standard input, by the run's kind
+        (docs/worker.md#what-a-run-is-told)."""
+        claimed, kind = self._claimed, start.told
+        known = self._setting.secrets
+        if kind is AgentRunKind.HANDOFF:
+            told = handoff.handoff_prompt(
+                claimed.body, self._earlier_work(start), claimed.handoff_note, secrets=known
             )
-        if claimed.feedback and review.owes_feedback(self._claim.claimed_reason_code):
-            told = review.feedback_prompt(claimed.feedback, secrets=self._setting.secrets)
-            return told if start.kind.resumes else f"{claimed.body}\n\n{told}"
-        if not start.kind.resumes:
-            return claimed.body
-        if start.kind is not RunKind.FIX:
-            return decisions.CONTINUATION_PROMPT + claimed.body
-        policy = self._setting.verify or VerifyPolicy(())
-        return verify.feedback_prompt(
-            start.feedback,
-            feedback_bytes=policy.feedback_bytes,
-            secrets=self._setting.secrets,
-        )
+        elif kind is AgentRunKind.REJECTED:
+            told = review.feedback_prompt(claimed.feedback or "", secrets=known)
+        elif kind is AgentRunKind.FIX:
+            policy = self._setting.verify or VerifyPolicy(())
+            told = verify.feedback_prompt(
+                start.feedback, feedback_bytes=policy.feedback_bytes, secrets=known
+            )
+        else:
+            told = decisions.CONTINUATION_PROMPT + claimed.body
+        return stdin_text(kind, resumes=start.kind.resumes, task=claimed.body, told=told)
 
     def _fallbacks(self, result: Classification) -> tuple[Fallback, ...]:
         """The agent's fallbacks and whether each can take the item now, when the run was
@@ -474,6 +475,7 @@ class ClaimRun:
             "WRIGHTY_ITEM_ID": str(claimed.id),
             "WRIGHTY_RUN_ID": run_id,
             "WRIGHTY_CLAIM_TOKEN": claim_token,
+            RUN_KIND_VARIABLE: start.told.value,
         }
         if start.session_id is not None:
             env["WRIGHTY_SESSION_ID"] = start.session_id
@@ -750,14 +752,11 @@ class ClaimRun:
                     resume_missing=missing,
                 )
         if settlement.to_state is ItemState.DONE:
-            done = None
-            if self._branch is not None:
-                done = self._complete(run_id, output.session)
-                if done is None:
-                    self._tell_lost()
-                    return
-            completion = self._setting.completion
-            settlement = commit.where_done_goes(claimed, settlement, done, completion)
+            finished = self._finish_done(run_id, output.session, settlement)
+            if finished is None:
+                self._tell_lost()
+                return
+            settlement = finished
         change = settle(claimed, settlement, at=self._now())
         self._move_circuit(change, result.outcome_class, _reset_hint(output.reader, recorded))
         stat = None
@@ -767,15 +766,28 @@ class ClaimRun:
 
     # -- committing -------------------------------------------------------------------------
 
+    def _finish_done(
+        self, run_id: str, session: Session, settlement: Settlement
+    ) -> Settlement | None:
+        """Where a done run's item goes: set aside when its worktree left the item's branch
+        (a check may have switched it; nothing is committed off it), else committed as
+        completion.commit says and on to done or review. None if the claim was lost."""
+        if settlement.run_end is not None:
+            aside = self._off_branch(run_id, session, settlement.run_end)
+            if aside is not None:
+                return aside
+        done = None
+        if self._branch is not None:
+            done = self._complete(run_id, session)
+            if done is None:
+                return None
+        return commit.where_done_goes(self._claimed, settlement, done, self._setting.completion)
+
     def _complete(self, run_id: str, session: Session) -> commit.CommitResult | None:
         """What completion.commit asks after a done run on the item's branch, under the claim
         (renewed at every heartbeat while git and its hooks run), told as an event; None if
         the claim was lost."""
         claimed, branch = self._claimed, self._branch
-        if settlement.run_end is not None:  # a check may have switched branch
-            aside = self._off_branch(run_id, session, settlement.run_end)
-            if aside is not None:
-                return aside
         done = self._renewing(
             lambda: commit.complete(
                 Path(session.workspace),

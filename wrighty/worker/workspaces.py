@@ -36,7 +36,7 @@ from wrighty.domain.work_product import (
 )
 from wrighty.domain.workspaces import Mode, is_items_branch, workspace_mode
 from wrighty.files import make_private_dirs
-from wrighty.services.workspaces import NO_MONITOR, commit_id, toplevel, uncommitted
+from wrighty.services.workspaces import commit_id, toplevel, uncommitted
 from wrighty.supervisor.git import GitError, git_ok, run_git
 
 
@@ -308,9 +308,7 @@ def _remove_half_made(project_root: Path, path: Path, *, registered: bool) -> No
     """Remove a worktree that holds no work, as git knows it (a half-made one is locked
     "initializing": hence --force twice) or as a folder, and forget it."""
     if registered:
-        git_ok(
-            project_root, *NO_MONITOR, "worktree", "remove", "--force", "--force", "--", str(path)
-        )
+        git_ok(project_root, "worktree", "remove", "--force", "--force", "--", str(path))
     else:
         (path / ".git").unlink(missing_ok=True)
         path.rmdir()
