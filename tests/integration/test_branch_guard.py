@@ -8,6 +8,7 @@ item's work is never adopted; on both stores."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -192,10 +193,16 @@ def test_a_folder_with_only_gits_first_file_is_made_again(tmp_path: Path) -> Non
     assert finished.named("committed")
 
 
-HOOK = """#!/bin/sh
-touch "$MARKS/hook-started"
-while [ ! -e "$MARKS/hook-go" ]; do sleep 0.05; done
-touch "$MARKS/hook-done"
+GIT_THAT_WAITS = """#!/bin/sh
+{real} "$@"
+status=$?
+case " $* " in
+  *" worktree add "*)
+    touch {marks}/add-made
+    while [ ! -e {marks}/go ]; do sleep 0.05; done
+    ;;
+esac
+exit $status
 """
 
 
@@ -206,33 +213,35 @@ def test_a_worker_killed_while_git_makes_the_worktree_leaves_it_for_the_next_to_
         tmp_path / "p", store_url, agent=AGENT,
         completion={"review": "person", "integrate": "merge"},
     )  # fmt: skip
-    marks = project.root / "marks"
-    hook = project.root / ".git" / "hooks" / "post-checkout"
-    hook.write_text(HOOK)
-    hook.chmod(0o755)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    # wrighty runs no hook of its own git calls' (docs/work-product.md#what-git-runs), so the
+    # worker is caught inside `git worktree add` by a git of the test's own on its PATH: the
+    # real git makes the worktree, then this one waits, before the worker records the session
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"
+    wrapper.write_text(
+        GIT_THAT_WAITS.format(real=shutil.which("git"), marks=marks), encoding="utf-8"
+    )
+    wrapper.chmod(0o755)
+    project.env = {**(project.env or os.environ), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     base = git(project.root, "rev-parse", "main")
     item_id = project.plant("add the feature", title="add it")
     branch = f"wrighty/{item_id}-add-it"
     first = LiveWorker(project, "--once")
     try:
-        # git runs the project's post-checkout hook once the worktree is checked out; the
-        # worker is killed while it waits for git, before it records the item's session
         wait_for(
-            lambda: (marks / "hook-started").exists() or first.process.poll() is not None,
-            "post-checkout hook",
+            lambda: (marks / "add-made").exists() or first.process.poll() is not None,
+            "git worktree add",
         )
-        assert (marks / "hook-started").exists(), (
-            "the worker ended and git never ran the project's post-checkout hook: this test "
-            "kills the worker inside it (if wrighty now skips hooks for its own git calls, "
-            "let them run here)"
-        )
+        assert (marks / "add-made").exists(), "the worker ended before it made the worktree"
         os.kill(first.process.pid, signal.SIGKILL)
         first.process.wait(timeout=30)
     finally:
-        (marks / "hook-go").touch()
+        (marks / "go").touch()
         first.process.kill()
         first.process.communicate(timeout=30)
-    wait_for(lambda: (marks / "hook-done").exists(), "end of the orphaned git")
     assert worktree(project, item_id).is_dir()
     store = project.store()
     try:

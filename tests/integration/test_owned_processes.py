@@ -64,7 +64,7 @@ def test_git_past_its_time_limit_leaves_nothing_of_its_hook(project: Path, marks
     mark = new_mark()
 
     with pytest.raises(GitError) as raised:
-        run_git(project, "commit", "-qm", "a", env=mark, timeout=5)
+        run_git(project, "commit", "-qm", "a", env=mark, timeout=5, hooks=True)
 
     assert str(raised.value) == "git commit took longer than 5s"
     assert none_left(mark, *pid_files(marks)) == []
@@ -77,7 +77,7 @@ def test_git_that_ends_leaves_nothing_its_hook_started(project: Path, marks: Pat
     git(project, "add", "a.txt")
     mark = new_mark()
 
-    result = run_git(project, "commit", "-qm", "a", env=mark)
+    result = run_git(project, "commit", "-qm", "a", env=mark, hooks=True)
 
     assert result.ok, result.stderr
     assert none_left(mark, *pid_files(marks)) == []
@@ -91,7 +91,7 @@ def test_a_merge_whose_post_merge_hook_hangs_is_recorded_as_merged_and_the_hook_
     mark = new_mark()
     monkeypatch.setenv(*next(iter(mark.items())))
 
-    done = integrate(project, Integration(kind="merge", timeout_seconds=5), target)
+    done = integrate(project, Integration(kind="merge", timeout_seconds=5), target, hooks=True)
 
     tip = git(project, "rev-parse", BRANCH)
     assert git(project, "rev-parse", "HEAD") == tip  # main moved: the merge was made
@@ -115,7 +115,7 @@ def test_a_push_whose_pre_receive_hook_hangs_leaves_nothing_behind(
     monkeypatch.setenv(*next(iter(mark.items())))
 
     with pytest.raises(IntegrationError) as raised:
-        integrate(project, Integration(kind="push", timeout_seconds=5), target)
+        integrate(project, Integration(kind="push", timeout_seconds=5), target, hooks=True)
 
     assert str(raised.value) == "git push took longer than 5s"
     # marks/git.pid is the hook's parent: git-receive-pack
@@ -173,8 +173,8 @@ def worker_project(
 def test_a_worker_killed_while_its_commits_hook_runs_leaves_nothing_and_no_commit(
     tmp_path: Path, marks: Path
 ) -> None:
-    project, mark = worker_project(tmp_path, marks, None)
-    # completion.hooks does not exist yet: hooks run (with it: completion={"hooks": "run"})
+    # the project's hooks run in wrighty's commit only under completion.hooks run
+    project, mark = worker_project(tmp_path, marks, None, completion={"hooks": "run"})
     hook(project.root / ".git" / "hooks" / "pre-commit", marks, hangs=True)
     item_id = project.plant("make the feature")
     worker = LiveWorker(project, "--once")
@@ -248,7 +248,9 @@ def test_a_checks_daemon_ends_with_the_check_under_a_worker_and_by_hand(
 def test_accept_whose_post_merge_hook_hangs_makes_the_item_done_with_main_moved(
     tmp_path: Path, marks: Path, store_url: str | None
 ) -> None:
-    project, item_id = _reviewed(tmp_path, store_url, integrate="merge", integrateTimeoutSeconds=5)
+    project, item_id = _reviewed(
+        tmp_path, store_url, integrate="merge", integrateTimeoutSeconds=5, hooks="run"
+    )
     hook(project.root / ".git" / "hooks" / "post-merge", marks, hangs=True)
     mark = new_mark()
     assert project.env is not None

@@ -213,7 +213,8 @@ def _found(
         f"{path} is {what.format(item.id)}, and it holds work wrighty will not take as item "
         f"{item.id}'s nor delete (a store made anew, or a folder made by hand?): move it away "
         f"or remove it, then run `{suggestions.requeue(item.id, resume=False)}`",
-        Step.WORKSPACE,  # the item's to mend, not the machine's
+        Step.WORKSPACE,
+        errno.EEXIST,  # something else stands at the item's name: the item's to mend
     )
 
 
