@@ -95,7 +95,7 @@ def test_an_agents_env_values_never_show_in_logs_show_a_reason_or_a_handoff_prom
     logs = wrighty(project, "logs", str(made.id))
     assert logs.returncode == 0, logs.stderr
     assert logs.stdout.startswith("calling [REDACTED] and [REDACTED]\n")
-    assert logs.stderr == "stderr says [REDACTED]\n"
+    assert logs.stderr == "── stderr ──\nstderr says [REDACTED]\n"
     shown = wrighty(project, "show", str(made.id))
     assert shown.returncode == 0, shown.stderr
     assert "the hook [REDACTED] broke" in shown.stdout

@@ -370,8 +370,8 @@ def test_an_item_whose_run_changed_nothing_says_no_change(
     item = project.get(item_id)
     assert (item.state, item.reason_code) == (ItemState.REVIEW, "ready-for-review")
     assert item.reason == (
-        "no change: the run succeeded, but its branch is still its base (nothing was changed); "
-        "it waits for a person's review"
+        "no change: every check passed (1 check), but its branch is still its base (nothing "
+        "was changed); it waits for a person's review"
     )
 
     auto = make_project(tmp_path / "auto", store_url, agent=idle)
@@ -406,7 +406,7 @@ def test_a_passing_verify_by_hand_whose_commit_fails_keeps_the_item_waiting_sayi
 ) -> None:
     flag = tmp_path / "checks-pass"
     project = make_project(
-        tmp_path / "p", store_url, agent=AGENT, completion={"review": "person"},
+        tmp_path / "p", store_url, agent=AGENT, completion={"review": "person", "hooks": "run"},
         verify={"checks": [{"name": "flag", "argv": ["test", "-f", str(flag)]}],
                 "maxFixTurns": 0},
     )  # fmt: skip
