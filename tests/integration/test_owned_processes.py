@@ -145,7 +145,7 @@ def test_an_integration_command_leaves_nothing_it_started(
 # waits there to be stopped.
 AGENT = textwrap.dedent(
     """\
-    import os, pathlib, subprocess, sys, time
+    import os, pathlib, signal, subprocess, sys, time
     task = sys.stdin.read()
     pathlib.Path("feature.txt").write_text("made by the agent\\n")
     if "HANG" in task:
@@ -154,7 +154,7 @@ AGENT = textwrap.dedent(
         while not (marks / "agent.pid").exists():
             time.sleep(0.01)
         (marks / "agent-ready").touch()
-        time.sleep(600)
+        signal.pause()  # until its tree is stopped
     """
 )
 
