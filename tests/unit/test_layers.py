@@ -25,6 +25,8 @@ ENTRY_POINT = PACKAGE / "__main__.py"
 # A part of the package is a folder (`cli/`) or a module of the package's own (`agents.py`).
 # Each may import what its row names: a part, or one module of a part (`web/app.py`). A part's
 # modules import each other freely (but in no circle).
+# A new part (`operator/`, `workproduct/`) is one more row here, and a name in the rows of the
+# parts that import it; then run this file to redraw the page.
 LAYERS: dict[str, set[str]] = {
     "__main__.py": {"cli/"},
     "cli/": {
