@@ -27,7 +27,7 @@ from wrighty.errors import UnreadableError
 from wrighty.services import items as item_service
 from wrighty.services import reaper
 from wrighty.store import Store
-from wrighty.store.rows import to_db_time
+from wrighty.store.fields import to_db_time
 from wrighty.store.sqlbase import Tx
 
 LEASE = 60.0

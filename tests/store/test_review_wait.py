@@ -16,7 +16,7 @@ from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import history_event, transition
 from wrighty.store import Store
-from wrighty.store.rows import to_db_time
+from wrighty.store.fields import to_db_time
 
 
 def to_review(store: Store, clock: FakeClock, made: Item) -> Item:

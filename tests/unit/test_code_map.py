@@ -1,5 +1,6 @@
 """docs/architecture.md's code map names every module of the package, so that a reader new to
-the code finds each file there, and a change that adds or moves a module changes the page."""
+the code finds each file there, and a change that adds or moves a module changes the page; and
+every path it names exists."""
 
 from __future__ import annotations
 
@@ -68,3 +69,38 @@ def test_a_module_the_map_leaves_out_is_found(tmp_path: Path) -> None:
         "| `wrighty/agents.py`, `files.py` | Agents. | |\n"
     )
     assert unnamed_modules(page, package) == ["wrighty/store/rows.py"]
+
+
+def _looks_like_a_path(name: str) -> bool:
+    return " " not in name and "<" not in name and name.endswith((".py", "/", ".sql"))
+
+
+def missing_paths(text: str, package: Path = PACKAGE) -> list[str]:
+    """Paths the map names that do not exist: each row's first cell, and every path in
+    backquotes in a row (a module of the row's folder, of the package, or of the project)."""
+    missing = []
+    for paths, row in map_rows(text):
+        folder = paths[0] if paths[0].endswith("/") else paths[0].rpartition("/")[0] + "/"
+        named = [p.removeprefix("wrighty/") for p in paths]
+        named += [n for n in _CODE.findall(row) if _looks_like_a_path(n) and n not in paths]
+        for name in named:
+            places = (package.parent / folder / name, package / name, package.parent / name)
+            if not any(place.exists() for place in places):
+                missing.append(name)
+    return missing
+
+
+def test_every_path_the_code_map_names_exists() -> None:
+    assert missing_paths(PAGE.read_text(encoding="utf-8")) == []
+
+
+def test_a_path_the_map_names_that_is_gone_is_found(tmp_path: Path) -> None:
+    package = tmp_path / "wrighty"
+    (package / "store").mkdir(parents=True)
+    (package / "store" / "port.py").write_text("")
+    (package / "agents.py").write_text("")
+    page = (
+        "| `wrighty/store/` | The port (`port.py`), the rows (`rows.py`), `agents.py`. | |\n"
+        "| `wrighty/worker.py` | The worker. | |\n"
+    )
+    assert missing_paths(page, package) == ["rows.py", "worker.py"]

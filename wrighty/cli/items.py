@@ -556,15 +556,14 @@ def logs(
 ) -> None:
     """Print a run's captured output with secrets redacted (stderr's on standard error)."""
     from wrighty.config import STATE_DIRNAME
+    from wrighty.domain.output import output_bytes, printable_output
     from wrighty.installation import installation_id
     from wrighty.services import items as item_service
     from wrighty.services.runlogs import (
         LogReader,
         check_logs_here,
         follow_output,
-        output_bytes,
         print_output,
-        printable_output,
         run_log_dir,
     )
 

@@ -7,7 +7,8 @@ The worker writes each run's standard output and error, raw and size-capped, to
 Reading them back replaces secrets (the files keep them) and hands out whole lines while the run
 goes on, so a secret is never printed in two halves that the redaction could not see whole.
 The text handed out keeps bytes that are not UTF-8 (as "surrogateescape" surrogates): a
-terminal gets `printable_output`, a pipe that asked for the raw bytes `output_bytes`.
+terminal gets `printable_output`, a pipe that asked for the raw bytes `output_bytes`
+(domain/output.py).
 """
 
 from __future__ import annotations
@@ -18,23 +19,12 @@ from pathlib import Path
 from wrighty.config import STATE_DIRNAME
 from wrighty.domain.model import Run, Stream
 from wrighty.domain.outcomes import OutcomeClass
-from wrighty.domain.redact import redact_bytes_tail, replace_undecodable, tail_window_bytes
-from wrighty.domain.text import printable
+from wrighty.domain.output import tails_text
+from wrighty.domain.redact import redact_bytes_tail, tail_window_bytes
 from wrighty.errors import WrightyError
 
 # Receives each piece of output and the stream it came from.
 Write = Callable[[Stream, str], None]
-
-
-def printable_output(text: str) -> str:
-    """Output as a terminal shows it: bytes that are not UTF-8 as U+FFFD, control characters
-    as escapes (newlines and tabs kept)."""
-    return printable(replace_undecodable(text))
-
-
-def output_bytes(text: str) -> bytes:
-    """Output as the agent wrote it, byte for byte, but for the redacted secrets."""
-    return text.encode("utf-8", errors="surrogateescape")
 
 
 def run_logs_of(state_dir: Path, item_id: int) -> Path:
@@ -176,23 +166,6 @@ def tail_output(log_dir: Path, *, chars: int, final: bool, secrets: Sequence[str
             data = data[: data.rfind(b"\n") + 1]
         tails.append((stream, skipped, data))
     return tails_text(tails, chars=chars, secrets=secrets)
-
-
-def tails_text(
-    tails: Sequence[tuple[Stream, int, bytes]], *, chars: int, secrets: Sequence[str] = ()
-) -> str:
-    """Each stream's tail (the bytes written before it, and it) as `tail_output` shows them:
-    its last ``chars`` characters, redacted, printable, stderr's under a line that names it;
-    a tail that does not start the stream starts with a line that counts what came before."""
-    parts = []
-    for stream, skipped, data in tails:
-        if data:
-            text = redact_bytes_tail(
-                data, chars, keep_undecodable=True, dropped_before=skipped, secrets=secrets
-            )
-            text = printable_output(text)
-            parts.append(text if stream == "stdout" else f"── stderr ──\n{text}")
-    return "\n".join(part.rstrip("\n") for part in parts)
 
 
 def _tail_bytes(path: Path, size: int) -> tuple[int, bytes]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from wrighty.store.rows import circuit_from_row, circuit_params, notice_params, to_db_time
+from wrighty.store.fields import to_db_time
+from wrighty.store.fleet_rows import circuit_from_row, circuit_params, notice_params
 from wrighty.store.sqlbase import Refused, SqlBase
 
 if TYPE_CHECKING:  # loaded by the commands that read or write a circuit, not by every store

@@ -7,10 +7,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from wrighty.domain.states import ItemState
+from wrighty.store.fields import aggregate, to_db_time
 from wrighty.store.items import ItemsSql
 from wrighty.store.ledger import spend_in
 from wrighty.store.rows import (
-    aggregate,
     claim_guard,
     claim_params,
     claimed_session,
@@ -21,7 +21,6 @@ from wrighty.store.rows import (
     run_from_row,
     session_from_row,
     session_params,
-    to_db_time,
 )
 from wrighty.store.sqlbase import Refused, Tx
 

@@ -13,6 +13,8 @@ from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, Run
 from wrighty.domain.scheduling import EDITED
 from wrighty.domain.states import ItemState
 from wrighty.errors import AlreadyImported, NotFoundError, UnreadableError, WrightyError
+from wrighty.store.fields import to_db_time
+from wrighty.store.fleet_rows import notice_params
 from wrighty.store.port import Rows, Salvaged
 from wrighty.store.rows import (
     dependency_from_row,
@@ -22,12 +24,10 @@ from wrighty.store.rows import (
     item_mutable_params,
     labels_from_rows,
     new_item_params,
-    notice_params,
     open_item_from_row,
     queue_figures_from_rows,
     run_end_params,
     run_from_row,
-    to_db_time,
 )
 from wrighty.store.sqlbase import Refused, SqlBase, Tx
 

@@ -7,15 +7,9 @@ from datetime import datetime
 
 from wrighty.domain.model import Item
 from wrighty.domain.usage import LedgerEntry, Usage
+from wrighty.store.fields import EPOCH, to_db_time
 from wrighty.store.port import Rows
-from wrighty.store.rows import (
-    EPOCH,
-    claim_guard,
-    ledger_entry_from_row,
-    spend_from_row,
-    to_db_time,
-    usage_params,
-)
+from wrighty.store.rows import claim_guard, ledger_entry_from_row, spend_from_row, usage_params
 from wrighty.store.sqlbase import SqlBase, Tx
 
 

@@ -10,12 +10,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from wrighty.errors import UnreadableError
-from wrighty.store.rows import (
+from wrighty.store.fields import to_db_time
+from wrighty.store.fleet_rows import (
     finish_params,
     notice_params,
     outbox_figures_from_row,
     stored_notice_from_row,
-    to_db_time,
 )
 from wrighty.store.sqlbase import MAX_NOTED, SqlBase
 

@@ -3,10 +3,10 @@
 The same port and the same guarded writes as on SQLite (wrighty/store/sqlstore.py); claims take
 their row with `FOR UPDATE SKIP LOCKED`, so racing workers never wait on each other's rows.
 Connections come from a pool, which discards a connection that broke; a call that fails because
-the server dropped it is retried by the worker while its claim lasts (wrighty/worker.py), so no
-round trip is spent checking each connection before use. Credentials (in the URL, libpq's
-environment variables or a password file) never appear in a message: errors name the database
-without its password.
+the server dropped it is retried by the worker while its claim lasts
+(wrighty/worker/patient.py), so no round trip is spent checking each connection before use.
+Credentials (in the URL, libpq's environment variables or a password file) never appear in a
+message: errors name the database without its password.
 """
 
 from __future__ import annotations

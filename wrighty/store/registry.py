@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from wrighty.store.rows import to_db_time, worker_from_row, worker_params
+from wrighty.store.fields import to_db_time
+from wrighty.store.fleet_rows import worker_from_row, worker_params
 from wrighty.store.sqlbase import SqlBase
 
 if TYPE_CHECKING:  # the workers' rows, loaded by the commands that show or keep them

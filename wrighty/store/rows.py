@@ -1,19 +1,16 @@
 """The one boundary between stored rows and the domain: every row the store reads becomes a
-domain object here, each value checked as it is read (`Fields`), and every object the store
-writes becomes its query's parameters here. Times are stored as fixed-width UTC text in both
-dialects, so that comparing strings compares times and the same parameters serve both."""
+domain object here, each value checked as it is read (`Fields`, in fields.py), and every object
+the store writes becomes its query's parameters here. This module maps items, events,
+dependencies, claims, runs, sessions, checks and usage; the fleet's rows (workers, provider
+circuits, the notification outbox) are mapped by fleet_rows.py, on the same `Fields`."""
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import KW_ONLY, dataclass
-from datetime import UTC, datetime
-from decimal import Decimal
-from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from wrighty.domain.model import (
     BRANCH_NAME,
@@ -32,246 +29,27 @@ from wrighty.domain.model import (
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.scheduling import PRIORITIES
 from wrighty.domain.states import ItemState
-from wrighty.domain.text import first_unprintable_in_line, printable_line
 from wrighty.domain.usage import LedgerEntry, Usage
 from wrighty.errors import UnreadableError
+from wrighty.store.fields import (
+    C_INT,
+    MAX_STORED_COST_USD,
+    MAX_STORED_COUNT,
+    STATE_NAMES,
+    Fields,
+    aggregate,
+    shown_value,
+    state_or_none,
+    to_db_time,
+)
 
-# The board, claims, workers, circuits and the outbox are read by the commands that show them;
-# their mappers import them, so that a read of items (`wrighty list`) loads none of them.
+# The board, claims, checks and queue figures are read by the commands that show them; their
+# mappers import them, so that a read of items (`wrighty list`) loads none of them.
 if TYPE_CHECKING:
     from wrighty.domain.board import OpenItem
-    from wrighty.domain.circuits import Circuit
     from wrighty.domain.claims import ClaimRequest, ReapFacts
-    from wrighty.domain.health import QueueFigures, WorkerRow
-    from wrighty.domain.notices import Delivered, Notice, OutboxFigures, StoredNotice
+    from wrighty.domain.health import QueueFigures
     from wrighty.domain.verify import CheckRecord
-
-# Before every run: the ledger read from the start.
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-_E = TypeVar("_E", bound=Enum)
-
-
-def to_db_time(moment: datetime | None) -> str | None:
-    """Fixed-width UTC text (``2026-11-30T09:00:00.000000Z``): comparing strings compares
-    times."""
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        raise ValueError("naive datetime given to the store; use an aware UTC time")
-    if moment.tzinfo is not UTC:
-        moment = moment.astimezone(UTC)
-    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-
-
-def from_db_time(text: str | None) -> datetime | None:
-    """A stored time; ValueError when ``text`` is not one (an aware time, as to_db_time wrote
-    it). Rows are read through Fields, which says which field did not read."""
-    if text is None:
-        return None
-    if not isinstance(text, str):
-        raise ValueError("not text")
-    moment = datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        raise ValueError("no time zone")
-    return moment.astimezone(UTC)
-
-
-# -- the boundary every stored value is read through (docs/storage.md) ----------------------
-
-# Bounds of stored figures: far beyond any real one, so that sums stay finite.
-MAX_STORED_COUNT = 10**15
-# A worker clock this far from the store's (about 115 days) is a value that does not read.
-MAX_CLOCK_OFFSET_SECONDS = 10**7
-MAX_STORED_COST_USD = 10.0**9
-# A process's exit code or signal number as a check's evidence stores it (a C int).
-_C_INT = 2**31 - 1
-_SHOWN_CHARS = 40
-_REASON_CODE = re.compile(r"[^\s]{1,64}")
-
-
-def _shown(value: Any) -> str:
-    """A stored value as a message may show it: neutralised and shortened."""
-    text = repr(value)
-    if len(text) > _SHOWN_CHARS:
-        text = text[:_SHOWN_CHARS] + "..."
-    return printable_line(text)
-
-
-@dataclass(eq=False)
-class Fields:
-    """One stored row, each value checked as it is read: times parse, numbers are finite and
-    in range, JSON parses, states and codes are known. A value that does not read raises
-    UnreadableError naming the row and the field; when ``salvaged`` is given (a set-aside or a
-    reset, which must read a poisoned row to write it right), it is noted there instead and a
-    safe value stands in for it."""
-
-    row: Any
-    what: str
-    key: object
-    _: KW_ONLY
-    item_id: int | None = None
-    salvaged: list[UnreadableError] | None = None
-
-    def _bad(self, name: str, problem: str, stand_in: Any) -> Any:
-        error = UnreadableError(self.what, self.key, name, problem, item_id=self.item_id)
-        if self.salvaged is None:
-            raise error
-        self.salvaged.append(error)
-        return stand_in
-
-    def refuse(self, name: str, problem: str) -> None:
-        """A rule across values of the row that they break: the row does not read."""
-        self._bad(name, problem, None)
-
-    def raw(self, name: str) -> Any:
-        return self.row[name]
-
-    def text(self, name: str, stand_in: str = "") -> str:
-        value = self.row[name]
-        if not isinstance(value, str):
-            return str(self._bad(name, f"{_shown(value)} is not text", stand_in))
-        return value
-
-    def optional_text(self, name: str) -> str | None:
-        value = self.row[name]
-        return None if value is None else self.text(name)
-
-    def time(self, name: str) -> datetime | None:
-        value = self.row[name]
-        try:
-            return from_db_time(value)
-        except (ValueError, TypeError, OverflowError):
-            bad: datetime | None = self._bad(name, f"{_shown(value)} is not a time", None)
-            return bad
-
-    def required_time(self, name: str, stand_in: datetime = EPOCH) -> datetime:
-        moment = self.time(name)
-        if moment is None:
-            if self.row[name] is None:
-                moment = self._bad(name, "it is empty", stand_in)
-            return stand_in if moment is None else moment
-        return moment
-
-    def integer(
-        self, name: str, low: int = 0, high: int = MAX_STORED_COUNT, stand_in: int = 0
-    ) -> int:
-        value = self.row[name]
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            return int(self._bad(name, f"{_shown(value)} is not a whole number {low}..{high}",
-                                 stand_in))  # fmt: skip
-        return value
-
-    def optional_integer(self, name: str, low: int = 0, high: int = MAX_STORED_COUNT) -> int | None:
-        return None if self.row[name] is None else self.integer(name, low, high)
-
-    def flag(self, name: str) -> bool:
-        """A yes or no: PostgreSQL's boolean, SQLite's 0 or 1."""
-        value = self.row[name]
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        return bool(self._bad(name, f"{_shown(value)} is not a yes or no", False))
-
-    def check_names(self, name: str) -> tuple[str, ...] | None:
-        """The verification checks an item chose (docs/verify.md): null follows wrighty.json
-        (the stand-in: its checks all run); else a JSON list of check names, [] for none."""
-        if self.row[name] is None:
-            return None
-        found = self._json(name, list, "a JSON list of check names")
-        if found is None:
-            return None
-        if not all(isinstance(item, str) and CHECK_NAME.fullmatch(item) for item in found):
-            bad: tuple[str, ...] | None = self._bad(
-                name, f"{_shown(self.row[name])} is not a JSON list of check names", None
-            )
-            return bad
-        return tuple(found)
-
-    def number(self, name: str, high: float, *, low: float = 0.0) -> float | None:
-        """A stored figure that may be absent: a number ``low``..``high``, never NaN (and
-        finite unless a bound is infinite)."""
-        value = self.row[name]
-        if value is None:
-            return None
-        if isinstance(value, Decimal):
-            value = float(value)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or math.isnan(value)
-            or not low <= value <= high
-        ):
-            shown = f"{_shown(value)} is not a number {low:g}..{high:g}"
-            bad: float | None = self._bad(name, shown, None)
-            return bad
-        return float(value)
-
-    def choice(self, name: str, kind: type[_E], stand_in: _E) -> _E:
-        value = self.row[name]
-        try:
-            return kind(value)
-        except ValueError:
-            known = ", ".join(member.value for member in kind)
-            return cast(_E, self._bad(name, f"{_shown(value)} is none of {known}", stand_in))
-
-    def optional_choice(self, name: str, kind: type[_E]) -> _E | None:
-        value = self.row[name]
-        if value is None or value == "":
-            return None
-        return self.choice(name, kind, cast(_E, None))
-
-    def code(self, name: str) -> str | None:
-        """A reason code: one short word (``internal-error``), nothing a terminal obeys."""
-        value = self.row[name]
-        if value is None:
-            return None
-        if (
-            not isinstance(value, str)
-            or not _REASON_CODE.fullmatch(value)
-            or first_unprintable_in_line(value) is not None
-        ):
-            bad: str | None = self._bad(name, f"{_shown(value)} is not a reason code", None)
-            return bad
-        return value
-
-    def json_list(self, name: str, stand_in: list[Any] | None = None) -> list[Any]:
-        found = self._json(name, list, "a JSON list")
-        return (stand_in or []) if found is None else cast(list[Any], found)
-
-    def json_object(self, name: str) -> dict[str, Any]:
-        found = self._json(name, dict, "a JSON object")
-        return {} if found is None else cast(dict[str, Any], found)
-
-    def _json(self, name: str, kind: type, what: str) -> Any:
-        value = self.row[name]
-        try:
-            found = json.loads(value, parse_constant=_no_constant)
-        except (ValueError, TypeError, RecursionError):
-            return self._bad(name, f"{_shown(value)} is not {what}", None)
-        if not isinstance(found, kind):
-            return self._bad(name, f"{_shown(value)} is not {what}", None)
-        return found
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-_STATE_NAMES = frozenset(state.value for state in ItemState)
-
-
-def state_or_none(value: Any) -> ItemState | None:
-    """The state of an item depended on; None when there is no such item (or its state is not
-    one wrighty knows): such a dependency is never met (docs/scheduling.md)."""
-    return ItemState(value) if value in _STATE_NAMES else None
-
-
-def aggregate(row: Any) -> Fields:
-    """A row of figures over many rows: a time among them that does not read counts as
-    unknown (the rows themselves say which one does not read)."""
-    return Fields(row, "figures", "", salvaged=[])
 
 
 # -- items ------------------------------------------------------------------------------------
@@ -447,7 +225,7 @@ def queue_figures_from_rows(
     from wrighty.domain.health import QueueFigures, VerificationFigures
 
     counts = {state: 0 for state in ItemState}
-    counts.update({ItemState(r["state"]): r["n"] for r in counted if r["state"] in _STATE_NAMES})
+    counts.update({ItemState(r["state"]): r["n"] for r in counted if r["state"] in STATE_NAMES})
     figures = aggregate(row)
     return QueueFigures(
         counts=counts,
@@ -589,10 +367,10 @@ def session_from_row(row: Any, prefix: str = "") -> Session:
     read = Fields(row, "session", item_id, item_id=item_id)
     branch = read.optional_text(f"{prefix}branch")
     if branch is not None and (BRANCH_NAME.fullmatch(branch) is None or ".." in branch):
-        read.refuse(f"{prefix}branch", f"{_shown(branch)} is not a branch wrighty makes")
+        read.refuse(f"{prefix}branch", f"{shown_value(branch)} is not a branch wrighty makes")
     base = read.optional_text(f"{prefix}base_commit")
     if base is not None and COMMIT_ID.fullmatch(base) is None:
-        read.refuse(f"{prefix}base_commit", f"{_shown(base)} is not a commit id")
+        read.refuse(f"{prefix}base_commit", f"{shown_value(base)} is not a commit id")
     return Session(
         item_id=item_id,
         vendor=row[f"{prefix}vendor"],
@@ -648,12 +426,12 @@ def check_from_row(row: Any) -> CheckRecord:
     read = Fields(row, "check", key, item_id=row["item_id"])
     name = read.text("name")
     if CHECK_NAME.fullmatch(name) is None:
-        read.refuse("name", f"{_shown(name)} is not a check name")
+        read.refuse("name", f"{shown_value(name)} is not a check name")
     argv = read.json_list("argv")
     if not all(isinstance(argument, str) for argument in argv):
-        read.refuse("argv", f"{_shown(row['argv'])} is not a JSON list of text")
-    exit_code = read.optional_integer("exit_code", -_C_INT - 1, _C_INT)
-    signal = read.optional_integer("signal", 1, _C_INT)
+        read.refuse("argv", f"{shown_value(row['argv'])} is not a JSON list of text")
+    exit_code = read.optional_integer("exit_code", -C_INT - 1, C_INT)
+    signal = read.optional_integer("signal", 1, C_INT)
     start_failure = read.optional_text("start_failure")
     if start_failure is not None and (exit_code, signal) != (None, None):
         read.refuse("start_failure", "a check that did not start has no exit code or signal")
@@ -742,153 +520,4 @@ def spend_from_row(row: Any, agent: str) -> Usage:
         cache_write_tokens=int(row["cache_write_tokens"]),
         cost_usd=cost,
         cost_source=None if cost is None else ("estimated" if row["estimated"] else "reported"),
-    )
-
-
-# -- the worker registry ----------------------------------------------------------------------
-
-
-def worker_params(row: WorkerRow) -> dict[str, Any]:
-    return {
-        "worker_id": row.worker_id,
-        "label": row.label,
-        "installation_id": row.installation_id,
-        "pid": row.pid,
-        "process_started_at": row.process_started_at,
-        "version": row.version,
-        "state": row.state.value,
-        "items": ",".join(str(item) for item in row.items),
-        "started_at": to_db_time(row.started_at),
-        "last_heartbeat_at": to_db_time(row.last_heartbeat_at),
-        "agent": row.agent,
-        "clock_offset_seconds": row.clock_offset_seconds,
-        "held_reason": row.held_reason,
-    }
-
-
-def worker_from_row(row: Any) -> WorkerRow:
-    from wrighty.domain.health import WorkerRow, WorkerState
-
-    read = Fields(row, "worker", row["worker_id"])
-    return WorkerRow(
-        worker_id=read.text("worker_id"),
-        label=read.optional_text("label"),
-        installation_id=read.text("installation_id"),
-        pid=read.integer("pid"),
-        process_started_at=read.number("process_started_at", float(MAX_STORED_COUNT)) or 0.0,
-        version=read.text("version"),
-        state=read.choice("state", WorkerState, WorkerState.IDLE),
-        items=tuple(int(item) for item in read.text("items").split(",") if item.isdecimal()),
-        started_at=read.required_time("started_at"),
-        last_heartbeat_at=read.required_time("last_heartbeat_at"),
-        agent=read.optional_text("agent"),
-        clock_offset_seconds=read.number(
-            "clock_offset_seconds", MAX_CLOCK_OFFSET_SECONDS, low=-MAX_CLOCK_OFFSET_SECONDS
-        ),
-        held_reason=read.optional_text("held_reason"),
-    )
-
-
-# -- provider circuits ------------------------------------------------------------------------
-
-
-def circuit_params(circuit: Circuit) -> dict[str, Any]:
-    """The stored fields of ``circuit``; its version is the write's to set."""
-    return {
-        "name": circuit.name,
-        "opened_at": to_db_time(circuit.opened_at),
-        "until": to_db_time(circuit.until),
-        "reason": circuit.reason,
-        "failures": circuit.failures,
-        "probe_by": circuit.probe_by,
-        "probe_item": circuit.probe_item,
-        "probe_expires_at": to_db_time(circuit.probe_expires_at),
-    }
-
-
-def circuit_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> Circuit:
-    from wrighty.domain.circuits import Circuit
-
-    read = Fields(row, "circuit", row["name"], salvaged=salvaged)
-    return Circuit(
-        name=read.text("name"),
-        version=read.integer("version", 1, MAX_STORED_COUNT, stand_in=1),
-        opened_at=read.time("opened_at"),
-        until=read.time("until"),
-        reason=read.optional_text("reason"),
-        failures=read.integer("failures"),
-        probe_by=read.optional_text("probe_by"),
-        probe_item=read.optional_integer("probe_item"),
-        probe_expires_at=read.time("probe_expires_at"),
-        probe_running=bool(row["probe_running"]),
-    )
-
-
-# -- the notification outbox ------------------------------------------------------------------
-
-
-def notice_params(notice: Notice) -> dict[str, Any]:
-    return {
-        "id": notice.id,
-        "created_at": to_db_time(notice.at),
-        "event": notice.event,
-        "events": json.dumps(list(notice.events)),
-        "item_id": notice.item_id,
-        "reason_code": notice.reason_code,
-        "payload": json.dumps(notice.payload, sort_keys=False),
-    }
-
-
-def finish_params(
-    notice_id: str, deliverer: str | None, claimed_until: str | None, outcome: Delivered
-) -> dict[str, Any]:
-    """An attempt's outcome, to be written under the claim (``deliverer`` until
-    ``claimed_until``, as stored) that made it."""
-    return {
-        "id": notice_id,
-        "deliverer": deliverer,
-        "claimed_until": claimed_until,
-        "state": outcome.state,
-        "attempts": outcome.attempts,
-        "next_attempt_at": to_db_time(outcome.next_attempt_at),
-        "delivered_to": json.dumps(list(outcome.delivered_to)),
-        "last_error": outcome.last_error,
-        "finished_at": to_db_time(outcome.finished_at),
-    }
-
-
-def stored_notice_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> StoredNotice:
-    from wrighty.domain.notices import Notice, StoredNotice
-
-    item_id = row["item_id"]
-    read = Fields(row, "notice", row["id"], item_id=item_id, salvaged=salvaged)
-    notice = Notice(
-        id=read.text("id"),
-        event=read.text("event"),
-        events=tuple(str(event) for event in read.json_list("events")),
-        at=read.required_time("created_at"),
-        item_id=read.optional_integer("item_id"),
-        reason_code=read.code("reason_code"),
-        payload=read.json_object("payload"),
-    )
-    return StoredNotice(
-        notice=notice,
-        state=read.text("state"),
-        attempts=read.integer("attempts"),
-        next_attempt_at=read.required_time("next_attempt_at"),
-        delivered_to=tuple(str(sink) for sink in read.json_list("delivered_to")),
-        last_error=read.optional_text("last_error"),
-        claimed_by=read.optional_text("claimed_by"),
-        claim_expires_at=read.time("claim_expires_at"),
-        finished_at=read.time("finished_at"),
-    )
-
-
-def outbox_figures_from_row(row: Any) -> OutboxFigures:
-    from wrighty.domain.notices import OutboxFigures
-
-    return OutboxFigures(
-        pending=row["pending"],
-        oldest_pending_at=aggregate(row).time("oldest_pending_at"),
-        given_up=row["given_up"],
     )

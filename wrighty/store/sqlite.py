@@ -26,7 +26,8 @@ from wrighty.domain.model import Item
 from wrighty.errors import StoreError
 from wrighty.files import access_problem, link_new, make_private_dirs, remove_made_dirs
 from wrighty.store.deadlines import seconds_left
-from wrighty.store.rows import from_db_time, to_db_time, wake_params
+from wrighty.store.fields import from_db_time, to_db_time
+from wrighty.store.rows import wake_params
 from wrighty.store.sqlbase import Tx
 from wrighty.store.sqlfiles import migrations, queries
 from wrighty.store.sqlstore import SqlStore

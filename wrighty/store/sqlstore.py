@@ -18,10 +18,10 @@ from typing import Literal
 from wrighty.store.checks import ChecksSql
 from wrighty.store.circuits import CircuitsSql
 from wrighty.store.claims import ClaimsSql
+from wrighty.store.fields import to_db_time
 from wrighty.store.ledger import LedgerSql
 from wrighty.store.outbox import OutboxSql
 from wrighty.store.registry import RegistrySql
-from wrighty.store.rows import to_db_time
 from wrighty.store.sqlbase import Tx
 from wrighty.store.sqlfiles import migrations, read_sql
 

@@ -22,7 +22,8 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from wrighty.domain.model import Run
-from wrighty.services.runlogs import LogReader, printable_output
+from wrighty.domain.output import printable_output
+from wrighty.services.runlogs import LogReader
 
 # How much of each stream a page that opens the log gets before what follows (bytes).
 TAIL_BYTES = 64 * 1024

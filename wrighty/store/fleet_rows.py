@@ -1,0 +1,174 @@
+"""The fleet's rows and the domain (the other half of the boundary rows.py is): the worker
+registry, provider circuits and the notification outbox, each value checked as it is read
+(`Fields`). Their domain types are loaded by the mappers themselves, by the commands that show
+or keep them, not by every store."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from wrighty.errors import UnreadableError
+from wrighty.store.fields import (
+    MAX_CLOCK_OFFSET_SECONDS,
+    MAX_STORED_COUNT,
+    Fields,
+    aggregate,
+    to_db_time,
+)
+
+# Workers, circuits and the outbox are read by the commands that show them; their mappers
+# import them, so that a read of items (`wrighty list`) loads none of them.
+if TYPE_CHECKING:
+    from wrighty.domain.circuits import Circuit
+    from wrighty.domain.health import WorkerRow
+    from wrighty.domain.notices import Delivered, Notice, OutboxFigures, StoredNotice
+
+
+# -- the worker registry ----------------------------------------------------------------------
+
+
+def worker_params(row: WorkerRow) -> dict[str, Any]:
+    return {
+        "worker_id": row.worker_id,
+        "label": row.label,
+        "installation_id": row.installation_id,
+        "pid": row.pid,
+        "process_started_at": row.process_started_at,
+        "version": row.version,
+        "state": row.state.value,
+        "items": ",".join(str(item) for item in row.items),
+        "started_at": to_db_time(row.started_at),
+        "last_heartbeat_at": to_db_time(row.last_heartbeat_at),
+        "agent": row.agent,
+        "clock_offset_seconds": row.clock_offset_seconds,
+        "held_reason": row.held_reason,
+    }
+
+
+def worker_from_row(row: Any) -> WorkerRow:
+    from wrighty.domain.health import WorkerRow, WorkerState
+
+    read = Fields(row, "worker", row["worker_id"])
+    return WorkerRow(
+        worker_id=read.text("worker_id"),
+        label=read.optional_text("label"),
+        installation_id=read.text("installation_id"),
+        pid=read.integer("pid"),
+        process_started_at=read.number("process_started_at", float(MAX_STORED_COUNT)) or 0.0,
+        version=read.text("version"),
+        state=read.choice("state", WorkerState, WorkerState.IDLE),
+        items=tuple(int(item) for item in read.text("items").split(",") if item.isdecimal()),
+        started_at=read.required_time("started_at"),
+        last_heartbeat_at=read.required_time("last_heartbeat_at"),
+        agent=read.optional_text("agent"),
+        clock_offset_seconds=read.number(
+            "clock_offset_seconds", MAX_CLOCK_OFFSET_SECONDS, low=-MAX_CLOCK_OFFSET_SECONDS
+        ),
+        held_reason=read.optional_text("held_reason"),
+    )
+
+
+# -- provider circuits ------------------------------------------------------------------------
+
+
+def circuit_params(circuit: Circuit) -> dict[str, Any]:
+    """The stored fields of ``circuit``; its version is the write's to set."""
+    return {
+        "name": circuit.name,
+        "opened_at": to_db_time(circuit.opened_at),
+        "until": to_db_time(circuit.until),
+        "reason": circuit.reason,
+        "failures": circuit.failures,
+        "probe_by": circuit.probe_by,
+        "probe_item": circuit.probe_item,
+        "probe_expires_at": to_db_time(circuit.probe_expires_at),
+    }
+
+
+def circuit_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> Circuit:
+    from wrighty.domain.circuits import Circuit
+
+    read = Fields(row, "circuit", row["name"], salvaged=salvaged)
+    return Circuit(
+        name=read.text("name"),
+        version=read.integer("version", 1, MAX_STORED_COUNT, stand_in=1),
+        opened_at=read.time("opened_at"),
+        until=read.time("until"),
+        reason=read.optional_text("reason"),
+        failures=read.integer("failures"),
+        probe_by=read.optional_text("probe_by"),
+        probe_item=read.optional_integer("probe_item"),
+        probe_expires_at=read.time("probe_expires_at"),
+        probe_running=bool(row["probe_running"]),
+    )
+
+
+# -- the notification outbox ------------------------------------------------------------------
+
+
+def notice_params(notice: Notice) -> dict[str, Any]:
+    return {
+        "id": notice.id,
+        "created_at": to_db_time(notice.at),
+        "event": notice.event,
+        "events": json.dumps(list(notice.events)),
+        "item_id": notice.item_id,
+        "reason_code": notice.reason_code,
+        "payload": json.dumps(notice.payload, sort_keys=False),
+    }
+
+
+def finish_params(
+    notice_id: str, deliverer: str | None, claimed_until: str | None, outcome: Delivered
+) -> dict[str, Any]:
+    """An attempt's outcome, to be written under the claim (``deliverer`` until
+    ``claimed_until``, as stored) that made it."""
+    return {
+        "id": notice_id,
+        "deliverer": deliverer,
+        "claimed_until": claimed_until,
+        "state": outcome.state,
+        "attempts": outcome.attempts,
+        "next_attempt_at": to_db_time(outcome.next_attempt_at),
+        "delivered_to": json.dumps(list(outcome.delivered_to)),
+        "last_error": outcome.last_error,
+        "finished_at": to_db_time(outcome.finished_at),
+    }
+
+
+def stored_notice_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> StoredNotice:
+    from wrighty.domain.notices import Notice, StoredNotice
+
+    item_id = row["item_id"]
+    read = Fields(row, "notice", row["id"], item_id=item_id, salvaged=salvaged)
+    notice = Notice(
+        id=read.text("id"),
+        event=read.text("event"),
+        events=tuple(str(event) for event in read.json_list("events")),
+        at=read.required_time("created_at"),
+        item_id=read.optional_integer("item_id"),
+        reason_code=read.code("reason_code"),
+        payload=read.json_object("payload"),
+    )
+    return StoredNotice(
+        notice=notice,
+        state=read.text("state"),
+        attempts=read.integer("attempts"),
+        next_attempt_at=read.required_time("next_attempt_at"),
+        delivered_to=tuple(str(sink) for sink in read.json_list("delivered_to")),
+        last_error=read.optional_text("last_error"),
+        claimed_by=read.optional_text("claimed_by"),
+        claim_expires_at=read.time("claim_expires_at"),
+        finished_at=read.time("finished_at"),
+    )
+
+
+def outbox_figures_from_row(row: Any) -> OutboxFigures:
+    from wrighty.domain.notices import OutboxFigures
+
+    return OutboxFigures(
+        pending=row["pending"],
+        oldest_pending_at=aggregate(row).time("oldest_pending_at"),
+        given_up=row["given_up"],
+    )
