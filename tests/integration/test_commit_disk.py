@@ -16,8 +16,8 @@ import pytest
 from tests.helpers import git, git_env
 from tests.integration.test_commit_step import ITEM
 from tests.integration.test_disk_full_store import fill, small_file_system
-from wrighty.domain.work_product import Completion
-from wrighty.worker.commit import Ending, complete
+from wrighty.domain.work_product import Completion, Ending
+from wrighty.workproduct.commit import complete
 
 
 @pytest.fixture(autouse=True)

@@ -15,8 +15,8 @@ import pytest
 from tests.helpers import git
 from wrighty.domain.model import Item
 from wrighty.domain.states import ItemState
-from wrighty.domain.work_product import Completion
-from wrighty.worker.commit import Ending, complete
+from wrighty.domain.work_product import Completion, Ending
+from wrighty.workproduct.commit import complete
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 ITEM = Item(

@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers import git, git_repo, snapshot
 from wrighty.domain.integration import Integration, MergeMode
-from wrighty.services.integrate import (
+from wrighty.workproduct.integrate import (
     IntegrationError,
     IntegrationTarget,
     integrate,

@@ -18,11 +18,11 @@ from wrighty.domain.verify import latest_verification
 from wrighty.domain.work_product import Completion
 from wrighty.domain.workspaces import Mode, workspace_mode
 from wrighty.errors import WrightyError
-from wrighty.services.integrate import Integrated, IntegrationError, IntegrationTarget, integrate
 from wrighty.services.items import OPERATOR, apply_change, require_item
-from wrighty.services.workspaces import toplevel, uncommitted
 from wrighty.store.port import Store
-from wrighty.supervisor.git import GitError, git_ok
+from wrighty.workproduct.integrate import Integrated, IntegrationError, IntegrationTarget, integrate
+from wrighty.workproduct.reads import toplevel, uncommitted
+from wrighty.workproduct.runner import GitError, git_ok
 
 # Integrates an item's change (its session: where its branch is); IntegrationError if it
 # cannot. None: nothing to integrate.

@@ -6,7 +6,7 @@ on its standard input.
 Nothing is done that could leave the project half changed: every refusal comes before git
 changes anything (a merge's conflicts are found by `git merge-tree`, which writes no file of
 the working tree), and a merge that fails all the same is aborted. Every git command goes
-through wrighty/supervisor/git.py; the command is started like a check (supervisor/process.py:
+through wrighty/workproduct/runner.py; the command is started like a check (supervisor/process.py:
 its own process group, the parent-death signal, no shell) and stopped, tree and all, at its
 time limit. A failure is an ``IntegrationError``: one line, neutralised, secrets redacted.
 """
@@ -24,10 +24,10 @@ from wrighty.domain.model import COMMIT_ID
 from wrighty.domain.redact import redact, redact_known, secret_values
 from wrighty.domain.text import plural, printable_line
 from wrighty.domain.work_product import merge_message
-from wrighty.services.workspaces import commit_id, toplevel, uncommitted
 from wrighty.supervisor.child import new_marker
-from wrighty.supervisor.git import GitError, GitResult, identity, run_git
 from wrighty.supervisor.process import LaunchError, LaunchSpec, launch, program_from
+from wrighty.workproduct.reads import commit_id, toplevel, uncommitted
+from wrighty.workproduct.runner import GitError, GitResult, identity, run_git
 
 # How long a command gets to end after SIGTERM, at its time limit, before SIGKILL.
 GRACE_SECONDS = 5.0
