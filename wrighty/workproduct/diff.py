@@ -92,3 +92,14 @@ def change_stat(workspace: Path, base_commit: str) -> str | None:
         return diff_text(workspace, base_commit, stat=True)
     except (GitError, WrightyError):
         return None
+
+
+def branch_stat(project_root: Path, base: str | None, branch: str) -> str:
+    """git's stat of ``branch`` against its ``base`` in the project's repository, as an
+    integration command's summary carries it ("" when git cannot tell)."""
+    if base is None:
+        return ""
+    try:
+        return git_ok(project_root, *_DIFF, "--stat", base, branch)
+    except GitError:
+        return ""

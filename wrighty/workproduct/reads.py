@@ -61,10 +61,10 @@ def head_status(path: Path, *, untracked: bool) -> HeadStatus:
     """The HEAD, its branch and the changes of the work tree at ``path`` in one git command
     (``untracked``: an untracked file is a change); a second one only for a HEAD that status
     calls "(detached)", which a branch may be named too."""
-    status = run_git(
-        path, "status", "--porcelain=v2", "--branch", "--no-ahead-behind", "-z",
-        f"--untracked-files={'normal' if untracked else 'no'}",
-    )  # fmt: skip
+    # Untracked files as the repository's config says (`git status --porcelain` did), or none.
+    tracked_only = () if untracked else ("--untracked-files=no",)
+    status = run_git(path, "status", "--porcelain=v2", "--branch", "--no-ahead-behind", "-z",
+                     *tracked_only)  # fmt: skip
     if not status.ok:
         return HeadStatus(None, None, None, status.why())
     head: str | None = None
