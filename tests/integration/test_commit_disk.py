@@ -1,4 +1,4 @@
-"""The commit step (wrighty/worker/commit.py) when git cannot write its objects: a full disk (a
+"""The commit step (wrighty/workproduct/commit.py) when git cannot write its objects: a full disk (a
 real small tmpfs) and a read-only object store (a read-only bind mount): the item's reason
 says, in wrighty's words, which step failed and what it left, then git's own last line
 (docs/work-product.md#commits). Root only: mounting needs it."""

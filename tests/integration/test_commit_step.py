@@ -1,4 +1,4 @@
-"""The commit step itself (wrighty/worker/commit.py) on a real git repository: what it makes of
+"""The commit step itself (wrighty/workproduct/commit.py) on a real git repository: what it makes of
 a worktree with nothing to commit, a title git would read as a comment, and a repository git
 refuses to commit in."""
 

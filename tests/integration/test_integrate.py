@@ -1,4 +1,4 @@
-"""The integration an accepted item's branch gets (wrighty/services/integrate.py,
+"""The integration an accepted item's branch gets (wrighty/workproduct/integrate.py,
 docs/work-product.md#integration), on real git repositories: merges (fast-forward, merge
 commits, refusals that leave the project as it was), a push to a bare repository, and a
 project's command (a stand-in `gh` that records what it was given)."""
