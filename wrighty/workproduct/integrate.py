@@ -155,17 +155,16 @@ def _project(root: Path, tip: str) -> ProjectState:
     status`), and where that commit and ``tip`` meet (one `git merge-base`)."""
     found = head_status(root, untracked=False)
     head, checked_out = found.head, found.branch
-    if found.changed is None:  # status could not run: HEAD is read as it was before
+    if found.changed is None:  # status could not run: HEAD read alone keeps the refusals in order
         named = run_git(root, "symbolic-ref", "--quiet", "HEAD")
-        name = named.stdout.strip()
-        checked_out = name.removeprefix("refs/heads/") if named.ok else None
-        checked_out = checked_out if name.startswith("refs/heads/") else None
+        ref = named.stdout.strip() if named.ok else ""
+        checked_out = ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
         head = commit_id(root, "HEAD")
     if head is None or checked_out is None:
         return ProjectState(checked_out, head, found.changed, found.why)
     met = run_git(root, "merge-base", head, tip)
     compare_why = None if met.returncode in (0, 1) else met.why()
-    base = met.stdout.strip() or None if met.ok else None
+    base = (met.stdout.strip() or None) if met.ok else None
     return ProjectState(checked_out, head, found.changed, found.why, base, compare_why)
 
 
