@@ -114,7 +114,7 @@ def ensure_ignored(project_root: Path) -> Path | None:
 def _exclude_file(project_root: Path, top: Path) -> Path:
     """The repository's info/exclude, as git finds it (a linked worktree's is its main
     repository's); ``top``'s .git/info/exclude when git cannot say."""
-    from wrighty.supervisor.git import GitError, run_git
+    from wrighty.workproduct.runner import GitError, run_git
 
     try:
         found = run_git(project_root, "rev-parse", "--git-path", "info/exclude")

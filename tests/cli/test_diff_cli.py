@@ -399,10 +399,10 @@ def test_a_change_git_would_trust_its_index_about_is_shown(repo: Path, clock: Fa
 
 
 def test_change_stat_is_the_stat_wrighty_diff_shows(repo: Path, clock: FakeClock) -> None:
-    """The worker's stat of a change ready for review (services/diff.change_stat): committed,
+    """The worker's stat of a change ready for review (workproduct/diff.change_stat): committed,
     not committed and new files, the same text `wrighty diff --stat` prints; the workspace
     left as it was."""
-    from wrighty.services.diff import change_stat
+    from wrighty.workproduct.diff import change_stat
 
     item_id, workspace, base = worktree_item(repo, clock)
     assert change_stat(workspace, base) == ""  # no change yet
@@ -425,7 +425,7 @@ def test_change_stat_is_the_stat_wrighty_diff_shows(repo: Path, clock: FakeClock
 
 
 def test_change_stat_is_none_when_git_cannot_tell(repo: Path, tmp_path: Path) -> None:
-    from wrighty.services.diff import change_stat
+    from wrighty.workproduct.diff import change_stat
 
     base = git(repo, "rev-parse", "HEAD")
     assert change_stat(repo, "0123456789abcdef0123456789abcdef01234567") is None

@@ -33,7 +33,7 @@ NOT_FOR_READING = (
     "wrighty.worker.run",
     "wrighty.worker.patient",
     "wrighty.worker.registry",
-    "wrighty.worker.workspaces",
+    "wrighty.workproduct.worktree",
     "wrighty.worker.wakeup",
     "filelock",
     "wrighty.project",

@@ -21,10 +21,10 @@ from tests.helpers import git, git_env
 from wrighty.domain.integration import Integration
 from wrighty.domain.model import Item
 from wrighty.domain.states import ItemState
-from wrighty.domain.work_product import Completion
-from wrighty.services.integrate import IntegrationError, IntegrationTarget, integrate
-from wrighty.supervisor.git import run_git
-from wrighty.worker.commit import Ending, complete
+from wrighty.domain.work_product import Completion, Ending
+from wrighty.workproduct.commit import complete
+from wrighty.workproduct.integrate import IntegrationError, IntegrationTarget, integrate
+from wrighty.workproduct.runner import run_git
 
 __all__ = ["repo"]
 

@@ -1,4 +1,4 @@
-"""The commit step (wrighty/worker/commit.py) when git cannot write its objects: a full disk (a
+"""The commit step (wrighty/workproduct/commit.py) when git cannot write its objects: a full disk (a
 real small tmpfs) and a read-only object store (a read-only bind mount): the item's reason
 says, in wrighty's words, which step failed and what it left, then git's own last line
 (docs/work-product.md#commits). Root only: mounting needs it."""
@@ -16,8 +16,8 @@ import pytest
 from tests.helpers import git, git_env
 from tests.integration.test_commit_step import ITEM
 from tests.integration.test_disk_full_store import fill, small_file_system
-from wrighty.domain.work_product import Completion
-from wrighty.worker.commit import Ending, complete
+from wrighty.domain.work_product import Completion, Ending
+from wrighty.workproduct.commit import complete
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""The commit step itself (wrighty/worker/commit.py) on a real git repository: what it makes of
+"""The commit step itself (wrighty/workproduct/commit.py) on a real git repository: what it makes of
 a worktree with nothing to commit, a title git would read as a comment, and a repository git
 refuses to commit in."""
 
@@ -15,8 +15,8 @@ import pytest
 from tests.helpers import git
 from wrighty.domain.model import Item
 from wrighty.domain.states import ItemState
-from wrighty.domain.work_product import Completion
-from wrighty.worker.commit import Ending, complete
+from wrighty.domain.work_product import Completion, Ending
+from wrighty.workproduct.commit import complete
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 ITEM = Item(

@@ -1,4 +1,4 @@
-"""The integration an accepted item's branch gets (wrighty/services/integrate.py,
+"""The integration an accepted item's branch gets (wrighty/workproduct/integrate.py,
 docs/work-product.md#integration), on real git repositories: merges (fast-forward, merge
 commits, refusals that leave the project as it was), a push to a bare repository, and a
 project's command (a stand-in `gh` that records what it was given)."""
@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers import git, git_repo, snapshot
 from wrighty.domain.integration import Integration, MergeMode
-from wrighty.services.integrate import (
+from wrighty.workproduct.integrate import (
     IntegrationError,
     IntegrationTarget,
     integrate,
@@ -197,6 +197,27 @@ def test_tracked_changes_in_the_project_refuse_a_merge(project: Path) -> None:
     (project / "README").write_text("a person's edit, not committed\n")
     message = refused(project, merging(), target)
     assert "the project's working tree has uncommitted changes to tracked files" in message
+
+
+def test_a_working_tree_git_cannot_read_refuses_a_merge_in_its_turn(project: Path) -> None:
+    """`git status` reads the project's HEAD and changes at once; when it fails (its index is
+    unreadable), HEAD is read on its own, so a branch merged already is still said so and any
+    other is refused with git's reason, nothing changed."""
+    target = worked(project)
+    head = git(project, "rev-parse", "HEAD")
+    index = project / ".git" / "index"
+    kept = index.read_bytes()
+    index.write_bytes(b"not an index")
+    with pytest.raises(IntegrationError, match=r"^cannot read the project's working tree: "):
+        integrate(project, merging(), target)
+    assert git(project, "rev-parse", "HEAD") == head
+    assert index.read_bytes() == b"not an index"
+    index.write_bytes(kept)
+    integrate(project, merging(), target)
+    index.write_bytes(b"not an index")
+    done = integrate(project, merging(), target)
+    assert done.words is not None
+    assert "is already merged into main" in done.words
 
 
 def test_untracked_files_in_the_project_do_not_refuse_a_merge(project: Path) -> None:

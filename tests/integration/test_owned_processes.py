@@ -31,8 +31,8 @@ from tests.integration.tree_marks import (
 from tests.integration.worker_process import LiveWorker, ProjectOnDisk
 from wrighty.domain.integration import Integration
 from wrighty.domain.states import ItemState
-from wrighty.services.integrate import IntegrationError, integrate
-from wrighty.supervisor.git import GitError, run_git
+from wrighty.workproduct.integrate import IntegrationError, integrate
+from wrighty.workproduct.runner import GitError, run_git
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ ENTRY_POINT = PACKAGE / "__main__.py"
 LAYERS: dict[str, set[str]] = {
     "__main__.py": {"cli/"},
     "cli/": {
+        "workproduct/",
         "web/app.py",  # `wrighty serve` serves the console
         "web/security.py",
         "inbox/",
@@ -53,6 +54,7 @@ LAYERS: dict[str, set[str]] = {
     "web/": {"services/", "domain/", "inputs.py", "errors.py"},
     "inbox/": {"services/", "domain/", "richtext.py", "styles.py", "errors.py"},
     "worker/": {
+        "workproduct/",
         "services/",
         "notify/",
         "agents.py",
@@ -62,11 +64,11 @@ LAYERS: dict[str, set[str]] = {
         "supervisor/",
         "vendors/",
         "domain/",
-        "files.py",
         "errors.py",
         "__init__.py",
     },
     "services/": {
+        "workproduct/",
         "notify/",
         "agents.py",
         "config/",
@@ -76,9 +78,10 @@ LAYERS: dict[str, set[str]] = {
         "installation.py",
         "errors.py",
     },
+    "workproduct/": {"supervisor/", "domain/", "files.py", "errors.py"},
     "notify/": {"config/", "store/", "supervisor/", "domain/", "errors.py"},
     "agents.py": {"config/", "supervisor/", "vendors/", "domain/", "errors.py"},
-    "project.py": {"config/", "supervisor/", "files.py", "errors.py"},
+    "project.py": {"config/", "workproduct/", "files.py", "errors.py"},
     "runenv.py": {"config/", "store/", "domain/", "errors.py"},
     "config/": {"store/", "supervisor/", "domain/", "inputs.py", "errors.py"},
     "store/": {"domain/", "files.py", "errors.py"},
@@ -121,7 +124,7 @@ OUTSIDE: dict[str, set[str]] = {
     "jinja2": {"web/"},
     "markupsafe": {"web/"},
     "apprise": {"notify/", "config/"},  # config/: whether Apprise can use each URL
-    "filelock": {"worker/"},
+    "filelock": {"workproduct/worktree.py"},
     "platformdirs": {"installation.py"},
 }
 
@@ -130,8 +133,6 @@ DOMAIN_NEVER = {"subprocess", "sqlite3", "psycopg", "psutil", "typer", "rich"}
 
 # Imports the tables do not allow that are there today: (module, module or library imported).
 KNOWN_CLIMBS: set[tuple[str, str]] = {
-    ("services/diff.py", "worker/workspaces.py"),  # the git slice (wrighty/workproduct/)
-    ("services/verify.py", "worker/commit.py"),  # the git slice
     ("cli/inbox.py", "web/operations.py"),  # the operator slice (wrighty/operator/)
     ("cli/operations.py", "web/operations.py"),  # the operator slice
     ("notify/sinks.py", "psutil"),  # the adapters slice (sinks): stop the tree by supervisor/
@@ -145,7 +146,7 @@ KNOWN_CIRCLES: set[str] = {
     # The domain's records and rules name each other's types (model.Change carries notices,
     # notices carry health's rows and verify's evidence...): the steps slice (domain/decide.py).
     "domain/claims.py, domain/decisions.py, domain/health.py, domain/integration.py,"
-    " domain/model.py, domain/notices.py, domain/resume.py, domain/scheduling.py,"
+    " domain/model.py, domain/notices.py, domain/resume.py, domain/review.py, domain/scheduling.py,"
     " domain/suggestions.py, domain/transitions.py, domain/verify.py, domain/work_product.py",
 }
 

@@ -155,7 +155,7 @@ class OperatorDesk:
 
     def accept(self, item_id: int) -> str:
         from wrighty.cli.review import accept_now, accepted_lines, stays_in_review
-        from wrighty.services.integrate import IntegrationError
+        from wrighty.workproduct.integrate import IntegrationError
 
         try:
             accepted = accept_now(self.app_ctx, self.store, item_id)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
     from wrighty.services.usage import UsageReport
-    from wrighty.services.workspaces import Progress
+    from wrighty.workproduct.listing import Progress
 
 
 # Wide enough for any row; rich pads no line to the width, so nothing grows with it.

@@ -14,9 +14,9 @@ from wrighty.domain.text import printable_line
 if TYPE_CHECKING:
     from wrighty.cli.context import AppContext
     from wrighty.domain.model import Item
-    from wrighty.services.integrate import IntegrationError
     from wrighty.services.review import Accepted
     from wrighty.store.port import Store
+    from wrighty.workproduct.integrate import IntegrationError
 
 # Exit code when the change could not be integrated (the item stays in review; 2 is bad input).
 NOT_INTEGRATED_EXIT = 1
@@ -25,7 +25,7 @@ NOT_INTEGRATED_EXIT = 1
 def accept(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None:
     """Accept an item in review: its change is integrated as completion.integrate says, and it
     is done. If the integration fails, it stays in review (exit code 1)."""
-    from wrighty.services.integrate import IntegrationError
+    from wrighty.workproduct.integrate import IntegrationError
 
     app_ctx = app_context(ctx)
     with app_ctx.store() as store:

@@ -152,7 +152,7 @@ def variables(settings: list[Setting]) -> dict[str, str]:
     """Environment variables for the program settings git reads first-come rather than
     last (a later value cannot replace the repository's): ``core.gitProxy``, switched off by
     an empty GIT_PROXY_COMMAND when the repository sets it. (``remote.<name>.receivepack``,
-    another, is given on the push's command line: services/integrate.py.)"""
+    another, is given on the push's command line: workproduct/integrate.py.)"""
     if any(
         setting.scope in UNTRUSTED_SCOPES and _folded(setting.key) == "core.gitproxy"
         for setting in settings

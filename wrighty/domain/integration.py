@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from wrighty.domain.text import clip, printable, printable_line
+from wrighty.domain.text import clip, plural, printable, printable_line
 
 if TYPE_CHECKING:
     from wrighty.domain.verify import CheckEvidence
@@ -157,3 +157,171 @@ def last_url(output: str) -> str | None:
     if found is None or len(found) > MAX_URL_CHARS or found.endswith("://"):
         return None
     return found
+
+
+# -- a merge, decided from the repository's state as read ---------------------------------------
+
+# How many conflicting files a refused merge names; a commit as a message shows it.
+MAX_CONFLICTS_NAMED = 10
+SHORT = 12
+# completion.merge as `git merge` takes it.
+MERGE_FLAGS: dict[MergeMode, str] = {"ff": "--ff", "ff-only": "--ff-only", "no-ff": "--no-ff"}
+
+
+@dataclass(frozen=True)
+class WorktreeState:
+    """An item's worktree as read before an integration: its HEAD's commit (None: none), the
+    branch it has checked out (None: detached), whether it has uncommitted changes (None: git
+    could not tell, and ``why``), and whether its HEAD's commits are all on the item's branch
+    (``compare_why``: git could not compare them)."""
+
+    path: str
+    head: str | None
+    checked_out: str | None
+    changed: bool | None
+    why: str | None = None
+    head_in_tip: bool = True
+    compare_why: str | None = None
+
+
+def worktree_refusal(item_id: int, branch: str, tip: str, worktree: WorktreeState) -> str | None:
+    """Why integrating ``branch`` (at ``tip``) is refused for what its worktree holds: changes
+    not committed, or commits on a HEAD off the branch, which integrating the branch would
+    leave out (and then say the change is integrated); None when nothing is left out."""
+    path = worktree.path
+    if worktree.changed is None:
+        return (
+            f"cannot tell whether item {item_id}'s worktree {path} has uncommitted changes: "
+            f"{worktree.why}"
+        )
+    if worktree.changed:
+        return (
+            f"item {item_id}'s worktree {path} has uncommitted changes, which its branch does "
+            "not hold: commit them on the branch (or remove them), then accept again"
+        )
+    head = worktree.head
+    if head is None or head == tip:
+        return None
+    if worktree.compare_why is not None:
+        return f"git cannot compare {head[:SHORT]} and {tip[:SHORT]}: {worktree.compare_why}"
+    if worktree.head_in_tip:
+        return None
+    on = worktree.checked_out
+    where = f"on the branch {printable_line(on)}" if on else "detached"
+    short = head[:SHORT]
+    return (
+        f"item {item_id}'s worktree {path} is not on its branch {branch}: its HEAD is {where} "
+        f"at {short}, with commits {branch} lacks; put them on {branch} (in the worktree: `git "
+        f"switch {branch}`, then `git merge {short}`), then accept again"
+    )
+
+
+@dataclass(frozen=True)
+class ProjectState:
+    """The project's repository as read before a merge: the branch it has checked out (None:
+    HEAD detached), its commit (None: none yet), whether tracked files have uncommitted
+    changes (None: git could not tell, and ``why``), and the merge base of that commit and
+    the item's branch (None: no history in common; ``compare_why``: git could not say)."""
+
+    checked_out: str | None
+    head: str | None
+    changed: bool | None
+    why: str | None = None
+    base: str | None = None
+    compare_why: str | None = None
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The merge is refused, before anything changes: ``why``, in one line."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class AlreadyMerged:
+    """The project's branch holds the item's branch already: nothing to do."""
+
+    words: str
+    commit: str
+
+
+@dataclass(frozen=True)
+class MergeInto:
+    """Merge the item's branch into ``into`` (at ``head``) with `git merge FLAG`; when the
+    branches diverged, look for conflicts first (``check_conflicts``)."""
+
+    into: str
+    head: str
+    flag: str
+    check_conflicts: bool
+
+
+def merge_plan(
+    branch: str, tip: str, project: ProjectState, mode: MergeMode
+) -> Refused | AlreadyMerged | MergeInto:
+    """What merging ``branch`` (at ``tip``) into the project's checked-out branch comes to
+    (completion.integrate merge, docs/work-product.md#integration): refused for a detached
+    HEAD, the item's own branch checked out, a branch with no commit, uncommitted changes to
+    tracked files (the merge would mix them in), or, under ff-only, a branch that moved on;
+    nothing when it is merged already; else the merge, conflicts looked for first when the
+    branches diverged."""
+    into = project.checked_out
+    if into is None:
+        return Refused(
+            "the project's HEAD is detached: check out the branch to merge into (as `git switch "
+            "main`), then accept again"
+        )
+    if into == branch:
+        return Refused(
+            f"the project has the item's own branch {branch} checked out: check out the branch "
+            "to merge into, then accept again"
+        )
+    head = project.head
+    if head is None:
+        return Refused(f"the project's branch {into} has no commit yet to merge into")
+    if project.compare_why is not None:
+        return Refused(
+            f"git cannot compare {tip[:SHORT]} and {head[:SHORT]}: {project.compare_why}"
+        )
+    if project.base == tip:
+        return AlreadyMerged(f"{branch} is already merged into {into} ({head[:SHORT]})", head)
+    if project.changed is None:
+        return Refused(f"cannot read the project's working tree: {project.why}")
+    if project.changed:
+        return Refused(
+            f"the project's working tree has uncommitted changes to tracked files: commit or "
+            f"stash them, then accept again (merging {branch} into {into} would mix them in)"
+        )
+    fast_forward = project.base == head
+    if not fast_forward and mode == "ff-only":
+        return Refused(
+            f"{into} has moved on since {branch} was made: it cannot be fast-forwarded "
+            "(completion.merge is ff-only); rebase the branch on it, or set completion.merge "
+            "to ff"
+        )
+    return MergeInto(into, head, MERGE_FLAGS[mode], check_conflicts=not fast_forward)
+
+
+def conflict_refusal(branch: str, into: str, files: Sequence[str]) -> str:
+    """Why a merge whose conflicts `git merge-tree` found in ``files`` is refused, naming the
+    first MAX_CONFLICTS_NAMED of them."""
+    named = ", ".join(printable_line(name)[:200] for name in files[:MAX_CONFLICTS_NAMED])
+    more = len(files) - MAX_CONFLICTS_NAMED
+    rest = f" and {more} more" if more > 0 else ""
+    return (
+        f"{branch} conflicts with {into} in {len(files)} {plural(len(files), 'file', 'files')} "
+        f"{named}{rest}: "
+        "nothing was merged; resolve it on the branch (merge or rebase there), then accept again"
+    )
+
+
+def merge_made(now: str, parents: Sequence[str], *, head: str, tip: str) -> str | None:
+    """What a merge made of the project's branch, now at ``now`` (its ``parents``): a
+    fast-forward to ``tip``, a merge commit of ``head`` and ``tip``, or None: the branch
+    moved some other way meanwhile."""
+    if now == tip:
+        return "fast-forward"
+    if list(parents) == [head, tip]:
+        return "a merge commit"
+    return None

@@ -17,7 +17,9 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import PurePath
 
+from wrighty.domain.model import Item
 from wrighty.domain.states import TERMINAL_STATES, ItemState
+from wrighty.domain.text import printable_line
 
 
 class Mode(StrEnum):
@@ -56,6 +58,31 @@ def workspace_mode(
     if recorded == state_dir / "worktrees" / str(item_id):
         return Mode.WORKTREE
     return Mode.OTHER
+
+
+def workspace_problem(
+    recorded: str, *, item: Item, project_root: PurePath, state_dir: PurePath
+) -> str | None:
+    """Why the workspace ``recorded`` in the store for ``item`` is not one wrighty would use:
+    it must be absolute and be the project directory, the item's folder or worktree, or the
+    folder the item was pinned to with `--workspace`; None when it is."""
+    shown = printable_line(recorded[:200])
+    path = PurePath(recorded)
+    if not path.is_absolute():
+        return f"the workspace {shown} recorded for item {item.id} is not an absolute path"
+    mode = workspace_mode(
+        path,
+        item_id=item.id,
+        pinned=PurePath(item.workspace) if item.workspace else None,
+        project_root=project_root,
+        state_dir=state_dir,
+    )
+    if mode is Mode.OTHER:
+        return (
+            f"the workspace {shown} recorded for item {item.id} is not one wrighty makes for it "
+            "(nor the folder it was pinned to)"
+        )
+    return None
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,6 @@ another installation are refused with one line.
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -35,13 +32,17 @@ from pathlib import Path
 
 from wrighty.domain import suggestions
 from wrighty.domain.model import Item, Session
+from wrighty.domain.workspaces import workspace_problem
 from wrighty.errors import NotFoundError, WrightyError
 from wrighty.store.port import Store
-from wrighty.supervisor.git import GitError, besides_nested, git_ok, run_git
-
-# git's own diff, whatever the user's config says too (supervisor/git.py keeps every program
-# the repository names from running).
-_DIFF = ("diff", "--no-ext-diff", "--no-textconv")
+from wrighty.workproduct.diff import (
+    diff_text,
+    fork_point,
+    found_commit,
+    head_or_empty_tree,
+    in_work_tree,
+)
+from wrighty.workproduct.runner import GitError
 
 
 class Kind(Enum):
@@ -92,20 +93,9 @@ def item_change(
         workspace, kind = _workspace(item, session, project_root, state_dir, installation_id)
         assert session is not None
         base, note = _base(item, session, workspace, kind, project_root)
-        return Change(item.id, workspace, base, _diff(workspace, base, stat=stat), note)
+        return Change(item.id, workspace, base, diff_text(workspace, base, stat=stat), note)
     except GitError as error:
         raise WrightyError(f"cannot show item {item.id}'s change: {error}") from None
-
-
-def change_stat(workspace: Path, base_commit: str) -> str | None:
-    """git's ``--stat`` of the change in ``workspace`` against ``base_commit``, committed and
-    not, untracked files included, as `wrighty diff --stat` shows it (a notification of an
-    item ready for review carries it); None when git cannot tell (not a work tree, the base
-    is gone, git fails)."""
-    try:
-        return _diff(workspace, base_commit, stat=True)
-    except (GitError, WrightyError):
-        return None
 
 
 def change_refusal(
@@ -128,8 +118,6 @@ def change_refusal(
 def _workspace(
     item: Item, session: Session | None, project_root: Path, state_dir: Path, installation: str
 ) -> tuple[Path, Kind]:
-    from wrighty.worker.workspaces import workspace_problem
-
     if session is None:
         raise WrightyError(
             f"item {item.id} has no workspace yet: it has not run; "
@@ -154,7 +142,7 @@ def _workspace(
         )
     if not workspace.is_dir():
         raise WrightyError(f"item {item.id}'s workspace {workspace} is gone; nothing to show")
-    if not _in_work_tree(workspace, top=kind is Kind.WORKTREE):
+    if not in_work_tree(workspace, top=kind is Kind.WORKTREE):
         raise WrightyError(f"item {item.id}'s workspace {workspace} is not a git work tree")
     return workspace, kind
 
@@ -169,39 +157,22 @@ def _kind(item: Item, workspace: Path, project_root: Path, state_dir: Path) -> K
     return Kind.CURRENT
 
 
-def _in_work_tree(workspace: Path, *, top: bool) -> bool:
-    """Whether ``workspace`` is in a git work tree; ``top``: is the top of one (an item's
-    worktree: a folder left there without its worktree is inside the project's)."""
-    found = run_git(workspace, "rev-parse", "--is-inside-work-tree", "--show-toplevel")
-    lines = found.stdout.split("\n")
-    if not found.ok or len(lines) < 2 or lines[0] != "true":
-        return False
-    return not top or Path(lines[1]).resolve() == workspace.resolve()
-
-
 def _base(
     item: Item, session: Session, workspace: Path, kind: Kind, project_root: Path
 ) -> tuple[str, str | None]:
     """The commit to show the change against, and a note when the change may hold more than
     the item's or less."""
     if session.base_commit is not None:
-        found = run_git(
-            workspace, "rev-parse", "--verify", "--quiet", f"{session.base_commit}^{{commit}}"
-        )
-        if not found.ok:
+        found = found_commit(workspace, session.base_commit)
+        if found is None:
             raise WrightyError(
                 f"item {item.id}'s base commit {session.base_commit} is no longer in the "
                 f"repository of {workspace}"
             )
-        return found.stdout.strip(), None
-    head = _head(workspace)
+        return found, None
+    head = head_or_empty_tree(workspace)
     if kind is Kind.WORKTREE:  # made before branches: where it forked from the project
-        project_head = run_git(project_root, "rev-parse", "--verify", "--quiet", "HEAD")
-        if project_head.ok:
-            fork = run_git(workspace, "merge-base", head, project_head.stdout.strip())
-            if fork.ok and fork.stdout.strip():
-                return fork.stdout.strip(), None
-        return head, None  # no history in common
+        return fork_point(workspace, head, project_root) or head, None
     where = (
         "the project's own directory (workspaceMode current)"
         if kind is Kind.CURRENT
@@ -211,38 +182,3 @@ def _base(
         f"item {item.id} works in {where}: these are all its changes against HEAD, which may "
         "include others' and do not include commits made there"
     )
-
-
-def _head(workspace: Path) -> str:
-    """The workspace's HEAD commit; with no commit yet, git's empty tree."""
-    found = run_git(workspace, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    if found.ok:
-        return found.stdout.strip()
-    # hash-object without -w writes nothing.
-    return git_ok(workspace, "hash-object", "-t", "tree", "--stdin", input_text="").strip()
-
-
-def _diff(workspace: Path, base: str, *, stat: bool) -> str:
-    """``git diff [--stat] BASE`` of the files under ``workspace`` (a project in a folder of
-    a repository: that folder's), untracked files not ignored included."""
-    index = Path(git_ok(workspace, "rev-parse", "--git-path", "index").strip())
-    if not index.is_absolute():
-        index = workspace / index
-    with tempfile.TemporaryDirectory(prefix="wrighty-diff-") as scratch:
-        copy = Path(scratch) / "index"
-        try:
-            if index.is_file():
-                shutil.copyfile(index, copy)
-                # An index older than every file: git then compares the content of each file
-                # whose size and time match its entry ("racily clean"), instead of trusting
-                # them; two writes in one tick of the kernel's clock look alike otherwise.
-                os.utime(copy, (1, 1))
-        except OSError as error:
-            raise WrightyError(
-                f"cannot read the git index of {workspace}: {error.strerror or error}"
-            ) from None
-        env = {"GIT_INDEX_FILE": str(copy)}
-        nested = besides_nested(workspace)
-        git_ok(workspace, "add", "--intent-to-add", "--", ".", *nested, env=env)
-        shown = ("--stat",) if stat else ()
-        return git_ok(workspace, *_DIFF, *shown, base, "--", ".", env=env)

@@ -18,11 +18,11 @@ from wrighty.domain.verify import latest_verification
 from wrighty.domain.work_product import Completion
 from wrighty.domain.workspaces import Mode, workspace_mode
 from wrighty.errors import WrightyError
-from wrighty.services.integrate import Integrated, IntegrationError, IntegrationTarget, integrate
 from wrighty.services.items import OPERATOR, apply_change, require_item
-from wrighty.services.workspaces import toplevel, uncommitted
 from wrighty.store.port import Store
-from wrighty.supervisor.git import GitError, git_ok
+from wrighty.workproduct.diff import branch_stat
+from wrighty.workproduct.integrate import Integrated, IntegrationError, IntegrationTarget, integrate
+from wrighty.workproduct.reads import toplevel, uncommitted
 
 # Integrates an item's change (its session: where its branch is); IntegrationError if it
 # cannot. None: nothing to integrate.
@@ -152,7 +152,7 @@ def branch_integrator(
             title=item.title,
             branch=session.branch,
             base=session.base_commit,
-            diff_stat=_branch_stat(project_root, session.base_commit, session.branch),
+            diff_stat=branch_stat(project_root, session.base_commit, session.branch),
             checks=[record.evidence for record in checks],
         )
         target = IntegrationTarget(
@@ -187,15 +187,3 @@ def _refuse_unheld_changes(item: Item, session: Session | None, project_root: Pa
             "(or git cannot tell): commit them on a branch and integrate it yourself, or remove "
             "them, then accept again"
         )
-
-
-def _branch_stat(project_root: Path, base: str | None, branch: str) -> str:
-    """git's stat of the branch against its base ("" when git cannot tell)."""
-    if base is None:
-        return ""
-    try:
-        return git_ok(
-            project_root, "diff", "--stat", "--no-ext-diff", "--no-textconv", base, branch
-        )
-    except GitError:
-        return ""

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from wrighty.domain.usage import Limit, Usage
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail
-    from wrighty.services.workspaces import Progress
     from wrighty.store.port import Store
+    from wrighty.workproduct.listing import Progress
 
 
 class Context(Protocol):
@@ -250,7 +250,7 @@ def _progress(detail: ItemDetail) -> Progress | None:
         return None
     from pathlib import Path
 
-    from wrighty.services.workspaces import worktree_progress
+    from wrighty.workproduct.listing import worktree_progress
 
     return worktree_progress(Path(session.workspace), session.base_commit)
 
@@ -263,7 +263,7 @@ def _review_stat(detail: ItemDetail) -> str | None:
     from pathlib import Path
 
     from wrighty.domain.work_product import SHOWN_STAT_LINES, bounded_stat
-    from wrighty.services.diff import change_stat
+    from wrighty.workproduct.diff import change_stat
 
     stat = change_stat(Path(session.workspace), session.base_commit)
     # Bounded as the console's diff page is: a change of 100,000 files is not 100,000 lines.

@@ -5,7 +5,7 @@ The evidence is recorded like a worker's (guarded by the item's state and genera
 before the checks ran), by the actor ``operator``. An item that waits for a person because of
 its checks goes, once every one passes, where a worker's done run goes: its change committed
 on its branch, then done, or to review with completion.review person
-(worker/commit.where_done_goes). Any other item only gains the evidence.
+(domain/work_product.done_goes). Any other item only gains the evidence.
 """
 
 from __future__ import annotations
@@ -188,7 +188,8 @@ def _completed(
 ) -> Change:
     """The move of an item that waited for its checks, now that every one passed by hand: the
     way a worker's done run goes (its branch's commit, then done or review), by the operator."""
-    from wrighty.worker import commit  # git, only for an item that goes on
+    from wrighty.domain.work_product import done_goes
+    from wrighty.workproduct import commit  # git, only for an item that goes on
 
     count = f"{len(by_hand.evidence)} {plural(len(by_hand.evidence), 'check', 'checks')}"
     settlement = Settlement(
@@ -206,7 +207,7 @@ def _completed(
             Path(session.workspace), completion, item=item, run_id=run_id,
             base_commit=session.base_commit,
         )  # fmt: skip
-    settlement = commit.where_done_goes(item, settlement, done, completion)
+    settlement = done_goes(item, settlement, done, completion)
     if settlement.to_state is item.state:  # its commit failed: it waits as it did, saying why
         return restated(
             item, at=at, actor=OPERATOR, reason_code=settlement.reason_code or VERIFIED_BY_HAND,

@@ -4,7 +4,7 @@ need again (`clean`), by the rule of wrighty/domain/workspaces.py (docs/work-pro
 
 Worktrees are removed through git (`git worktree remove`, then `git worktree prune`), a
 directory workspace as a folder, never following a symbolic link out of it; a branch with
-`git branch -d` (`-D` with --force). Every git command goes through wrighty/supervisor/git.py.
+`git branch -d` (`-D` with --force), all by wrighty/workproduct/listing.py.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from wrighty.domain.workspaces import (
 from wrighty.errors import NotFoundError, WrightyError
 from wrighty.services.runlogs import run_logs_of
 from wrighty.store.port import Store
-from wrighty.supervisor.git import GitError, run_git
+from wrighty.workproduct.listing import delete_branch, git_facts, prune, remove_worktree
+from wrighty.workproduct.reads import commit_id
+from wrighty.workproduct.runner import GitError
 
 # How many files and folders one listing looks at, in all its workspaces, to sum their sizes:
 # past it, a size is a lower bound (`Workspace.size_complete`), so a listing stays quick.
@@ -94,7 +96,7 @@ def _facts(
     try:
         if "HEAD" not in heads:
             heads["HEAD"] = commit_id(project.root, "HEAD")
-        return _git_facts(workspace, project.root, heads["HEAD"])
+        return git_facts(workspace, project.root, heads["HEAD"])
     except GitError as error:
         return replace(workspace, note=printable_line(str(error)))
 
@@ -104,94 +106,6 @@ def _exists(path: Path) -> bool:
         return os.path.lexists(path)
     except (OSError, ValueError):
         return False
-
-
-def _git_facts(workspace: Workspace, root: Path, project_head: str | None) -> Workspace:
-    """What git says of a worktree: whether its branch is there, its commits ahead of and
-    behind its base, uncommitted changes, and whether the project's HEAD has its commits (the
-    worktree's HEAD; once the worktree is gone, its branch's)."""
-    path = Path(workspace.path)
-    branch_head = commit_id(root, f"refs/heads/{workspace.branch}") if workspace.branch else None
-    dirty: bool | None = None
-    note: str | None = None
-    head = branch_head
-    head_on_branch = None
-    if workspace.exists:
-        if toplevel(path) != path.resolve():
-            note, head = "not a git worktree", None
-        else:
-            dirty, note = uncommitted(path)
-            head = commit_id(path, "HEAD")
-            head_on_branch = _on_a_branch(path, head) if head is not None else None
-    ahead = behind = None
-    if head is not None and workspace.base is not None:
-        counted = run_git(root, "rev-list", "--left-right", "--count", f"{workspace.base}...{head}")
-        if counted.ok and len(counted.stdout.split()) == 2:
-            behind, ahead = (int(number) for number in counted.stdout.split())
-    merged = None
-    if head is not None and project_head is not None:
-        answer = run_git(root, "merge-base", "--is-ancestor", head, project_head)
-        if answer.returncode in (0, 1):
-            merged = answer.returncode == 0
-        else:
-            note = note or answer.why()
-    elif note is None and (workspace.exists or branch_head is not None):
-        note = "the project has no HEAD" if project_head is None else "its HEAD cannot be read"
-    return replace(
-        workspace,
-        branch_exists=branch_head is not None,
-        ahead=ahead,
-        behind=behind,
-        dirty=dirty,
-        merged=merged,
-        note=note,
-        head_on_branch=head_on_branch,
-    )
-
-
-def _on_a_branch(path: Path, head: str) -> bool | None:
-    """Whether a local branch holds the commit ``head`` (None: git cannot tell)."""
-    holding = run_git(path, "for-each-ref", "--count=1", f"--contains={head}", "refs/heads/")
-    return bool(holding.stdout.strip()) if holding.ok else None
-
-
-def uncommitted(path: Path) -> tuple[bool | None, str | None]:
-    """Whether the worktree at ``path`` has uncommitted changes, untracked files included
-    (None: git could not tell, and why)."""
-    status = run_git(path, "status", "--porcelain")
-    return (bool(status.stdout.strip()), None) if status.ok else (None, status.why())
-
-
-@dataclass(frozen=True)
-class Progress:
-    """How far an item's worktree is from its base, as `wrighty show` says it."""
-
-    ahead: int | None  # the commits its HEAD has that its base lacks (None: unknown)
-    dirty: bool | None  # uncommitted changes, untracked files included (None: unknown)
-
-
-def worktree_progress(path: Path, base: str | None) -> Progress:
-    """The commits the worktree at ``path`` made since ``base`` and whether it has uncommitted
-    changes: two git commands, whatever the worktree holds."""
-    ahead = None
-    if base is not None:
-        counted = run_git(path, "rev-list", "--count", f"{base}..HEAD")
-        if counted.ok and counted.stdout.strip().isdigit():
-            ahead = int(counted.stdout.strip())
-    return Progress(ahead, uncommitted(path)[0])
-
-
-def commit_id(repo: Path, revision: str) -> str | None:
-    """The full id of the commit ``revision`` names in ``repo``; None when none. (Every
-    revision asked for is wrighty's: HEAD, or a branch as model.BRANCH_NAME allows it.)"""
-    result = run_git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
-    return (result.stdout.strip() or None) if result.ok else None
-
-
-def toplevel(path: Path) -> Path | None:
-    """The work tree ``path`` is in, as git sees it (None: none)."""
-    result = run_git(path, "rev-parse", "--show-toplevel")
-    return Path(result.stdout.strip()).resolve() if result.ok and result.stdout.strip() else None
 
 
 def _with_sizes(workspaces: list[Workspace], entries: int) -> list[Workspace]:
@@ -313,7 +227,7 @@ def clean(chosen: Iterable[Workspace], request: CleanRequest, project: Project) 
         cleaned.workspace.mode is Mode.WORKTREE and cleaned.removed_workspace for cleaned in done
     ):
         with contextlib.suppress(GitError):  # best effort: git's records of worktrees gone
-            run_git(root, "worktree", "prune")
+            prune(root)
     return done
 
 
@@ -355,14 +269,14 @@ def _clean_or_refuse(workspace: Workspace, request: CleanRequest, root: Path) ->
             return Cleaned(workspace, Outcome.FAILED, reason=problem)
         removed = True
     if branch is not None:
-        deleted = run_git(root, "branch", "-D" if request.force else "-d", "--", branch)
-        if not deleted.ok:
+        kept = delete_branch(root, branch, force=request.force)
+        if kept is not None:
             return Cleaned(
                 workspace,
                 Outcome.FAILED,
                 removed_workspace=removed,
                 reason=f"{'its workspace was removed, but ' if removed else ''}the branch "
-                f"{printable_line(branch)} was kept: {deleted.why()}",
+                f"{printable_line(branch)} was kept: {kept}",
             )
     return Cleaned(
         workspace, Outcome.REMOVED, removed_workspace=removed, deleted_branch=branch is not None
@@ -375,15 +289,7 @@ def _remove(workspace: Workspace, root: Path, *, force: bool) -> str | None:
     if path.is_symlink():
         return f"{printable_line(workspace.path)} is a symbolic link: wrighty does not follow it"
     if workspace.mode is Mode.WORKTREE:
-        removed = run_git(
-            root,
-            "worktree",
-            "remove",
-            *(["--force"] if force else []),
-            "--",
-            str(path),
-        )
-        return None if removed.ok else f"git worktree remove: {removed.why()}"
+        return remove_worktree(root, path, force=force)
     if not shutil.rmtree.avoids_symlink_attacks:  # pragma: no cover - every platform we run on
         return "this platform cannot remove a folder without following links in it"
     try:

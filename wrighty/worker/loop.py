@@ -68,7 +68,6 @@ from wrighty.services.reaper import reap_expired
 from wrighty.store import StoreTarget
 from wrighty.store.deadlines import call_deadline
 from wrighty.store.port import Store
-from wrighty.supervisor.git import GitError
 from wrighty.supervisor.process import executable_problem
 from wrighty.vendors.base import Reader
 from wrighty.worker.circuit import CircuitGate
@@ -85,7 +84,8 @@ from wrighty.worker.run import (
     write_settlement,
 )
 from wrighty.worker.wakeup import WakeUps
-from wrighty.worker.workspaces import CurrentDirectoryLock, resolve_base
+from wrighty.workproduct.runner import GitError
+from wrighty.workproduct.worktree import CurrentDirectoryLock, resolve_base
 
 # Where the worker's events go, each as one whole line's record: `event`, `at`, `worker_id`,
 # then its keys (`wrighty worker start` prints it as JSON or plain text).

@@ -42,10 +42,9 @@ from wrighty.domain.times import rfc3339
 from wrighty.domain.transitions import OPERATOR_REQUEUE
 from wrighty.domain.usage import Price, Usage, total
 from wrighty.domain.verify import CheckEvidence, VerifyPolicy
-from wrighty.domain.work_product import Completion
+from wrighty.domain.work_product import CommitResult, Completion, Ending, done_goes
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import UnreadableError
-from wrighty.services.diff import change_stat
 from wrighty.services.resume import resumable_here, resume_facts, resume_gaps_here
 from wrighty.services.runlogs import logs_of
 from wrighty.supervisor.process import (
@@ -56,14 +55,16 @@ from wrighty.supervisor.process import (
     stop_earlier_run,
 )
 from wrighty.vendors.base import Reader, VendorError
-from wrighty.worker import branch_guard, commit
 from wrighty.worker.checks import CheckPlace, CheckRunner, Verification
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.lease import LeaseGuard
 from wrighty.worker.machine import MachineWatch
 from wrighty.worker.meter import RunMeter
 from wrighty.worker.patient import LeaseGone, PatientStore
-from wrighty.worker.workspaces import WorkspaceError, choose_workspace
+from wrighty.workproduct import commit
+from wrighty.workproduct.branch import keep_on_branch
+from wrighty.workproduct.diff import change_stat
+from wrighty.workproduct.worktree import WorkspaceError, choose_workspace
 
 _T = TypeVar("_T")
 
@@ -781,9 +782,9 @@ class ClaimRun:
             done = self._complete(run_id, session)
             if done is None:
                 return None
-        return commit.where_done_goes(self._claimed, settlement, done, self._setting.completion)
+        return done_goes(self._claimed, settlement, done, self._setting.completion)
 
-    def _complete(self, run_id: str, session: Session) -> commit.CommitResult | None:
+    def _complete(self, run_id: str, session: Session) -> CommitResult | None:
         """What completion.commit asks after a done run on the item's branch, under the claim
         (renewed at every heartbeat while git and its hooks run), told as an event; None if
         the claim was lost."""
@@ -798,25 +799,23 @@ class ClaimRun:
             ),
             name="commit",
         )
-        if done is not None and done.ending is commit.Ending.COMMITTED:
+        if done is not None and done.ending is Ending.COMMITTED:
             self._emit(
                 WorkerEvent.COMMITTED,
                 item_id=claimed.id, run_id=run_id, branch=branch, commit=done.commit,
             )  # fmt: skip
-        elif done is not None and done.ending is commit.Ending.UNCOMMITTED:
+        elif done is not None and done.ending is Ending.UNCOMMITTED:
             self._emit(WorkerEvent.UNCOMMITTED, item_id=claimed.id, run_id=run_id, branch=branch)
         return done
 
     def _off_branch(self, run_id: str, session: Session, run_end: RunEnd) -> Settlement | None:
-        """The branch guard (worker/branch_guard.py), for an item with a branch: None when its
+        """The branch guard (workproduct/branch.py), for an item with a branch: None when its
         worktree is on the item's branch (brought back if the agent detached it, and told);
         else the settlement that sets it aside, nothing committed."""
         if self._branch is None:
             return None
         branch = self._branch
-        guarded = branch_guard.keep_on_branch(
-            self._setting.project_root, Path(session.workspace), branch
-        )
+        guarded = keep_on_branch(self._setting.project_root, Path(session.workspace), branch)
         if guarded.brought_back is not None:
             self._emit(
                 WorkerEvent.BRANCH_RESTORED, item_id=self._claimed.id, run_id=run_id,
@@ -1070,7 +1069,7 @@ def write_settlement(
     """Write a claim's settlement and say so; if the claim had moved on, say that instead.
     With ``notify``, the settlement's notice goes to the outbox in the same transaction
     (naming the failing ``checks``, the run's checks' evidence; for an item ready for review,
-    every check, its ``branch`` and the ``diff_stat`` of its change, `services/diff.change_stat`),
+    every check, its ``branch`` and the ``diff_stat`` of its change, `diff.change_stat`),
     and ``wake`` tells the deliverer once it is committed."""
     claimed, after = change.before, change.after
     told = with_notices(change, notify, checks=checks, branch=branch, diff_stat=diff_stat)

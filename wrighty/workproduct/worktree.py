@@ -34,10 +34,11 @@ from wrighty.domain.work_product import (
     branch_name,
     fresh_branch,
 )
-from wrighty.domain.workspaces import Mode, is_items_branch, workspace_mode
+from wrighty.domain.workspaces import is_items_branch, workspace_problem
 from wrighty.files import make_private_dirs
-from wrighty.services.workspaces import commit_id, toplevel, uncommitted
-from wrighty.supervisor.git import GitError, git_ok, run_git
+from wrighty.workproduct.listing import HALF_MADE_LOCK, listed_worktrees
+from wrighty.workproduct.reads import commit_id, is_ancestor, toplevel, uncommitted
+from wrighty.workproduct.runner import GitError, git_ok, run_git
 
 
 class WorkspaceError(Exception):
@@ -131,31 +132,6 @@ def choose_workspace(
     # may have changed since).
     recorded = session if session is not None and session.workspace == str(path) else None
     return _worktree(project_root, path, item, recorded, completion)
-
-
-def workspace_problem(
-    recorded: str, *, item: Item, project_root: Path, state_dir: Path
-) -> str | None:
-    """Why the workspace ``recorded`` in the store for ``item`` is not one wrighty would use:
-    it must be absolute and be the project directory, the item's folder or worktree, or the
-    folder the item was pinned to with `--workspace`; None when it is."""
-    shown = printable_line(recorded[:200])
-    path = Path(recorded)
-    if not path.is_absolute():
-        return f"the workspace {shown} recorded for item {item.id} is not an absolute path"
-    mode = workspace_mode(
-        path,
-        item_id=item.id,
-        pinned=Path(item.workspace) if item.workspace else None,
-        project_root=project_root,
-        state_dir=state_dir,
-    )
-    if mode is Mode.OTHER:
-        return (
-            f"the workspace {shown} recorded for item {item.id} is not one wrighty makes for it "
-            "(nor the folder it was pinned to)"
-        )
-    return None
 
 
 def _make_folder(path: Path, step: Step) -> None:
@@ -269,7 +245,7 @@ def _made(
     if tip is None:
         git_ok(project_root, "worktree", "add", "--force", "-b", branch, str(path), base)
         return Workspace(path, branch, base)
-    if _is_ancestor(project_root, tip, base):
+    if is_ancestor(project_root, tip, base):
         # It holds nothing the base lacks (a branch made by a worker stopped before it
         # recorded it): made anew from the base, nobody's work is taken or lost.
         git_ok(project_root, "worktree", "add", "--force", "-B", branch, str(path), base)
@@ -293,7 +269,7 @@ def _holds_work(project_root: Path, path: Path, completion: Completion) -> bool:
         return True
     head = commit_id(path, "HEAD")
     base = resolve_base(project_root, completion)
-    return head is None or not _is_ancestor(project_root, head, base)
+    return head is None or not is_ancestor(project_root, head, base)
 
 
 def _only_git_file(path: Path) -> bool:
@@ -314,43 +290,6 @@ def _remove_half_made(project_root: Path, path: Path, *, registered: bool) -> No
         (path / ".git").unlink(missing_ok=True)
         path.rmdir()
     git_ok(project_root, "worktree", "prune")
-
-
-def _is_ancestor(project_root: Path, older: str, newer: str) -> bool:
-    answer = run_git(project_root, "merge-base", "--is-ancestor", older, newer)
-    if answer.returncode not in (0, 1):
-        raise GitError(f"git cannot compare {older[:12]} and {newer[:12]}: {answer.why()}")
-    return answer.returncode == 0
-
-
-# The reason git locks a worktree with while `git worktree add` makes it (LC_ALL=C).
-HALF_MADE_LOCK = "initializing"
-
-
-@dataclass(frozen=True)
-class Listed:
-    """A worktree as `git worktree list --porcelain` lists it."""
-
-    branch: str | None  # the branch it has checked out (None: detached, or none yet)
-    locked: str | None  # why it is locked ("" when no reason was given; None: not locked)
-
-
-def listed_worktrees(project_root: Path) -> dict[Path, Listed]:
-    """Every worktree of the project's repository, the project's own directory included, by
-    its resolved path."""
-    listing = git_ok(project_root, "worktree", "list", "--porcelain", "-z")
-    found: dict[Path, Listed] = {}
-    for record in listing.split("\0\0"):
-        fields = dict(
-            (line.partition(" ")[0], line.partition(" ")[2]) for line in record.split("\0") if line
-        )
-        if "worktree" not in fields:
-            continue
-        branch = fields.get("branch")
-        found[Path(fields["worktree"]).resolve()] = Listed(
-            branch.removeprefix("refs/heads/") if branch else None, fields.get("locked")
-        )
-    return found
 
 
 def resolve_base(project_root: Path, completion: Completion) -> str:

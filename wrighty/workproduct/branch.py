@@ -3,7 +3,7 @@ before its commit, the item's worktree must be on the item's branch. A HEAD the 
 from the branch, with or without commits on it, is brought back (the branch moves to it, only
 if it still is where it was); anything else is set aside for a person, with nothing committed
 and no branch moved. The rule is the domain's (work_product.head_place); every git call goes
-through supervisor/git.py."""
+through workproduct/runner.py."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 from wrighty.domain.text import printable_line
 from wrighty.domain.work_product import HeadPlace, WorktreeHead, head_place, off_branch_reason
-from wrighty.services.workspaces import commit_id
-from wrighty.supervisor.git import GitError, run_git
-from wrighty.worker.workspaces import listed_worktrees
+from wrighty.workproduct.listing import listed_worktrees
+from wrighty.workproduct.reads import commit_id
+from wrighty.workproduct.runner import GitError, run_git
 
 # What the branch's reflog says of wrighty's move.
 REFLOG_MESSAGE = "wrighty: the run's commits, back on the item's branch"

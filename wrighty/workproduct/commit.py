@@ -1,37 +1,23 @@
 """The commit after a done run (docs/work-product.md#commits): per completion.commit, wrighty
 commits everything the run left in the item's worktree on its branch (``wrighty``), or only
 looks whether the agent left anything uncommitted (``agent``), or does nothing (``none``).
-The message and the settlement of a failed commit are the domain's (domain/work_product.py);
-every git call goes through supervisor/git.py."""
+The message, the endings and where a done item goes after its commit are the domain's
+(domain/work_product.py: `done_goes`); every git call goes through workproduct/runner.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
-from wrighty.domain import decisions, review
-from wrighty.domain.claims import Settlement
 from wrighty.domain.model import Item
-from wrighty.domain.states import ItemState
-from wrighty.domain.work_product import Completion, commit_message
-from wrighty.supervisor.git import GitError, GitResult, besides_nested, git_ok, identity, run_git
-
-
-class Ending(StrEnum):
-    COMMITTED = "committed"  # wrighty made a commit
-    NOTHING = "nothing"  # nothing to commit: the agent committed itself
-    UNCHANGED = "unchanged"  # nothing to commit, and the branch is still its base: no change
-    UNCOMMITTED = "uncommitted"  # completion.commit agent: the agent left changes
-    FAILED = "failed"  # git refused (a hook, no identity): the changes stay in the worktree
-    NOT_ASKED = "not-asked"  # completion.commit none, or agent with a clean worktree
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    ending: Ending
-    commit: str | None = None  # the commit wrighty made
-    why: str | None = None  # why it failed: the step, in words, then git's last line, neutralised
+from wrighty.domain.work_product import CommitResult, Completion, Ending, commit_message
+from wrighty.workproduct.runner import (
+    GitError,
+    GitResult,
+    besides_nested,
+    git_ok,
+    identity,
+    run_git,
+)
 
 
 def complete(
@@ -93,23 +79,3 @@ def _failed(what: str, result: GitResult) -> CommitResult:
     """A failed step, in wrighty's words (what could not be done, what it left), then git's
     own last line."""
     return CommitResult(Ending.FAILED, why=f"git could not {what}: {result.why()}")
-
-
-def where_done_goes(
-    item: Item, settlement: Settlement, done: CommitResult | None, completion: Completion
-) -> Settlement:
-    """Where ``item`` goes once its work is done (``settlement``: to done) and ``done`` is what
-    its commit did (None: it has no branch): a failed commit waits for a person, changes the
-    agent left uncommitted are said, so is a run that changed nothing, and with
-    completion.review person it waits for review.
-    A worker's done run and a passing `wrighty verify` go this one way
-    (docs/work-product.md)."""
-    if done is not None and done.ending is Ending.FAILED:
-        return decisions.commit_failed(item, settlement.run_end, done.why or "")
-    if done is not None and done.ending is Ending.UNCOMMITTED:
-        settlement = decisions.uncommitted(settlement)
-    if done is not None and done.ending is Ending.UNCHANGED:
-        settlement = decisions.unchanged(settlement)
-    if settlement.to_state is ItemState.DONE and completion.review == "person":
-        return review.to_review(item, settlement)
-    return settlement

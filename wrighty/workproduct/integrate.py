@@ -3,12 +3,15 @@
 to a remote, or run the project's command (a pull request, a deploy), with the item's summary
 on its standard input.
 
-Nothing is done that could leave the project half changed: every refusal comes before git
-changes anything (a merge's conflicts are found by `git merge-tree`, which writes no file of
-the working tree), and a merge that fails all the same is aborted. Every git command goes
-through wrighty/supervisor/git.py; the command is started like a check (supervisor/process.py:
-its own process group, the parent-death signal, no shell) and stopped, tree and all, at its
-time limit. A failure is an ``IntegrationError``: one line, neutralised, secrets redacted.
+A merge reads the repository's state first (the item's worktree in one `git status`, the
+project's in another, where their commits meet in one `git merge-base`), lets the domain
+decide (domain/integration.py: `worktree_refusal`, `merge_plan`), then acts. Nothing is done
+that could leave the project half changed: every refusal comes before git changes anything
+(a merge's conflicts are found by `git merge-tree`, which writes no file of the working
+tree), and a merge that fails all the same is aborted. Every git command goes through
+runner.py; the command is started like a check (supervisor/process.py: its own process
+group, the parent-death signal, no shell) and stopped, tree and all, at its time limit. A
+failure is an ``IntegrationError``: one line, neutralised, secrets redacted.
 """
 
 from __future__ import annotations
@@ -19,25 +22,36 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from wrighty.domain.integration import Integration, last_url, one_line
+from wrighty.domain.integration import (
+    SHORT,
+    AlreadyMerged,
+    Integration,
+    ProjectState,
+    Refused,
+    WorktreeState,
+    conflict_refusal,
+    last_url,
+    merge_made,
+    merge_plan,
+    one_line,
+    worktree_refusal,
+)
 from wrighty.domain.model import COMMIT_ID
 from wrighty.domain.redact import redact, redact_known, secret_values
-from wrighty.domain.text import plural, printable_line
+from wrighty.domain.text import printable_line
 from wrighty.domain.work_product import merge_message
-from wrighty.services.workspaces import commit_id, toplevel, uncommitted
 from wrighty.supervisor.child import new_marker
-from wrighty.supervisor.git import GitError, GitResult, identity, run_git
 from wrighty.supervisor.process import LaunchError, LaunchSpec, launch, program_from
+from wrighty.workproduct.reads import commit_id, head_status, toplevel
+from wrighty.workproduct.runner import GitError, GitResult, identity, run_git
 
 # How long a command gets to end after SIGTERM, at its time limit, before SIGKILL.
 GRACE_SECONDS = 5.0
 # The most of a command's output kept on disk while it runs, per stream; what is read back.
 OUTPUT_CAP_BYTES = 1024 * 1024
 OUTPUT_TAIL_BYTES = 64 * 1024
-# How many conflicting files a refused merge names; how long a message is.
-MAX_CONFLICTS_NAMED = 10
+# How long a message is.
 MAX_MESSAGE_CHARS = 600
-_SHORT = 12  # a commit as a message shows it
 
 
 class IntegrationError(Exception):
@@ -88,7 +102,7 @@ def integrate(
         return Integrated(None)
     try:
         branch, tip = _branch(project_root, target)
-        worktree = _worktree(target)
+        worktree = _worktree(target, branch, tip)
         if integration.kind == "merge":
             author = identity(author_name, author_email)
             return _merge(project_root, integration, target, branch, tip, author, hooks=hooks)
@@ -114,43 +128,44 @@ def _branch(project_root: Path, target: IntegrationTarget) -> tuple[str, str]:
     return target.branch, tip
 
 
-def _worktree(target: IntegrationTarget) -> Path | None:
-    """The item's worktree when it is still there (None: gone); refused when it holds changes
-    not committed on the branch, which integrating the branch would leave out."""
+def _worktree(target: IntegrationTarget, branch: str, tip: str) -> Path | None:
+    """The item's worktree when it is still there (None: gone), read in one git command or
+    two; refused (domain/integration.worktree_refusal) when it holds what integrating the
+    branch would leave out."""
     path = target.worktree
     if path is None or not path.is_dir() or toplevel(path) != path.resolve():
         return None
-    dirty, why = uncommitted(path)
-    if dirty is None:
-        raise IntegrationError(
-            f"cannot tell whether item {target.item_id}'s worktree {path} has uncommitted "
-            f"changes: {why}"
-        )
-    if dirty:
-        raise IntegrationError(
-            f"item {target.item_id}'s worktree {path} has uncommitted changes, which its branch "
-            "does not hold: commit them on the branch (or remove them), then accept again"
-        )
-    _refuse_off_branch(path, target)
+    found = head_status(path, untracked=True)
+    head_in_tip, compare_why = True, None
+    if found.changed is False and found.head is not None and found.head != tip:
+        answer = run_git(path, "merge-base", "--is-ancestor", found.head, tip)
+        head_in_tip = answer.returncode == 0
+        compare_why = None if answer.returncode in (0, 1) else answer.why()
+    state = WorktreeState(
+        str(path), found.head, found.branch, found.changed, found.why, head_in_tip, compare_why
+    )
+    refusal = worktree_refusal(target.item_id, branch, tip, state)
+    if refusal is not None:
+        raise IntegrationError(refusal)
     return path
 
 
-def _refuse_off_branch(path: Path, target: IntegrationTarget) -> None:
-    """Refused when the worktree's HEAD holds commits the item's branch lacks (an agent or a
-    person committed on a detached HEAD or another branch): integrating the branch would
-    leave them out, and say the change is integrated."""
-    branch = target.branch
-    head = commit_id(path, "HEAD")
-    tip = commit_id(path, f"refs/heads/{branch}") if branch else None
-    if head is None or tip is None or _is_ancestor(path, head, tip):
-        return
-    on = run_git(path, "symbolic-ref", "--quiet", "--short", "HEAD").stdout.strip()
-    where = f"on the branch {printable_line(on)}" if on else "detached"
-    raise IntegrationError(
-        f"item {target.item_id}'s worktree {path} is not on its branch {branch}: its HEAD is "
-        f"{where} at {head[:_SHORT]}, with commits {branch} lacks; put them on {branch} (in the "
-        f"worktree: `git switch {branch}`, then `git merge {head[:_SHORT]}`), then accept again"
-    )
+def _project(root: Path, tip: str) -> ProjectState:
+    """The project's checked-out branch, its commit and its tracked changes (one `git
+    status`), and where that commit and ``tip`` meet (one `git merge-base`)."""
+    found = head_status(root, untracked=False)
+    head, checked_out = found.head, found.branch
+    if found.changed is None:  # status could not run: HEAD read alone keeps the refusals in order
+        named = run_git(root, "symbolic-ref", "--quiet", "HEAD")
+        ref = named.stdout.strip() if named.ok else ""
+        checked_out = ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
+        head = commit_id(root, "HEAD")
+    if head is None or checked_out is None:
+        return ProjectState(checked_out, head, found.changed, found.why)
+    met = run_git(root, "merge-base", head, tip)
+    compare_why = None if met.returncode in (0, 1) else met.why()
+    base = (met.stdout.strip() or None) if met.ok else None
+    return ProjectState(checked_out, head, found.changed, found.why, base, compare_why)
 
 
 @dataclass(frozen=True)
@@ -175,32 +190,19 @@ def _merge(
     *,
     hooks: bool,
 ) -> Integrated:
-    into = _checked_out_branch(root, branch)
-    head = commit_id(root, "HEAD")
-    if head is None:
-        raise IntegrationError(f"the project's branch {into} has no commit yet to merge into")
-    if _is_ancestor(root, tip, head):
-        return Integrated(f"{branch} is already merged into {into} ({head[:_SHORT]})", commit=head)
-    tracked = run_git(root, "status", "--porcelain", "--untracked-files=no")
-    if not tracked.ok:
-        raise IntegrationError(f"cannot read the project's working tree: {tracked.why()}")
-    if tracked.stdout.strip():
-        raise IntegrationError(
-            f"the project's working tree has uncommitted changes to tracked files: commit or "
-            f"stash them, then accept again (merging {branch} into {into} would mix them in)"
-        )
-    if not _is_ancestor(root, head, tip):  # the project's branch moved on: no fast-forward
-        if integration.merge == "ff-only":
-            raise IntegrationError(
-                f"{into} has moved on since {branch} was made: it cannot be fast-forwarded "
-                "(completion.merge is ff-only); rebase the branch on it, or set completion.merge "
-                "to ff"
-            )
-        _refuse_conflicts(root, head, tip, branch, into)
+    """Read the project, let the domain decide (domain/integration.merge_plan), then merge."""
+    plan = merge_plan(branch, tip, _project(root, tip), integration.merge)
+    if isinstance(plan, Refused):
+        raise IntegrationError(plan.why)
+    if isinstance(plan, AlreadyMerged):
+        return Integrated(plan.words, commit=plan.commit)
+    if plan.check_conflicts:
+        _refuse_conflicts(root, plan.head, tip, branch, plan.into)
     subject, trailer = merge_message(target.item_id, target.title)
-    how = {"ff": "--ff", "ff-only": "--ff-only", "no-ff": "--no-ff"}[integration.merge]
-    args = (how, "--no-edit", "--no-autostash", "-m", subject, "-m", trailer, tip)
-    return _merged(_Merge(root, branch, tip, into, head, hooks), args, author, integration)
+    args = (plan.flag, "--no-edit", "--no-autostash", "-m", subject, "-m", trailer, tip)
+    return _merged(
+        _Merge(root, branch, tip, plan.into, plan.head, hooks), args, author, integration
+    )
 
 
 def _merged(
@@ -212,13 +214,13 @@ def _merged(
         merged = run_git(root, "merge", *args, env=author, hooks=merge.hooks,
                          timeout=integration.timeout_seconds)  # fmt: skip
     except GitError as error:  # git stopped at its time limit (a hook that hung), or gone
-        now = commit_id(root, "HEAD")
+        now, parents = _head_now(root)
         if now is None or now == merge.head:  # stopped before its commit: nothing is made
             _undo_merge(root)
             raise IntegrationError(
                 f"{error}; the merge of {branch} into {into} was undone"
             ) from None
-        made = _made(merge, now)  # stopped after its commit (a post-merge hook): it stands
+        made = _made(merge, now, parents)  # stopped after its commit (a post-merge hook)
         after = f"git merge went on past the time limit of {integration.timeout_seconds:g}s"
         return Integrated(f"{made}; {after} after the merge (a post-merge hook) and was stopped",
                           commit=now)  # fmt: skip
@@ -228,56 +230,31 @@ def _merged(
             f"git could not merge {branch} into {into}, and the project is as it was: "
             f"{_first_line(merged)}"
         )
-    now = commit_id(root, "HEAD")
+    now, parents = _head_now(root)
     if now is None or now == merge.head:
         raise IntegrationError(f"git merged nothing of {branch} into {into}")
-    return Integrated(_made(merge, now), commit=now)
+    return Integrated(_made(merge, now, parents), commit=now)
 
 
-def _made(merge: _Merge, now: str) -> str:
+def _head_now(root: Path) -> tuple[str | None, list[str]]:
+    """The project's HEAD commit after the merge and its parents, in one git command (None:
+    git cannot read it)."""
+    found = run_git(root, "rev-list", "--parents", "--max-count=1", "HEAD")
+    commits = found.stdout.split() if found.ok else []
+    return (commits[0], commits[1:]) if commits else (None, [])
+
+
+def _made(merge: _Merge, now: str, parents: list[str]) -> str:
     """What the merge made of the project's branch, which is at ``now``; IntegrationError when
     that is not this merge (the branch moved some other way)."""
-    if now == merge.tip:
-        kind = "fast-forward"
-    elif run_git(merge.root, "rev-parse", f"{now}^1", f"{now}^2").stdout.split() == [
-        merge.head,
-        merge.tip,
-    ]:
-        kind = "a merge commit"
-    else:
+    kind = merge_made(now, parents, head=merge.head, tip=merge.tip)
+    if kind is None:
         raise IntegrationError(
-            f"the project's branch {merge.into} moved to {now[:_SHORT]} while {merge.branch} "
+            f"the project's branch {merge.into} moved to {now[:SHORT]} while {merge.branch} "
             f"was merged into it, and that is not the merge: look at {merge.into} before you "
             "accept again"
         )
-    return f"merged {merge.branch} into {merge.into} as {now[:_SHORT]} ({kind})"
-
-
-def _checked_out_branch(root: Path, branch: str) -> str:
-    """The branch the project has checked out, which the item's branch is merged into."""
-    ref = run_git(root, "symbolic-ref", "--quiet", "HEAD")
-    name = ref.stdout.strip()
-    if not ref.ok or not name.startswith("refs/heads/"):
-        raise IntegrationError(
-            "the project's HEAD is detached: check out the branch to merge into (as `git switch "
-            "main`), then accept again"
-        )
-    into = name.removeprefix("refs/heads/")
-    if into == branch:
-        raise IntegrationError(
-            f"the project has the item's own branch {branch} checked out: check out the branch "
-            "to merge into, then accept again"
-        )
-    return into
-
-
-def _is_ancestor(root: Path, older: str, newer: str) -> bool:
-    answer = run_git(root, "merge-base", "--is-ancestor", older, newer)
-    if answer.returncode not in (0, 1):
-        raise IntegrationError(
-            f"git cannot compare {older[:_SHORT]} and {newer[:_SHORT]}: {answer.why()}"
-        )
-    return answer.returncode == 0
+    return f"merged {merge.branch} into {merge.into} as {now[:SHORT]} ({kind})"
 
 
 def _refuse_conflicts(root: Path, head: str, tip: str, branch: str, into: str) -> None:
@@ -294,14 +271,7 @@ def _refuse_conflicts(root: Path, head: str, tip: str, branch: str, into: str) -
             f"git cannot tell whether {branch} merges cleanly into {into}: {tried.why()}"
         )
     files = list(dict.fromkeys(name for name in fields[1:] if name))
-    named = ", ".join(printable_line(name)[:200] for name in files[:MAX_CONFLICTS_NAMED])
-    more = len(files) - MAX_CONFLICTS_NAMED
-    rest = f" and {more} more" if more > 0 else ""
-    raise IntegrationError(
-        f"{branch} conflicts with {into} in {len(files)} {plural(len(files), 'file', 'files')} "
-        f"{named}{rest}: "
-        "nothing was merged; resolve it on the branch (merge or rebase there), then accept again"
-    )
+    raise IntegrationError(conflict_refusal(branch, into, files))
 
 
 def _first_line(result: GitResult) -> str:
@@ -344,7 +314,7 @@ def _push(
     )  # fmt: skip
     if not pushed.ok:
         raise IntegrationError(f"git could not push {branch} to {remote}: {_push_why(pushed)}")
-    return Integrated(f"pushed {branch} to {remote} ({tip[:_SHORT]})", commit=tip)
+    return Integrated(f"pushed {branch} to {remote} ({tip[:SHORT]})", commit=tip)
 
 
 def _push_why(pushed: GitResult) -> str:
