@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from tests.conftest import FakeClock
-from wrighty.cli.context import AppContext
 from wrighty.cli.inbox import OperatorDesk, board_settings
 from wrighty.domain.claims import ClaimRequest, LeaseTerms
 from wrighty.domain.health import WorkerRow, WorkerState
@@ -23,6 +22,7 @@ from wrighty.domain.transitions import transition
 from wrighty.domain.usage import Usage
 from wrighty.inbox.app import InboxApp
 from wrighty.installation import installation_id
+from wrighty.operator.context import AppContext
 from wrighty.store.port import Store
 from wrighty.store.sqlite import SqliteStore
 

@@ -13,11 +13,11 @@ from tests.cli.conftest import wrighty
 from tests.conftest import FakeClock
 from tests.inbox.seed import claim, start
 from tests.web.conftest import TOKEN, Console, history, make_console, seeded
-from wrighty.cli.context import AppContext
 from wrighty.domain.claims import Settlement, settle
 from wrighty.domain.model import NewItem, RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
+from wrighty.operator.context import AppContext
 from wrighty.web.security import CSP, csrf_token
 
 CSRF = csrf_token(TOKEN)

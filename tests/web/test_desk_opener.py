@@ -7,8 +7,8 @@ import pytest
 
 from tests.conftest import FakeClock
 from tests.web.conftest import Console, make_console
-from wrighty.cli.context import AppContext
 from wrighty.errors import StoreError
+from wrighty.operator.context import AppContext
 from wrighty.store import open_store as real_open_store
 from wrighty.store.port import Store
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from wrighty.cli.common import app_context
-from wrighty.cli.context import AppContext
 from wrighty.domain.board import AttentionOrder
 from wrighty.errors import WrightyError
+from wrighty.operator.context import AppContext
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -124,37 +124,39 @@ class OperatorDesk:
         return out.getvalue()
 
     def requeue(self, item_id: int, *, resume: bool) -> str:
-        from wrighty.cli.items import moved_line
+        from wrighty.operator.sentences import moved_line
         from wrighty.services.items import requeue_item
 
         return moved_line(requeue_item(self.store, item_id, resume=resume, now=self.app_ctx.now()))
 
     def cancel(self, item_id: int) -> str:
-        from wrighty.cli.items import moved_line
+        from wrighty.operator.sentences import moved_line
         from wrighty.services.items import cancel_item
 
         return moved_line(cancel_item(self.store, item_id, now=self.app_ctx.now()))
 
     def release(self, item_id: int) -> str:
-        from wrighty.cli.items import moved_line
+        from wrighty.operator.sentences import moved_line
         from wrighty.services.items import release_item
 
         return moved_line(release_item(self.store, item_id, now=self.app_ctx.now()))
 
     def reap(self) -> str:
-        from wrighty.cli.items import reap_now, reaped_lines
+        from wrighty.operator.actions import reap_now
+        from wrighty.operator.sentences import reaped_lines
 
         return "; ".join(reaped_lines(reap_now(self.app_ctx, self.store, limit=REAP_LIMIT)))
 
     def set_priority(self, item_id: int, priority: int) -> str:
-        from wrighty.cli.items import edited_line
+        from wrighty.operator.sentences import edited_line
         from wrighty.services.items import edit_item
 
         change = edit_item(self.store, item_id, now=self.app_ctx.now(), priority=priority)
         return edited_line(change)
 
     def accept(self, item_id: int) -> str:
-        from wrighty.cli.review import accept_now, accepted_lines, stays_in_review
+        from wrighty.operator.actions import accept_now
+        from wrighty.operator.sentences import accepted_lines, stays_in_review
         from wrighty.services.integrate import IntegrationError
 
         try:
@@ -164,13 +166,15 @@ class OperatorDesk:
         return "; ".join(accepted_lines(accepted))
 
     def reject(self, item_id: int, feedback: str) -> str:
-        from wrighty.cli.review import reject_now, rejected_line
+        from wrighty.operator.actions import reject_now
+        from wrighty.operator.sentences import rejected_line
 
         return rejected_line(*reject_now(self.app_ctx, self.store, item_id, feedback))
 
     def verify(self, item_id: int) -> str:
         """`wrighty verify`: its summary line; WrightyError with it when a check failed."""
-        from wrighty.cli.verify import verified_line, verify_now
+        from wrighty.operator.actions import verify_now
+        from wrighty.operator.sentences import verified_line
 
         result = verify_now(self.app_ctx, self.store, item_id)
         line = verified_line(result)
@@ -180,13 +184,14 @@ class OperatorDesk:
 
     def handoff(self, item_id: int, to: str, note: str | None) -> str:
         """`wrighty handoff ID --to AGENT [--note TEXT]`: its line."""
-        from wrighty.cli.handoff import handed_line, handoff_now
+        from wrighty.operator.actions import handoff_now
+        from wrighty.operator.sentences import handed_line
 
         return handed_line(*handoff_now(self.app_ctx, self.store, item_id, to, note))
 
     def change(self, item_id: int, *, stat: bool) -> Change:
         """`wrighty diff [--stat]`'s change (WrightyError with its refusal)."""
-        from wrighty.cli.diff import change_now
+        from wrighty.operator.actions import change_now
 
         return change_now(self.app_ctx, self.store, item_id, stat=stat)
 
@@ -236,7 +241,8 @@ class OperatorDesk:
     ) -> tuple[int, str]:
         """`wrighty create` with these options and this task: the new item's id and the
         command's line."""
-        from wrighty.cli.items import ItemOptions, created_line, new_item_of
+        from wrighty.operator.forms import ItemOptions, new_item_of
+        from wrighty.operator.sentences import created_line
         from wrighty.services.items import create_item
 
         options = ItemOptions(
@@ -253,7 +259,8 @@ class OperatorDesk:
         """`wrighty import` of a file named ``source`` holding ``text``: the command's lines
         (one per section, the counts last) and each section's item (None: one a dry run
         would make)."""
-        from wrighty.cli.importing import import_now, imported_lines, sections_of
+        from wrighty.operator.actions import import_now, sections_of
+        from wrighty.operator.sentences import imported_lines
 
         try:
             sections = sections_of(text)
@@ -278,7 +285,7 @@ class OperatorDesk:
 
     def reset_circuit(self, name: str) -> str:
         """`wrighty providers reset NAME`, and its line."""
-        from wrighty.cli.providers import reset_line
+        from wrighty.operator.sentences import reset_line
         from wrighty.services.circuits import reset_circuit
 
         return reset_line(name, reset_circuit(self.store, name, now=self.app_ctx.now()))

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from wrighty.cli.documents import circuit_json, notice_json, status_json
-from wrighty.cli.render import spend_text
 from wrighty.domain.text import printable_line
+from wrighty.operator.sentences import spend_text
 
 if TYPE_CHECKING:
     from wrighty.domain.ledger import AgentSpending
@@ -36,7 +36,7 @@ def fleet(report: StatusReport, notices: list[StoredNotice]) -> Fleet:
 
 
 def circuit_row(view: CircuitView) -> CircuitRow:
-    from wrighty.cli.status_views import probe_text
+    from wrighty.operator.sentences import probe_text
     from wrighty.web.operations import CircuitRow
 
     return CircuitRow(circuit_json(view), probe_text(view), view.shut)

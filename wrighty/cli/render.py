@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from wrighty.agents import AgentInfo
     from wrighty.domain.budgets import AgentHold
     from wrighty.domain.classify import Classification
-    from wrighty.domain.ledger import Spend
     from wrighty.domain.scheduling import Wait
     from wrighty.domain.verify import CheckRecord
     from wrighty.services.circuits import CircuitView
@@ -250,17 +249,6 @@ def _retry_fields(
 
 
 # -- usage (docs/usage.md#where-to-look) ------------------------------------------------------
-
-
-def spend_text(group: Spend) -> str:
-    """``2 runs, $0.0123, 1,500 tokens`` (and how many runs have no cost, when some do)."""
-    runs = f"{group.runs} run{'' if group.runs == 1 else 's'}"
-    without = (
-        f" ({group.runs_without_cost} without a cost)"
-        if group.usage.cost_usd is not None and not group.cost_complete
-        else ""
-    )
-    return f"{runs}, {usage_text(group.usage)}{without}"
 
 
 def _usage_fields(
@@ -596,7 +584,7 @@ def _print_checks(console: Console, detail: ItemDetail) -> None:
         verifications.setdefault(record.verification_id, []).append(record)
     if not verifications:
         return
-    from wrighty.cli.verify import check_lines  # only for an item that has checks
+    from wrighty.operator.sentences import check_lines
 
     attempts = {run.run_id: run.attempt for run in detail.runs}
     console.print(Text("Checks", style="bold"))

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wrighty.cli.common import app_context, seconds_option
+from wrighty.cli.common import app_context
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
+from wrighty.operator.forms import seconds_option
 
 if TYPE_CHECKING:
-    from wrighty.cli.context import AppContext
     from wrighty.cli.inbox import OperatorDesk
+    from wrighty.operator.context import AppContext
     from wrighty.services.inbox import BoardSettings
     from wrighty.store.port import Store
 

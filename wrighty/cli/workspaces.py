@@ -9,15 +9,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wrighty.cli.common import JsonFlag, WrightyGroup, app_context, console, seconds_option
+from wrighty.cli.common import JsonFlag, WrightyGroup, app_context, console
 from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.text import printable_line
+from wrighty.operator.forms import seconds_option
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from wrighty.cli.context import AppContext
     from wrighty.domain.workspaces import Workspace
+    from wrighty.operator.context import AppContext
     from wrighty.services.workspaces import Cleaned, Project
 
 # Exit code when a workspace was refused or could not be removed (2 is for bad input).
