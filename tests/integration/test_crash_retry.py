@@ -18,13 +18,13 @@ from rich.console import Console
 
 from tests.conftest import FakeClock
 from tests.integration.harness import WorkerProject, open_project
-from wrighty.cli.documents import item_detail_json
 from wrighty.cli.render import print_item_detail
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.suggestions import Standing
 from wrighty.domain.times import rfc3339
+from wrighty.operator.documents import item_detail_json
 from wrighty.services import items as item_service
 from wrighty.store.sqlite import SqliteStore
 

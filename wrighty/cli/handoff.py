@@ -41,7 +41,8 @@ def handoff(
     with app_ctx.store() as store:
         item, before = handoff_now(app_ctx, store, item_id, to, text)
     if as_json:
-        from wrighty.cli.documents import item_summary_json, print_json
+        from wrighty.cli.documents import print_json
+        from wrighty.operator.documents import item_summary_json
 
         print_json({**item_summary_json(item), "agent": item.agent, "handoffs": item.handoffs})
         return

@@ -22,17 +22,7 @@ from wrighty.cli.common import (
     file_option,
     stdin_text,
 )
-from wrighty.cli.documents import (
-    item_detail_json,
-    item_summary_json,
-    item_usage_json,
-    listed_item_json,
-    print_json,
-    reaped_json,
-    scheduling_json,
-    status_circuit_json,
-    waiting_item_json,
-)
+from wrighty.cli.documents import print_json
 from wrighty.domain import suggestions
 from wrighty.domain.model import (
     MAX_BODY_BYTES,
@@ -43,6 +33,16 @@ from wrighty.domain.states import ItemState, parse_state
 from wrighty.errors import WrightyError
 from wrighty.operator.actions import reap_now
 from wrighty.operator.context import AppContext
+from wrighty.operator.documents import (
+    item_detail_json,
+    item_summary_json,
+    item_usage_json,
+    listed_item_json,
+    reaped_json,
+    scheduling_json,
+    status_circuit_json,
+    waiting_item_json,
+)
 from wrighty.operator.forms import (
     ItemOptions,
     check_names_of,

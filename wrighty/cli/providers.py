@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from wrighty.cli.common import JsonFlag, WrightyGroup, app_context, console
-from wrighty.cli.documents import circuit_json, print_json
+from wrighty.cli.documents import print_json
 from wrighty.errors import WrightyError
+from wrighty.operator.documents import circuit_json
 from wrighty.operator.sentences import reset_line
 
 if TYPE_CHECKING:

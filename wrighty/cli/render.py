@@ -18,7 +18,6 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from wrighty.cli.documents import crash_retry_json, usage_retry_json
 from wrighty.domain.budgets import usage_text
 from wrighty.domain.durations import format_duration
 from wrighty.domain.ledger import reported
@@ -29,6 +28,7 @@ from wrighty.domain.suggestions import Standing, next_commands
 from wrighty.domain.text import clip, plural, printable, printable_line
 from wrighty.domain.transitions import is_edit
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage, cost_text
+from wrighty.operator.documents import crash_retry_json, usage_retry_json
 from wrighty.richtext import local_time, outside
 
 if TYPE_CHECKING:

@@ -32,7 +32,8 @@ def accept(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> No
             typer.echo(stays_in_review(item_id, failed), err=True)
             raise typer.Exit(NOT_INTEGRATED_EXIT) from None
     if as_json:
-        from wrighty.cli.documents import item_summary_json, print_json
+        from wrighty.cli.documents import print_json
+        from wrighty.operator.documents import item_summary_json
 
         integrated = accepted.integrated
         print_json(
@@ -76,7 +77,8 @@ def reject(
     with app_ctx.store() as store:
         item, bound = reject_now(app_ctx, store, item_id, text)
     if as_json:
-        from wrighty.cli.documents import item_summary_json, print_json
+        from wrighty.cli.documents import print_json
+        from wrighty.operator.documents import item_summary_json
 
         print_json({**item_summary_json(item), "rejections": item.rejections})
         return

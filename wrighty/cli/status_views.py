@@ -16,9 +16,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from wrighty.cli.documents import status_json
 from wrighty.cli.render import styled_state
 from wrighty.domain.circuits import CircuitState
+from wrighty.operator.documents import status_json
 from wrighty.operator.sentences import probe_text, spend_text
 from wrighty.richtext import local_time, outside
 from wrighty.styles import VERDICT_STYLES

@@ -31,7 +31,8 @@ def verify(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> No
     with app_ctx.store() as store:
         result = verify_now(app_ctx, store, item_id, told=told)
     if as_json:
-        from wrighty.cli.documents import check_json, print_json
+        from wrighty.cli.documents import print_json
+        from wrighty.operator.documents import check_json
 
         print_json(
             {

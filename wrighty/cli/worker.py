@@ -283,7 +283,7 @@ def _report_from_run(
 
 
 def _print_json_line(event: dict[str, Any]) -> None:
-    from wrighty.cli.documents import json_text
+    from wrighty.operator.documents import json_text
 
     typer.echo(json_text(event, ascii_only=True))
 

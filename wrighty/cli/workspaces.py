@@ -46,7 +46,8 @@ def workspaces(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     with app_ctx.store() as store:
         found = list_workspaces(store, project, installation_id=installation_id())
     if as_json:
-        from wrighty.cli.documents import print_json, workspace_json
+        from wrighty.cli.documents import print_json
+        from wrighty.operator.documents import workspace_json
 
         print_json([workspace_json(workspace) for workspace in found])
     elif found:
@@ -130,7 +131,8 @@ def clean(
         chosen = service.select(found, request, store)
     results = service.clean(chosen, request, project)
     if as_json:
-        from wrighty.cli.documents import cleaned_json, print_json
+        from wrighty.cli.documents import print_json
+        from wrighty.operator.documents import cleaned_json
 
         print_json({"dry_run": dry_run, "results": [cleaned_json(done) for done in results]})
     else:
