@@ -366,8 +366,8 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
         document = item_detail_json(
             facts.detail,
             resumable=facts.resumable,
-            max_attempts=facts.crash_limit,
-            usage_max_attempts=facts.usage_limit,
+            crash_retry=facts.crash_retry,
+            usage_retry=facts.usage_retry,
             max_fix_turns=facts.max_fix_turns,
         )
         print_json(
@@ -389,8 +389,8 @@ def print_show(out: Console, facts: ShowFacts) -> None:
         out,
         facts.detail,
         facts.standing,
-        max_attempts=facts.crash_limit,
-        usage_max_attempts=facts.usage_limit,
+        crash_retry=facts.crash_retry,
+        usage_retry=facts.usage_retry,
         circuit=facts.circuit,
         total=facts.spent,
         limit=facts.budget,

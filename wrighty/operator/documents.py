@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from wrighty.domain.ledger import reported
 from wrighty.domain.model import Change, Dependency, Event, Item, Run, Session
-from wrighty.domain.outcomes import USAGE_CLASSES, USAGE_RETRY_FRESH, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from wrighty.domain.workspaces import Workspace
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
+    from wrighty.services.show import RetryStanding
     from wrighty.services.status import StatusReport, WorkerView
     from wrighty.services.usage import UsageReport
     from wrighty.services.workspaces import Cleaned
@@ -265,42 +265,21 @@ def reaped_json(change: Change) -> dict[str, Any]:
     }
 
 
-CRASH_CLASSES = frozenset({OutcomeClass.PROCESS_CRASH})
-
-
-def _retry_json(
-    detail: ItemDetail,
-    retries: int,
-    classes: frozenset[OutcomeClass],
-    codes: frozenset[str],
-    max_attempts: int | None,
-) -> tuple[dict[str, Any], Run | None] | None:
-    """Where the item stands under one retry policy, and its last run of ``classes``; None
-    when it never had one nor a retry."""
-    item = detail.item
-    matching = [run for run in detail.runs if run.outcome_class in classes]
-    last = matching[-1] if matching else None
-    if last is None and retries == 0:
-        return None
-    scheduled = item.state is ItemState.RETRY_SCHEDULED and item.reason_code in codes
-    standing: dict[str, Any] = {
-        "retries": retries,
-        "max_attempts": max_attempts,
-        "next_due": rfc3339(item.not_before) if scheduled else None,
-    }
-    return standing, last
-
-
-def crash_retry_json(detail: ItemDetail, max_attempts: int | None) -> dict[str, Any] | None:
-    """Where the item stands under worker.processCrash; None when it never crashed."""
-    found = _retry_json(
-        detail, detail.item.crash_retries, CRASH_CLASSES, frozenset({"process-crash"}), max_attempts
-    )
-    if found is None:
-        return None
-    standing, last = found
+def _retry_json(standing: RetryStanding) -> dict[str, Any]:
     return {
-        **standing,
+        "retries": standing.retries,
+        "max_attempts": standing.max_attempts,
+        "next_due": rfc3339(standing.next_due),
+    }
+
+
+def crash_retry_json(standing: RetryStanding | None) -> dict[str, Any] | None:
+    """Where the item stands under worker.processCrash; None when it never crashed."""
+    if standing is None:
+        return None
+    last = standing.last
+    return {
+        **_retry_json(standing),
         "last_crash": None
         if last is None
         else {
@@ -308,37 +287,31 @@ def crash_retry_json(detail: ItemDetail, max_attempts: int | None) -> dict[str, 
             "ended_at": rfc3339(last.ended_at),
             "exit_code": last.exit_code,
             "signal": last.signal,
-            "summary": _first_line(last),
+            "summary": first_line(last),
         },
     }
 
 
-# The reason codes a usage retry waits with (domain/decisions._after_usage).
-_USAGE_RETRY_CODES = frozenset({*(cls.value for cls in USAGE_CLASSES), USAGE_RETRY_FRESH})
-
-
-def usage_retry_json(detail: ItemDetail, max_attempts: int | None) -> dict[str, Any] | None:
+def usage_retry_json(standing: RetryStanding | None) -> dict[str, Any] | None:
     """Where the item stands under worker.usageFailure; None when no provider refused it."""
-    found = _retry_json(
-        detail, detail.item.usage_retries, USAGE_CLASSES, _USAGE_RETRY_CODES, max_attempts
-    )
-    if found is None:
+    if standing is None:
         return None
-    standing, last = found
+    last = standing.last
     return {
-        **standing,
+        **_retry_json(standing),
         "last_refusal": None
         if last is None
         else {
             "run_id": last.run_id,
             "ended_at": rfc3339(last.ended_at),
             "outcome_class": last.outcome_class.value if last.outcome_class else None,
-            "summary": _first_line(last),
+            "summary": first_line(last),
         },
     }
 
 
-def _first_line(run: Run) -> str:
+def first_line(run: Run) -> str:
+    """The first line of a run's diagnostic (its summary)."""
     return (run.diagnostic or "").split("\n", 1)[0]
 
 
@@ -346,8 +319,8 @@ def item_detail_json(
     detail: ItemDetail,
     *,
     resumable: bool,
-    max_attempts: int | None = None,
-    usage_max_attempts: int | None = None,
+    crash_retry: RetryStanding | None = None,
+    usage_retry: RetryStanding | None = None,
     max_fix_turns: int | None = None,
 ) -> dict[str, Any]:
     """The item in full (`show --json`); the usage keys are `item_usage_json`'s."""
@@ -365,9 +338,9 @@ def item_detail_json(
         "reason": item.reason,
         "next_action": item.next_action,
         "crash_retries": item.crash_retries,
-        "crash_retry": crash_retry_json(detail, max_attempts),
+        "crash_retry": crash_retry_json(crash_retry),
         "usage_retries": item.usage_retries,
-        "usage_retry": usage_retry_json(detail, usage_max_attempts),
+        "usage_retry": usage_retry_json(usage_retry),
         "requeues": item.requeues,
         "fix_turns": item.fix_turns,
         "max_fix_turns": max_fix_turns,

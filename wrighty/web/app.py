@@ -1,8 +1,9 @@
 """The web console's Starlette app (docs/web.md): the board, an item, the actions, the live
 updates, the Operations and Spend pages. One more entry point over the services the commands
-and the inbox use: every read and every action goes through the operator's `Desk` (`operator/desk.py`;
-`OperatorDesk`, handed over by `wrighty serve`), which calls the commands' services and says
-what they did in the commands' words.
+and the inbox use: every read and every action goes through the operator's `Desk`
+(`operator/desk.py`; `OperatorDesk`, handed over by `wrighty serve`), which calls the
+commands' services and says what they did in the commands' words. An item's page is made from
+`wrighty show`'s facts (`operator/showing.shown_item`), as the command's text is.
 
 The store: ``open_desk`` hands each request a desk on the store `wrighty serve` keeps open
 (`cli/serve.DeskOpener`: SQLite's connection and PostgreSQL's pool are made to be shared by
@@ -269,6 +270,7 @@ class Console:
 
     def item_page(self, request: Request) -> Response:
         from wrighty.domain.budgets import usage_text
+        from wrighty.operator.showing import shown_item
 
         item_id = self._item_id(request)
         flash = self.flashes.take(request.query_params.get("flash"))
@@ -277,7 +279,6 @@ class Console:
                 facts = desk.facts(item_id)
             except NotFoundError as missing:
                 return self.not_found(str(missing))
-            text = shown_text(desk.show_text(facts))
             log = self._log_view(desk, item_id) if facts.detail.runs else None
             now_agent = facts.detail.item.agent or facts.default_agent
             others = [name for name in desk.agent_names() if name != now_agent]
@@ -289,7 +290,7 @@ class Console:
             facts=facts,
             item=item,
             body=shown_text(item.body),
-            show=text,
+            shown=shown_item(facts),
             spent=usage_text(facts.spent),
             actions=[action.value for action in offered],
             priority=priority_name(item.priority),
