@@ -42,6 +42,7 @@ from wrighty.domain.scheduling import PRIORITIES, priority_name
 from wrighty.domain.states import TERMINAL_STATES
 from wrighty.domain.text import printable, printable_line
 from wrighty.errors import NotFoundError, WrightyError
+from wrighty.operator.desk import Desk
 from wrighty.web import security
 from wrighty.web.create import NewItemPages
 from wrighty.web.views import (
@@ -57,7 +58,6 @@ from wrighty.web.views import (
 
 if TYPE_CHECKING:
     from wrighty.domain.model import Run
-    from wrighty.operator.desk import Desk
 
 
 HERE = Path(__file__).parent
