@@ -52,7 +52,6 @@ from claims import postgres_place, postgres_settings
 from pickup import percentile
 from psycopg import sql
 
-from wrighty.cli.documents import status_json
 from wrighty.domain.board import Section, section_counts
 from wrighty.domain.budgets import Budgets
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
@@ -64,6 +63,7 @@ from wrighty.domain.states import ItemState
 from wrighty.domain.text import json_printable
 from wrighty.domain.usage import Limit, Usage
 from wrighty.inbox.views import header_text, row_cells, side_text
+from wrighty.operator.documents import status_json
 from wrighty.services.inbox import Board, BoardSettings, read_board
 from wrighty.services.status import LedgerScope, status_report
 from wrighty.store.port import Store

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from wrighty.cli.documents import status_json
 from wrighty.domain.health import Thresholds
+from wrighty.operator.documents import status_json
 from wrighty.services.status import status_report
 from wrighty.store.sqlite import SqliteStore, to_db_time
 

@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from tests.conftest import FakeClock
-from wrighty.cli import context
 from wrighty.cli.app import app
+from wrighty.operator import context
 
 
 @pytest.fixture

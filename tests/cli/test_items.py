@@ -221,6 +221,7 @@ def test_show_never_runs_a_long_label_into_its_value() -> None:
     from wrighty.domain.states import ItemState
     from wrighty.domain.suggestions import Standing
     from wrighty.services.items import ItemDetail
+    from wrighty.services.show import usage_standing
 
     at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     refused = Run(
@@ -231,11 +232,12 @@ def test_show_never_runs_a_long_label_into_its_value() -> None:
         ItemState.NEEDS_ATTENTION, usage_retries=1, reason_code="retries-exhausted", reason="r"
     )
     console = Console(record=True, width=120)
+    detail = ItemDetail(item, None, [refused], [])
     print_item_detail(
         console,
-        ItemDetail(item, None, [refused], []),
+        detail,
         Standing(resumable=False, has_logs=False, lease_expired=False),
-        usage_max_attempts=5,
+        usage_retry=usage_standing(detail, 5),
         default_agent="claude",
     )
     fields = console.export_text().splitlines()[2:]

@@ -9,9 +9,9 @@ import pytest
 from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import create_queued, open_store, settle, start_run, write_logs
 from tests.conftest import FakeClock
-from wrighty.cli import context
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
+from wrighty.operator import context
 from wrighty.services.items import release_item
 from wrighty.services.runlogs import LogReader
 

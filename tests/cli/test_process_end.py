@@ -16,8 +16,8 @@ from tests.cli.conftest import wrighty
 # The time every command below reads (run puts it first), so that two runs print the same.
 CLOCK = """
 from datetime import UTC, datetime
-import wrighty.cli.context
-wrighty.cli.context.clock = lambda: datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+import wrighty.operator.context
+wrighty.operator.context.clock = lambda: datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 """
 
 # The executable's entry point, with os._exit marked so that a test sees who ended the process.

@@ -12,8 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from tests.conftest import FakeClock
-from wrighty.cli.context import AppContext
-from wrighty.cli.inbox import OperatorDesk, board_settings
+from wrighty.cli.items import print_show
 from wrighty.domain.claims import ClaimRequest, LeaseTerms
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import Item, NewItem, NewRun, Run, RunEnd, Session
@@ -23,6 +22,8 @@ from wrighty.domain.transitions import transition
 from wrighty.domain.usage import Usage
 from wrighty.inbox.app import InboxApp
 from wrighty.installation import installation_id
+from wrighty.operator.context import AppContext
+from wrighty.operator.desk import OperatorDesk, board_settings
 from wrighty.store.port import Store
 from wrighty.store.sqlite import SqliteStore
 
@@ -248,7 +249,7 @@ def make_app(
     app_ctx = AppContext(config_option=None, store_option=None, cwd=project)
     opened = store or open_project_store(project)
     desk = OperatorDesk(app_ctx, opened, board_settings(app_ctx))
-    return InboxApp(desk, read_only=read_only, interval=0), opened
+    return InboxApp(desk, show=print_show, read_only=read_only, interval=0), opened
 
 
 Script = Callable[[InboxApp, object], Awaitable[None]]

@@ -18,14 +18,15 @@ from rich.console import Console
 
 from tests.conftest import FakeClock
 from tests.integration.harness import WorkerProject, open_project
-from wrighty.cli.documents import item_detail_json
 from wrighty.cli.render import print_item_detail
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.suggestions import Standing
 from wrighty.domain.times import rfc3339
+from wrighty.operator.documents import item_detail_json
 from wrighty.services import items as item_service
+from wrighty.services.show import crash_standing
 from wrighty.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,9 +84,8 @@ def test_a_crash_is_retried_by_resuming_the_same_session_in_the_same_workspace(
     retry_events = [e for e in project.events if e["event"] == "retry-scheduled"]
     assert retry_events[0]["crash_retries"] == 1
 
-    shown = item_detail_json(
-        item_service.item_detail(project.store, item.id), resumable=True, max_attempts=2
-    )
+    detail = item_service.item_detail(project.store, item.id)
+    shown = item_detail_json(detail, resumable=True, crash_retry=crash_standing(detail, 2))
     assert shown["crash_retry"] == {
         "retries": 1,
         "max_attempts": 2,
@@ -100,9 +100,7 @@ def test_a_crash_is_retried_by_resuming_the_same_session_in_the_same_workspace(
     }
     console = Console(record=True, width=120)
     standing = Standing(resumable=True, has_logs=True, lease_expired=False)
-    print_item_detail(
-        console, item_service.item_detail(project.store, item.id), standing, max_attempts=2
-    )
+    print_item_detail(console, detail, standing, crash_retry=crash_standing(detail, 2))
     text = console.export_text()
     assert "retries    1 of 2, next due" in text
     assert f"last crash killed by {signal.Signals(expected_signal).name}" in text

@@ -17,7 +17,6 @@ from tests.store.test_claims import request
 from tests.store.test_contract import new_item
 from tests.store.test_ledger import begin
 from tests.store.txhooks import execute_raw
-from wrighty.cli.documents import json_text
 from wrighty.domain.circuits import Circuit
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import DEFAULT_PRIORITY, NewRun
@@ -25,6 +24,7 @@ from wrighty.domain.notices import Notice
 from wrighty.domain.outcomes import RunKind
 from wrighty.domain.usage import Usage
 from wrighty.errors import UnreadableError
+from wrighty.operator.documents import json_text
 from wrighty.store import Store
 from wrighty.store.sqlite import SqliteStore
 

@@ -13,8 +13,8 @@ import pytest
 
 from tests.cli.conftest import wrighty
 from tests.conftest import FakeClock, open_postgres, postgres_schema
-from wrighty.cli import context
 from wrighty.domain.clocks import RESOLUTION_SECONDS
+from wrighty.operator import context
 from wrighty.store import Store
 from wrighty.store.sqlite import SqliteStore
 

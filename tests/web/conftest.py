@@ -13,9 +13,9 @@ from starlette.testclient import TestClient
 from tests.cli.conftest import clock
 from tests.conftest import STORE_BACKENDS, FakeClock, open_postgres, postgres_schema
 from tests.inbox.conftest import _utc, make_project
-from wrighty.cli.context import AppContext
-from wrighty.cli.inbox import board_settings
 from wrighty.cli.serve import DeskOpener
+from wrighty.operator.context import AppContext
+from wrighty.operator.desk import board_settings
 from wrighty.store.port import Store
 from wrighty.web.app import WebSettings, create_app
 from wrighty.web.security import allowed_hosts

@@ -21,8 +21,8 @@ from tests.web.conftest import Console, make_console
 from tests.web.test_console import CSRF, cli
 from tests.web.test_hostile import HOSTILE, OUR_SCRIPT, PAYLOADS, RAW_CONTROL
 from tests.web.test_hostile import inert as inert_page
-from wrighty.cli.context import AppContext
 from wrighty.domain.scheduling import PRIORITIES, priority_name
+from wrighty.operator.context import AppContext
 
 GOOD = {
     "title": "Add a health endpoint",

@@ -7,8 +7,8 @@ import pytest
 
 from tests.conftest import FakeClock
 from tests.web.conftest import Console, make_console
-from wrighty.cli.context import AppContext
 from wrighty.errors import StoreError
+from wrighty.operator.context import AppContext
 from wrighty.store import open_store as real_open_store
 from wrighty.store.port import Store
 
@@ -77,8 +77,8 @@ def test_a_store_that_failed_is_opened_again_by_the_next_request(
 def test_a_failed_store_is_closed_only_when_no_request_uses_it(
     project_ctx: AppContext, clock: FakeClock, counted: Counted
 ):
-    from wrighty.cli.inbox import board_settings
     from wrighty.cli.serve import DeskOpener
+    from wrighty.operator.desk import board_settings
 
     desks = DeskOpener(project_ctx, board_settings(project_ctx))
     with desks() as reading:  # a request under way in another thread, say

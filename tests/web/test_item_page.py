@@ -18,12 +18,12 @@ from tests.helpers import git, git_repo
 from tests.inbox.seed import claim
 from tests.web.conftest import Console, history, make_console, seeded
 from tests.web.test_console import in_review, post
-from wrighty.cli.context import AppContext
 from wrighty.domain.model import NewItem, NewRun, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition
 from wrighty.installation import installation_id
+from wrighty.operator.context import AppContext
 from wrighty.services.runlogs import LogReader, run_log_dir
 from wrighty.web.logstream import log_events
 from wrighty.web.security import CSRF_FIELD

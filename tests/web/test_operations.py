@@ -21,9 +21,9 @@ from tests.conftest import FakeClock
 from tests.web.conftest import Console, make_console
 from tests.web.fleet_seed import configure, give_up_notice, open_circuit, register, spent
 from tests.web.test_console import CSRF, flash, post
-from wrighty.cli.context import AppContext
 from wrighty.domain.times import rfc3339
 from wrighty.domain.usage import Usage
+from wrighty.operator.context import AppContext
 from wrighty.richtext import local_time
 
 TEAM = "account:team"

@@ -16,8 +16,8 @@ from tests.cli.conftest import wrighty
 from tests.conftest import FakeClock
 from tests.web.conftest import Console, make_console
 from tests.web.fleet_seed import configure, spent
-from wrighty.cli.context import AppContext
 from wrighty.domain.usage import Usage
+from wrighty.operator.context import AppContext
 
 CLAUDE = Usage(input_tokens=1000, output_tokens=200, cost_usd=0.5, cost_source="reported")
 CODEX = Usage(input_tokens=3000, cost_usd=0.25, cost_source="estimated")

@@ -25,9 +25,9 @@ import typer.main
 
 from wrighty import __version__
 from wrighty.cli.common import WrightyGroup
-from wrighty.cli.context import AppContext
 from wrighty.cli.flags import show_values_in_command_line_words
 from wrighty.cli.numbers import plain_numbers_only
+from wrighty.operator.context import AppContext
 
 # Each command: its module and the function (or, for a group, the sub-app) that defines it, in
 # the order `wrighty --help` lists them.

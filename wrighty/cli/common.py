@@ -17,14 +17,10 @@ try:  # typer 0.2x ships its own copy of click
 except ImportError:  # pragma: no cover - older typer, on click itself
     from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[no-redef,import-not-found,assignment,unused-ignore]
 
-from wrighty.cli.context import AppContext
-from wrighty.cli.numbers import number_problem
-from wrighty.domain.budgets import MAX_ITEM_COST_USD, MAX_ITEM_TOKENS
-from wrighty.domain.durations import parse_duration
 from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.text import printable_line
-from wrighty.domain.usage import Limit
 from wrighty.errors import WrightyError, bounded_message
+from wrighty.operator.context import AppContext
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -141,32 +137,21 @@ def text_or_file(
     return file_option(file_flag, path, limit=limit)
 
 
-def seconds_option(name: str, value: str | None, at_most: float) -> float | None:
-    """The seconds in a duration option (``--timeout 30m``); None when it was not given."""
-    if value is None:
-        return None
-    try:
-        return parse_duration(value, at_most=at_most)
-    except ValueError as error:
-        raise WrightyError(f"{name}: {error}") from None
-
-
-# An item's own budget (create, requeue); the bounds are wrighty.json's (docs/config.md).
-MAX_COST_USD = MAX_ITEM_COST_USD
-MAX_TOKENS = MAX_ITEM_TOKENS
-
-
 def _checked_cost(value: str | None) -> str | None:
     """--max-cost-usd checked while the command line is parsed (so a command wrighty suggests
     is refused by the parser alone when it would be refused at all)."""
     if value is not None:
-        _bounded("--max-cost-usd", value, MAX_COST_USD, whole=False)
+        from wrighty.operator.forms import MAX_COST_USD, bounded_number
+
+        bounded_number("--max-cost-usd", value, MAX_COST_USD, whole=False)
     return value
 
 
 def _checked_tokens(value: str | None) -> str | None:
     if value is not None:
-        _bounded("--max-tokens", value, MAX_TOKENS, whole=True)
+        from wrighty.operator.forms import MAX_TOKENS, bounded_number
+
+        bounded_number("--max-tokens", value, MAX_TOKENS, whole=True)
     return value
 
 
@@ -188,44 +173,6 @@ MaxTokensOption = Annotated[
         help="The item's budget in tokens (every kind), across its runs.",
     ),
 ]
-
-
-def limit_options(max_cost_usd: str | None, max_tokens: str | None) -> Limit:
-    """The budget that ``--max-cost-usd`` / ``--max-tokens`` give (unbounded when neither)."""
-    cost = None
-    if max_cost_usd is not None:
-        cost = _bounded("--max-cost-usd", max_cost_usd, MAX_COST_USD, whole=False)
-    tokens = None
-    if max_tokens is not None:
-        tokens = int(_bounded("--max-tokens", max_tokens, MAX_TOKENS, whole=True))
-    return Limit(cost, tokens)
-
-
-def count_option(name: str, text: str | None) -> int:
-    """A number of tokens that may be 0 (``report-usage``); 0 when not given."""
-    if text is None:
-        return 0
-    return int(_bounded(name, text, MAX_TOKENS, whole=True, zero=True))
-
-
-def amount_option(name: str, text: str | None) -> float | None:
-    """A cost in US dollars that may be 0 (``report-usage``); None when not given."""
-    if text is None:
-        return None
-    return _bounded(name, text, MAX_COST_USD, whole=False, zero=True)
-
-
-def _bounded(name: str, text: str, at_most: float, *, whole: bool, zero: bool = False) -> float:
-    """The number ``text`` by the one rule for numbers (wrighty/cli/numbers.py), within
-    (0 or more than 0, ``at_most``]."""
-    problem = number_problem(text, whole=whole)
-    if problem is not None:
-        raise WrightyError(f"{name}: {problem}")
-    value = float(text)
-    if not ((value >= 0 if zero else value > 0) and value <= at_most):
-        least = "at least 0" if zero else "more than 0"
-        raise WrightyError(f"{name} {text}: must be {least} and at most {at_most:,.0f}")
-    return value
 
 
 def refuse_unusable_notify_urls(loaded: LoadedConfig) -> None:

@@ -14,11 +14,10 @@ import typer
 
 from wrighty.cli.common import ItemId, app_context
 from wrighty.domain.text import printable, printable_line
+from wrighty.operator.actions import change_now
 
 if TYPE_CHECKING:
-    from wrighty.cli.context import AppContext
-    from wrighty.services.diff import Change
-    from wrighty.store.port import Store
+    pass
 
 # The pager when $PAGER is not set, and what `less` is told when $LESS is not: quit when the
 # text fits on one screen, show escapes as they are (there are none left), keep the screen.
@@ -57,24 +56,6 @@ def diff(
         typer.echo(f"item {change.item_id} has no change against {change.base[:12]}", err=True)
         return
     show(neutralised(change.text), terminal=sys.stdout.isatty(), environ=os.environ)
-
-
-def change_now(app_ctx: AppContext, store: Store, item_id: int, *, stat: bool) -> Change:
-    """`wrighty diff`'s service call, as the command and the web console make it: the item's
-    change in its workspace on this installation."""
-    from wrighty.config import STATE_DIRNAME
-    from wrighty.installation import installation_id
-    from wrighty.services.diff import item_change
-
-    root = app_ctx.config().root
-    return item_change(
-        store,
-        item_id,
-        project_root=root,
-        state_dir=root / STATE_DIRNAME,
-        installation_id=installation_id(),
-        stat=stat,
-    )
 
 
 def neutralised(text: str) -> list[str]:

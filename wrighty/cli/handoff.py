@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from wrighty.cli.common import ItemId, JsonFlag, app_context, text_or_file
-from wrighty.errors import WrightyError
+from wrighty.operator.actions import handoff_now
+from wrighty.operator.sentences import handed_line
 
 if TYPE_CHECKING:
-    from wrighty.cli.context import AppContext
-    from wrighty.domain.model import Item
-    from wrighty.store.port import Store
+    pass
 
 
 def handoff(
@@ -42,41 +41,12 @@ def handoff(
     with app_ctx.store() as store:
         item, before = handoff_now(app_ctx, store, item_id, to, text)
     if as_json:
-        from wrighty.cli.documents import item_summary_json, print_json
+        from wrighty.cli.documents import print_json
+        from wrighty.operator.documents import item_summary_json
 
         print_json({**item_summary_json(item), "agent": item.agent, "handoffs": item.handoffs})
         return
     typer.echo(handed_line(item, before))
-
-
-def handoff_now(
-    app_ctx: AppContext, store: Store, item_id: int, to: str, note: str | None
-) -> tuple[Item, str]:
-    """`wrighty handoff`'s service call: the item after it, and the agent it was handed from."""
-    from wrighty.services.review import handoff_item
-
-    config = app_ctx.config().config
-    if to not in config.agent_names():
-        known = ", ".join(config.agent_names())
-        raise WrightyError(f"--to {to}: unknown agent (known: {known}); see docs/config.md")
-    default = config.worker.default_agent
-    change = handoff_item(
-        store,
-        item_id,
-        to,
-        note=note,
-        default_agent=default,
-        now=app_ctx.now(),
-        secrets=app_ctx.secrets(),
-    )
-    return change.after, change.before.agent or default
-
-
-def handed_line(item: Item, before: str) -> str:
-    return (
-        f"item {item.id} is {item.state}, handed from {before} to {item.agent} (handoff "
-        f"{item.handoffs}): a new session of {item.agent} takes it up in the same workspace"
-    )
 
 
 def _note(note: str | None, note_file: Path | None) -> str | None:

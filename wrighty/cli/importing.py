@@ -10,14 +10,12 @@ import typer
 from wrighty.cli.common import JsonFlag, app_context
 from wrighty.cli.documents import print_json
 from wrighty.domain.model import MAX_BODY_BYTES
-from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
+from wrighty.operator.actions import import_now, sections_of
+from wrighty.operator.sentences import imported_lines
 
 if TYPE_CHECKING:
-    from wrighty.cli.context import AppContext
-    from wrighty.domain.importing import MarkdownSection
-    from wrighty.services.importing import Imported
-    from wrighty.store.port import Store
+    pass
 
 MAX_IMPORT_BYTES = 16 * MAX_BODY_BYTES
 
@@ -74,56 +72,3 @@ def import_file(
         return
     for line in imported_lines(results, dry_run=dry_run):
         typer.echo(line)
-
-
-def sections_of(text: str) -> list[MarkdownSection]:
-    """The items a Markdown file's text describes, or its refusal (WrightyError; the caller
-    names the file)."""
-    from wrighty.domain.importing import BadImport, parse_markdown
-
-    try:
-        return parse_markdown(text)
-    except BadImport as error:
-        raise WrightyError(str(error)) from None
-
-
-def import_now(
-    app_ctx: AppContext,
-    store: Store,
-    sections: list[MarkdownSection],
-    *,
-    source: str,
-    queue: bool,
-    dry_run: bool,
-) -> list[Imported]:
-    """`wrighty import`'s service call on wrighty.json's agents and checks: each section's
-    outcome (``source``: the file's name, which the items' import keys hold)."""
-    from wrighty.cli.items import check_names_of
-    from wrighty.services.importing import import_sections
-
-    config = app_ctx.config().config
-    return import_sections(
-        store, sections, source=source, agents=config.agent_names(), queue=queue,
-        dry_run=dry_run, now=app_ctx.now(), check_names=check_names_of(config),
-    )  # fmt: skip
-
-
-def imported_lines(results: list[Imported], *, dry_run: bool) -> list[str]:
-    """What `wrighty import` says: a line per section, then the counts."""
-    from wrighty.services.importing import summary
-
-    verb = "would create" if dry_run else "created"
-    lines = []
-    for result in results:
-        where = f"item {result.item_id}" if result.item_id is not None else "new item"
-        said = {
-            "created": f"{verb} {where}",
-            "unchanged": f"unchanged ({where})",
-            "changed": f"changed in the file, not updated ({where}; edit or cancel it by hand)",
-        }[result.outcome]
-        lines.append(printable_line(f"line {result.section.line}: {result.section.title}: {said}"))
-    counts = summary(results)
-    lines.append(
-        f"{counts['created']} {verb}, {counts['unchanged']} unchanged, {counts['changed']} changed"
-    )
-    return lines

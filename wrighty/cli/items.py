@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -21,45 +20,43 @@ from wrighty.cli.common import (
     app_context,
     console,
     file_option,
-    limit_options,
-    seconds_option,
     stdin_text,
 )
-from wrighty.cli.context import AppContext
-from wrighty.cli.documents import (
+from wrighty.cli.documents import print_json
+from wrighty.domain import suggestions
+from wrighty.domain.model import (
+    MAX_BODY_BYTES,
+    MAX_ITEM_ID,
+    Item,
+)
+from wrighty.domain.states import ItemState, parse_state
+from wrighty.errors import WrightyError
+from wrighty.operator.actions import reap_now
+from wrighty.operator.context import AppContext
+from wrighty.operator.documents import (
     item_detail_json,
     item_summary_json,
     item_usage_json,
     listed_item_json,
-    print_json,
     reaped_json,
     scheduling_json,
     status_circuit_json,
     waiting_item_json,
 )
-from wrighty.domain import suggestions
-from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
-from wrighty.domain.model import (
-    DEFAULT_PRIORITY,
-    MAX_BODY_BYTES,
-    MAX_ITEM_ID,
-    Change,
-    Item,
-    NewItem,
+from wrighty.operator.forms import (
+    ItemOptions,
+    check_names_of,
+    chosen_checks,
+    limit_options,
+    new_item_of,
 )
-from wrighty.domain.states import ItemState, parse_state
-from wrighty.domain.text import printable_line
-from wrighty.domain.transitions import checks_words, validate_new_item
-from wrighty.errors import WrightyError
+from wrighty.operator.sentences import created_line, edited_line, moved_line, reaped_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from wrighty.config import WrightyConfig
     from wrighty.domain.model import Dependency, Stream
-    from wrighty.services.items import CheckNames
     from wrighty.services.show import ShowFacts
-    from wrighty.store.port import Store
 
 MAX_REAP_LIMIT = 100_000
 PriorityOption = Annotated[
@@ -89,25 +86,6 @@ VerifyOption = Annotated[
 NoVerifyOption = Annotated[
     bool, typer.Option("--no-verify", help="Run no checks: a succeeded run is done.")
 ]
-
-
-def _chosen_checks(verify: list[str] | None, no_verify: bool) -> tuple[str, ...] | None:
-    """The checks an item chooses, as ``Item.verify_checks`` holds them."""
-    if verify and no_verify:
-        raise WrightyError("give --verify CHECK or --no-verify, not both")
-    if no_verify:
-        return ()
-    return tuple(dict.fromkeys(verify)) if verify else None
-
-
-def check_names_of(config: WrightyConfig) -> CheckNames:
-    """The names of the checks wrighty.json gives an agent (None: the default agent)."""
-    from wrighty.config import agent_checks
-
-    def names(agent: str | None) -> list[str]:
-        return [check.name for check in agent_checks(config, agent or config.worker.default_agent)]
-
-    return names
 
 
 def _read_body(body: str | None, body_file: Path | None) -> str:
@@ -196,92 +174,6 @@ def create(
         typer.echo(created_line(item, new))
 
 
-@dataclass(frozen=True)
-class ItemOptions:
-    """What `wrighty create` is given for a new item besides its task, as given (the web
-    console's form gives the same)."""
-
-    title: str
-    agent: str | None = None
-    timeout: str | None = None
-    workspace: Path | None = None
-    queue: bool = False
-    max_cost_usd: str | None = None
-    max_tokens: str | None = None
-    priority: str | None = None
-    after: tuple[int, ...] = ()
-    labels: tuple[str, ...] = ()
-    verify: tuple[str, ...] = ()
-    no_verify: bool = False
-
-
-def new_item_of(
-    config: WrightyConfig, options: ItemOptions, read_body: Callable[[], str]
-) -> NewItem:
-    """The item `wrighty create` makes of its options, or its refusal of the first one that
-    is wrong (WrightyError, in the command's words). The task is read last, once every option
-    is accepted: a wrong one is told before standard input is waited for."""
-    from wrighty.domain.scheduling import check_label, parse_priority
-    from wrighty.services import items as item_service
-
-    agent = options.agent
-    if agent is not None and agent not in config.agent_names():
-        known = ", ".join(config.agent_names())
-        raise WrightyError(f"--agent {agent}: unknown agent (known: {known}); see docs/config.md")
-    timeout_seconds = seconds_option("--timeout", options.timeout, MAX_ITEM_TIMEOUT_SECONDS)
-    budget = limit_options(options.max_cost_usd, options.max_tokens)
-    priority = DEFAULT_PRIORITY if options.priority is None else parse_priority(options.priority)
-    for name in options.labels:
-        check_label(name)
-    chosen_checks = _chosen_checks(list(options.verify), options.no_verify)
-    item_service.check_choice(
-        chosen_checks, agent=agent, check_names=check_names_of(config), said="--verify"
-    )
-    workspace = options.workspace
-    workspace_path = workspace.absolute() if workspace else None
-    if workspace_path is not None and not workspace_path.is_dir():
-        raise WrightyError(f"--workspace {workspace}: no such directory")
-    new = NewItem(
-        title=options.title,
-        body=read_body(),
-        agent=agent,
-        timeout_seconds=timeout_seconds,
-        workspace=str(workspace_path) if workspace_path else None,
-        initial_state=ItemState.QUEUED if options.queue else ItemState.TODO,
-        max_cost_usd=budget.max_cost_usd,
-        max_tokens=budget.max_tokens,
-        priority=priority,
-        after=options.after,
-        labels=options.labels,
-        verify_checks=chosen_checks,
-    )
-    new = item_service.normalized(new)
-    validate_new_item(new)
-    return new
-
-
-def created_line(item: Item, new: NewItem) -> str:
-    """What `wrighty create` says it made."""
-    how = ", ".join([item.state.value, *_scheduling_words(new)])
-    return f"created item {item.id} ({how}): {printable_line(item.title)}"
-
-
-def _scheduling_words(new: NewItem) -> list[str]:
-    """What `create` says about an item's scheduling, when it is not the default."""
-    from wrighty.domain.scheduling import priority_name
-
-    words = []
-    if new.priority != DEFAULT_PRIORITY:
-        words.append(priority_name(new.priority))
-    if new.after:
-        words.append(f"after {', '.join(str(d) for d in new.after)}")
-    if new.labels:
-        words.append(f"labels {', '.join(new.labels)}")
-    if new.verify_checks is not None:
-        words.append(f"checks {checks_words(new.verify_checks)}")
-    return words
-
-
 def edit(
     ctx: typer.Context,
     item_id: ItemId,
@@ -329,7 +221,7 @@ def edit(
     if verify_default:
         checks = None
     elif verify or no_verify:
-        checks = _chosen_checks(verify, no_verify)
+        checks = chosen_checks(verify, no_verify)
     chosen = None if priority is None else parse_priority(priority)
     app_ctx = app_context(ctx)
     check_names = check_names_of(app_ctx.config().config)
@@ -348,12 +240,6 @@ def edit(
         print_json(item_summary_json(change.after))
     else:
         typer.echo(edited_line(change))
-
-
-def edited_line(change: Change) -> str:
-    """What `wrighty edit` says it did."""
-    item = change.after
-    return f"item {item.id} ({item.state}): {printable_line(change.event.reason or '')}"
 
 
 def list_items(
@@ -480,8 +366,8 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
         document = item_detail_json(
             facts.detail,
             resumable=facts.resumable,
-            max_attempts=facts.crash_limit,
-            usage_max_attempts=facts.usage_limit,
+            crash_retry=facts.crash_retry,
+            usage_retry=facts.usage_retry,
             max_fix_turns=facts.max_fix_turns,
         )
         print_json(
@@ -503,8 +389,8 @@ def print_show(out: Console, facts: ShowFacts) -> None:
         out,
         facts.detail,
         facts.standing,
-        max_attempts=facts.crash_limit,
-        usage_max_attempts=facts.usage_limit,
+        crash_retry=facts.crash_retry,
+        usage_retry=facts.usage_retry,
         circuit=facts.circuit,
         total=facts.spent,
         limit=facts.budget,
@@ -700,34 +586,6 @@ def reap(
             typer.echo(line)
 
 
-def reap_now(app_ctx: AppContext, store: Store, *, limit: int) -> list[Change]:
-    """One reaper pass, as `wrighty reap` makes it (wrighty.json's worker.maxRequeues; each
-    settlement's notice to the outbox when notifications are on)."""
-    from wrighty.domain.notices import Source
-    from wrighty.installation import installation_id
-    from wrighty.services.reaper import reap_expired
-
-    config = app_ctx.config().config
-    notify = Source(installation_id()) if config.notify.enabled else None
-    return reap_expired(
-        store,
-        now=app_ctx.now(),
-        max_requeues=config.worker.max_requeues,
-        limit=limit,
-        notify=notify,
-    )
-
-
-def reaped_lines(changes: list[Change]) -> list[str]:
-    """What `wrighty reap` says it did."""
-    if not changes:
-        return ["nothing to reap"]
-    return [
-        f"item {c.after.id}: running -> {c.after.state}: {printable_line(c.after.reason or '')}"
-        for c in changes
-    ]
-
-
 def _operator_move(
     ctx: typer.Context, action: Callable[..., Item], item_id: int, as_json: bool
 ) -> None:
@@ -739,8 +597,3 @@ def _operator_move(
         print_json(item_summary_json(item))
     else:
         typer.echo(moved_line(item))
-
-
-def moved_line(item: Item) -> str:
-    """What an operator's move (queue, cancel, requeue, release) says it did."""
-    return f"item {item.id} is {item.state}"

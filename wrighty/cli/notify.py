@@ -16,10 +16,11 @@ from wrighty.cli.common import (
     console,
     refuse_unusable_notify_urls,
 )
-from wrighty.cli.documents import notice_json, print_json
+from wrighty.cli.documents import print_json
 from wrighty.domain.notices import Source
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
+from wrighty.operator.documents import notice_json
 
 if TYPE_CHECKING:
     from wrighty.config import NotifySettings

@@ -5,27 +5,17 @@ a `-` in front when negative (which the option's bounds then refuse, saying so).
 `,` between digits, no exponent, no spaces, no other script's digits, and no `nan` or `inf`.
 Every option and argument obeys it: those typer reads as an int or a float (`--limit`,
 `--interval`, an item's id), through the check installed here, and those wrighty reads itself
-(`--max-cost-usd`, `--max-tokens`, `report-usage`'s counts) through ``number_problem``.
+(`--max-cost-usd`, `--max-tokens`, `report-usage`'s counts) through
+``operator/numbers.number_problem``.
 (Python's own `int` and `float`, and pydantic's, take `1_000`, `1e3`, ` 12 ` and `nan`, so
 which of those an option took depended on how it was read.)
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-_WHOLE = re.compile(r"-?[0-9]+")
-_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
-
-
-def number_problem(text: str, *, whole: bool) -> str | None:
-    """Why ``text`` is not a number by the rule (None when it is one)."""
-    if (_WHOLE if whole else _DECIMAL).fullmatch(text):
-        return None
-    if whole:
-        return f"{text!r} is not a whole number: write it in plain digits, such as 30"
-    return f"{text!r} is not a number: write it in plain digits, such as 5 or 2.5"
+from wrighty.operator.numbers import number_problem
 
 
 def plain_numbers_only() -> None:

@@ -8,11 +8,13 @@ from typing import Annotated, Any
 
 import typer
 
-from wrighty.cli.common import JsonFlag, app_context, console, seconds_option
-from wrighty.cli.documents import print_json, status_json, worker_json
+from wrighty.cli.common import JsonFlag, app_context, console
+from wrighty.cli.documents import print_json
 from wrighty.cli.prometheus import status_prometheus
 from wrighty.domain.durations import MAX_QUEUE_WAIT_SECONDS, MAX_WORKER_AGE_SECONDS
 from wrighty.errors import WrightyError
+from wrighty.operator.documents import status_json, worker_json
+from wrighty.operator.forms import seconds_option
 
 # The largest --max-open-circuits: as status.minWorkers, far more than any fleet has circuits.
 MAX_OPEN_CIRCUITS = 10_000

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wrighty.cli.documents import COST_DECIMALS, status_json
 from wrighty.domain.text import printable_line
+from wrighty.operator.documents import COST_DECIMALS, status_json
 
 if TYPE_CHECKING:
     from wrighty.domain.ledger import AgentSpending

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from wrighty.cli.common import JsonFlag, WrightyGroup, app_context, console
-from wrighty.cli.documents import circuit_json, print_json
-from wrighty.domain.text import printable_line
+from wrighty.cli.documents import print_json
 from wrighty.errors import WrightyError
+from wrighty.operator.documents import circuit_json
+from wrighty.operator.sentences import reset_line
 
 if TYPE_CHECKING:
-    from wrighty.services.circuits import Reset
+    pass
 
 providers_app = typer.Typer(
     cls=WrightyGroup, invoke_without_command=True, subcommand_metavar="[COMMAND [ARGS]...]"
@@ -77,19 +78,3 @@ def reset(
         print_json(circuit_json(done.after))
         return
     typer.echo(reset_line(name, done))
-
-
-def reset_line(name: str, done: Reset) -> str:
-    """What `wrighty providers reset NAME` says it did (the web console's Reset too)."""
-    from wrighty.domain.circuits import CircuitState
-    from wrighty.richtext import local_time
-
-    shown = printable_line(name)
-    if not done.changed:
-        return f"provider circuit {shown} was closed already"
-    before = done.before
-    when = "until" if before.state is CircuitState.OPEN else "since"
-    return (
-        f"provider circuit {shown} closed (it was {before.state.value} {when} "
-        f"{local_time(before.circuit.until)}); workers launch its agents again"
-    )

@@ -18,28 +18,31 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from wrighty.cli.documents import crash_retry_json, usage_retry_json
-from wrighty.domain.budgets import usage_text
 from wrighty.domain.durations import format_duration
 from wrighty.domain.ledger import reported
 from wrighty.domain.model import Event, Item, Run
 from wrighty.domain.scheduling import priority_name
-from wrighty.domain.states import TERMINAL_STATES, ItemState
-from wrighty.domain.suggestions import Standing, next_commands
-from wrighty.domain.text import clip, plural, printable, printable_line
+from wrighty.domain.suggestions import Standing
+from wrighty.domain.text import printable
 from wrighty.domain.transitions import is_edit
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage, cost_text
+from wrighty.operator.showing import (
+    agent_words,
+    diagnostic_tail,
+    item_fields,
+    next_steps,
+    verifications,
+)
 from wrighty.richtext import local_time, outside
 
 if TYPE_CHECKING:
     from wrighty.agents import AgentInfo
     from wrighty.domain.budgets import AgentHold
     from wrighty.domain.classify import Classification
-    from wrighty.domain.ledger import Spend
     from wrighty.domain.scheduling import Wait
-    from wrighty.domain.verify import CheckRecord
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
+    from wrighty.services.show import RetryStanding
     from wrighty.services.usage import UsageReport
     from wrighty.workproduct.listing import Progress
 
@@ -120,7 +123,7 @@ def items_table(
             str(item.id),
             styled_state(item.state.value),
             priority_name(item.priority),
-            outside(_agent_words(item, default_agent)),
+            outside(agent_words(item, default_agent)),
             outside(item.title),
             local_time(item.updated_at),
             outside(item.reason_code or ""),
@@ -168,32 +171,6 @@ def wait_lines(items: list[Item], waits: Mapping[int, Wait]) -> list[Text]:
     return lines
 
 
-def _scheduling_fields(detail: ItemDetail) -> list[tuple[str, str]]:
-    item = detail.item
-    fields = [("priority", priority_name(item.priority))]
-    if detail.labels:
-        fields.append(("labels", ", ".join(detail.labels)))
-    if detail.after:
-        fields.append(
-            (
-                "after",
-                ", ".join(
-                    f"{edge.depends_on} ({edge.state or 'no such item'})" for edge in detail.after
-                ),
-            )
-        )
-    if detail.before:
-        fields.append(("before", ", ".join(str(later) for later in detail.before)))
-    wait = detail.wait
-    if wait is not None:
-        label = {"after": "waits", "blocked": "blocked", "held": "held"}[wait.kind]
-        reason = wait.reason
-        for prefix in ("waits ", "blocked: ", "held: "):
-            reason = reason.removeprefix(prefix)
-        fields.append((label, reason))
-    return fields
-
-
 def attention_table(entries: list[WaitingItem]) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("ID", "TITLE", "REASON", "SINCE", "ATTEMPTS"):
@@ -209,83 +186,7 @@ def attention_table(entries: list[WaitingItem]) -> Table:
     return table
 
 
-_NOT_HERE = " (not resumable here)"
-
-
-def _circuit_wait(view: CircuitView) -> str:
-    from wrighty.domain.circuits import CircuitState  # for an item a circuit holds
-
-    circuit = view.circuit
-    if view.state is CircuitState.OPEN:
-        when = f"open until {local_time(circuit.until)}"
-    elif view.probe_held and circuit.probe_item is not None:
-        when = f"half-open: item {circuit.probe_item} probes the provider first"
-    else:
-        when = "half-open: the next claim probes the provider"
-    because = f" ({circuit.reason})" if circuit.reason else ""
-    return f"the provider circuit {circuit.name}, {when}{because}; see `wrighty providers`"
-
-
-def _retry_fields(
-    detail: ItemDetail, crash_max_attempts: int | None, usage_max_attempts: int | None
-) -> list[tuple[str, str]]:
-    """Where the item stands under each retry policy that it met: "2 of 5, next due ...", and
-    the run that used the policy last."""
-    policies = (
-        ("retries", crash_retry_json(detail, crash_max_attempts), "last_crash", "last crash"),
-        ("usage retries", usage_retry_json(detail, usage_max_attempts), "last_refusal",
-         "last refusal"),
-    )  # fmt: skip
-    fields = []
-    for label, retry, last_key, last_label in policies:
-        if retry is None:
-            continue
-        of = f" of {retry['max_attempts']}" if retry["max_attempts"] is not None else ""
-        due = f", next due {local_time(detail.item.not_before)}" if retry["next_due"] else ""
-        fields.append((label, f"{retry['retries']}{of}{due}"))
-        if retry[last_key]:
-            last = retry[last_key]
-            fields.append((last_label, f"{last['summary']} ({last['run_id']})"))
-    return fields
-
-
 # -- usage (docs/usage.md#where-to-look) ------------------------------------------------------
-
-
-def spend_text(group: Spend) -> str:
-    """``2 runs, $0.0123, 1,500 tokens`` (and how many runs have no cost, when some do)."""
-    runs = f"{group.runs} run{'' if group.runs == 1 else 's'}"
-    without = (
-        f" ({group.runs_without_cost} without a cost)"
-        if group.usage.cost_usd is not None and not group.cost_complete
-        else ""
-    )
-    return f"{runs}, {usage_text(group.usage)}{without}"
-
-
-def _usage_fields(
-    runs: list[Run], total: Usage, limit: Limit, hold: AgentHold | None
-) -> list[tuple[str, str]]:
-    """The item's total over its runs, its models, its budget and what is left, and the hold
-    on its agent."""
-    fields = []
-    counted = [run for run in runs if reported(run.usage)]
-    if counted:
-        partial = "" if total.final else " (partial: a run's final figures are not in)"
-        over = f"{len(counted)} run{'' if len(counted) == 1 else 's'}"
-        fields.append(("usage", f"{usage_text(total)} over {over}{partial}"))
-    if total.models:
-        fields.append(("models", ", ".join(total.models)))
-    if not limit.unbounded:
-        if total.over(limit):
-            fields.append(("budget", f"{limit.describe()}, spent"))
-        else:
-            fields.append(
-                ("budget", f"{limit.describe()}, left {limit.left_after(total).describe()}")
-            )
-    if hold is not None:
-        fields.append(("held", hold.reason()))
-    return fields
 
 
 def _run_usage_cells(run: Run) -> tuple[str, str]:
@@ -340,8 +241,8 @@ def print_item_detail(
     detail: ItemDetail,
     standing: Standing,
     *,
-    max_attempts: int | None = None,
-    usage_max_attempts: int | None = None,
+    crash_retry: RetryStanding | None = None,
+    usage_retry: RetryStanding | None = None,
     circuit: CircuitView | None = None,
     total: Usage | None = None,
     limit: Limit = NO_LIMIT,
@@ -351,9 +252,7 @@ def print_item_detail(
     progress: Progress | None = None,
     change_stat: str | None = None,
 ) -> None:
-    """``default_agent``: the agent of an item that names none (worker.defaultAgent);
-    ``max_fix_turns``: its agent's verify.maxFixTurns (None: it has no checks);
-    ``progress``: its worktree's commits and uncommitted changes (None: not known here);
+    """`show`'s text: its fields as `operator/showing.item_fields` gives them;
     ``change_stat``: git's stat of its change against its base, shown for an item in review."""
     item = detail.item
     heading = Text(f"Item {item.id}  ", style="bold")
@@ -361,44 +260,11 @@ def print_item_detail(
     heading.append(f"  generation {item.generation}", style="dim")
     console.print(heading)
     console.print(outside(item.title))
-    fields: list[tuple[str, str]] = [
-        ("agent", _agent_words(item, default_agent)),
-        (
-            "workspace",
-            item.workspace
-            or (detail.session.workspace if detail.session else "(chosen at the first run)"),
-        ),
-        *_branch_fields(detail, progress),
-        ("timeout", format_duration(item.timeout_seconds) if item.timeout_seconds else "(default)"),
-        ("queued at", local_time(item.queued_at)),
-        *_scheduling_fields(detail),
-    ]
-    if item.not_before:
-        fields.append(("not before", local_time(item.not_before)))
-    if item.claimed_by:
-        fields.append(
-            ("claimed by", f"{item.claimed_by} until {local_time(item.lease_expires_at)}")
-        )
-    if item.reason_code:
-        fields.append(("reason", f"{item.reason_code}: {item.reason or ''}".rstrip(": ")))
-    if item.next_action:
-        fields.append(("next", item.next_action))
-    fields += _retry_fields(detail, max_attempts, usage_max_attempts)
-    fields += _verify_fields(detail, max_fix_turns)
-    fields += _review_fields(item)
-    fields += _handoff_fields(item)
-    fields += _usage_fields(detail.runs, total or Usage(final=True), limit, hold)
-    if circuit is not None:
-        fields.append(("waits for", _circuit_wait(circuit)))
-    if detail.session:
-        session = detail.session
-        fields.append(
-            (
-                "session",
-                f"{session.vendor} {session.session_id or '(id unknown)'}"
-                + ("" if standing.resumable or item.state in TERMINAL_STATES else _NOT_HERE),
-            )
-        )
+    fields = item_fields(
+        detail, standing, crash_retry=crash_retry, usage_retry=usage_retry, circuit=circuit,
+        total=total, limit=limit, hold=hold, default_agent=default_agent,
+        max_fix_turns=max_fix_turns, progress=progress,
+    )  # fmt: skip
     # Every label ends in at least one space, however long: a label never runs into its value.
     width = max(LABEL_WIDTH, *(len(label) + 1 for label, _ in fields))
     for label, value in fields:
@@ -417,70 +283,23 @@ def print_item_detail(
 
 
 LABEL_WIDTH = 11
-SHORT_COMMIT = 12  # the characters of a commit id shown for it
-
-
-def _branch_fields(detail: ItemDetail, progress: Progress | None) -> list[tuple[str, str]]:
-    """The branch the item's session recorded, its base commit, and (when known here) the
-    commits made on it since and whether its worktree has uncommitted changes
-    (docs/work-product.md)."""
-    session = detail.session
-    if session is None or (session.branch is None and session.base_commit is None):
-        return []
-    words = session.branch or "(detached)"
-    if session.base_commit is not None:
-        words += f" from {session.base_commit[:SHORT_COMMIT]}"
-    facts = []
-    if progress is not None and progress.ahead is not None:
-        ahead = progress.ahead
-        facts.append(f"{ahead} {plural(ahead, 'commit', 'commits')} ahead")
-    if progress is not None and progress.dirty is not None:
-        facts.append("uncommitted changes" if progress.dirty else "nothing uncommitted")
-    return [("branch", ", ".join([words, *facts]))]
-
-
-def _agent_words(item: Item, default_agent: str | None) -> str:
-    """The agent that runs the item: its own, or the default one, named (``claude (default)``)."""
-    if item.agent:
-        return item.agent
-    return "(default)" if default_agent is None else f"{default_agent} (default)"
 
 
 def _print_next_steps(console: Console, detail: ItemDetail, standing: Standing) -> None:
     """A panel: why the item stands where it does and the commands that move it on (none when
     no command is due)."""
-    item = detail.item
-    suggestions = next_commands(item.id, item.state, standing, reason_code=item.reason_code)
-    if not suggestions:
+    steps = next_steps(detail, standing)
+    if steps is None:
         return
-    parts: list[RenderableType] = []
-    why = item.reason or item.reason_code
-    if why:
-        parts.append(outside(why))
-    if item.state is ItemState.RUNNING and item.claimed_by:
-        parts.append(outside(_running_by(item, standing)))
-    if item.state is ItemState.NEEDS_ATTENTION and detail.session and not standing.resumable:
-        parts.append(
-            Text("no --resume: this installation cannot resume the item's session", style="dim")
-        )
+    parts: list[RenderableType] = [outside(line) for line in steps.why]
+    if steps.note is not None:
+        parts.append(Text(steps.note, style="dim"))
     parts += [Text(""), Text("Next:", style="bold")]
-    for suggestion in suggestions:
+    for suggestion in steps.suggestions:
         # The command alone on its line, so that the line pastes into any shell as it is.
         parts += [Text(f"  {suggestion.command}"), Text(f"      {suggestion.purpose}", style="dim")]
-    moves = [event for event in detail.events if not is_edit(event)]  # an edit is no move
-    since = f" since {local_time(moves[-1].at)}" if moves else ""
-    title = Text(f"{item.state}{since}", style=_STATE_STYLES.get(item.state.value, ""))
+    title = Text(steps.title, style=_STATE_STYLES.get(detail.item.state.value, ""))
     console.print(Panel(Group(*parts), title=title, title_align="left", expand=False))
-
-
-def _running_by(item: Item, standing: Standing) -> str:
-    if standing.lease_expired:
-        expired = local_time(item.lease_expires_at)
-        return (
-            f"the claim of worker {item.claimed_by} expired at {expired}: "
-            "that worker stopped renewing it (it died, or lost the store)"
-        )
-    return f"worker {item.claimed_by} holds it until {local_time(item.lease_expires_at)}"
 
 
 def _run_duration(run: Run) -> str:
@@ -541,44 +360,6 @@ def _print_runs(console: Console, runs: list[Run]) -> None:
     console.print(table)
 
 
-DIAGNOSTIC_TAIL_LINES = 10
-FEEDBACK_SHOWN_CHARS = 200  # a rejection's feedback, in `show` (all of it: show --json)
-
-
-def _verify_fields(detail: ItemDetail, max_fix_turns: int | None) -> list[tuple[str, str]]:
-    """The checks the item chose (when it chose), whether its latest verification passed,
-    and its fix turns (once it has been verified or had one)."""
-    item = detail.item
-    fields = []
-    if item.verify_checks is not None:
-        fields.append(("verify", ", ".join(item.verify_checks) or "none (--no-verify)"))
-    if detail.verified is not None:
-        fields.append(("checks", "passed" if detail.verified else "failed"))
-    if item.fix_turns or (detail.checks and max_fix_turns is not None):
-        of = f" of {max_fix_turns}" if max_fix_turns is not None else ""
-        fields.append(("fix turns", f"{item.fix_turns}{of}"))
-    return fields
-
-
-def _review_fields(item: Item) -> list[tuple[str, str]]:
-    """How many times a person rejected the item, and the latest feedback's start."""
-    if not item.rejections:
-        return []
-    feedback = clip(printable_line((item.feedback or "").strip()), FEEDBACK_SHOWN_CHARS)
-    return [("rejections", str(item.rejections)), ("feedback", feedback)]
-
-
-def _handoff_fields(item: Item) -> list[tuple[str, str]]:
-    """How many times the item was handed to another agent, and the latest note's start."""
-    if not item.handoffs:
-        return []
-    fields = [("handoffs", str(item.handoffs))]
-    if item.handoff_note:
-        note = clip(printable_line(" ".join(item.handoff_note.split())), FEEDBACK_SHOWN_CHARS)
-        fields.append(("handoff note", note))
-    return fields
-
-
 def _print_change(console: Console, stat: str | None) -> None:
     """The item's change as git's stat gives it (file names are text from outside)."""
     if not stat:
@@ -591,42 +372,24 @@ def _print_change(console: Console, stat: str | None) -> None:
 def _print_checks(console: Console, detail: ItemDetail) -> None:
     """Each verification, oldest first: which run it verified (or that it ran by hand), then
     one line per check; the failing checks of the latest one with the end of their output."""
-    verifications: dict[str, list[CheckRecord]] = {}
-    for record in detail.checks:
-        verifications.setdefault(record.verification_id, []).append(record)
-    if not verifications:
+    shown = verifications(detail)
+    if not shown:
         return
-    from wrighty.cli.verify import check_lines  # only for an item that has checks
-
-    attempts = {run.run_id: run.attempt for run in detail.runs}
     console.print(Text("Checks", style="bold"))
-    latest = list(verifications)[-1]
-    for verification_id, records in verifications.items():
-        first = records[0]
-        run_id = first.run_id
-        which = "by hand" if run_id is None else f"run {attempts.get(run_id, '?')}"
-        heading = f"  {which}, {local_time(first.started_at)}, {first.actor}"
-        console.print(outside(heading, style="dim"))
-        tail = DIAGNOSTIC_TAIL_LINES if verification_id == latest else 0
-        for record in records:
-            for line in check_lines(record.evidence, tail_lines=tail):
-                style = "" if record.evidence.passed or line.startswith(" ") else "red"
-                console.print(Text(f"    {line}", style=style), soft_wrap=True)
+    for verification in shown:
+        console.print(outside(f"  {verification.heading}", style="dim"))
+        for line, failed in verification.lines:
+            console.print(Text(f"    {line}", style="red" if failed else ""), soft_wrap=True)
 
 
 def _print_diagnostic_tail(console: Console, runs: list[Run]) -> None:
     """The last lines of the last run's diagnostic, when it has one."""
-    if not runs:
+    tail = diagnostic_tail(runs)
+    if tail is None:
         return
-    last = max(runs, key=lambda run: run.attempt)
-    lines = (last.diagnostic or "").rstrip().splitlines()
-    if not lines:
-        return
-    shown = lines[-DIAGNOSTIC_TAIL_LINES:]
-    cut = f", last {len(shown)} of {len(lines)} lines" if len(shown) < len(lines) else ""
-    console.print(Text(f"Diagnostic of run {last.attempt}{cut}", style="bold"))
-    for line in shown:
-        console.print(Text(f"  {printable_line(line)}"), soft_wrap=True)
+    console.print(Text(tail.heading, style="bold"))
+    for line in tail.lines:
+        console.print(Text(f"  {line}"), soft_wrap=True)
 
 
 def _print_events(console: Console, events: list[Event]) -> None:

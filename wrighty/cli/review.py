@@ -9,14 +9,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from wrighty.cli.common import ItemId, JsonFlag, app_context, text_or_file
-from wrighty.domain.text import printable_line
+from wrighty.operator.actions import accept_now, reject_now
+from wrighty.operator.sentences import accepted_lines, rejected_line, stays_in_review
 
 if TYPE_CHECKING:
-    from wrighty.cli.context import AppContext
-    from wrighty.domain.model import Item
-    from wrighty.services.review import Accepted
-    from wrighty.store.port import Store
-    from wrighty.workproduct.integrate import IntegrationError
+    pass
 
 # Exit code when the change could not be integrated (the item stays in review; 2 is bad input).
 NOT_INTEGRATED_EXIT = 1
@@ -35,7 +32,8 @@ def accept(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> No
             typer.echo(stays_in_review(item_id, failed), err=True)
             raise typer.Exit(NOT_INTEGRATED_EXIT) from None
     if as_json:
-        from wrighty.cli.documents import item_summary_json, print_json
+        from wrighty.cli.documents import print_json
+        from wrighty.operator.documents import item_summary_json
 
         integrated = accepted.integrated
         print_json(
@@ -48,33 +46,6 @@ def accept(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> No
         return
     for line in accepted_lines(accepted):
         typer.echo(line)
-
-
-def accept_now(app_ctx: AppContext, store: Store, item_id: int) -> Accepted:
-    """`wrighty accept`'s service call, as the command and the inbox make it: the integration
-    completion.integrate asks for, in the project's repository on this installation."""
-    from wrighty.config.translate import completion_of
-    from wrighty.installation import installation_id
-    from wrighty.services.review import accept_item, branch_integrator
-
-    loaded = app_ctx.config()
-    integrator = branch_integrator(
-        store, loaded.root, completion_of(loaded.config), installation_id=installation_id()
-    )
-    return accept_item(store, item_id, now=app_ctx.now(), integrator=integrator)
-
-
-def accepted_lines(accepted: Accepted) -> list[str]:
-    """What an accept says it did: where the item is, then what was integrated."""
-    lines = [f"item {accepted.item.id} is {accepted.item.state}"]
-    integrated = accepted.integrated
-    if integrated is not None and integrated.words:
-        lines.append(printable_line(integrated.words))
-    return lines
-
-
-def stays_in_review(item_id: int, failed: IntegrationError) -> str:
-    return f"item {item_id} stays in review: {printable_line(str(failed))}"
 
 
 FeedbackOption = Annotated[
@@ -106,36 +77,12 @@ def reject(
     with app_ctx.store() as store:
         item, bound = reject_now(app_ctx, store, item_id, text)
     if as_json:
-        from wrighty.cli.documents import item_summary_json, print_json
+        from wrighty.cli.documents import print_json
+        from wrighty.operator.documents import item_summary_json
 
         print_json({**item_summary_json(item), "rejections": item.rejections})
         return
     typer.echo(rejected_line(item, bound))
-
-
-def reject_now(app_ctx: AppContext, store: Store, item_id: int, feedback: str) -> tuple[Item, int]:
-    """`wrighty reject`'s service call, as the command and the inbox make it: the item after it,
-    and completion.maxRejections."""
-    from wrighty.config.translate import completion_of
-    from wrighty.services.review import reject_item
-
-    bound = completion_of(app_ctx.config().config).max_rejections
-    item = reject_item(
-        store,
-        item_id,
-        feedback,
-        now=app_ctx.now(),
-        max_rejections=bound,
-        secrets=app_ctx.secrets(),
-    )
-    return item, bound
-
-
-def rejected_line(item: Item, bound: int) -> str:
-    return (
-        f"item {item.id} is {item.state} (rejection {item.rejections} of {bound}): its agent "
-        "takes it up again with your feedback"
-    )
 
 
 def _feedback(feedback: str | None, feedback_file: Path | None) -> str:

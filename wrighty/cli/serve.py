@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wrighty.cli.common import app_context, seconds_option
+from wrighty.cli.common import app_context
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
+from wrighty.operator.forms import seconds_option
 
 if TYPE_CHECKING:
-    from wrighty.cli.context import AppContext
-    from wrighty.cli.inbox import OperatorDesk
+    from wrighty.operator.context import AppContext
+    from wrighty.operator.desk import OperatorDesk
     from wrighty.services.inbox import BoardSettings
     from wrighty.store.port import Store
 
@@ -113,7 +114,7 @@ def serve(
         )
     extra = [_host_option(host) for host in allow_host or []]
     app_ctx = app_context(ctx)
-    from wrighty.cli.inbox import board_settings
+    from wrighty.operator.desk import board_settings
 
     settings = board_settings(app_ctx)  # wrighty.json read now: a bad one stops here
     desks = DeskOpener(app_ctx, settings)
@@ -209,8 +210,8 @@ class DeskOpener:
 
     @contextmanager
     def __call__(self) -> Iterator[OperatorDesk]:
-        from wrighty.cli.inbox import OperatorDesk
         from wrighty.errors import StoreError
+        from wrighty.operator.desk import OperatorDesk
 
         store = self._take()
         failed = False

@@ -11,10 +11,11 @@ from typing import Annotated
 import typer
 
 from wrighty.cli.common import JsonFlag, WrightyGroup, app_context, console
-from wrighty.cli.documents import agent_json, print_json
+from wrighty.cli.documents import print_json
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.text import printable_line
 from wrighty.errors import ConfigError, WrightyError
+from wrighty.operator.documents import agent_json
 from wrighty.store import init_store, parse_store_url
 
 

@@ -16,10 +16,10 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from wrighty.cli.documents import status_json
-from wrighty.cli.render import spend_text, styled_state
+from wrighty.cli.render import styled_state
 from wrighty.domain.circuits import CircuitState
-from wrighty.domain.text import printable_line
+from wrighty.operator.documents import status_json
+from wrighty.operator.sentences import probe_text, spend_text
 from wrighty.richtext import local_time, outside
 from wrighty.styles import VERDICT_STYLES
 
@@ -105,18 +105,6 @@ _CIRCUIT_STYLES = {
 
 def circuit_state(view: CircuitView) -> Text:
     return Text(view.state.value, style=_CIRCUIT_STYLES[view.state])
-
-
-def probe_text(view: CircuitView) -> str:
-    """Who holds the half-open circuit's probe, and with which item; "-" when no live probe
-    holds it."""
-    circuit = view.circuit
-    if not view.probe_held or circuit.probe_by is None:
-        return "-"
-    worker = printable_line(circuit.probe_by)
-    if circuit.probe_item is None:
-        return f"{worker} (claiming)"
-    return f"item {circuit.probe_item} by {worker}"
 
 
 def providers_table(views: list[CircuitView]) -> Table:

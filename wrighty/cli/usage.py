@@ -9,9 +9,11 @@ from typing import Annotated
 
 import typer
 
-from wrighty.cli.common import JsonFlag, app_context, console, seconds_option
-from wrighty.cli.documents import print_json, usage_report_json
+from wrighty.cli.common import JsonFlag, app_context, console
+from wrighty.cli.documents import print_json
 from wrighty.domain.ledger import MAX_USAGE_SINCE_SECONDS, no_cost_line
+from wrighty.operator.documents import usage_report_json
+from wrighty.operator.forms import seconds_option
 
 
 class Grouping(StrEnum):

@@ -13,12 +13,12 @@ from wrighty.cli.common import (
     WrightyGroup,
     app_context,
     refuse_unusable_notify_urls,
-    seconds_option,
 )
 from wrighty.domain.durations import MAX_IDLE_TIMEOUT_SECONDS
 from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
+from wrighty.operator.forms import seconds_option
 
 if TYPE_CHECKING:
     from wrighty.domain.classify import AgentReport
@@ -191,9 +191,9 @@ def report_usage(
 ) -> None:
     """From inside a run: report what the run has used so far (totals, not increments: each
     report replaces the last, so sending one twice is harmless)."""
-    from wrighty.cli.common import amount_option, count_option
     from wrighty.config import pricing_of
     from wrighty.domain.usage import Usage, priced, with_reported_cost
+    from wrighty.operator.forms import amount_option, count_option
     from wrighty.runenv import run_pricing, run_store
     from wrighty.services.items import report_run_usage
 
@@ -283,7 +283,7 @@ def _report_from_run(
 
 
 def _print_json_line(event: dict[str, Any]) -> None:
-    from wrighty.cli.documents import json_text
+    from wrighty.operator.documents import json_text
 
     typer.echo(json_text(event, ascii_only=True))
 

@@ -9,15 +9,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wrighty.cli.common import JsonFlag, WrightyGroup, app_context, console, seconds_option
+from wrighty.cli.common import JsonFlag, WrightyGroup, app_context, console
 from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.text import printable_line
+from wrighty.operator.forms import seconds_option
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from wrighty.cli.context import AppContext
     from wrighty.domain.workspaces import Workspace
+    from wrighty.operator.context import AppContext
     from wrighty.services.workspaces import Cleaned, Project
 
 # Exit code when a workspace was refused or could not be removed (2 is for bad input).
@@ -45,7 +46,8 @@ def workspaces(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     with app_ctx.store() as store:
         found = list_workspaces(store, project, installation_id=installation_id())
     if as_json:
-        from wrighty.cli.documents import print_json, workspace_json
+        from wrighty.cli.documents import print_json
+        from wrighty.operator.documents import workspace_json
 
         print_json([workspace_json(workspace) for workspace in found])
     elif found:
@@ -129,7 +131,8 @@ def clean(
         chosen = service.select(found, request, store)
     results = service.clean(chosen, request, project)
     if as_json:
-        from wrighty.cli.documents import cleaned_json, print_json
+        from wrighty.cli.documents import print_json
+        from wrighty.operator.documents import cleaned_json
 
         print_json({"dry_run": dry_run, "results": [cleaned_json(done) for done in results]})
     else:

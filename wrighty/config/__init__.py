@@ -8,7 +8,7 @@
   policies, circuits).
 
 ``from wrighty.config import X`` names the public names of each. The package loads pydantic:
-commands that need no config import it lazily (wrighty/cli/context.py).
+commands that need no config import it lazily (wrighty/operator/context.py).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from rich.text import Text
 from textual import on, work
@@ -33,39 +33,25 @@ from wrighty.domain.scheduling import PRIORITIES, priority_name
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
-from wrighty.inbox.views import COLUMNS, DetailView, header_text, row_cells, side_text
+from wrighty.inbox.views import (
+    COLUMNS,
+    DetailView,
+    ShowPrinter,
+    detail_view,
+    header_text,
+    row_cells,
+    side_text,
+)
 from wrighty.services.inbox import Board
+
+if TYPE_CHECKING:
+    from wrighty.operator.desk import Desk
 
 # A terminal at least this wide shows the side panel from the start (`w` toggles it).
 SIDE_PANEL_MIN_WIDTH = 110
 SIDE_PANEL_WIDTH = 38
 _Answer = TypeVar("_Answer")
 READ_ONLY_REFUSAL = "read-only: this inbox was started with --read-only; it shows, it does not act"
-
-
-class Desk(Protocol):
-    """What the inbox reads and does, on one store; every action returns the line its command
-    prints, or raises the WrightyError whose one line the command would print."""
-
-    label: str  # the store, as the header names it
-
-    def board(self, order: AttentionOrder) -> Board: ...
-
-    def detail(self, item_id: int) -> DetailView: ...
-
-    def requeue(self, item_id: int, *, resume: bool) -> str: ...
-
-    def cancel(self, item_id: int) -> str: ...
-
-    def release(self, item_id: int) -> str: ...
-
-    def reap(self) -> str: ...
-
-    def set_priority(self, item_id: int, priority: int) -> str: ...
-
-    def accept(self, item_id: int) -> str: ...
-
-    def reject(self, item_id: int, feedback: str) -> str: ...
 
 
 HELP = """\
@@ -206,9 +192,13 @@ class InboxApp(App[None]):
         Binding("k", "cursor(-1)", show=False),
     ]
 
-    def __init__(self, desk: Desk, *, read_only: bool = False, interval: float = 2.0) -> None:
+    def __init__(
+        self, desk: Desk, *, show: ShowPrinter, read_only: bool = False, interval: float = 2.0
+    ) -> None:
+        """``show``: prints `wrighty show`'s text of the selected item, for its detail."""
         super().__init__()
         self.desk = desk
+        self.show = show
         self.read_only = read_only
         self.interval = interval
         self.order = AttentionOrder.REASON
@@ -292,7 +282,7 @@ class InboxApp(App[None]):
         if item_id is None:
             return None
         try:
-            return self.desk.detail(item_id)
+            return detail_view(self.desk.look(item_id), self.show)
         except WrightyError:
             return None  # it went away between the board's read and this one
 

@@ -7,9 +7,10 @@ control characters are shown as escapes and its brackets are never taken as mark
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
@@ -24,6 +25,10 @@ from wrighty.richtext import local_time, outside
 from wrighty.services.inbox import Board, circuit_words
 from wrighty.services.status import StatusReport
 from wrighty.styles import VERDICT_STYLES
+
+if TYPE_CHECKING:
+    from wrighty.operator.desk import ItemLook
+    from wrighty.services.show import ShowFacts
 
 SECTION_TAGS: dict[Section, tuple[str, str]] = {
     Section.ATTENTION: ("ATTN", "bold red"),
@@ -168,6 +173,25 @@ class Collector(Console):
 
     def print(self, *objects: Any, **options: Any) -> None:
         self.collected.extend(objects)
+
+
+# Prints `wrighty show`'s text of an item's facts to a console (the command's own renderer,
+# handed over by `wrighty inbox`).
+ShowPrinter = Callable[[Console, "ShowFacts"], None]
+
+
+def detail_view(look: ItemLook, show: ShowPrinter) -> DetailView:
+    """The detail pane of an item as the desk looks at it, `show`'s text printed by ``show``."""
+    shown = Collector()
+    show(shown, look.facts)
+    return DetailView(
+        look.facts.detail.item,
+        shown.collected,
+        session=look.session,
+        last_run=look.last_run,
+        log=look.log,
+        log_problem=look.log_problem,
+    )
 
 
 @dataclass(frozen=True)

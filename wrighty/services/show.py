@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from wrighty.domain.model import WAITS_FOR_CHECKS
+from wrighty.domain.outcomes import USAGE_CLASSES, USAGE_RETRY_FRESH, OutcomeClass
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.suggestions import Standing
 from wrighty.errors import WrightyError
@@ -42,6 +43,56 @@ class Context(Protocol):
 
 
 @dataclass(frozen=True)
+class RetryStanding:
+    """Where an item stands under one retry policy (worker.processCrash, worker.usageFailure):
+    its retries so far of the policy's maxAttempts (None: it does not retry, or unknown), when
+    the one it waits for is due (None: it waits for none under this policy), and its last run
+    that ended as the policy's kind of failure (None: none did)."""
+
+    retries: int
+    max_attempts: int | None
+    next_due: datetime | None
+    last: Run | None
+
+
+# The outcomes each policy retries, and the reason codes an item waits with under it
+# (domain/decisions._after_usage for a usage retry).
+CRASH_CLASSES = frozenset({OutcomeClass.PROCESS_CRASH})
+CRASH_RETRY_CODES = frozenset({"process-crash"})
+USAGE_RETRY_CODES = frozenset({*(cls.value for cls in USAGE_CLASSES), USAGE_RETRY_FRESH})
+
+
+def _retry_standing(
+    detail: ItemDetail,
+    retries: int,
+    classes: frozenset[OutcomeClass],
+    codes: frozenset[str],
+    max_attempts: int | None,
+) -> RetryStanding | None:
+    item = detail.item
+    matching = [run for run in detail.runs if run.outcome_class in classes]
+    last = matching[-1] if matching else None
+    if last is None and retries == 0:
+        return None
+    scheduled = item.state is ItemState.RETRY_SCHEDULED and item.reason_code in codes
+    return RetryStanding(retries, max_attempts, item.not_before if scheduled else None, last)
+
+
+def crash_standing(detail: ItemDetail, max_attempts: int | None) -> RetryStanding | None:
+    """Where the item stands under worker.processCrash; None when it never crashed."""
+    return _retry_standing(
+        detail, detail.item.crash_retries, CRASH_CLASSES, CRASH_RETRY_CODES, max_attempts
+    )
+
+
+def usage_standing(detail: ItemDetail, max_attempts: int | None) -> RetryStanding | None:
+    """Where the item stands under worker.usageFailure; None when no provider refused it."""
+    return _retry_standing(
+        detail, detail.item.usage_retries, USAGE_CLASSES, USAGE_RETRY_CODES, max_attempts
+    )
+
+
+@dataclass(frozen=True)
 class ShowFacts:
     """What `wrighty show` reports about an item (and the inbox's detail shows)."""
 
@@ -62,6 +113,9 @@ class ShowFacts:
     # An item in review: git's stat of its change against its base (None: another state, or
     # not known here), for the person who reviews it.
     change_stat: str | None = None
+    # Where it stands under each retry policy it met (None: it never met that one).
+    crash_retry: RetryStanding | None = None
+    usage_retry: RetryStanding | None = None
 
 
 def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
@@ -104,6 +158,7 @@ def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
         default_agent, _fix_turns_limit(context, detail.item.agent),
         _progress(detail) if has_change else None,
         _review_stat(detail) if has_change else None,
+        crash_standing(detail, crash_limit), usage_standing(detail, usage_limit),
     )  # fmt: skip
 
 

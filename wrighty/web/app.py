@@ -1,8 +1,9 @@
 """The web console's Starlette app (docs/web.md): the board, an item, the actions, the live
 updates, the Operations and Spend pages. One more entry point over the services the commands
-and the inbox use: every read and every action goes through a `Desk`: the inbox's
-(`cli/inbox.OperatorDesk`, handed over by `wrighty serve`), which calls the commands' services
-and says what they did in the commands' words.
+and the inbox use: every read and every action goes through the operator's `Desk`
+(`operator/desk.py`; `OperatorDesk`, handed over by `wrighty serve`), which calls the
+commands' services and says what they did in the commands' words. An item's page is made from
+`wrighty show`'s facts (`operator/showing.shown_item`), as the command's text is.
 
 The store: ``open_desk`` hands each request a desk on the store `wrighty serve` keeps open
 (`cli/serve.DeskOpener`: SQLite's connection and PostgreSQL's pool are made to be shared by
@@ -41,6 +42,7 @@ from wrighty.domain.scheduling import PRIORITIES, priority_name
 from wrighty.domain.states import TERMINAL_STATES
 from wrighty.domain.text import printable, printable_line
 from wrighty.errors import NotFoundError, WrightyError
+from wrighty.operator.desk import Desk
 from wrighty.web import security
 from wrighty.web.create import NewItemPages
 from wrighty.web.views import (
@@ -55,83 +57,7 @@ from wrighty.web.views import (
 )
 
 if TYPE_CHECKING:
-    from wrighty.domain.board import AttentionOrder
     from wrighty.domain.model import Run
-    from wrighty.services.diff import Change
-    from wrighty.services.inbox import Board, BoardSettings
-    from wrighty.services.show import ShowFacts
-    from wrighty.services.usage import DailySpend
-    from wrighty.web.operations import Fleet
-
-
-class Desk(Protocol):
-    """What the console reads and does, on one open store: the inbox's desk
-    (`cli/inbox.Desk`, which `wrighty serve` hands over), with the commands' services
-    and words. Each action returns the command's line, or raises WrightyError with its
-    refusal."""
-
-    settings: BoardSettings
-    label: str  # the store, as the header names it
-
-    def board(self, order: AttentionOrder) -> Board: ...
-
-    def facts(self, item_id: int) -> ShowFacts: ...
-
-    def show_text(self, facts: ShowFacts) -> str: ...
-
-    def requeue(self, item_id: int, *, resume: bool) -> str: ...
-
-    def cancel(self, item_id: int) -> str: ...
-
-    def release(self, item_id: int) -> str: ...
-
-    def set_priority(self, item_id: int, priority: int) -> str: ...
-
-    def accept(self, item_id: int) -> str: ...
-
-    def reject(self, item_id: int, feedback: str) -> str: ...
-
-    def verify(self, item_id: int) -> str: ...
-
-    def handoff(self, item_id: int, to: str, note: str | None) -> str: ...
-
-    def change(self, item_id: int, *, stat: bool) -> Change: ...
-
-    def last_run_logs(self, item_id: int) -> tuple[Run, Path | None, str | None]: ...
-
-    def secrets(self) -> tuple[str, ...]: ...
-
-    def run_outcome(self, run_id: str) -> str | None: ...
-
-    # The New item page (web/create.py): `wrighty create` and `wrighty import`.
-
-    def agent_names(self) -> list[str]: ...
-
-    def create(
-        self,
-        *,
-        title: str,
-        body: str,
-        agent: str | None,
-        priority: str | None,
-        labels: tuple[str, ...],
-        after: tuple[int, ...],
-        verify: tuple[str, ...],
-        no_verify: bool,
-        queue: bool,
-    ) -> tuple[int, str]: ...
-
-    def import_markdown(
-        self, text: str, *, source: str, queue: bool, dry_run: bool
-    ) -> tuple[list[str], list[int | None]]: ...
-
-    # The Operations and Spend pages.
-
-    def fleet(self) -> Fleet: ...
-
-    def reset_circuit(self, name: str) -> str: ...
-
-    def spend(self, days: int) -> DailySpend: ...
 
 
 HERE = Path(__file__).parent
@@ -344,6 +270,7 @@ class Console:
 
     def item_page(self, request: Request) -> Response:
         from wrighty.domain.budgets import usage_text
+        from wrighty.operator.showing import shown_item
 
         item_id = self._item_id(request)
         flash = self.flashes.take(request.query_params.get("flash"))
@@ -352,7 +279,6 @@ class Console:
                 facts = desk.facts(item_id)
             except NotFoundError as missing:
                 return self.not_found(str(missing))
-            text = shown_text(desk.show_text(facts))
             log = self._log_view(desk, item_id) if facts.detail.runs else None
             now_agent = facts.detail.item.agent or facts.default_agent
             others = [name for name in desk.agent_names() if name != now_agent]
@@ -364,7 +290,7 @@ class Console:
             facts=facts,
             item=item,
             body=shown_text(item.body),
-            show=text,
+            shown=shown_item(facts),
             spent=usage_text(facts.spent),
             actions=[action.value for action in offered],
             priority=priority_name(item.priority),
@@ -492,7 +418,7 @@ class Console:
 
     async def reset_circuit(self, request: Request) -> Response:
         """`wrighty providers reset NAME` from the Operations page."""
-        from wrighty.web.operations import parse_circuit_name
+        from wrighty.operator.fleet import parse_circuit_name
 
         name = parse_circuit_name(request.path_params["name"])
         if name is None:
@@ -578,7 +504,9 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
     request without the token, with a wrong Host, or a POST without the CSRF token, before
     any handler runs."""
     console = Console(open_desk, settings)
-    new_item = NewItemPages(console)
+    new_item = NewItemPages(
+        console.open_desk, console.render, console.flashes.put, read_only=settings.read_only
+    )
 
     async def page_missing(request: Request, exc: Exception) -> Response:
         detail = exc.detail if isinstance(exc, HTTPException) else "not found"

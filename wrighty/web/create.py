@@ -1,7 +1,7 @@
 """The console's New item page (docs/web.md#new-items): a form that makes an item as
 `wrighty create` does, and a Markdown text that is imported as `wrighty import FILE.md`
-imports a file. The desk checks and writes (the commands' own code, `cli/items.new_item_of`,
-`cli/importing.import_now`) and answers in the commands' words; here the form's fields are
+imports a file. The desk checks and writes (the commands' own code, `operator/forms.new_item_of`,
+`operator/actions.import_now`) and answers in the commands' words; here the form's fields are
 read and the page is made.
 
 A refused form is shown again with what was typed and the refusal (400), nothing written; a
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,10 @@ from wrighty.web.security import posted_form
 from wrighty.web.views import parse_item_id
 
 if TYPE_CHECKING:
-    from wrighty.web.app import Console, Desk
+    from wrighty.operator.desk import Desk
+
+# The page the console makes of a template and its values (`web/app.Console.render`).
+Render = Callable[..., Response]
 
 # Labels, checks and the items an item comes after are typed in one field each, apart by
 # commas or spaces (the command takes them one option each).
@@ -154,10 +158,22 @@ def _source_name(text: str) -> str:
 
 
 class NewItemPages:
-    """GET /new, POST /new, POST /import, on the console's desk and templates."""
+    """GET /new, POST /new, POST /import, on the console's desk and templates: ``open_desk``
+    gives the desk for a request, ``render`` makes a page, ``flash`` keeps the message the
+    page an action redirects to shows (its key)."""
 
-    def __init__(self, console: Console) -> None:
-        self.console = console
+    def __init__(
+        self,
+        open_desk: Callable[[], AbstractContextManager[Desk]],
+        render: Render,
+        flash: Callable[[bool, str], str],
+        *,
+        read_only: bool,
+    ) -> None:
+        self.open_desk = open_desk
+        self.render = render
+        self.flash = flash
+        self.read_only = read_only
 
     def page(self, request: Request) -> Response:
         return self._render(ItemForm(), ImportForm())
@@ -169,7 +185,7 @@ class NewItemPages:
             return await asyncio.to_thread(
                 self._render, form, ImportForm(), status=400, refused=said
             )
-        key = self.console.flashes.put(True, said)
+        key = self.flash(True, said)
         return RedirectResponse(f"/items/{item_id}?flash={key}", status_code=303)
 
     async def import_markdown(self, request: Request) -> Response:
@@ -185,7 +201,7 @@ class NewItemPages:
         )
 
     def _create(self, form: ItemForm) -> tuple[bool, int, str]:
-        with self.console.open_desk() as desk:
+        with self.open_desk() as desk:
             try:
                 item_id, said = form.create(desk)
             except WrightyError as error:
@@ -193,7 +209,7 @@ class NewItemPages:
         return True, item_id, printable_line(said)
 
     def _import(self, form: ImportForm) -> tuple[ImportOutcome | None, str | None]:
-        with self.console.open_desk() as desk:
+        with self.open_desk() as desk:
             try:
                 return form.run(desk), None
             except WrightyError as error:
@@ -204,14 +220,14 @@ class NewItemPages:
     ) -> Response:
         agents: list[str] = []
         default_agent = ""
-        if not self.console.settings.read_only:
-            with self.console.open_desk() as desk:
+        if not self.read_only:
+            with self.open_desk() as desk:
                 agents = desk.agent_names()
                 default_agent = desk.settings.default_agent
         values.setdefault("refused", None)
         values.setdefault("imported", None)
         values.setdefault("import_refused", None)
-        return self.console.render(
+        return self.render(
             "new.html",
             status=status,
             tab="new",

@@ -6,6 +6,7 @@ config, so that a command that needs none (`--version`, `--help`) does not pay f
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,8 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import typer
 
 from wrighty.domain.text import printable_line
 from wrighty.domain.times import system_now
@@ -127,7 +126,8 @@ MEASURE_ATTEMPTS = 3
 
 def tell_unreadable(error: UnreadableError) -> None:
     """One line on stderr for a row left out because a value of it does not read."""
-    typer.echo(f"wrighty: {printable_line(str(error))}; {UNREADABLE_FIX}", err=True)
+    sys.stderr.write(f"wrighty: {printable_line(str(error))}; {UNREADABLE_FIX}\n")
+    sys.stderr.flush()
 
 
 # What a person does about a row that does not read (docs/storage.md).
