@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail
     from wrighty.services.show import RetryStanding, ShowFacts
-    from wrighty.services.workspaces import Progress
+    from wrighty.workproduct.listing import Progress
 
 
 def item_fields(
