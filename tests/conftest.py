@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.schema_pool import pool_for
 from wrighty.store import Store
 from wrighty.store.sqlite import SqliteStore
 
@@ -84,6 +85,17 @@ def postgres_schema() -> Iterator[str]:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
+@contextmanager
+def migrated_postgres_schema() -> Iterator[str]:
+    """A store URL whose schema is already migrated and empty, the test's own while it lasts:
+    taken from this test process's pool and emptied for the next test afterwards
+    (tests/schema_pool.py). For a test that opens a store on it, never one that needs a schema
+    without tables (`wrighty init`, an older store's migration)."""
+    server = postgres_or_skip()
+    with pool_for(server).schema() as url:
+        yield url
+
+
 def open_postgres(url: str) -> Store:
     from wrighty.store.postgres import PostgresStore
 
@@ -101,7 +113,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         yield opened
         opened.close()
         return
-    with postgres_schema() as url:
+    with migrated_postgres_schema() as url:
         opened = open_postgres(url)
         yield opened
         opened.close()
