@@ -215,7 +215,9 @@ def test_a_slow_sink_keeps_the_claim_and_the_others_notices_go_on(
             lambda: all(
                 n.claim_expires_at != was
                 for n, was in zip(store.list_notices(ALL), held, strict=True)
-            )
+            ),
+            timeout=10,
+            what="both claims renewed",
         )  # both: advancing past the first expiry after one alone let another take the second
         assert store.list_notices(ALL)[0].delivered_to == ("fake:fast",)  # recorded so far
         clock.advance(lease * 0.5)  # past the first expiry
