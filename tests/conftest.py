@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.schema_pool import pool_for
+from tests.schema_pool import close_pools, pool_for
 from wrighty.store import Store
 from wrighty.store.sqlite import SqliteStore
 
@@ -117,6 +117,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         opened = open_postgres(url)
         yield opened
         opened.close()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    close_pools()  # the pooled PostgreSQL schemas (tests/schema_pool.py) of this process
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -8,12 +8,11 @@ its structure is what the migrations built: a test that altered a table, dropped
 rewrote `wrighty_migrations` leaves a schema that is dropped instead. A schema whose rows cannot
 be deleted at once (a connection some test left open holds a lock) is dropped too, as a schema
 of its own was before. Each test process (each xdist worker) has its own pool, so no two tests
-ever share a schema at the same time; the pool drops its schemas when the process ends.
+ever share a schema at the same time; the pool drops its schemas when the session ends.
 """
 
 from __future__ import annotations
 
-import atexit
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -156,8 +155,14 @@ _pools: dict[str, SchemaPool] = {}
 
 
 def pool_for(server: str) -> SchemaPool:
-    """This process's pool on ``server``, dropped when the process ends."""
+    """This process's pool on ``server``."""
     if server not in _pools:
         _pools[server] = SchemaPool(server)
-        atexit.register(_pools[server].close)
     return _pools[server]
+
+
+def close_pools() -> None:
+    """Drop every pooled schema of this process: at the end of its pytest session (a guard
+    row's pytest ends with os._exit, which runs no exit handler)."""
+    for pool in _pools.values():
+        pool.close()
