@@ -106,9 +106,17 @@ STORE_BACKENDS = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(params=STORE_BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each store backend in turn (``sqlite``, ``postgresql``): the one parameter every fixture
+    that gives a test a store, a store URL or a project on a store is built on, so that a test
+    runs once per backend, with the backend in its id."""
+    return str(request.param)
+
+
+@pytest.fixture
+def store(backend: str, tmp_path: Path) -> Iterator[Store]:
     """A fresh, empty store of every backend the contract covers."""
-    if request.param == "sqlite":
+    if backend == "sqlite":
         opened = open_sqlite(tmp_path / "store" / "wrighty.db")
         yield opened
         opened.close()
