@@ -161,6 +161,14 @@ def pool_for(server: str) -> SchemaPool:
     return _pools[server]
 
 
+def empty(url: str) -> None:
+    """Empty the schema of ``url`` (one the pool gave) as the pool does between tests."""
+    server, _, options = url.partition("?")
+    name = options.rpartition("search_path%3D")[2]
+    with _admin(server) as admin:
+        assert _emptied(admin, name), f"a lock held elsewhere kept {name} from being emptied"
+
+
 def close_pools() -> None:
     """Drop every pooled schema of this process: at the end of its pytest session (a guard
     row's pytest ends with os._exit, which runs no exit handler)."""
