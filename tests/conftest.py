@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.schema_pool import close_pools, pool_for
 from wrighty.store import Store
 from wrighty.store.sqlite import SqliteStore
 
@@ -84,6 +85,17 @@ def postgres_schema() -> Iterator[str]:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
+@contextmanager
+def migrated_postgres_schema() -> Iterator[str]:
+    """A store URL whose schema is already migrated and empty, the test's own while it lasts:
+    taken from this test process's pool and emptied for the next test afterwards
+    (tests/schema_pool.py). For a test that opens a store on it, never one that needs a schema
+    without tables (`wrighty init`, an older store's migration)."""
+    server = postgres_or_skip()
+    with pool_for(server).schema() as url:
+        yield url
+
+
 def open_postgres(url: str) -> Store:
     from wrighty.store.postgres import PostgresStore
 
@@ -94,17 +106,29 @@ STORE_BACKENDS = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(params=STORE_BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each store backend in turn (``sqlite``, ``postgresql``): the one parameter every fixture
+    that gives a test a store, a store URL or a project on a store is built on, so that a test
+    runs once per backend, with the backend in its id."""
+    return str(request.param)
+
+
+@pytest.fixture
+def store(backend: str, tmp_path: Path) -> Iterator[Store]:
     """A fresh, empty store of every backend the contract covers."""
-    if request.param == "sqlite":
+    if backend == "sqlite":
         opened = open_sqlite(tmp_path / "store" / "wrighty.db")
         yield opened
         opened.close()
         return
-    with postgres_schema() as url:
+    with migrated_postgres_schema() as url:
         opened = open_postgres(url)
         yield opened
         opened.close()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    close_pools()  # the pooled PostgreSQL schemas (tests/schema_pool.py) of this process
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,10 +6,10 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 import pytest
@@ -25,17 +25,58 @@ def snapshot(directory: Path) -> dict[str, tuple[int, bytes]]:
     return state
 
 
+T = TypeVar("T")
+
+
+def poll(condition: Callable[[], T], *, timeout: float, every: float = 0.02) -> T | None:
+    """``condition``'s first truthy answer, asked every ``every`` seconds until ``timeout``
+    seconds have passed; None when it never gave one. For a test that asks *whether*
+    something happens in time; one that needs it to happen calls `wait_for`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = condition()
+        if answer:
+            return answer
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(every)
+
+
+def wait_for(condition: Callable[[], T], *, timeout: float, what: str, every: float = 0.02) -> T:
+    """Wait until ``condition`` gives a truthy answer, and return it; fail naming ``what`` when
+    ``timeout`` seconds pass first. The one way a test waits for something (docs/testing.md):
+    the deadline only ends a test that went wrong, so make it generous; never sleep instead."""
+    answer = poll(condition, timeout=timeout, every=every)
+    if not answer:
+        raise AssertionError(f"waited {timeout:g} s for {what}, in vain")
+    return answer
+
+
+def file_appears(path: Path, *, timeout: float = 30.0) -> None:
+    """Wait until ``path`` exists."""
+    wait_for(path.exists, timeout=timeout, what=f"{path} to appear")
+
+
+def read_pid(path: Path, *, timeout: float = 30.0) -> int:
+    """The pid a process wrote to ``path``, once the file holds a whole number."""
+
+    def written() -> int | None:
+        text = path.read_text().strip() if path.exists() else ""
+        return int(text) if text.isdigit() else None
+
+    return wait_for(written, timeout=timeout, what=f"a pid in {path}")
+
+
 def process_ended(pid: int, within: float = 10.0) -> bool:
     """Whether ``pid`` ends within ``within`` seconds (an unreaped zombie has ended)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
+
+    def ended() -> bool:
         try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             return True
-        time.sleep(0.02)
-    return False
+
+    return poll(ended, timeout=within) is not None
 
 
 def installed_wrighty() -> str:

@@ -214,7 +214,7 @@ def test_show_never_runs_a_long_label_into_its_value() -> None:
 
     from rich.console import Console
 
-    from tests.unit.test_transitions import make_item
+    from tests.factories import make_item
     from wrighty.cli.render import print_item_detail
     from wrighty.domain.model import Run
     from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind

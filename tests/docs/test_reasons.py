@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import claimed_item
 from wrighty.domain import decisions, handoff, review, verify
 from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification
@@ -43,12 +44,7 @@ ENDED = RunEnd(T0, OutcomeClass.AGENT_FAILURE, Confidence.INFERRED, exit_code=1)
 
 
 def _item(state: ItemState = ItemState.RUNNING) -> Item:
-    return Item(
-        id=1, title="t", body="b", agent=None, timeout_seconds=None, workspace=None,
-        state=state, generation=1, claimed_by="w-1", lease_expires_at=None, queued_at=T0,
-        not_before=None, reason_code=None, reason=None, next_action=None, crash_retries=0,
-        requeues=0, created_at=T0, updated_at=T0,
-    )  # fmt: skip
+    return claimed_item(state, queued_at=T0, created_at=T0, updated_at=T0)
 
 
 def _ended(outcome: OutcomeClass, summary: str, **policies: object) -> str | None:

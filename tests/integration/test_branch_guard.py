@@ -13,11 +13,9 @@ import signal
 import sqlite3
 import subprocess
 import textwrap
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from tests.helpers import git
+from tests.helpers import git, wait_for
 from tests.integration.test_work_product_processes import make_project, worktree
 from tests.integration.worker_process import LiveWorker, ProjectOnDisk
 from wrighty.domain.model import Session
@@ -53,13 +51,6 @@ def session_of(project: ProjectOnDisk, item_id: int) -> Session:
         store.close()
     assert session is not None
     return session
-
-
-def wait_for(fact: Callable[[], bool], what: str, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not fact():
-        assert time.monotonic() < deadline, f"no {what} within {seconds}s"
-        time.sleep(0.05)
 
 
 def test_commits_on_a_detached_head_are_brought_back_onto_the_items_branch(
@@ -233,7 +224,8 @@ def test_a_worker_killed_while_git_makes_the_worktree_leaves_it_for_the_next_to_
     try:
         wait_for(
             lambda: (marks / "add-made").exists() or first.process.poll() is not None,
-            "git worktree add",
+            timeout=60,
+            what="git worktree add",
         )
         assert (marks / "add-made").exists(), "the worker ended before it made the worktree"
         os.kill(first.process.pid, signal.SIGKILL)

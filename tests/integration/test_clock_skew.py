@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import pytest
 
 from tests.conftest import postgres_schema
 from tests.faults.skewed import libfaketime, skewed_env
+from tests.helpers import wait_for
 from wrighty.domain.clocks import CLOCK_BOUND_SECONDS, MAX_ROUND_TRIP_SECONDS
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
@@ -98,13 +98,6 @@ def events(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-def wait_for(condition: Any, what: str, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("skew", ["+10m", "-10m"])
 def test_a_worker_ten_minutes_off_keeps_the_fleets_time(tmp_path: Path, skew: str) -> None:
@@ -131,11 +124,17 @@ def test_a_worker_ten_minutes_off_keeps_the_fleets_time(tmp_path: Path, skew: st
             b = None
             try:
                 # A holds live claims before B starts (B reaps before its first claim).
-                wait_for(lambda: len(store.list_items([ItemState.RUNNING])) == 2, "A's claims")
+                wait_for(
+                    lambda: len(store.list_items([ItemState.RUNNING])) == 2,
+                    timeout=30,
+                    what="A's claims",
+                )
                 b = start_worker(off, off_env, b_log)
-                wait_for(lambda: _measured(store), "both workers' clock offsets")
+                wait_for(lambda: _measured(store), timeout=30, what="both workers' clock offsets")
                 # B has work of its own before A's agents (held so far) can end and take more.
-                wait_for(lambda: _skewed_ran(store), "the skewed worker's first run", 120)
+                wait_for(
+                    lambda: _skewed_ran(store), timeout=120, what="the skewed worker's first run"
+                )
                 gate.touch()
                 listed = wrighty(correct, correct_env, "workers", "--json")
                 status = wrighty(correct, correct_env, "status", "--json")

@@ -11,14 +11,13 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 import pytest
 
-from tests.helpers import process_ended
+from tests.helpers import file_appears, process_ended
 from tests.integration.worker_process import LiveWorker, ProjectOnDisk, make_project
 from wrighty.domain.states import ItemState
 
@@ -74,13 +73,6 @@ def _wrote_more(handle: IO[bytes]) -> bool:
     return True
 
 
-def wait_for(path: Path, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.02)
-
-
 @pytest.fixture
 def project(small_disk: Path) -> ProjectOnDisk:
     agent = {"adapter": "command", "command": [sys.executable, "-c", AGENT]}
@@ -112,7 +104,7 @@ def test_the_run_is_settled_once_space_is_back_within_the_lease(
     unreachable = worker.until("store-unreachable")
     assert "no space left on device" in unreachable["cause"]
     assert str(project.root / ".wrighty" / "wrighty.db") in unreachable["cause"]
-    wait_for(Path(f"{go}.written"))  # its output went to the full disk
+    file_appears(Path(f"{go}.written"))  # its output went to the full disk
     filler.unlink()
     returncode, stderr = worker.finish()
     assert returncode == 0, stderr

@@ -7,14 +7,14 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import psutil
 import pytest
 
+from tests.helpers import wait_for
 from wrighty.domain.redact import redact
 
 AGENT = Path(__file__).resolve().parents[2] / "examples" / "agent.py"
@@ -65,14 +65,6 @@ def started_agent(
         if agent.poll() is None:
             os.killpg(agent.pid, signal.SIGKILL)
         agent.wait(timeout=5)
-
-
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 5
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up waiting for {what}")
-        time.sleep(0.01)
 
 
 def is_running(pid: int) -> bool:
@@ -162,7 +154,9 @@ def test_slow_prints_until_its_time_is_up(tmp_path: Path) -> None:
 
 def test_hang_waits_until_terminated(tmp_path: Path) -> None:
     with started_agent("wrighty-example: hang", tmp_path) as (agent, stdout):
-        wait_for(lambda: "noted the run" in stdout.read_text(), "the agent to start")
+        wait_for(
+            lambda: "noted the run" in stdout.read_text(), timeout=30, what="the agent to start"
+        )
         assert agent.poll() is None
         os.killpg(agent.pid, signal.SIGTERM)
         assert agent.wait(timeout=5) == -signal.SIGTERM
@@ -170,7 +164,11 @@ def test_hang_waits_until_terminated(tmp_path: Path) -> None:
 
 def test_ignore_term_survives_sigterm(tmp_path: Path) -> None:
     with started_agent("wrighty-example: ignore-term", tmp_path) as (agent, stdout):
-        wait_for(lambda: "ignoring SIGTERM" in stdout.read_text(), "the agent to ignore SIGTERM")
+        wait_for(
+            lambda: "ignoring SIGTERM" in stdout.read_text(),
+            timeout=30,
+            what="the agent to ignore SIGTERM",
+        )
         os.killpg(agent.pid, signal.SIGTERM)
         with pytest.raises(subprocess.TimeoutExpired):
             agent.wait(timeout=0.2)
@@ -180,11 +178,15 @@ def test_grandchild_leaves_the_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     env = {"WRIGHTY_EXAMPLE_GRANDCHILD_PIDFILE": str(pidfile)}
     with started_agent("wrighty-example: grandchild", tmp_path, **env) as (agent, stdout):
-        wait_for(pidfile.exists, "the grandchild's pid file")
+        wait_for(pidfile.exists, timeout=30, what="the grandchild's pid file")
         grandchild = int(pidfile.read_text())
         try:
             assert os.getpgid(grandchild) != os.getpgid(agent.pid)
-            wait_for(lambda: f"grandchild pid {grandchild}" in stdout.read_text(), "its pid")
+            wait_for(
+                lambda: f"grandchild pid {grandchild}" in stdout.read_text(),
+                timeout=30,
+                what="its pid",
+            )
             os.killpg(agent.pid, signal.SIGKILL)
             assert agent.wait(timeout=5) == -signal.SIGKILL
             assert is_running(grandchild)

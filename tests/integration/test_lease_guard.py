@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import postgres_schema
 from tests.faults.proxy import FaultProxy
+from tests.helpers import file_appears
 from tests.integration.worker_process import LiveWorker, ProjectOnDisk
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
@@ -59,13 +60,6 @@ def project(root: Path, store_url: str | None) -> ProjectOnDisk:
     }  # fmt: skip
     (root / "wrighty.json").write_text(json.dumps(document))
     return ProjectOnDisk(root)
-
-
-def wait_for(path: Path, within: float = 60.0) -> None:
-    deadline = time.monotonic() + within
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -133,7 +127,7 @@ def test_a_store_lost_to_the_network_does_not_keep_the_agent_past_its_lease(
         worker.until("spawned", item_id=item_id)
         getattr(proxy, fault)()
         lost = worker.until("claim-lost", item_id=item_id)
-        wait_for(record)
+        file_appears(record, timeout=60)
         lease_end = stored_lease_end(direct, item_id)
         assert stop_time(record) < lease_end  # stopped before the lease the store holds ended
         assert (lost["reason"], lost["margin_seconds"]) == ("lease-ended", 1)
@@ -159,7 +153,7 @@ def test_a_run_that_finished_while_sqlite_stayed_locked_past_its_lease_is_settle
     worker = LiveWorker(on_disk, "--once")
     started.append(worker)
     worker.until("spawned", item_id=item_id)
-    wait_for(Path(f"{record}.started"))
+    file_appears(Path(f"{record}.started"), timeout=60)
     store = on_disk.store()
     while not any(run.pid for run in store.list_runs(item_id)):  # its pid is recorded
         time.sleep(0.02)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.conftest import FakeClock
+from tests.helpers import wait_for
 from wrighty.config import NotifySettings
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.notices import (
@@ -205,14 +206,18 @@ def test_a_slow_sink_keeps_the_claim_and_the_others_notices_go_on(
     seen: list[object] = []
 
     def hold_past_the_first_expiry() -> None:
-        wait_for(lambda: fast.got == ["ntc-test-1", "ntc-test-2"])  # not behind this sink
+        wait_for(
+            lambda: fast.got == ["ntc-test-1", "ntc-test-2"], timeout=10, what="both sent"
+        )  # not behind this sink
         held = [n.claim_expires_at for n in store.list_notices(ALL)]
         clock.advance(lease * 0.75)  # the deliverer's next turn renews both claims, in turn
         wait_for(
             lambda: all(
                 n.claim_expires_at != was
                 for n, was in zip(store.list_notices(ALL), held, strict=True)
-            )
+            ),
+            timeout=10,
+            what="both claims renewed",
         )  # both: advancing past the first expiry after one alone let another take the second
         assert store.list_notices(ALL)[0].delivered_to == ("fake:fast",)  # recorded so far
         clock.advance(lease * 0.5)  # past the first expiry
@@ -313,20 +318,15 @@ class Thread:
         return [fields for event, fields in self.events if event == name]
 
 
-def wait_for(condition: Callable[[], bool], within: float = 10) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def test_the_thread_delivers_when_woken_and_before_it_stops(store: Store) -> None:
     chat = FakeSink("chat")
     runner = Thread(store, [chat])
     runner.thread.start()
     store.add_notice_once(notice(1, datetime.now(UTC)))
     runner.thread.wake()
-    wait_for(lambda: chat.got == ["ntc-test-1"], within=5)  # not the 60 s interval
+    wait_for(
+        lambda: chat.got == ["ntc-test-1"], timeout=5, what="the delivery"
+    )  # not the 60 s interval
     store.add_notice_once(notice(2, datetime.now(UTC)))
     runner.thread.stop()
     assert chat.got == ["ntc-test-1", "ntc-test-2"]
@@ -346,7 +346,7 @@ def test_a_slow_sink_never_holds_up_who_wakes_the_thread(store: Store) -> None:
     runner.thread.start()
     store.add_notice_once(notice(1, datetime.now(UTC)))
     runner.thread.wake()
-    wait_for(delivering.is_set)
+    wait_for(delivering.is_set, timeout=10, what="the sink to start")
     waker = threading.Thread(target=lambda: [runner.thread.wake(), runner.thread.wake()])
     waker.start()
     waker.join(30)
@@ -386,9 +386,9 @@ def test_the_thread_survives_the_store_failing(
     runner = Thread(store, [chat])
     store.add_notice_once(notice(1, datetime.now(UTC)))
     runner.thread.start()
-    wait_for(lambda: bool(runner.named("store-unreachable")))
+    wait_for(lambda: runner.named("store-unreachable"), timeout=10, what="store-unreachable")
     runner.thread.wake()
-    wait_for(lambda: chat.got == ["ntc-test-1"])
+    wait_for(lambda: chat.got == ["ntc-test-1"], timeout=10, what="the delivery")
     runner.thread.stop()
     assert runner.named("store-unreachable")[0]["operation"] == "notify"
 

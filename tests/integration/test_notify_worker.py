@@ -9,14 +9,14 @@ import json
 import sys
 import textwrap
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers import wait_for
 from tests.integration.harness import WorkerProject, open_project
 from tests.unit.test_notify_sinks import SECRET, Receiver
 from wrighty.domain.model import Item, NewItem
@@ -93,13 +93,6 @@ def project(tmp_path: Path, receiver: Receiver) -> Iterator[Project]:
     made.store.close()
 
 
-def wait_for(condition: Callable[[], bool], within: float = 60) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 class Running:
     """A worker running in a thread until stopped."""
 
@@ -130,7 +123,7 @@ def test_a_failing_item_is_told_once_right_after_it_settles(
     item = project.item(FAILING)
     running = Running(project)
     try:
-        wait_for(lambda: project.named("notify-delivered") != [])
+        wait_for(lambda: project.named("notify-delivered"), timeout=60, what="notify-delivered")
         assert project.named("settled") != []
     finally:
         running.stop()
@@ -161,13 +154,13 @@ def test_a_slow_sink_never_delays_a_settle(
         project.item(FAILING)
         running = Running(project)
         try:
-            wait_for(lambda: len(project.named("settled")) == 2)
+            wait_for(lambda: len(project.named("settled")) == 2, timeout=60, what="two settlements")
             # Both items ran and settled while the command sink still held the first notice,
             # and so did its delivery: it waits for every sink.
             assert project.commanded() == []
             assert project.named("notify-delivered") == []
             (tmp_path / "release").touch()
-            wait_for(lambda: len(project.commanded()) == 2)
+            wait_for(lambda: len(project.commanded()) == 2, timeout=60, what="two commands")
         finally:
             running.stop()
         assert len(receiver.posts) == 2

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import git, git_repo
+from tests.helpers import file_appears, git, git_repo, read_pid
 from tests.integration.test_integrate import BRANCH, worked
 from tests.integration.test_review_processes import _accept, _reviewed
 from tests.integration.test_work_product_processes import make_project
@@ -25,8 +25,6 @@ from tests.integration.tree_marks import (
     hook,
     new_mark,
     none_left,
-    read_pid,
-    wait_for_file,
 )
 from tests.integration.worker_process import LiveWorker, ProjectOnDisk
 from wrighty.domain.integration import Integration
@@ -200,7 +198,7 @@ def test_a_group_wide_sigterm_stops_the_worker_cleanly_and_its_agents_tree(
         start_new_session=True,  # as `timeout` runs it: a group of its own
     )  # fmt: skip
     try:
-        wait_for_file(marks / "agent-ready")
+        file_appears(marks / "agent-ready")
         # What `timeout` does at its time limit: the signal to its command, then to the group
         # (sent once the first was heard: two at once can reach a process as one).
         os.kill(worker.pid, signal.SIGTERM)

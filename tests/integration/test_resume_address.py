@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import claimed_item
 from wrighty.agents import AgentPlan
 from wrighty.domain import decisions
 from wrighty.domain.classify import Classification
@@ -40,12 +41,8 @@ RETRY = CrashPolicy("retry", max_attempts=2)
 
 
 def item(state: ItemState) -> Item:
-    return Item(
-        id=7, title="t", body="b", agent=None, timeout_seconds=None, workspace=None,
-        state=state, generation=3, claimed_by="w-1", lease_expires_at=NOW,
-        queued_at=NOW, not_before=None, reason_code=None, reason=None, next_action=None,
-        crash_retries=0, requeues=0, created_at=NOW, updated_at=NOW,
-    )  # fmt: skip
+    return claimed_item(state, id=7, generation=3, lease_expires_at=NOW, queued_at=NOW,
+                        created_at=NOW, updated_at=NOW)  # fmt: skip
 
 
 def situation(tmp_path: Path, facts: dict[str, bool]) -> tuple[Session, AgentPlan]:

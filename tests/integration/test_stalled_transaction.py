@@ -14,9 +14,8 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -26,6 +25,7 @@ import pytest
 
 from tests.conftest import postgres_schema
 from tests.faults.proxy import FaultProxy
+from tests.helpers import wait_for
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
 from wrighty.store.postgres import PostgresStore
@@ -96,14 +96,6 @@ class Worker:
             self._reader.join()
 
 
-def eventually(what: str, check: Callable[[], bool]) -> None:
-    give_up = time.monotonic() + GIVE_UP_SECONDS
-    while not check():
-        if time.monotonic() > give_up:
-            pytest.fail(f"never happened: {what}")
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def proxy() -> Iterator[FaultProxy]:
     faults = FaultProxy()
@@ -126,17 +118,18 @@ def test_a_worker_stalled_inside_its_renewal_holds_up_no_one(
             proxy.hold_after(RENEWAL)
             a = Worker(tmp_path, "a", _through(url, proxy), "--once")
             workers.append(a)
-            eventually("A's renewal is held", lambda: proxy.held() > 0)
+            wait_for(lambda: proxy.held() > 0, timeout=GIVE_UP_SECONDS, what="A's renewal is held")
             b = Worker(tmp_path, "b", url)
             workers.append(b)
-            eventually(
-                "A's lease has ended",
+            wait_for(
                 lambda: held.id in [i.id for i in store.expired_claims(now=_now(), limit=10)],
+                timeout=GIVE_UP_SECONDS,
+                what="A's lease has ended",
             )
             lease_end = _get(store, held.id).lease_expires_at  # the last that A committed
             [a_agent] = [e["pid"] for e in a.named("spawned")]
             record = tmp_path / str(a_agent)
-            eventually("A's agent got SIGTERM", record.exists)
+            wait_for(record.exists, timeout=GIVE_UP_SECONDS, what="A's agent got SIGTERM")
 
             reap = subprocess.run(
                 [sys.executable, "-m", "wrighty", "--store", url, "reap", "--json"],
@@ -150,12 +143,15 @@ def test_a_worker_stalled_inside_its_renewal_holds_up_no_one(
                     store.create_item(NewItem(f"b's {n}", "", None, None, None, ItemState.QUEUED),
                                       at=_now(), actor="test").id
                 )  # fmt: skip
-            eventually(
-                "B settles the new items",
+            wait_for(
                 lambda: all(_get(store, i).state is ItemState.DONE for i in fresh),
+                timeout=GIVE_UP_SECONDS,
+                what="B settles the new items",
             )
-            eventually(
-                "A's item is reaped", lambda: _get(store, held.id).state is not ItemState.RUNNING
+            wait_for(
+                lambda: _get(store, held.id).state is not ItemState.RUNNING,
+                timeout=GIVE_UP_SECONDS,
+                what="A's item is reaped",
             )
         finally:
             for worker in workers:

@@ -17,6 +17,7 @@ from typing import Any
 
 import psutil
 
+from tests.helpers import read_pid, wait_for
 from tests.integration.worker_process import LiveWorker, ProjectOnDisk
 from wrighty.config import check_config_text
 from wrighty.domain.outcomes import OutcomeClass, RunKind
@@ -227,13 +228,10 @@ def test_a_worker_killed_during_a_check_is_reaped_and_the_retry_verifies_again(
     item_id = project.plant("answer")
     live = LiveWorker(project, "--once")
     live.until("verify-start")
-    pid = wait_for_pid(pid_file)
+    pid = read_pid(pid_file)
     live.process.send_signal(signal.SIGKILL)
     live.process.wait(timeout=30)
-    deadline = time.monotonic() + 10
-    while not gone(pid) and time.monotonic() < deadline:  # the parent-death signal's
-        time.sleep(0.05)
-    assert gone(pid)
+    wait_for(lambda: gone(pid), timeout=10, what=f"the check {pid} to end")  # parent-death signal
     # the check never ended, so no evidence of it was written
     store = project.store()
     try:
@@ -273,12 +271,6 @@ def slow_check(tmp_path: Path) -> tuple[dict[str, Any], Path]:
     return check, pid_file
 
 
-def wait_for_pid(pid_file: Path) -> int:
-    while not pid_file.exists() or not pid_file.read_text().strip():
-        time.sleep(0.05)
-    return int(pid_file.read_text())
-
-
 def gone(pid: int) -> bool:
     return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
@@ -291,7 +283,7 @@ def test_a_worker_stopped_during_a_check_stops_it_and_leaves_the_item_to_resume(
     item_id = project.plant("answer")
     live = LiveWorker(project, "--once")
     live.until("check-failed", check="answer")
-    pid = wait_for_pid(pid_file)
+    pid = read_pid(pid_file)
     live.process.send_signal(signal.SIGTERM)
     code, _ = live.finish()
     assert code == 130
@@ -315,7 +307,7 @@ def test_a_cancel_during_a_check_stops_it_and_writes_nothing_more(
     item_id = project.plant("answer")
     live = LiveWorker(project, "--once")
     live.until("verify-start")
-    pid = wait_for_pid(pid_file)
+    pid = read_pid(pid_file)
     cancel = subprocess.run(
         project.command("cancel", str(item_id)), env=project.env, cwd=project.root,
         capture_output=True, text=True, check=False,

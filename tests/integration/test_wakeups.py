@@ -2,7 +2,8 @@
 worker starts an item made by `wrighty create --queue` at once, and a retry when it is due,
 well before its poll (pollSeconds 30) would have; what it does not hear (a removed socket, a
 write that told nothing, a killed LISTEN connection) is covered by polling, and the worker
-listens again. Bounds are "before the poll would have", never tight timings."""
+listens again. Bounds are "before the poll would have", never tight timings; what happens
+"while the worker idles" happens after its `waiting` event, never after a sleep."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import postgres_schema
+from tests.helpers import wait_for
 from tests.integration.worker_process import EXAMPLE_AGENT, ProjectOnDisk
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
@@ -87,14 +89,13 @@ class Project(ProjectOnDisk):
 
     def agent_started(self, run_id: str) -> float:
         """The clock the run's agent wrote as its first act."""
-        deadline = time.monotonic() + EVENT_SECONDS
         path = self.starts / run_id
-        while time.monotonic() < deadline:
+
+        def written() -> float | None:
             text = path.read_text().strip() if path.exists() else ""
-            if text:
-                return float(text)
-            time.sleep(0.01)
-        raise AssertionError(f"the agent of {run_id} never started")
+            return float(text) if text else None
+
+        return wait_for(written, timeout=EVENT_SECONDS, what=f"the agent of {run_id} to start")
 
 
 class Worker:
@@ -117,11 +118,17 @@ class Worker:
                 self.events.append(json.loads(line))
                 self._changed.notify_all()
 
-    def wait_for(self, name: str, *, nth: int = 1, **fields: Any) -> dict[str, Any]:
+    def wait_for(
+        self, name: str, *, nth: int = 1, after: dict[str, Any] | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """The ``nth`` event ``name`` with those fields (after the event ``after``, when given),
+        once the worker printed it."""
+
         def found() -> list[dict[str, Any]]:
+            start = next(i for i, e in enumerate(self.events) if e is after) + 1 if after else 0
             return [
                 e
-                for e in self.events
+                for e in self.events[start:]
                 if e["event"] == name and all(e.get(k) == v for k, v in fields.items())
             ]
 
@@ -169,10 +176,11 @@ def at(event: dict[str, Any]) -> float:
 
 
 def idle(worker: Worker, *, nth: int = 1) -> float:
-    """Wait until the worker listens (and has looked for work once more); when it did."""
-    listening = at(worker.wait_for("wake-ups-on", nth=nth))
-    time.sleep(0.5)  # its claim after listening has found nothing: it waits for its poll
-    return listening
+    """Wait until the worker listens and, having looked for work once more and found none,
+    waits (`waiting`); when it listened."""
+    listening = worker.wait_for("wake-ups-on", nth=nth)
+    worker.wait_for("waiting", after=listening)
+    return at(listening)
 
 
 def test_an_item_created_while_a_worker_idles_starts_before_its_poll_would(
@@ -186,9 +194,10 @@ def test_an_item_created_while_a_worker_idles_starts_before_its_poll_would(
     started = project.agent_started(claimed["run_id"])
     assert started < listening + LONG_POLL  # the poll after its last look would come later
     assert started - returned < LONG_POLL / 2
-    assert worker.wait_for("settled", item_id=item_id)["state"] == "done"
+    settled = worker.wait_for("settled", item_id=item_id)
+    assert settled["state"] == "done"
     # And again, from the wait that followed the settlement.
-    time.sleep(0.5)
+    worker.wait_for("waiting", after=settled)
     again, returned = project.create()
     claimed = worker.wait_for("claimed", item_id=again)
     assert project.agent_started(claimed["run_id"]) - returned < LONG_POLL / 2
@@ -277,14 +286,17 @@ def test_without_wake_ups_the_worker_only_polls(tmp_path: Path, worker_of: Any) 
     url = f"sqlite:///{tmp_path / 'project' / '.wrighty' / 'wrighty.db'}"
     project = Project(tmp_path / "project", url, pollSeconds=LONG_POLL, wakeUps=False)
     worker = worker_of(project)
-    worker.wait_for("started")
-    time.sleep(1)  # its first claim found nothing: it waits for its poll
+    waiting = worker.wait_for("waiting")  # its first claim found nothing: it waits its poll
+    assert waiting["seconds"] == LONG_POLL
     item_id, _ = project.create()
-    time.sleep(2)
     store = project.store()
     try:
         assert store.get_item(item_id).state is ItemState.QUEUED  # type: ignore[union-attr]
     finally:
         store.close()
+    # That read meant something only while the worker still waited for its poll: nothing but
+    # the poll may end that wait, so the item was still queued because nothing woke it.
+    assert time.time() < at(waiting) + LONG_POLL, "the machine was too slow to tell"
+    assert worker.named("claimed") == []
     assert worker.named("wake-ups-on") == []
     assert not (tmp_path / "project" / ".wrighty" / "wrighty.db-wake").exists()

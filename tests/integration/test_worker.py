@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -20,7 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.helpers import process_ended
+from tests.helpers import file_appears, poll, process_ended
 from tests.integration.harness import WorkerProject, open_project
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
@@ -154,9 +153,7 @@ def _when_started(project: Project, action) -> threading.Thread:
     """Run ``action`` once the agent has written started.txt."""
 
     def wait_then_act() -> None:
-        deadline = time.monotonic() + 20
-        while not (project.root / "started.txt").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        poll((project.root / "started.txt").exists, timeout=20)  # in a thread: never fails
         action()
 
     thread = threading.Thread(target=wait_then_act)
@@ -243,9 +240,7 @@ def test_a_killed_worker_takes_its_agent_along_and_the_reaper_settles(project: P
         cwd=project.root, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while not (project.root / "started.txt").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)  # started.txt comes after pid.txt is written whole
+        file_appears(project.root / "started.txt")  # it comes after pid.txt is written whole
         agent_pid = int((project.root / "pid.txt").read_text())
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
@@ -273,13 +268,6 @@ def _start_worker_process(project: Project) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def _wait_for_file(path: Path) -> None:
-    deadline = time.monotonic() + 30
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert path.exists(), f"{path} never appeared"
-
-
 @pytest.mark.parametrize(
     ("stop_signal", "resumable"),
     [(signal.SIGTERM, True), (signal.SIGTERM, False), (signal.SIGINT, False)],
@@ -295,7 +283,7 @@ def test_a_stop_signal_stops_the_worker_cleanly_and_leaves_no_item_running(
     item = project.item(HANG)
     worker = _start_worker_process(project)
     try:
-        _wait_for_file(project.root / "started.txt")  # written after pid.txt is whole
+        file_appears(project.root / "started.txt")  # written after pid.txt is whole
         agent_pid = int((project.root / "pid.txt").read_text())
         worker.send_signal(stop_signal)
         assert worker.wait(30) == 130

@@ -5,11 +5,12 @@ carrying it; and hooks and programs that leave processes behind, each writing it
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from pathlib import Path
 
 import psutil
+
+from tests.helpers import poll, read_pid
 
 MARK = "WRIGHTY_TEST_TREE"
 
@@ -41,12 +42,12 @@ def none_left(mark: dict[str, str], *pid_files: Path, within: float = 10.0) -> l
     """The processes of the tree still alive after up to ``within`` seconds (each pid file's
     and each carrying ``mark``): [] once every one has ended, at once when none is left."""
     pids = {read_pid(path) for path in pid_files}
-    deadline = time.monotonic() + within
-    while True:
-        alive = sorted({*carrying(mark), *(pid for pid in pids if running(pid))})
-        if not alive or time.monotonic() >= deadline:
-            return alive
-        time.sleep(0.05)
+
+    def alive() -> list[int]:
+        return sorted({*carrying(mark), *(pid for pid in pids if running(pid))})
+
+    poll(lambda: not alive(), timeout=within, every=0.05)
+    return alive()
 
 
 def running(pid: int) -> bool:
@@ -54,18 +55,6 @@ def running(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-def wait_for_file(path: Path, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.02)
-
-
-def read_pid(path: Path) -> int:
-    wait_for_file(path)
-    return int(path.read_text())
 
 
 def daemon(pid_file: Path) -> str:

@@ -445,9 +445,15 @@ def test_acquire_with_budget_left_claims_as_usual(store: Store, clock: FakeClock
 
 def test_an_unknown_cost_never_spends_a_cost_budget(store: Store, clock: FakeClock) -> None:
     _spent_run(store, clock, UNPRICED, agent="claude", run_id="unpriced")
-    queued(store, clock)
+    waiting = queued(store, clock)
+    # The run counts: its tokens spend a token budget of just that many...
+    tokens_only = request(agent="claude", budget=_budget(Limit(max_tokens=UNPRICED.tokens)))
+    assert store.acquire(tokens_only, now=clock.advance(1)) is None
+    # ...but its cost, unknown, spends nothing of a cost budget however small.
     only_cost = request(agent="claude", budget=_budget(Limit(max_cost_usd=0.000001)))
-    assert store.acquire(only_cost, now=clock()) is not None
+    taken = store.acquire(only_cost, now=clock())
+    assert taken is not None
+    assert taken.item.id == waiting.id
 
 
 # -- items' own budgets --------------------------------------------------------------------------

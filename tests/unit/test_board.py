@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.unit.test_transitions import make_item
+from tests.factories import make_item, make_run
 from wrighty.domain.board import (
     AttentionOrder,
     OpenItem,
@@ -16,7 +16,6 @@ from wrighty.domain.board import (
     section_counts,
 )
 from wrighty.domain.model import Item, Run
-from wrighty.domain.outcomes import RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import Usage
 
@@ -36,26 +35,7 @@ def ago(minutes: float) -> datetime:
 
 
 def open_run(item_id: int, usage: Usage | None) -> Run:
-    return Run(
-        run_id=f"r{item_id}",
-        item_id=item_id,
-        generation=1,
-        attempt=1,
-        kind=RunKind.FRESH,
-        worker_id="w",
-        installation_id="i",
-        started_at=ago(5),
-        ended_at=None,
-        pid=None,
-        process_started_at=None,
-        exit_code=None,
-        signal=None,
-        outcome_class=None,
-        confidence=None,
-        session_id=None,
-        diagnostic=None,
-        usage=usage,
-    )
+    return make_run(run_id=f"r{item_id}", item_id=item_id, started_at=ago(5), usage=usage)
 
 
 def test_sections_come_in_order_and_a_held_retry_is_among_the_held() -> None:

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.factories import claimed_item
 from wrighty.domain.budgets import (
     BUDGET_EXCEEDED,
     AgentHold,
@@ -34,14 +35,8 @@ def utc(*parts: int) -> datetime:
 
 def item(**changes: object) -> Item:
     at = utc(2026, 11, 30, 9)
-    fields: dict[str, object] = dict(
-        id=7, title="t", body="b", agent=None, timeout_seconds=None, workspace=None,
-        state=ItemState.RUNNING, generation=1, claimed_by="w1", lease_expires_at=None,
-        queued_at=at, not_before=None, reason_code=None, reason=None, next_action=None,
-        crash_retries=0, requeues=0, created_at=at, updated_at=at,
-    )  # fmt: skip
-    fields.update(changes)
-    return Item(**fields)  # type: ignore[arg-type]
+    return claimed_item(**{"id": 7, "claimed_by": "w1", "queued_at": at, "created_at": at,
+                           "updated_at": at, **changes})  # fmt: skip
 
 
 # -- the budget day --------------------------------------------------------------------------

@@ -7,7 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from tests.unit.test_transitions import T0, make_item
+from tests.factories import make_item
+from tests.unit.test_transitions import T0
 from wrighty.domain import handoff
 from wrighty.domain.claims import settle
 from wrighty.domain.classify import Classification

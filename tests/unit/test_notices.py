@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.factories import claimed_item
 from wrighty.domain import suggestions
 from wrighty.domain.budgets import item_budget_spent
 from wrighty.domain.claims import (
@@ -71,28 +72,13 @@ BEARER = fake(40)
 
 
 def item(state: ItemState = ItemState.RUNNING, **changes: object) -> Item:
-    base = Item(
-        id=7,
-        title="Fix the flaky test",
-        body="b",
-        agent=None,
-        timeout_seconds=None,
-        workspace=None,
-        state=state,
-        generation=3,
-        claimed_by="w-1",
-        lease_expires_at=NOW - timedelta(seconds=1),
-        queued_at=NOW - timedelta(hours=1),
-        not_before=None,
-        reason_code=None,
-        reason=None,
-        next_action=None,
-        crash_retries=0,
-        requeues=0,
-        created_at=NOW - timedelta(hours=1),
-        updated_at=NOW - timedelta(hours=1),
-    )
-    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+    an_hour_ago = NOW - timedelta(hours=1)
+    fields = {
+        "id": 7, "title": "Fix the flaky test", "generation": 3,
+        "lease_expires_at": NOW - timedelta(seconds=1), "queued_at": an_hour_ago,
+        "created_at": an_hour_ago, "updated_at": an_hour_ago,
+    }  # fmt: skip
+    return claimed_item(state, **{**fields, **changes})
 
 
 def run_end(cls: OutcomeClass = OutcomeClass.AGENT_FAILURE) -> RunEnd:

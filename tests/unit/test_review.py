@@ -9,7 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from tests.unit.test_transitions import T0, make_item
+from tests.factories import make_item
+from tests.unit.test_transitions import T0
 from wrighty.domain import review
 from wrighty.domain.claims import Settlement
 from wrighty.domain.decisions import choose_run

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.factories import make_item
 from wrighty.config import check_config_text, limits_of
 from wrighty.domain.model import Event, Item
 from wrighty.domain.scheduling import (
@@ -33,14 +34,7 @@ AT = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
 def item(state: ItemState = ItemState.QUEUED, **changes: object) -> Item:
-    fields: dict[str, object] = {
-        "id": 1, "title": "t", "body": "b", "agent": None, "timeout_seconds": None,
-        "workspace": None, "state": state, "generation": 0, "claimed_by": None,
-        "lease_expires_at": None, "queued_at": AT, "not_before": None, "reason_code": None,
-        "reason": None, "next_action": None, "crash_retries": 0, "requeues": 0,
-        "created_at": AT, "updated_at": AT, **changes,
-    }  # fmt: skip
-    return Item(**fields)  # type: ignore[arg-type]
+    return make_item(state, **{"queued_at": AT, "created_at": AT, "updated_at": AT, **changes})
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ lease deadline overflow."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -12,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.factories import claimed_item
 from wrighty.domain.claims import (
     ClaimRequest,
     LeaseTerms,
@@ -42,13 +42,11 @@ TERMS = LeaseTerms(lease_seconds=60, default_timeout_seconds=600)
 
 
 def item(state: ItemState = ItemState.RUNNING, **changes: object) -> Item:
-    base = Item(
-        id=7, title="t", body="b", agent=None, timeout_seconds=None, workspace=None,
-        state=state, generation=3, claimed_by="w-1", lease_expires_at=NOW - timedelta(1),
-        queued_at=NOW, not_before=None, reason_code=None, reason=None, next_action=None,
-        crash_retries=0, requeues=0, created_at=NOW, updated_at=NOW,
-    )  # fmt: skip
-    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+    fields = {
+        "id": 7, "generation": 3, "lease_expires_at": NOW - timedelta(1), "queued_at": NOW,
+        "created_at": NOW, "updated_at": NOW,
+    }  # fmt: skip
+    return claimed_item(state, **{**fields, **changes})
 
 
 RUN_END = RunEnd(NOW, OutcomeClass.AGENT_FAILURE, Confidence.INFERRED, exit_code=3)

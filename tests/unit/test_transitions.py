@@ -1,14 +1,14 @@
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.factories import make_item
 from wrighty.domain.claims import CLAIMABLE_STATES
-from wrighty.domain.model import Event, Item, NewItem
+from wrighty.domain.model import Event, NewItem
 from wrighty.domain.states import TERMINAL_STATES, TRANSITIONS, ItemState, parse_state
 from wrighty.domain.transitions import (
     EDITABLE_STATES,
@@ -22,31 +22,6 @@ from wrighty.domain.transitions import (
 from wrighty.errors import IllegalTransitionError, WrightyError
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
-
-
-def make_item(state: ItemState = ItemState.TODO, **changes: object) -> Item:
-    item = Item(
-        id=1,
-        title="t",
-        body="b",
-        agent=None,
-        timeout_seconds=None,
-        workspace=None,
-        state=state,
-        generation=0,
-        claimed_by=None,
-        lease_expires_at=None,
-        queued_at=None,
-        not_before=None,
-        reason_code=None,
-        reason=None,
-        next_action=None,
-        crash_retries=0,
-        requeues=0,
-        created_at=T0,
-        updated_at=T0,
-    )
-    return dataclasses.replace(item, **changes)
 
 
 def _move_kwargs(to: ItemState) -> dict[str, object]:

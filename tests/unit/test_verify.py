@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tests.unit.test_redact import SECRETS
 from wrighty.domain.claims import Settlement, settle
+from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.redact import REDACTED
@@ -110,9 +111,17 @@ def test_bad_input_is_refused(case: str) -> None:
 
 
 def test_the_bounds_themselves_are_accepted() -> None:
+    """Each bound that `_REFUSED` steps past by one is itself accepted, and kept as given."""
     checks = tuple(Check(f"c{n}", ("x",), timeout_seconds=1) for n in range(MAX_CHECKS))
-    VerifyPolicy(checks, max_fix_turns=0, feedback_bytes=MIN_FEEDBACK_BYTES)
-    VerifyPolicy((), max_fix_turns=MAX_FIX_TURNS, feedback_bytes=MAX_FEEDBACK_BYTES)
+    least = VerifyPolicy(checks, max_fix_turns=0, feedback_bytes=MIN_FEEDBACK_BYTES)
+    assert (least.checks, least.max_fix_turns, least.feedback_bytes) == (
+        checks, 0, MIN_FEEDBACK_BYTES)  # fmt: skip
+    assert [check.timeout_seconds for check in least.checks] == [1] * MAX_CHECKS
+    most = VerifyPolicy((), max_fix_turns=MAX_FIX_TURNS, feedback_bytes=MAX_FEEDBACK_BYTES)
+    assert (most.checks, most.max_fix_turns, most.feedback_bytes) == (
+        (), MAX_FIX_TURNS, MAX_FEEDBACK_BYTES)  # fmt: skip
+    longest = Check("x" * 64, ("x",), timeout_seconds=MAX_ITEM_TIMEOUT_SECONDS)
+    assert (longest.name, longest.timeout_seconds) == ("x" * 64, MAX_ITEM_TIMEOUT_SECONDS)
 
 
 # --- after the checks -------------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.factories import claimed_item
 from wrighty.config import check_config_text, completion_of
 from wrighty.domain import decisions
 from wrighty.domain.claims import Settlement
@@ -36,12 +37,8 @@ AT = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def item(title: str = "Fix it", body: str = "the body") -> Item:
-    return Item(
-        id=7, title=title, body=body, agent=None, timeout_seconds=None, workspace=None,
-        state=ItemState.RUNNING, generation=1, claimed_by="w-1", lease_expires_at=AT,
-        queued_at=AT, not_before=None, reason_code=None, reason=None, next_action=None,
-        crash_retries=0, requeues=0, created_at=AT, updated_at=AT,
-    )  # fmt: skip
+    return claimed_item(id=7, title=title, body=body, lease_expires_at=AT, queued_at=AT,
+                        created_at=AT, updated_at=AT)  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,6 @@ import shlex
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests import helpers
 from tests.vendors.gemini_provider import GeminiProvider
 from tests.vendors.openai_provider import Call, OpenAIProvider, codex_provider_args
 from tests.vendors.provider import Provider
@@ -273,13 +273,16 @@ def next_event(worker: subprocess.Popen[str], name: str) -> dict[str, Any]:
 
 
 def wait_for(worker: subprocess.Popen[str], what: str, condition: Callable[[], bool]) -> None:
-    """Poll ``condition`` until it holds; fail if the worker ends first, or after
-    WORKER_TIMEOUT_SECONDS."""
-    deadline = time.monotonic() + WORKER_TIMEOUT_SECONDS
-    while not condition():
+    """`tests.helpers.wait_for` ``condition``, within WORKER_TIMEOUT_SECONDS; fail at once if
+    the worker ends first."""
+
+    def seen() -> bool:
+        if condition():
+            return True
         assert worker.poll() is None, f"the worker ended before {what}"
-        assert time.monotonic() < deadline, f"no {what} within {WORKER_TIMEOUT_SECONDS} s"
-        time.sleep(0.05)
+        return False
+
+    helpers.wait_for(seen, timeout=WORKER_TIMEOUT_SECONDS, what=what, every=0.05)
 
 
 def finish(worker: subprocess.Popen[str]) -> None:

@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.cli.conftest import clock
-from tests.conftest import STORE_BACKENDS, FakeClock, open_postgres, postgres_schema
+from tests.conftest import FakeClock, migrated_postgres_schema
 from tests.inbox.conftest import _utc, make_project
 from wrighty.cli.serve import DeskOpener
 from wrighty.operator.context import AppContext
@@ -50,17 +50,16 @@ def make_console(app_ctx: AppContext, project: Path, *, read_only: bool = False)
     return Console(app_ctx, TestClient(app, base_url=BASE), project)
 
 
-@pytest.fixture(params=STORE_BACKENDS)
+@pytest.fixture
 def project_ctx(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[AppContext]:
     """An initialised project and the context the commands run under, on each backend."""
     project = make_project(tmp_path / "project", monkeypatch)
-    if request.param == "sqlite":
+    if backend == "sqlite":
         yield AppContext(config_option=None, store_option=None, cwd=project)
         return
-    with postgres_schema() as url:
-        open_postgres(url).close()  # the schema's tables
+    with migrated_postgres_schema() as url:  # the schema's tables, from the pool
         yield AppContext(config_option=None, store_option=url, cwd=project)
 
 

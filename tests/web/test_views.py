@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.factories import make_item
 from wrighty.domain.board import OpenItem, Row, Section
 from wrighty.domain.model import Item
 from wrighty.domain.states import ItemState
@@ -18,12 +19,8 @@ NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
 def item(item_id: int, state: ItemState, title: str = "t", agent: str | None = None) -> Item:
-    return Item(
-        id=item_id, title=title, body="b", agent=agent, timeout_seconds=None, workspace=None,
-        state=state, generation=1, claimed_by=None, lease_expires_at=None, queued_at=None,
-        not_before=None, reason_code=None, reason=None, next_action=None, crash_retries=0,
-        requeues=0, created_at=NOW, updated_at=NOW,
-    )  # fmt: skip
+    return make_item(state, id=item_id, title=title, agent=agent, generation=1,
+                     created_at=NOW, updated_at=NOW)  # fmt: skip
 
 
 def row(item_id: int, state: ItemState, section: Section, **kwargs: object) -> Row:

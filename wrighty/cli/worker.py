@@ -17,6 +17,7 @@ from wrighty.cli.common import (
 from wrighty.domain.durations import MAX_IDLE_TIMEOUT_SECONDS
 from wrighty.domain.model import MAX_ITEM_ID
 from wrighty.domain.text import printable_line
+from wrighty.domain.worker_events import PLAIN_SKIPS
 from wrighty.errors import WrightyError
 from wrighty.operator.forms import seconds_option
 
@@ -291,6 +292,8 @@ def _print_json_line(event: dict[str, Any]) -> None:
 def _print_event_line(event: dict[str, Any]) -> None:
     if "alias_of" in event:
         return  # an old name kept for JSON readers; a person reads the event once
+    if event["event"] in PLAIN_SKIPS:
+        return  # for programs that read the JSON form (when the worker waits)
     # Values come from outside: reasons, session ids, vendor text.
     details = " ".join(
         f"{key}={printable_line(plain_value(value))}"

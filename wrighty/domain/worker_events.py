@@ -17,6 +17,7 @@ class WorkerEvent(StrEnum):
     STARTED = "started"
     CONCURRENCY_LIMITED = "concurrency-limited"
     IDLE = "idle"
+    WAITING = "waiting"  # JSON only (PLAIN_SKIPS): a claim found nothing, the worker waits
     STOPPING = "stopping"
     # One item's run, in order (docs/worker.md#events).
     CLAIMED = "claimed"
@@ -69,6 +70,11 @@ class WorkerEvent(StrEnum):
     WAKE_UPS_LOST = "wake-ups-lost"
     CLOCK_SKEWED = "clock-skewed"
     CLOCK_IN_STEP = "clock-in-step"
+
+
+# Events the plain form leaves out: they say when the worker waits, which a program (a test)
+# reading the JSON form needs and a person reading the lines does not.
+PLAIN_SKIPS = frozenset({WorkerEvent.WAITING})
 
 
 class Emit(Protocol):

@@ -491,6 +491,8 @@ class Worker:
             return  # listening from now on: claim once more, so nothing told before is missed
         if self._wake_ups is not None and looked_at is not None:
             poll = self._wake_ups.idle_seconds(poll, looked_at=looked_at)
+        if looked_at is not None:  # its claim found nothing: idle until told or polled
+            self._emit(WorkerEvent.WAITING, seconds=round(poll, 3))
         self._wake.wait(poll)
         self._wake.clear()  # a stop request is read from its own flag, not from here
 
