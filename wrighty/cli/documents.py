@@ -16,8 +16,6 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import typer
-
 from wrighty.domain.ledger import reported
 from wrighty.domain.model import Change, Dependency, Event, Item, Run, Session
 from wrighty.domain.outcomes import USAGE_CLASSES, USAGE_RETRY_FRESH, OutcomeClass
@@ -45,7 +43,14 @@ if TYPE_CHECKING:
 
 def print_json(document: object) -> None:
     """``document`` on standard output as indented JSON, unsafe characters escaped."""
-    typer.echo(json_printable(json_text(document, indent=2)))
+    import typer  # not for the fast `status --json` (entry.py), which prints it itself
+
+    typer.echo(printed_json(document))
+
+
+def printed_json(document: object) -> str:
+    """``document`` as `--json` prints it: indented JSON, unsafe characters escaped."""
+    return json_printable(json_text(document, indent=2))
 
 
 def json_text(document: object, *, indent: int | None = None, ascii_only: bool = False) -> str:
