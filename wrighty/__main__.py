@@ -1,3 +1,3 @@
-from wrighty.cli.app import main
+from wrighty.cli.entry import main
 
 main()

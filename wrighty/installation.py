@@ -7,7 +7,6 @@ derived from a host name or a user name.
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 
 import platformdirs
@@ -30,6 +29,8 @@ def installation_id(config_dir: Path | None = None) -> str:
     existing = _read(path)
     if existing:
         return existing
+    import secrets  # only to create the id, once per installation
+
     try:
         make_private_dirs(directory)
         candidate = directory / f".{_FILENAME}.{os.getpid()}.{secrets.token_hex(4)}"

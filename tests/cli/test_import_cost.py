@@ -162,3 +162,57 @@ def test_notification_sinks_cost_a_read_command_nothing(initialised: Path) -> No
             unwanted = [m for m in loaded if is_in(m, "apprise") or is_in(m, "wrighty.notify")]
             assert unwanted == []
     assert "apprise" in loaded_modules(initialised, "config", "validate")
+
+
+# The command lines entry.py answers itself, in a project whose wrighty.json it vouches for:
+# neither the typer app (typer, click) nor the config's models (pydantic), nor rich.
+FAST_AND_LIST_MODULES = """
+import json, os, sys
+from pathlib import Path
+from wrighty.cli.entry import fast_answer
+answer = fast_answer(sys.argv[1:], {}, Path.cwd())
+assert answer is not None, "the fast path did not answer"
+print(json.dumps(sorted(sys.modules)))
+"""
+NOT_FOR_FAST = (
+    "typer",
+    "click",
+    "pydantic",
+    "pydantic_core",
+    "rich",
+    "wrighty.config",
+    "wrighty.cli.app",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "unwanted"),
+    [
+        pytest.param(
+            ("status", "--json"),
+            (*NOT_FOR_READING, *NOT_FOR_FAST, "wrighty.domain.board"),
+            id="status --json",
+        ),
+        pytest.param(
+            ("--version",),
+            (*NOT_FOR_READING, *NOT_FOR_LISTING, *NOT_FOR_FAST, "wrighty.store"),
+            id="--version",
+        ),
+    ],
+)
+def test_a_fast_command_loads_neither_the_app_nor_the_models(
+    initialised: Path, args: tuple[str, ...], unwanted: tuple[str, ...]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FAST_AND_LIST_MODULES, *args],
+        cwd=initialised,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout))
+    assert "wrighty.cli.entry" in loaded
+    assert sorted(m for m in loaded if any(is_in(m, p) for p in unwanted)) == []

@@ -6,7 +6,7 @@ half a second importing typer, rich and pydantic before it does anything. So the
 standard input, output and error (the file descriptors themselves) to this server, which has
 imported wrighty once. For each command the server forks a runner, which forks the command's
 process: that process sets up the descriptors, folder, environment and argv it was handed and
-calls the function the installed `wrighty` calls (``wrighty.cli.app:main``); the runner waits
+calls the function the installed `wrighty` calls (``wrighty.cli.entry:main``); the runner waits
 for it and sends its exit status back to the shim, which exits with it. The command is still
 its own process (its own pid, its own children, killed by a signal like any: the shim passes
 SIGINT, SIGTERM and SIGHUP on to it), started by the entry point of the executable; only the
@@ -97,7 +97,7 @@ def _become_the_command(request: dict[str, object], fds: list[int]) -> None:
             write_through=unbuffered,
         )
         setattr(sys, name, stream)
-    from wrighty.cli.app import main
+    from wrighty.cli.entry import main
 
     code: object = 0
     try:

@@ -25,30 +25,23 @@ from wrighty.config.loading import (
     LoadedConfig,
     config_json_schema,
     default_config_document,
-    find_config,
     load_config,
     read_config_text,
 )
 from wrighty.config.models import (
     AGENT_NAME_PATTERN,
-    CONFIG_FILENAME,
     DEFAULT_COMMAND_TIMEOUT_SECONDS,
-    DEFAULT_STORE_URL,
     ENV_NAME_PATTERN,
     MAX_BUDGET_TOKENS,
     MAX_BUDGET_USD,
     MAX_COMMAND_TIMEOUT_SECONDS,
     MAX_CONCURRENT,
-    MAX_CONFIG_BYTES,
     MAX_CONFIG_DEPTH,
     MAX_CRASH_RETRY_ATTEMPTS,
     MAX_MODEL_NAME,
-    MAX_NUMBER_DIGITS,
     MAX_PRICE_PER_MTOK,
     MAX_USAGE_RETRY_ATTEMPTS,
-    SCHEMA_FILENAME,
     SCHEMA_VERSION,
-    STATE_DIRNAME,
     AgentSettings,
     AgentVerifySettings,
     BudgetLimit,
@@ -93,6 +86,15 @@ from wrighty.config.translate import (
     usage_policy_of,
     verify_policy,
     zone_named,
+)
+from wrighty.config_file import (
+    CONFIG_FILENAME,
+    DEFAULT_STORE_URL,
+    MAX_CONFIG_BYTES,
+    MAX_NUMBER_DIGITS,
+    SCHEMA_FILENAME,
+    STATE_DIRNAME,
+    find_config,
 )
 
 __all__ = [

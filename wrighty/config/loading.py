@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wrighty.config.checks import check_config_text
 from wrighty.config.models import (
-    CONFIG_FILENAME,
+    SCHEMA_VERSION,
+    WorkerSettings,
+    WrightyConfig,
+)
+from wrighty.config_file import (
     DEFAULT_STORE_URL,
     MAX_CONFIG_BYTES,
     SCHEMA_FILENAME,
-    SCHEMA_VERSION,
     STATE_DIRNAME,
-    WorkerSettings,
-    WrightyConfig,
 )
 from wrighty.errors import ConfigError
 from wrighty.inputs import InputError, read_text_file
@@ -40,22 +40,6 @@ def config_json_schema() -> dict[str, Any]:
         "$id": "https://wrighty.invalid/schemas/wrighty.schema.json",
         **schema,
     }
-
-
-def find_config(start: Path, explicit: Path | None = None) -> Path | None:
-    """The config file to use: ``explicit`` if given, else the nearest wrighty.json upward.
-
-    The nearest thing named wrighty.json is the one, whatever it is: a directory, a FIFO or a
-    link that leads nowhere is then refused by its read, saying what it is, rather than passed
-    over for a file further up."""
-    if explicit is not None:
-        return explicit
-    directory = start.resolve()
-    for candidate_dir in (directory, *directory.parents):
-        candidate = candidate_dir / CONFIG_FILENAME
-        if os.path.lexists(candidate):
-            return candidate
-    return None
 
 
 def read_config_text(path: Path) -> str:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 from pydantic.alias_generators import to_camel
 
+from wrighty.config_file import DEFAULT_STORE_URL
 from wrighty.domain.adapters import ADAPTERS, AdapterName
 from wrighty.domain.durations import (
     MAX_ITEM_TIMEOUT_SECONDS,
@@ -45,19 +46,12 @@ from wrighty.domain.work_product import (
     MAX_IDENTITY,
     MAX_MAX_REJECTIONS,
 )
-from wrighty.inputs import MIB
 
-CONFIG_FILENAME = "wrighty.json"
-STATE_DIRNAME = ".wrighty"
-SCHEMA_FILENAME = "wrighty.schema.json"
 SCHEMA_VERSION: Literal[1] = 1
-DEFAULT_STORE_URL = "sqlite:///.wrighty/wrighty.db"
 MAX_CRASH_RETRY_ATTEMPTS = 20
 MAX_USAGE_RETRY_ATTEMPTS = 50  # a night of limits
 AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
-MAX_CONFIG_BYTES = MIB
 MAX_CONFIG_DEPTH = 32  # the deepest real wrighty.json is 4 levels
-MAX_NUMBER_DIGITS = 30
 MAX_CONCURRENT = 10_000  # a bound for typos (agents.<name>.maxConcurrent, limits.labels)
 
 

@@ -18,12 +18,14 @@ from typing import Annotated, Any
 from pydantic import BaseModel
 
 from wrighty.config.models import (
-    CONFIG_FILENAME,
     MAX_CONFIG_DEPTH,
-    MAX_NUMBER_DIGITS,
     SCHEMA_VERSION,
     VerifySettings,
     WrightyConfig,
+)
+from wrighty.config_file import (
+    CONFIG_FILENAME,
+    MAX_NUMBER_DIGITS,
 )
 from wrighty.domain.integration import REMOTE_NAME, REMOTE_RULE
 from wrighty.domain.model import CHECK_NAME

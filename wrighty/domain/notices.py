@@ -8,7 +8,6 @@ sink sees with every delivery of it.
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -19,7 +18,6 @@ from wrighty.domain.model import Change
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, printable_line
 from wrighty.domain.times import rfc3339
-from wrighty.domain.work_product import bounded_stat
 
 if TYPE_CHECKING:
     from wrighty.domain.health import WorkerRow
@@ -197,7 +195,7 @@ def notices_for(
     if not events:
         return ()
     after = change.after
-    notice_id = new_id or f"ntc-{uuid.uuid4().hex}"
+    notice_id = new_id or f"ntc-{_random_hex()}"
     at = change.event.at
     payload: dict[str, Any] = {
         "id": notice_id,
@@ -234,7 +232,7 @@ def _review_facts(
     """What a notice of an item ready for review carries beyond every item notice's keys."""
     return {
         "branch": _bounded(branch, MAX_BRANCH_CHARS),
-        "diff_stat": None if diff_stat is None else bounded_stat(diff_stat),
+        "diff_stat": None if diff_stat is None else _bounded_stat(diff_stat),
         "checks": [
             {
                 "name": printable_line(check.name),
@@ -272,7 +270,7 @@ def circuit_notice(
     source: Source,
 ) -> Notice:  # fmt: skip
     """A provider circuit opened (or stayed open longer): the agent's items wait."""
-    notice_id = f"ntc-{uuid.uuid4().hex}"
+    notice_id = f"ntc-{_random_hex()}"
     payload: dict[str, Any] = {
         "id": notice_id,
         "event": "circuit-open",
@@ -374,7 +372,7 @@ TEST_EVENT = "test"  # `wrighty notify test`: never stored, sent to every sink w
 
 def trial_notice(source: Source, *, at: datetime) -> Notice:
     """The message `wrighty notify test` sends through each sink."""
-    notice_id = f"ntc-test-{uuid.uuid4().hex}"
+    notice_id = f"ntc-test-{_random_hex()}"
     payload: dict[str, Any] = {
         "id": notice_id,
         "event": TEST_EVENT,
@@ -429,3 +427,16 @@ def quiet_worker_notice(
         "worker_id": source.worker_id,
     }
     return Notice(notice_id, "worker-quiet", ("worker-quiet",), now, None, None, payload)
+
+
+def _random_hex() -> str:
+    """A new notice's random part (uuid loads `platform`: not for the readers of notices)."""
+    import uuid
+
+    return uuid.uuid4().hex
+
+
+def _bounded_stat(diff_stat: str) -> str:
+    from wrighty.domain.work_product import bounded_stat  # for the notices a worker writes
+
+    return bounded_stat(diff_stat)

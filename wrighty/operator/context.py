@@ -109,7 +109,8 @@ class AppContext:
     def measure_clock(self, store: Store) -> None:
         """Measure this machine's clock against ``store``'s now (what `now` then reads): at
         each open, and by a server that keeps its store open, at each request."""
-        from wrighty.services.clock import StoreClock  # a command without a store needs none
+        # A command without a store needs none of this.
+        from wrighty.services.clock import MEASURE_ATTEMPTS, StoreClock
 
         measured = StoreClock(store.store_time, base=_command_clock)
         measured.measure(attempts=MEASURE_ATTEMPTS)
@@ -118,10 +119,6 @@ class AppContext:
 
 def _command_clock() -> datetime:
     return clock()  # read at each call: tests replace it
-
-
-# How many readings of the store's clock a command takes at most, when a round trip is too long.
-MEASURE_ATTEMPTS = 3
 
 
 def tell_unreadable(error: UnreadableError) -> None:

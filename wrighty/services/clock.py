@@ -16,6 +16,9 @@ from datetime import datetime, timedelta
 from wrighty.domain.clocks import ClockSample, clock_sample, next_offset
 from wrighty.domain.times import system_now
 
+# How many readings of the store's clock a command takes at most, when a round trip is too long.
+MEASURE_ATTEMPTS = 3
+
 
 class StoreClock:
     """``now()``: the time every comparison across workers uses. ``store_time`` reads the

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from wrighty.domain.budgets import Budgets
 from wrighty.domain.clocks import skewed
@@ -33,13 +34,15 @@ from wrighty.domain.ledger import (
     spending_since,
     totals_by_agent,
 )
-from wrighty.domain.notices import OutboxFigures
 from wrighty.domain.scheduling import cyclic_items, dependency_wait, upstream_of
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import CostSource, Usage
 from wrighty.services.circuits import CircuitView, circuit_views
 from wrighty.services.usage import budgeted_agents
 from wrighty.store.port import Store
+
+if TYPE_CHECKING:  # built by the store's reader of the outbox's figures
+    from wrighty.domain.notices import OutboxFigures
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ import errno
 import json
 import os
 import re
-import secrets
 import sqlite3
 import stat
 import threading
@@ -435,6 +434,8 @@ def _create_store_file(path: Path) -> bool:
         raise StoreError(_cannot_create(path, "a path component is not a directory")) from None
     except OSError as error:
         raise StoreError(_cannot_create(path, _describe(error, path))) from None
+    import secrets  # only to create a store: not for the commands that open one
+
     building = path.with_name(f".{path.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
     try:
         os.close(os.open(building, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
