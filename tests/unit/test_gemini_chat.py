@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wrighty.vendors import VENDORS
+from wrighty.vendors.registry import VENDORS
 from wrighty.vendors.base import VendorError
 
 SESSION = "1137ea3b-fbc7-4890-b299-3cb85ed7e381"

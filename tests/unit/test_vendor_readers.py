@@ -15,7 +15,7 @@ import pytest
 from wrighty.domain.classify import RunFacts, StopReason, classify_exit
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.supervisor.process import LineSplitter
-from wrighty.vendors import VENDORS
+from wrighty.vendors.registry import VENDORS
 from wrighty.vendors.base import Reader, VendorError, checked_session_id
 
 SAMPLES = Path(__file__).parent.parent / "fixtures" / "vendor-samples"

@@ -27,7 +27,7 @@ from tests.vendors.openai_provider import OpenAIProvider, codex_provider_args
 from tests.vendors.provider import Provider
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.retry import ResetHint
-from wrighty.vendors import VENDORS
+from wrighty.vendors.registry import VENDORS
 from wrighty.vendors.base import MAX_WAIT_SECONDS, Reader, hint_in_text
 
 SAMPLES = Path(__file__).parent / "samples"
