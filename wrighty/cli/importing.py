@@ -15,8 +15,7 @@ from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
     from wrighty.cli.context import AppContext
-    from wrighty.domain.importing import MarkdownSection
-    from wrighty.services.importing import Imported
+    from wrighty.services.importing import Imported, Source
     from wrighty.store.port import Store
 
 MAX_IMPORT_BYTES = 16 * MAX_BODY_BYTES
@@ -43,16 +42,16 @@ def import_file(
     except (OSError, InputError) as error:
         why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise WrightyError(f"{path}: {why}") from None
+    from wrighty.services.importing import MarkdownSource
+
     try:
-        sections = sections_of(text)
+        source = MarkdownSource.read(path.name, text)
     except WrightyError as error:
         raise WrightyError(f"{path}: {error}") from None
     app_ctx = app_context(ctx)
     with app_ctx.store() as store:
         try:
-            results = import_now(
-                app_ctx, store, sections, source=path.name, queue=queue, dry_run=dry_run
-            )
+            results = import_now(app_ctx, store, source, queue=queue, dry_run=dry_run)
         except WrightyError as error:
             raise WrightyError(f"{path}: {error}") from None
     if as_json:
@@ -76,34 +75,17 @@ def import_file(
         typer.echo(line)
 
 
-def sections_of(text: str) -> list[MarkdownSection]:
-    """The items a Markdown file's text describes, or its refusal (WrightyError; the caller
-    names the file)."""
-    from wrighty.domain.importing import BadImport, parse_markdown
-
-    try:
-        return parse_markdown(text)
-    except BadImport as error:
-        raise WrightyError(str(error)) from None
-
-
 def import_now(
-    app_ctx: AppContext,
-    store: Store,
-    sections: list[MarkdownSection],
-    *,
-    source: str,
-    queue: bool,
-    dry_run: bool,
+    app_ctx: AppContext, store: Store, source: Source, *, queue: bool, dry_run: bool
 ) -> list[Imported]:
-    """`wrighty import`'s service call on wrighty.json's agents and checks: each section's
-    outcome (``source``: the file's name, which the items' import keys hold)."""
+    """`wrighty import`'s service call on wrighty.json's agents and checks: each of
+    ``source``'s sections' outcome."""
     from wrighty.cli.items import check_names_of
     from wrighty.services.importing import import_sections
 
     config = app_ctx.config().config
     return import_sections(
-        store, sections, source=source, agents=config.agent_names(), queue=queue,
+        store, source, agents=config.agent_names(), queue=queue,
         dry_run=dry_run, now=app_ctx.now(), check_names=check_names_of(config),
     )  # fmt: skip
 
