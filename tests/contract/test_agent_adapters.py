@@ -88,7 +88,8 @@ def test_a_fresh_run_gets_its_task_on_stdin_never_in_its_argv(name: str, tmp_pat
     seen, stdin = run(argv, tmp_path, TASK)
     assert stdin == TASK
     assert not any("PLUM" in arg for arg in seen)
-    assert argv[0] == executable and "--user-flag" in argv
+    assert argv[0] == executable
+    assert "--user-flag" in argv
 
 
 def test_a_resume_names_its_session_or_the_adapter_hands_it_over_itself(

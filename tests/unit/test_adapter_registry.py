@@ -59,7 +59,8 @@ def test_the_docs_example_plugin_is_found_and_plans_an_agent(
         entry="mycli = wrighty_mycli:MyCli", module="wrighty_mycli", code=docs_example(),
     )  # fmt: skip
     adapter = agent_adapter("mycli")
-    assert isinstance(adapter, AgentAdapter) and adapter.name == "mycli"
+    assert isinstance(adapter, AgentAdapter)
+    assert adapter.name == "mycli"
     document = '{"agents": {"helper": {"adapter": "mycli", "args": ["--model", "small"]}}}'
     config, problems = check_config_text(document)
     assert config is not None, problems
@@ -70,7 +71,8 @@ def test_the_docs_example_plugin_is_found_and_plans_an_agent(
     assert reader is not None
     reader.feed("stdout", b'{"type": "message", "session": "s-2", "text": "ok"}\n')
     reader.feed("stdout", b'{"type": "done", "ok": true}\n')
-    assert reader.session_id == "s-2" and reader.provider_answered
+    assert reader.session_id == "s-2"
+    assert reader.provider_answered
     assert reader.classify(0).outcome_class is OutcomeClass.SUCCEEDED
     # An agent named after the plugin needs no adapter key, as one named after a built-in.
     config, problems = check_config_text('{"agents": {"mycli": {}}}')
@@ -134,5 +136,6 @@ def test_a_broken_plugin_is_one_clear_line_when_its_agent_is_planned(
     with pytest.raises(WrightyError) as refused:
         plan_agent(config, "b")
     assert str(refused.value) == said
-    assert isinstance(refused.value, PluginError) and refused.value.exit_code == 2
+    assert isinstance(refused.value, PluginError)
+    assert refused.value.exit_code == 2
     assert plan_agent(config, "claude").adapter == "claude"  # no other agent is troubled
