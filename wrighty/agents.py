@@ -1,8 +1,9 @@
 """Turning an agent name into what to run: the adapter, its argv, its environment.
 
-Two kinds of adapter: the vendor adapters (claude, codex, gemini; wrighty/vendors), which know
-their CLI's flags, session ids, transcripts and output; and the `command` adapter, which runs
-any program (exit 0 = success) with an optional resume command.
+Every agent runs through an adapter found by name (vendors/registry.py): a vendor adapter
+(claude, codex, gemini), which knows its CLI's flags, session ids, transcripts and output; the
+`command` adapter, which runs any program (exit 0 = success) with an optional resume command;
+or an adapter an installed package adds.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.redact import redact
 from wrighty.errors import WrightyError
 from wrighty.supervisor.process import LaunchError, LaunchSpec, launch
-from wrighty.vendors import VENDORS
-from wrighty.vendors.base import Permission, Reader, Vendor, VendorError
+from wrighty.vendors.base import AgentAdapter, AgentProgram, Permission, Reader, VendorError
+from wrighty.vendors.registry import agent_adapter
 
 
 @dataclass(frozen=True)
@@ -32,48 +33,38 @@ class AgentPlan:
     adapter: str
     executable: str
     env: dict[str, str]
+    vendor: AgentAdapter  # as the agent's settings configure it
     args: tuple[str, ...] = ()
-    vendor: Vendor | None = None  # None: the command adapter
     permission: Permission = "workspace"
-    command: tuple[str, ...] = ()  # command adapter: the program and its arguments
-    resume_command: tuple[str, ...] | None = None
     resume: bool = True
 
     @property
     def can_resume(self) -> bool:
-        if self.vendor is None:
-            return self.resume and self.resume_command is not None
-        return self.resume
+        return self.resume and self.vendor.resumable
 
     @property
     def preassigns_session(self) -> bool:
         """True when wrighty chooses the session id (the command adapter's WRIGHTY_SESSION_ID,
         Claude's --session-id); otherwise the vendor's output tells it."""
-        return self.vendor is None or self.vendor.preassigns_session
+        return self.vendor.preassigns_session
 
     def permission_flags(self) -> tuple[str, ...]:
-        return self.vendor.flags(self.permission) if self.vendor else ()
+        return self.vendor.flags(self.permission)
 
     def start_argv(
         self, session_id: str | None, *, max_cost_usd: float | None = None
     ) -> tuple[str, ...]:
         """A fresh run (VendorError for a session id that could pass as a flag);
         ``max_cost_usd``: what is left of the item's budget, for a CLI that can stop itself."""
-        if self.vendor is None:
-            return (*self.command, *self.args)
         fixed = session_id if self.vendor.preassigns_session else None
         return tuple(self.vendor.start_argv(self.executable, fixed, self._extra(max_cost_usd)))
 
     def resume_argv(self, session_id: str, *, max_cost_usd: float | None = None) -> tuple[str, ...]:
-        if self.vendor is None:
-            assert self.resume_command is not None
-            return (*self.resume_command, *self.args)
         extra = self._extra(max_cost_usd)
         return tuple(self.vendor.resume_argv(self.executable, session_id, extra))
 
     def _extra(self, max_cost_usd: float | None) -> tuple[str, ...]:
         """wrighty's flags, then the user's own arguments (which come last, so they win)."""
-        assert self.vendor is not None
         budget = self.vendor.budget_flags(max_cost_usd) if max_cost_usd is not None else ()
         return (*self.permission_flags(), *budget, *self.args)
 
@@ -82,18 +73,10 @@ class AgentPlan:
     ) -> str | None:
         """Why the session's local transcript cannot back a resume, or None when it can (or
         when the adapter keeps none)."""
-        if self.vendor is None:
-            return None
-        try:
-            found = self.vendor.transcript(session_id, workspace, env)
-        except VendorError as error:
-            return str(error)
-        if found is None:
-            return f"no {self.vendor.name} transcript of session {session_id} on this installation"
-        return None
+        return self.vendor.transcript_problem(session_id, workspace, env)
 
     def reader(self) -> Reader | None:
-        return self.vendor.reader() if self.vendor else None
+        return self.vendor.reader()
 
 
 def plan_agent(config: WrightyConfig, name: str, *, project_root: Path | None = None) -> AgentPlan:
@@ -105,36 +88,32 @@ def plan_agent(config: WrightyConfig, name: str, *, project_root: Path | None = 
         raise WrightyError(f"unknown agent {name!r} (known: {known}); see docs/config.md")
     settings = config.agents.get(name) or AgentSettings.model_validate({})
     adapter = settings.adapter_for(name)
-    vendor = VENDORS.get(adapter)
-    if vendor is not None:
-        return AgentPlan(
-            name=name,
-            adapter=adapter,
-            executable=_program(settings.executable or vendor.default_executable, project_root),
-            env=dict(settings.env),
-            args=tuple(settings.args),
-            vendor=vendor,
-            permission=settings.permission,
-            resume=settings.resume,
-        )
-    if not settings.command:
-        raise WrightyError(
-            f"agent {name!r} uses the command adapter but has no command; set "
-            f'agents.{name}.command in wrighty.json, e.g. ["python3", "agent.py"]'
-        )
-    command = _with_program(settings.command, project_root)
+    written = AgentProgram(
+        executable=settings.executable,
+        command=_with_program(settings.command, project_root),
+        resume_command=_with_program(settings.resume_command, project_root) or None,
+    )
+    found = agent_adapter(adapter)
+    try:
+        executable = _program(found.program(written), project_root)
+        configured = found.configured(written)
+    except VendorError as error:
+        raise WrightyError(f"agent {name!r} {error}; {_fix(found, name)}") from None
     return AgentPlan(
         name=name,
         adapter=adapter,
-        executable=command[0],
+        executable=executable,
         env=dict(settings.env),
+        vendor=configured,
         args=tuple(settings.args),
-        command=command,
-        resume_command=_with_program(settings.resume_command, project_root)
-        if settings.resume_command
-        else None,
+        permission=settings.permission,
         resume=settings.resume,
     )
+
+
+def _fix(adapter: AgentAdapter, name: str) -> str:
+    example = ', e.g. ["python3", "agent.py"]' if adapter.program_setting == "command" else ""
+    return f"set agents.{name}.{adapter.program_setting} in wrighty.json{example}"
 
 
 def _program(executable: str, project_root: Path | None) -> str:
@@ -146,7 +125,9 @@ def _program(executable: str, project_root: Path | None) -> str:
     return str(project_root / executable)
 
 
-def _with_program(argv: list[str], project_root: Path | None) -> tuple[str, ...]:
+def _with_program(argv: list[str] | None, project_root: Path | None) -> tuple[str, ...]:
+    if not argv:
+        return ()
     return (_program(argv[0], project_root), *argv[1:])
 
 
@@ -169,11 +150,12 @@ def describe_agent(plan: AgentPlan) -> AgentInfo:
     `--version` prints: some CLIs print a notice first)."""
     env = {**os.environ, **plan.env}
     path = shutil.which(plan.executable, path=env.get("PATH"))
-    if path is None or plan.vendor is None:
+    argv = plan.vendor.version_argv(path) if path is not None else None
+    if path is None or argv is None:
         return AgentInfo(plan, path, None)
     try:
         done = subprocess.run(
-            [path, "--version"],
+            argv,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             env=env,

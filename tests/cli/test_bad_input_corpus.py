@@ -2543,6 +2543,12 @@ CASES: list[Case] = [
         setup=config_json({"agents": {"Bad Name": {"adapter": "command", "command": ["x"]}}}),
     ),
     Case(
+        "config-unknown-adapter",
+        ("list",),
+        "agents.helper.adapter: must be 'claude', 'codex', 'gemini' or 'command' (got a string)",
+        setup=config_json({"agents": {"helper": {"adapter": "aider"}}}),
+    ),
+    Case(
         "config-command-agent-without-command",
         ("list",),
         "agents.tool.command: is required",

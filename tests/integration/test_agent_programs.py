@@ -76,9 +76,9 @@ def test_every_agent_program_of_the_config_is_planned_from_the_project(tmp_path:
     config, problems = check_config_text(document)
     assert config is not None, problems
     tool = plan_agent(config, "tool", project_root=tmp_path)
-    assert tool.command == (f"{tmp_path}/bin/tool", "./data")  # arguments stay as written
-    assert tool.resume_command == (f"{tmp_path}/bin/tool", "--resume")
-    assert plan_agent(config, "bare", project_root=tmp_path).command == ("python3", "x.py")
+    assert tool.start_argv(None) == (f"{tmp_path}/bin/tool", "./data")  # arguments as written
+    assert tool.resume_argv("s-1") == (f"{tmp_path}/bin/tool", "--resume")
+    assert plan_agent(config, "bare", project_root=tmp_path).start_argv(None) == ("python3", "x.py")
     assert plan_agent(config, "codex", project_root=tmp_path).executable == (
         f"{tmp_path}/../tools/codex"
     )

@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import postgres_schema
 from wrighty.domain.importing import parse_markdown
 from wrighty.domain.model import Item
-from wrighty.services.importing import import_sections
+from wrighty.services.importing import MarkdownSource, import_sections
 from wrighty.store.port import Store
 
 SECTIONS = 60
@@ -106,14 +106,12 @@ class _ReadBeforeTheOtherImport:
 def test_an_import_that_lost_the_race_reports_the_sections_as_unchanged(store: Store) -> None:
     sections = parse_markdown(_race_file())
     now = datetime(2025, 1, 1, tzinfo=UTC)
-    first = import_sections(
-        store, sections, source="race.md", agents={"claude"}, queue=False, dry_run=False, now=now
-    )
+    source = MarkdownSource("race.md", tuple(sections))
+    first = import_sections(store, source, agents={"claude"}, queue=False, dry_run=False, now=now)
     late = _ReadBeforeTheOtherImport(store)
     second = import_sections(
         late,  # type: ignore[arg-type]
-        sections,
-        source="race.md",
+        source,
         agents={"claude"},
         queue=False,
         dry_run=False,

@@ -21,8 +21,8 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.retry import CrashPolicy
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.services import resume
-from wrighty.vendors import VENDORS
 from wrighty.vendors.claude import project_folder
+from wrighty.vendors.registry import VENDORS
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 HERE = "inst-a"

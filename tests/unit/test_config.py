@@ -536,7 +536,7 @@ def test_every_spelling_of_the_adapters_follows_the_one_list() -> None:
     """wrighty/domain/adapters.py names the adapters; the vendor adapters that exist, the
     schema's choices, the agents known without a config and the messages follow it."""
     from wrighty.domain.adapters import ADAPTERS, COMMAND_ADAPTER, VENDOR_ADAPTERS
-    from wrighty.vendors import VENDORS
+    from wrighty.vendors.registry import VENDORS
 
     assert sorted(VENDORS) == sorted(VENDOR_ADAPTERS)
     assert set(ADAPTERS) == {*VENDOR_ADAPTERS, COMMAND_ADAPTER}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from wrighty.vendors import VENDORS
 from wrighty.vendors.base import VendorError
+from wrighty.vendors.registry import VENDORS
 
 SESSION = "1137ea3b-fbc7-4890-b299-3cb85ed7e381"
 CONTEXT = {"id": "m0", "type": "user", "content": [{"text": "<session_context>\nToday is..."}]}

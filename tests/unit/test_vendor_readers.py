@@ -15,8 +15,8 @@ import pytest
 from wrighty.domain.classify import RunFacts, StopReason, classify_exit
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.supervisor.process import LineSplitter
-from wrighty.vendors import VENDORS
 from wrighty.vendors.base import Reader, VendorError, checked_session_id
+from wrighty.vendors.registry import VENDORS
 
 SAMPLES = Path(__file__).parent.parent / "fixtures" / "vendor-samples"
 CLAUDE = SAMPLES / "claude-code-2.1.197"

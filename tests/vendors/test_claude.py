@@ -20,7 +20,7 @@ from tests.vendors.conftest import (
     wait_for,
 )
 from tests.vendors.provider import Provider
-from wrighty.vendors import VENDORS
+from wrighty.vendors.registry import VENDORS
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,7 @@ from tests.vendors.conftest import (
 )
 from tests.vendors.gemini_provider import GeminiProvider, gemini_settings
 from tests.vendors.openai_provider import OpenAIProvider
-from wrighty.vendors import VENDORS
+from wrighty.vendors.registry import VENDORS
 
 pytestmark = pytest.mark.slow
 

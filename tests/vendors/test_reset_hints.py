@@ -27,8 +27,8 @@ from tests.vendors.openai_provider import OpenAIProvider, codex_provider_args
 from tests.vendors.provider import Provider
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.retry import ResetHint
-from wrighty.vendors import VENDORS
 from wrighty.vendors.base import MAX_WAIT_SECONDS, Reader, hint_in_text
+from wrighty.vendors.registry import VENDORS
 
 SAMPLES = Path(__file__).parent / "samples"
 CLAUDE = "claude-code-2.1.197"

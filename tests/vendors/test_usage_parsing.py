@@ -21,8 +21,8 @@ from tests.vendors.gemini_provider import GeminiProvider, gemini_settings
 from tests.vendors.provider import Provider
 from tests.vendors.test_reset_hints import dirs, private_env, run_cli, run_codex
 from wrighty.domain.usage import Usage
-from wrighty.vendors import VENDORS
 from wrighty.vendors.base import MAX_COUNT, Reader
+from wrighty.vendors.registry import VENDORS
 
 SAMPLES = Path(__file__).parent / "samples"
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "vendor-samples"

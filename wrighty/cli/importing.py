@@ -11,7 +11,7 @@ from wrighty.cli.common import JsonFlag, app_context
 from wrighty.cli.documents import print_json
 from wrighty.domain.model import MAX_BODY_BYTES
 from wrighty.errors import WrightyError
-from wrighty.operator.actions import import_now, sections_of
+from wrighty.operator.actions import import_now
 from wrighty.operator.sentences import imported_lines
 
 if TYPE_CHECKING:
@@ -41,16 +41,16 @@ def import_file(
     except (OSError, InputError) as error:
         why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise WrightyError(f"{path}: {why}") from None
+    from wrighty.services.importing import MarkdownSource
+
     try:
-        sections = sections_of(text)
+        source = MarkdownSource.read(path.name, text)
     except WrightyError as error:
         raise WrightyError(f"{path}: {error}") from None
     app_ctx = app_context(ctx)
     with app_ctx.store() as store:
         try:
-            results = import_now(
-                app_ctx, store, sections, source=path.name, queue=queue, dry_run=dry_run
-            )
+            results = import_now(app_ctx, store, source, queue=queue, dry_run=dry_run)
         except WrightyError as error:
             raise WrightyError(f"{path}: {error}") from None
     if as_json:

@@ -22,6 +22,7 @@ from wrighty.config.models import (
     UsageFailurePolicy,
     WorkerSettings,
     WrightyConfig,
+    is_adapter_name,
 )
 from wrighty.config.problems import (
     EMPTY_CHECK_PROGRAM,
@@ -140,7 +141,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
                     "starting with a letter",
                 )
             )
-        elif agent.adapter is None and name not in ADAPTERS:
+        elif agent.adapter is None and not is_adapter_name(name):
             problems.append(
                 Problem(
                     json_path("agents", name, "adapter"),

@@ -59,20 +59,70 @@ MAX_PROGRAM_CHARS = 40
 
 
 class Sink(Protocol):
-    @property
-    def id(self) -> str: ...
+    """Where notices go: ``AppriseSink`` and ``CommandSinkRunner`` implement it, and the
+    deliverer (delivery.py) knows no other kind. Its promises, which
+    tests/contract/test_sinks.py holds every sink to:
 
-    def label(self) -> str: ...
+    - ``id`` follows the destination only (not the filter, not the label), so that a notice's
+      ``delivered_to`` still names the sink after its filter changed;
+    - ``label()`` and whatever ``deliver`` answers never hold a URL, a token or an argument;
+    - ``deliver`` never raises and returns within ``time_bound_seconds``;
+    - ``wants`` is the sink's filter alone: it reads no clock, store or network.
+    """
+
+    @property
+    def id(self) -> str:
+        """Stable across runs and installations for the same destination."""
+        ...
+
+    def label(self) -> str:
+        """What people see of the sink: its kind and where it is written in wrighty.json."""
+        ...
 
     @property
     def time_bound_seconds(self) -> float:
         """The longest one delivery may take."""
         ...
 
-    def wants(self, notice: Notice) -> bool: ...
+    def wants(self, notice: Notice) -> bool:
+        """Whether the sink's events and reason codes take ``notice``."""
+        ...
 
     def deliver(self, notice: Notice) -> str | None:
         """Send ``notice``; None when it went out, else why not (no secret in it)."""
+        ...
+
+
+MAX_REPLY_TEXT_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A person's answer to a notice, as a two-way channel (a chat, a tracker) received it:
+    what it asks of which item. The operator's desk decides whether the action is allowed;
+    a reply is a request, never a move."""
+
+    item_id: int
+    action: str  # an operator action's name: "retry", "cancel", "accept", "reject"...
+    text: str  # the person's words (a rejection's feedback), at most MAX_REPLY_TEXT_CHARS
+    sender: str  # who, as the channel names them: a label, never a token
+    notice_id: str | None = None  # the notice it answers, when the channel tells
+
+
+class ReplySource(Protocol):
+    """The way back of a two-way sink: the replies people sent to its notices. No sink
+    implements it yet (docs/notifications.md#sinks); one that does is also a ``Sink``."""
+
+    @property
+    def id(self) -> str:
+        """The same id as the sink's, so a reply can be matched to what was sent there."""
+        ...
+
+    def label(self) -> str: ...
+
+    def receive(self) -> list[Reply]:
+        """The replies that came since the last call, oldest first. Never raises: a channel
+        that cannot be read now answers none."""
         ...
 
 

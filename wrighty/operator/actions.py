@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
-    from wrighty.domain.importing import MarkdownSection
     from wrighty.domain.model import Change, Item
     from wrighty.domain.verify import CheckEvidence
     from wrighty.operator.context import AppContext
     from wrighty.services.diff import Change as WorkChange
-    from wrighty.services.importing import Imported
+    from wrighty.services.importing import Imported, Source
     from wrighty.services.review import Accepted
     from wrighty.services.verify import ByHand
     from wrighty.store.port import Store
@@ -147,33 +146,16 @@ def change_now(app_ctx: AppContext, store: Store, item_id: int, *, stat: bool) -
     )
 
 
-def sections_of(text: str) -> list[MarkdownSection]:
-    """The items a Markdown file's text describes, or its refusal (WrightyError; the caller
-    names the file)."""
-    from wrighty.domain.importing import BadImport, parse_markdown
-
-    try:
-        return parse_markdown(text)
-    except BadImport as error:
-        raise WrightyError(str(error)) from None
-
-
 def import_now(
-    app_ctx: AppContext,
-    store: Store,
-    sections: list[MarkdownSection],
-    *,
-    source: str,
-    queue: bool,
-    dry_run: bool,
+    app_ctx: AppContext, store: Store, source: Source, *, queue: bool, dry_run: bool
 ) -> list[Imported]:
-    """`wrighty import`'s service call on wrighty.json's agents and checks: each section's
-    outcome (``source``: the file's name, which the items' import keys hold)."""
+    """`wrighty import`'s service call on wrighty.json's agents and checks: each of
+    ``source``'s sections' outcome."""
     from wrighty.operator.forms import check_names_of
     from wrighty.services.importing import import_sections
 
     config = app_ctx.config().config
     return import_sections(
-        store, sections, source=source, agents=config.agent_names(), queue=queue,
+        store, source, agents=config.agent_names(), queue=queue,
         dry_run=dry_run, now=app_ctx.now(), check_names=check_names_of(config),
     )  # fmt: skip

@@ -307,14 +307,13 @@ class OperatorDesk:
         """`wrighty import` of a file named ``source`` holding ``text``: the command's lines
         (one per section, the counts last) and each section's item (None: one a dry run
         would make)."""
-        from wrighty.operator.actions import import_now, sections_of
+        from wrighty.operator.actions import import_now
         from wrighty.operator.sentences import imported_lines
+        from wrighty.services.importing import MarkdownSource
 
         try:
-            sections = sections_of(text)
-            results = import_now(
-                self.app_ctx, self.store, sections, source=source, queue=queue, dry_run=dry_run
-            )
+            markdown = MarkdownSource.read(source, text)
+            results = import_now(self.app_ctx, self.store, markdown, queue=queue, dry_run=dry_run)
         except WrightyError as error:
             raise WrightyError(f"{source}: {error}") from None
         return imported_lines(results, dry_run=dry_run), [r.item_id for r in results]

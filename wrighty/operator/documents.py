@@ -444,7 +444,7 @@ def agent_json(info: AgentInfo, check: Classification | None) -> dict[str, Any]:
         "installed": info.path is not None,
         "path": info.path,
         "version": info.version,
-        "permission": plan.permission if plan.vendor else None,
+        "permission": plan.permission if plan.vendor.takes_permission else None,
         "permission_flags": list(plan.permission_flags()),
         "resume": plan.can_resume,
         "check": None

@@ -1,4 +1,9 @@
-"""`wrighty import FILE.md`: a Markdown file's sections as items, idempotently.
+"""`wrighty import FILE.md`: a source's sections as items, idempotently.
+
+A source (`Source`) is where items come from outside wrighty: a Markdown file today
+(`MarkdownSource`), an issue tracker next. Each of its sections carries a key that stays the
+same across reads; with the source's name it makes the item's import key (`import_key`), which
+the store holds unique, so that importing a source again creates only what is new.
 
 Every section is checked before anything is written (agents, the items it comes after, the
 item's own rules), so a file that cannot be imported changes nothing. Then each new section is
@@ -14,9 +19,9 @@ import dataclasses
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
 
-from wrighty.domain.importing import MarkdownSection, in_order
+from wrighty.domain.importing import BadImport, MarkdownSection, in_order, parse_markdown
 from wrighty.domain.model import DEFAULT_PRIORITY, Item, NewItem
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import validate_new_item
@@ -27,6 +32,42 @@ from wrighty.store.port import Store
 Outcome = Literal["created", "unchanged", "changed"]
 
 
+class Source(Protocol):
+    """Items described outside wrighty. Its promises, which tests/contract/test_sources.py holds
+    every source to: reading it writes nothing; each section's key is unique within it and the
+    same on every read of an unchanged source; a section's fingerprint changes when what it
+    says changes."""
+
+    @property
+    def name(self) -> str:
+        """What its items' import keys begin with (a file's name)."""
+        ...
+
+    def sections(self) -> list[MarkdownSection]:
+        """Every item it describes, in its own order."""
+        ...
+
+
+@dataclass(frozen=True)
+class MarkdownSource:
+    """A Markdown file: an item per second-level heading (docs/scheduling.md)."""
+
+    name: str
+    parsed: tuple[MarkdownSection, ...]
+
+    @classmethod
+    def read(cls, name: str, text: str) -> MarkdownSource:
+        """The file ``name`` holding ``text``; WrightyError naming the line (not the file: the
+        caller names it) when it is not what `wrighty import` takes."""
+        try:
+            return cls(name, tuple(parse_markdown(text)))
+        except BadImport as error:
+            raise WrightyError(str(error)) from None
+
+    def sections(self) -> list[MarkdownSection]:
+        return list(self.parsed)
+
+
 @dataclass(frozen=True)
 class Imported:
     section: MarkdownSection
@@ -35,15 +76,14 @@ class Imported:
 
 
 def import_key(source: str, section: MarkdownSection) -> str:
-    """The key an item of this file carries: the file's name and the section's key."""
+    """The key an item of this source carries: the source's name and the section's key."""
     return f"{source}#{section.key}"
 
 
 def import_sections(
     store: Store,
-    sections: list[MarkdownSection],
+    source: Source,
     *,
-    source: str,
     agents: Collection[str],
     queue: bool,
     dry_run: bool,
@@ -51,17 +91,19 @@ def import_sections(
     check_names: CheckNames = lambda agent: (),
     actor: str = OPERATOR,
 ) -> list[Imported]:
-    """Each section's outcome, in the file's order (WrightyError naming the section's line,
-    having written nothing, when one cannot be imported). ``check_names``: the checks each
-    agent has, which a section's ``verify`` may name."""
-    existing = store.find_imported([import_key(source, s) for s in sections])
+    """Each of ``source``'s sections' outcome, in its order (WrightyError naming the section's
+    line, having written nothing, when one cannot be imported). ``check_names``: the checks
+    each agent has, which a section's ``verify`` may name."""
+    sections = source.sections()
+    name = source.name
+    existing = store.find_imported([import_key(name, s) for s in sections])
     ordered = in_order(sections)
     for section in ordered:
         _check(store, section, agents=agents, queue=queue, check_names=check_names)
     made: dict[str, int | None] = {key: item.id for key, item in existing.items()}
     outcomes: dict[str, Imported] = {}
     for section in ordered:
-        key = import_key(source, section)
+        key = import_key(name, section)
         found = existing.get(key)
         if found is not None:
             outcomes[key] = _already(section, found)
@@ -70,7 +112,7 @@ def import_sections(
             made[key] = None
             outcomes[key] = Imported(section, "created", None)
             continue
-        after = [made[import_key(source, s)] for s in sections if s.key in section.after_keys]
+        after = [made[import_key(name, s)] for s in sections if s.key in section.after_keys]
         new = _new_item(section, key, queue=queue, after=[i for i in after if i is not None])
         try:
             item = create_item(store, new, now=now, actor=actor)
@@ -82,7 +124,7 @@ def import_sections(
         else:
             outcomes[key] = Imported(section, "created", item.id)
         made[key] = item.id
-    return [outcomes[import_key(source, s)] for s in sections]
+    return [outcomes[import_key(name, s)] for s in sections]
 
 
 def _already(section: MarkdownSection, found: Item) -> Imported:

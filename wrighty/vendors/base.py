@@ -1,11 +1,12 @@
-"""What every vendor adapter shares: the adapter contract, the stream reader contract, and the
-helpers they all use (one JSON record per line, the failure text patterns, session ids,
-transcript paths that must stay inside the vendor's own folder).
+"""What every agent adapter shares: the adapter contract (`AgentAdapter`, which the vendor
+adapters, the command adapter and a plugin's adapter implement), the stream reader contract,
+and the helpers the vendor adapters use (one JSON record per line, the failure text patterns,
+session ids, transcript paths that must stay inside the vendor's own folder).
 
-An adapter knows how to start its CLI headless with the task on stdin, how its session id is
-fixed or learned, how to resume, where the local transcript lives, and how to read the output
-stream into an outcome (docs/vendors.md). Reading is incremental: a reader sees one line at a
-time and keeps a few fields, never the stream.
+An adapter knows how to start its program headless with the task on stdin, how its session id
+is fixed or learned, how to resume, where the local transcript lives, and how to read the
+output stream into an outcome (docs/vendors.md). Reading is incremental: a reader sees one line
+at a time and keeps a few fields, never the stream.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from wrighty.domain.classify import Classification, describe_exit
 from wrighty.domain.model import Stream
@@ -396,6 +397,77 @@ class Reader(ABC):
 
 
 @dataclass(frozen=True)
+class AgentProgram:
+    """An agent's program as wrighty.json writes it (a relative path already taken from the
+    project): a vendor CLI's ``executable`` (None: the adapter's usual one), or the command
+    adapter's ``command`` and ``resume_command``."""
+
+    executable: str | None = None
+    command: tuple[str, ...] = ()
+    resume_command: tuple[str, ...] | None = None
+
+
+@runtime_checkable
+class AgentAdapter(Protocol):
+    """What wrighty asks of an adapter (docs/vendors.md, "An adapter of your own"). Its
+    promises, which tests/contract/test_agent_adapters.py holds every adapter to:
+
+    - the task and a follow-up prompt go on stdin, never in an argv;
+    - ``resume_argv`` names the session it continues, unless the session id reaches the program
+      otherwise (``preassigns_session``: wrighty also sets WRIGHTY_SESSION_ID);
+    - a session id that could pass as a flag is refused (VendorError), never put in an argv;
+    - the reader (if any) never raises on a line, and classifies a finished run.
+    """
+
+    name: str
+    # True when wrighty chooses the session id before the start (Claude's --session-id, the
+    # command adapter's WRIGHTY_SESSION_ID); otherwise the reader learns it from the output.
+    preassigns_session: bool
+    # The wrighty.json key that names the program (a refusal's fix names it).
+    program_setting: str
+    # Whether agents.<name>.permission means something to this adapter.
+    takes_permission: bool
+
+    def program(self, written: AgentProgram) -> str:
+        """The program an agent started through this adapter runs (VendorError: none)."""
+        ...
+
+    def configured(self, written: AgentProgram) -> AgentAdapter:
+        """This adapter as one agent's settings make it (VendorError when they cannot run)."""
+        ...
+
+    @property
+    def resumable(self) -> bool:
+        """Whether a run's session can be continued at all."""
+        ...
+
+    def flags(self, permission: Permission) -> tuple[str, ...]: ...
+
+    def budget_flags(self, max_cost_usd: float) -> tuple[str, ...]: ...
+
+    def start_argv(
+        self, executable: str, session_id: str | None, extra: Sequence[str]
+    ) -> list[str]: ...
+
+    def resume_argv(self, executable: str, session_id: str, extra: Sequence[str]) -> list[str]: ...
+
+    def transcript_problem(
+        self, session_id: str, workspace: Path, env: Mapping[str, str]
+    ) -> str | None:
+        """Why the session's local transcript cannot back a resume, or None when it can (or
+        when the adapter keeps none)."""
+        ...
+
+    def reader(self) -> Reader | None:
+        """A fresh reader of one run's output (None: the exit code alone tells the outcome)."""
+        ...
+
+    def version_argv(self, path: str) -> list[str] | None:
+        """How `wrighty agents` asks the program's version (None: it does not)."""
+        ...
+
+
+@dataclass(frozen=True)
 class PermissionFlags:
     """A vendor's own flags for each permission profile."""
 
@@ -404,13 +476,37 @@ class PermissionFlags:
 
 
 class Vendor(ABC):
-    """One vendor CLI: how to start it, resume it, find its transcript, and read it."""
+    """One vendor CLI (an AgentAdapter): how to start it, resume it, find its transcript, and
+    read it."""
 
     name: str
     default_executable: str
     # True when wrighty chooses the session id before the start (Claude's --session-id).
     preassigns_session: bool = False
     permission_flags: PermissionFlags
+    program_setting = "executable"
+    takes_permission = True
+    resumable = True
+
+    def program(self, written: AgentProgram) -> str:
+        return written.executable or self.default_executable
+
+    def configured(self, written: AgentProgram) -> Vendor:
+        return self  # the executable goes in each argv; nothing else is the agent's own
+
+    def version_argv(self, path: str) -> list[str] | None:
+        return [path, "--version"]
+
+    def transcript_problem(
+        self, session_id: str, workspace: Path, env: Mapping[str, str]
+    ) -> str | None:
+        try:
+            found = self.transcript(session_id, workspace, env)
+        except VendorError as error:
+            return str(error)
+        if found is None:
+            return f"no {self.name} transcript of session {session_id} on this installation"
+        return None
 
     @abstractmethod
     def start_argv(

@@ -143,8 +143,7 @@ def _refuse_unrunnable(plan: AgentPlan) -> None:
     problem = executable_problem(plan.executable, None)
     if problem is None:
         return
-    where = "command" if plan.vendor is None else "executable"
-    fix = f"; install it or set agents.{plan.name}.{where} in wrighty.json"
+    fix = f"; install it or set agents.{plan.name}.{plan.vendor.program_setting} in wrighty.json"
     raise WrightyError(
         f"agent {plan.name!r}: executable {problem}" + (fix if "not found" in problem else "")
     )
