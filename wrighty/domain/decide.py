@@ -121,7 +121,9 @@ def decide(ending: ClaimEnding, policies: Policies) -> Decision:
         return FinishDue(settlement)
     if finished.off_branch is not None:
         return decisions.off_branch(ending.item, ending.run_end, finished.off_branch)
-    return after_commit(ending.item, settlement, finished.commit, policies)
+    return after_commit(
+        ending.item, settlement, finished.commit, review_by_person=policies.review_by_person
+    )
 
 
 def checks_due(ending: ClaimEnding, policies: Policies) -> ChecksDue | None:
@@ -137,19 +139,20 @@ def checks_due(ending: ClaimEnding, policies: Policies) -> ChecksDue | None:
 
 
 def after_commit(
-    item: Item, settlement: Settlement, commit: CommitFacts | None, policies: Policies
+    item: Item, settlement: Settlement, commit: CommitFacts | None, *, review_by_person: bool
 ) -> Settlement:
     """Where ``item`` goes once its work is done (``settlement``: to done) and ``commit`` is
     what its commit did (None: it has no branch): a failed commit waits for a person, changes
     the agent left uncommitted are said, so is a run that changed nothing, and with
-    completion.review person it waits for review."""
+    completion.review person it waits for review. A worker's done run and a passing
+    `wrighty verify` go this one way (docs/work-product.md)."""
     if commit is not None and commit.failed:
         return decisions.commit_failed(item, settlement.run_end, commit.why)
     if commit is not None and commit.uncommitted:
         settlement = decisions.uncommitted(settlement)
     if commit is not None and commit.unchanged:
         settlement = decisions.unchanged(settlement)
-    if settlement.to_state is ItemState.DONE and policies.review_by_person:
+    if settlement.to_state is ItemState.DONE and review_by_person:
         return review.to_review(item, settlement)
     return settlement
 

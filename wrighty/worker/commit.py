@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from wrighty.domain import decisions, review
 from wrighty.domain.claims import Settlement
+from wrighty.domain.decide import CommitFacts, after_commit
 from wrighty.domain.model import Item
-from wrighty.domain.states import ItemState
 from wrighty.domain.work_product import Completion, commit_message
 from wrighty.supervisor.git import GitError, GitResult, besides_nested, git_ok, identity, run_git
 
@@ -32,6 +31,15 @@ class CommitResult:
     ending: Ending
     commit: str | None = None  # the commit wrighty made
     why: str | None = None  # why it failed: the step, in words, then git's last line, neutralised
+
+    def facts(self) -> CommitFacts:
+        """What the commit did, as `domain/decide.py` reads it."""
+        return CommitFacts(
+            failed=self.ending is Ending.FAILED,
+            why=self.why or "",
+            uncommitted=self.ending is Ending.UNCOMMITTED,
+            unchanged=self.ending is Ending.UNCHANGED,
+        )
 
 
 def complete(
@@ -99,17 +107,6 @@ def where_done_goes(
     item: Item, settlement: Settlement, done: CommitResult | None, completion: Completion
 ) -> Settlement:
     """Where ``item`` goes once its work is done (``settlement``: to done) and ``done`` is what
-    its commit did (None: it has no branch): a failed commit waits for a person, changes the
-    agent left uncommitted are said, so is a run that changed nothing, and with
-    completion.review person it waits for review.
-    A worker's done run and a passing `wrighty verify` go this one way
-    (docs/work-product.md)."""
-    if done is not None and done.ending is Ending.FAILED:
-        return decisions.commit_failed(item, settlement.run_end, done.why or "")
-    if done is not None and done.ending is Ending.UNCOMMITTED:
-        settlement = decisions.uncommitted(settlement)
-    if done is not None and done.ending is Ending.UNCHANGED:
-        settlement = decisions.unchanged(settlement)
-    if settlement.to_state is ItemState.DONE and completion.review == "person":
-        return review.to_review(item, settlement)
-    return settlement
+    its commit did (None: it has no branch), by `domain/decide.after_commit`."""
+    facts = done.facts() if done is not None else None
+    return after_commit(item, settlement, facts, review_by_person=completion.review == "person")

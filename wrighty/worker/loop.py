@@ -74,16 +74,11 @@ from wrighty.vendors.base import Reader
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.handled import HandledItems
 from wrighty.worker.lease import LeaseGuard, Reading, lease_end, read_clocks
+from wrighty.worker.life import Setting, claim_lost, internal_error_change, write_settlement
 from wrighty.worker.machine import MachineWatch
 from wrighty.worker.patient import LeaseGone, PatientStore, same_settlement
 from wrighty.worker.registry import Presence
-from wrighty.worker.run import (
-    ClaimRun,
-    Setting,
-    claim_lost,
-    internal_error_change,
-    write_settlement,
-)
+from wrighty.worker.run import ClaimRun
 from wrighty.worker.wakeup import WakeUps
 from wrighty.worker.workspaces import CurrentDirectoryLock, resolve_base
 
