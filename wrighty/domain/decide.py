@@ -1,5 +1,5 @@
 """One decision per claim: where an item goes once its run has ended, and which step is due
-before that can be said (docs/worker.md#one-claims-life).
+before that can be said (docs/worker.md#7-settle).
 
 A claim's life gathers facts as it goes (the run's ending, its checks, its commit) into one
 `ClaimEnding`; `decide` reads them with the worker's `Policies` and answers either the

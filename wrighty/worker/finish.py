@@ -1,4 +1,5 @@
-"""The last step of a claim's life: commit, decide, write (docs/worker.md#one-claims-life).
+"""The last step of a claim's life: commit, decide, write
+(docs/architecture.md#one-items-path).
 
 `domain/decide.py` says where the item goes from the run's ending. When it would be done, the
 finish step is due first: the branch guard (nothing is committed off the item's branch), then

@@ -1,4 +1,4 @@
-"""The first step of a claim's life: prepare its run (docs/worker.md#one-claims-life).
+"""The first step of a claim's life: prepare its run (docs/architecture.md#one-items-path).
 
 It meters the item's budget, chooses how the run starts (fresh or resumed, the workspace and
 the item's branch, the argv), records the run and its session under the claim, stops what is

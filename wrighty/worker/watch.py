@@ -1,5 +1,5 @@
 """The second step of a claim's life: launch its agent and watch it to its end
-(docs/worker.md#one-claims-life).
+(docs/architecture.md#one-items-path).
 
 It starts the agent's process, puts it under the lease guard, and renews the claim at every
 heartbeat while the agent runs: it records the session id as soon as the vendor tells it and
