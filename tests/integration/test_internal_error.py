@@ -101,13 +101,13 @@ def test_an_item_whose_claim_cannot_be_computed_is_set_aside_and_the_next_one_ru
 
 
 PREPARE_FAILS = """
-import wrighty.worker.run
-original = wrighty.worker.run.choose_workspace
+import wrighty.worker.prepare
+original = wrighty.worker.prepare.choose_workspace
 def choose_workspace(mode, **facts):
     if facts["item"].title == "poisoned":
         raise RuntimeError("planted: no workspace for this one")
     return original(mode, **facts)
-wrighty.worker.run.choose_workspace = choose_workspace
+wrighty.worker.prepare.choose_workspace = choose_workspace
 """
 
 SUPERVISION_FAILS = """
@@ -121,13 +121,13 @@ SqlStore.renew = renew
 """
 
 SETTLING_FAILS = """
-import wrighty.worker.run
-original = wrighty.worker.run.classify_exit
+import wrighty.worker.watch
+original = wrighty.worker.watch.classify_exit
 def classify_exit(facts):
     if facts.exit_code == 3:
         raise RuntimeError("planted: this exit cannot be classified")
     return original(facts)
-wrighty.worker.run.classify_exit = classify_exit
+wrighty.worker.watch.classify_exit = classify_exit
 """
 
 

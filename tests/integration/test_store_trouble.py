@@ -23,7 +23,8 @@ from wrighty.errors import StoreError
 from wrighty.store.port import Store
 from wrighty.store.postgres import PostgresStore
 from wrighty.store.sqlite import SqliteStore
-from wrighty.worker.loop import GaveUpError, Worker, WorkerOptions
+from wrighty.worker.gave_up import GaveUpError
+from wrighty.worker.loop import Worker, WorkerOptions
 
 # Sleeps as long as its task says, printing its pid first.
 AGENT = "import os, sys, time; print(os.getpid(), flush=True); time.sleep(float(sys.stdin.read()))"

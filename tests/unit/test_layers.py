@@ -165,7 +165,7 @@ KNOWN_CIRCLES: set[str] = {
     # The domain's records and rules name each other's types (model.Change carries notices,
     # notices carry health's rows and verify's evidence...): the steps slice (domain/decide.py).
     "domain/claims.py, domain/decisions.py, domain/health.py, domain/integration.py,"
-    " domain/model.py, domain/notices.py, domain/resume.py, domain/review.py, domain/scheduling.py,"
+    " domain/model.py, domain/notices.py, domain/resume.py, domain/scheduling.py,"
     " domain/suggestions.py, domain/transitions.py, domain/verify.py, domain/work_product.py",
 }
 

@@ -952,7 +952,7 @@ def test_the_review_notice_docs_show_is_the_one_made() -> None:
 
 
 def test_the_workers_write_settlement_passes_the_review_facts_to_the_notice() -> None:
-    from wrighty.worker.run import write_settlement
+    from wrighty.worker.life import write_settlement
 
     written: list[Change] = []
     told: list[tuple[object, dict[str, Any]]] = []

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING, Literal
 
 from wrighty.domain.integration import MAX_TITLE_CHARS, Integration, one_line
 from wrighty.domain.model import BRANCH_NAME, Item
-from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, printable_line
 
 if TYPE_CHECKING:
-    from wrighty.domain.claims import Settlement
+    pass
 
 CommitMode = Literal["wrighty", "agent", "none"]
 ReviewMode = Literal["auto", "person"]
@@ -255,25 +254,3 @@ class CommitResult:
     ending: Ending
     commit: str | None = None  # the commit wrighty made
     why: str | None = None  # why it failed: the step, in words, then git's last line, neutralised
-
-
-def done_goes(
-    item: Item, settlement: Settlement, done: CommitResult | None, completion: Completion
-) -> Settlement:
-    """Where ``item`` goes once its work is done (``settlement``: to done) and ``done`` is what
-    its commit did (None: it has no branch): a failed commit waits for a person, changes the
-    agent left uncommitted are said, so is a run that changed nothing, and with
-    completion.review person it waits for review.
-    A worker's done run and a passing `wrighty verify` go this one way
-    (docs/work-product.md)."""
-    from wrighty.domain import decisions, review  # a worker's and verify's, not a read's
-
-    if done is not None and done.ending is Ending.FAILED:
-        return decisions.commit_failed(item, settlement.run_end, done.why or "")
-    if done is not None and done.ending is Ending.UNCOMMITTED:
-        settlement = decisions.uncommitted(settlement)
-    if done is not None and done.ending is Ending.UNCHANGED:
-        settlement = decisions.unchanged(settlement)
-    if settlement.to_state is ItemState.DONE and completion.review == "person":
-        return review.to_review(item, settlement)
-    return settlement

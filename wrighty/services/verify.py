@@ -5,7 +5,7 @@ The evidence is recorded like a worker's (guarded by the item's state and genera
 before the checks ran), by the actor ``operator``. An item that waits for a person because of
 its checks goes, once every one passes, where a worker's done run goes: its change committed
 on its branch, then done, or to review with completion.review person
-(domain/work_product.done_goes). Any other item only gains the evidence.
+(domain/decide.done_goes). Any other item only gains the evidence.
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def _completed(
 ) -> Change:
     """The move of an item that waited for its checks, now that every one passed by hand: the
     way a worker's done run goes (its branch's commit, then done or review), by the operator."""
-    from wrighty.domain.work_product import done_goes
+    from wrighty.domain.decide import done_goes
     from wrighty.workproduct import commit  # git, only for an item that goes on
 
     count = f"{len(by_hand.evidence)} {plural(len(by_hand.evidence), 'check', 'checks')}"

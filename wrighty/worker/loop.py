@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import psutil
@@ -28,10 +27,8 @@ from wrighty.config import (
     STATE_DIRNAME,
     LoadedConfig,
     WorkerSettings,
-    WrightyConfig,
     agent_circuit,
     budgets_of,
-    check_program_problems,
     completion_of,
     crash_policy_of,
     known_secrets,
@@ -42,50 +39,39 @@ from wrighty.config import (
     verify_policy,
 )
 from wrighty.domain import decisions
-from wrighty.domain.budgets import AgentHold, agent_hold
 from wrighty.domain.claims import (
-    CLAIMABLE_STATES,
     Claim,
     ClaimRequest,
     PeriodBudget,
-    claim,
-    claim_to_set_aside,
-    not_claimable_reason,
 )
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import Change, Item
 from wrighty.domain.notices import Source
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339, system_now
-from wrighty.domain.work_product import Completion
 from wrighty.domain.worker_events import WorkerEvent
 from wrighty.errors import StoreError, UnreadableError, WrightyError
 from wrighty.notify.delivery import DeliveryThread, delivery_paused
 from wrighty.runenv import run_variables, secret_names_variable
 from wrighty.services.clock import StoreClock
-from wrighty.services.items import require_item
 from wrighty.services.reaper import reap_expired
 from wrighty.store import StoreTarget
-from wrighty.store.deadlines import call_deadline
 from wrighty.store.port import Store
-from wrighty.supervisor.process import executable_problem
 from wrighty.vendors.base import Reader
+from wrighty.worker import preflight
+from wrighty.worker.budget_hold import BudgetHold
 from wrighty.worker.circuit import CircuitGate
+from wrighty.worker.gave_up import GaveUp, give_up_exit
 from wrighty.worker.handled import HandledItems
 from wrighty.worker.lease import LeaseGuard, Reading, lease_end, read_clocks
+from wrighty.worker.life import Setting, claim_lost
 from wrighty.worker.machine import MachineWatch
-from wrighty.worker.patient import LeaseGone, PatientStore, same_settlement
+from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.registry import Presence
-from wrighty.worker.run import (
-    ClaimRun,
-    Setting,
-    claim_lost,
-    internal_error_change,
-    write_settlement,
-)
+from wrighty.worker.run import ClaimRun
+from wrighty.worker.set_aside import SetAside
 from wrighty.worker.wakeup import WakeUps
-from wrighty.workproduct.runner import GitError
-from wrighty.workproduct.worktree import CurrentDirectoryLock, resolve_base
+from wrighty.workproduct.worktree import CurrentDirectoryLock
 
 # Where the worker's events go, each as one whole line's record: `event`, `at`, `worker_id`,
 # then its keys (`wrighty worker start` prints it as JSON or plain text).
@@ -97,10 +83,6 @@ STOP_GRACE_SECONDS = 10.0
 # How many items one claim pass may set aside as internal-error before it waits for the next.
 MAX_SET_ASIDE_PER_PASS = 10
 
-# How long a stopping worker waits for the store to say where an item it gave up stands now.
-FINAL_READ_SECONDS = 5.0
-FINAL_READ_RETRY_SECONDS = 0.25
-
 
 @dataclass(frozen=True)
 class _Taken:
@@ -108,16 +90,6 @@ class _Taken:
 
     claim: Claim
     reading: Reading
-
-
-@dataclass(frozen=True)
-class _GaveUp:
-    """An item whose claim this worker gave up, and the settlement it could not record."""
-
-    item: Item
-    cause: str
-    pending: bool  # its agent's outcome was known: the worker was stopped before it landed
-    settlement: Change | None  # the settlement it was writing then, if it got that far
 
 
 @dataclass(frozen=True)
@@ -129,47 +101,6 @@ class WorkerOptions:
     max_items: int | None = None
     idle_timeout_seconds: float | None = None
     stop_grace_seconds: float = STOP_GRACE_SECONDS
-
-
-class GaveUpError(WrightyError):
-    """The worker gave up items because the store failed until their claims' leases ran out
-    (or, with a known outcome, until the worker was stopped); the worker exits non-zero."""
-
-    exit_code = 1
-
-
-def _refuse_unrunnable(plan: AgentPlan) -> None:
-    """The worker's agent must be a program it can start (on the worker's own PATH)."""
-    problem = executable_problem(plan.executable, None)
-    if problem is None:
-        return
-    fix = f"; install it or set agents.{plan.name}.{plan.vendor.program_setting} in wrighty.json"
-    raise WrightyError(
-        f"agent {plan.name!r}: executable {problem}" + (fix if "not found" in problem else "")
-    )
-
-
-def _refuse_no_base(mode: str, project_root: Path, completion: Completion) -> None:
-    """In worktree mode, every item's branch starts from completion.base (or HEAD): it must
-    name a commit of the project's repository, or no claim could start."""
-    if mode != "worktree":
-        return
-    try:
-        resolve_base(project_root, completion)
-    except GitError as error:
-        raise WrightyError(str(error)) from None
-
-
-def _refuse_missing_checks(config: WrightyConfig, agent: str) -> None:
-    """The checks the worker's items run must be programs it can start, as its agent must."""
-    problems = check_program_problems(config, agent=agent)
-    if not problems:
-        return
-    first = problems[0]
-    fix = "install it or change" if "not found" in first.message else "change"
-    more = len(problems) - 1
-    suffix = f" (and {more} more; `wrighty config validate` lists them)" if more else ""
-    raise WrightyError(f"{first.message}; {fix} {first.path} in wrighty.json{suffix}")
 
 
 def _variables_for_runs(loaded: LoadedConfig, target: StoreTarget | None) -> dict[str, str]:
@@ -203,8 +134,6 @@ class Worker:
         self._clock = clock
         self._config = loaded.config
         self._budgets = budgets_of(loaded.config)
-        self._held: AgentHold | None = None  # the agent's day budget, while it is spent
-        self._spend_unreadable = False  # its spend did not read at the last look (told once)
         self._notify: Source | None = None  # who tells through the outbox (None: no sink)
         self._delivery: DeliveryThread | None = None  # delivers the outbox, while it runs
         self._project_root = loaded.root
@@ -227,13 +156,21 @@ class Worker:
         self._wake_ups: WakeUps | None = None  # worker.wakeUps, from the first idle wait
         self._slot_wakes: set[threading.Event] = set()
         self._running_items: set[int] = set()
-        self._gave_up: list[_GaveUp] = []  # items given up: the store failed too long
+        self._gave_up: list[GaveUp] = []  # items given up: the store failed too long
         self._last_beat: tuple[WorkerState, tuple[int, ...]] | None = None
         self._slot_lock = threading.Lock()
         self._terms = lease_terms_of(self._config)
         self._presence = self._presence_for(self._config.worker)
         # Runs its machine could not start: the back-off and hold (docs/worker.md).
         self._machine = MachineWatch(self._emit, self._say_held)
+        self._budget_hold = BudgetHold(
+            store, self._budgets, now=now, emit=self._emit, unreachable=self._store_unreachable
+        )
+        self._set_aside = SetAside(
+            store, installation_id, now=now, emit=self._emit,
+            unreachable=self._store_unreachable, notify=self._notify,
+            notify_wake=self._wake_delivery,
+        )  # fmt: skip
 
     def _presence_for(self, settings: WorkerSettings) -> Presence:
         started = self._now()
@@ -294,11 +231,14 @@ class Worker:
         once, however many runs it took)."""
         agent_name = options.agent or self._config.worker.default_agent
         plan = plan_agent(self._config, agent_name, project_root=self._project_root)
-        _refuse_unrunnable(plan)
-        _refuse_missing_checks(self._config, agent_name)
-        _refuse_no_base(self._mode, self._project_root, completion_of(self._config))
+        preflight.refuse_unrunnable(plan)
+        preflight.refuse_missing_checks(self._config, agent_name)
+        preflight.refuse_no_base(self._mode, self._project_root, completion_of(self._config))
         if options.item_id is not None:
-            self._refuse_unclaimable(options.item_id, agent_name)
+            preflight.refuse_unclaimable(
+                self._store, options.item_id, agent=agent_name,
+                default_agent=self._config.worker.default_agent, now=self._now,
+            )  # fmt: skip
         gate = self._gate(plan)
         setting = self._setting(plan, options, gate)
         self._emit(WorkerEvent.STARTED, agent=agent_name, installation_id=self._installation_id)
@@ -341,10 +281,7 @@ class Worker:
             self._idle_wait(looked_at, at_most=pause or None)
         self._wind_down(slots)
         self._emit(WorkerEvent.STOPPING, processed=handled.count)
-        lines = [line for gave_up in self._gave_up if (line := self._gave_up_line(gave_up))]
-        if lines:
-            more = len(lines) - 1
-            raise GaveUpError(lines[0] + (f" (and {more} more)" if more else ""))
+        give_up_exit(self._store, self._gave_up, self._emit)
         return handled.count
 
     def _state_of(self, item_id: int) -> ItemState | None:
@@ -462,15 +399,6 @@ class Worker:
             for name in (settings.fallback if settings is not None else ())
         }
 
-    def _refuse_unclaimable(self, item_id: int, agent_name: str) -> None:
-        """`--item N` names an item this worker could claim (now or when it is due)."""
-        item = require_item(self._store, item_id)
-        why = not_claimable_reason(
-            item, agent=agent_name, default_agent=self._config.worker.default_agent, now=self._now()
-        )
-        if why is not None:
-            raise WrightyError(why)
-
     def _idle_wait(self, looked_at: datetime | None, *, at_most: float | None = None) -> None:
         """Wait for a slot to free up, a stop request, or the poll. With wake-ups
         (worker.wakeUps, wakeup.py), also for work that became claimable, and after a claim
@@ -515,7 +443,7 @@ class Worker:
         self, plan: AgentPlan, options: WorkerOptions, gate: CircuitGate | None
     ) -> _Taken | None:
         """Claim, if the agent's day budget and its provider circuit let it; see _claim."""
-        if self._budget_held(plan.name):
+        if self._budget_hold.held(plan.name):
             return None
         if gate is not None and not gate.admit():
             return None
@@ -523,39 +451,6 @@ class Worker:
         if gate is not None:
             gate.claimed(taken.claim if taken is not None else None)
         return taken
-
-    def _budget_held(self, agent: str) -> bool:
-        """Whether the agent's budget for the day is spent (said once, when it becomes so, and
-        when a new day lifts it), or what it spent does not read (said once, until it reads
-        again). The claim checks it again in its own transaction."""
-        limit = self._budgets.agent_limit(agent)
-        if limit.unbounded:
-            return False
-        now = self._now()
-        try:
-            spent = self._store.agent_spend(agent, since=self._budgets.period(now).start)
-        except UnreadableError as error:  # held: what the agent spent cannot be read
-            if not self._spend_unreadable:
-                cause = decisions.describe_error(error)
-                self._emit(WorkerEvent.BUDGET_UNREADABLE, agent=agent, cause=cause)
-            self._spend_unreadable = True
-            return True
-        except StoreError as error:
-            self._store_unreachable("agent_spend", error)
-            return True
-        self._spend_unreadable = False
-        hold = agent_hold(self._budgets, agent, spent, now=now)
-        if hold is not None and self._held is None:
-            self._emit(
-                WorkerEvent.BUDGET_HELD,
-                agent=agent,
-                until=rfc3339(hold.until),
-                reason=hold.reason(),
-            )
-        elif hold is None and self._held is not None:
-            self._emit(WorkerEvent.BUDGET_RELEASED, agent=agent)
-        self._held = hold
-        return hold is not None
 
     def _claim(self, plan: AgentPlan, options: WorkerOptions) -> _Taken | None:
         """Reap, then claim; None also when the store cannot be reached (the running agents
@@ -579,7 +474,7 @@ class Worker:
                     WorkerEvent.CLAIM_FAILED, item_id=error.item_id, error=type(error).__name__,
                     cause=decisions.describe_error(error),
                 )  # fmt: skip
-                if not self._set_aside_unreadable(error, request, plan):
+                if not self._set_aside.unreadable(error, request, plan):
                     return None
             except StoreError as error:
                 self._store_unreachable("acquire", error)
@@ -590,7 +485,7 @@ class Worker:
                     error=type(error).__name__,
                     cause=decisions.describe_error(error),
                 )
-                if not self._set_aside_unclaimable(request, plan):
+                if not self._set_aside.unclaimable(request, plan):
                     return None
         return None
 
@@ -601,72 +496,6 @@ class Worker:
             error=type(error).__name__,
             cause=str(error),
         )
-
-    def _set_aside_unclaimable(self, request: ClaimRequest, plan: AgentPlan) -> bool:
-        """Settle as internal-error every claimable item whose claim cannot be computed, so
-        that it does not stop every worker's claims; whether any was."""
-        now = self._now()
-        found = False
-        try:
-            for item in self._store.list_items(CLAIMABLE_STATES):
-                if request.item_id is not None and item.id != request.item_id:
-                    continue
-                try:
-                    claim(item, request, at=now)
-                except Exception as error:  # the claim of this one item cannot be computed
-                    found = self._set_aside(item, request, plan, error) or found
-        except StoreError as error:
-            self._store_unreachable("set-aside", error)
-        return found
-
-    def _set_aside_unreadable(
-        self, error: UnreadableError, request: ClaimRequest, plan: AgentPlan
-    ) -> bool:
-        """Set aside the item whose row did not read (docs/worker.md): read with a safe value
-        in place of each bad one, so that the set-aside's write writes none of them back (nor
-        trips a constraint the bad value breaks); whether it was."""
-        if error.item_id is None:
-            return False  # not an item's row: nothing to set aside
-        try:
-            salvaged = self._store.salvage_item(error.item_id)
-        except StoreError as again:
-            self._store_unreachable("set-aside", again)
-            return False
-        if salvaged is None or salvaged.value.state not in CLAIMABLE_STATES:
-            return False
-        return self._set_aside(salvaged.value, request, plan, error)
-
-    def _set_aside(
-        self, item: Item, request: ClaimRequest, plan: AgentPlan, error: Exception
-    ) -> bool:
-        """Take ``item`` under a claim that reads none of its values, and settle it at once
-        as internal-error (two guarded writes, as for any claim); False if another worker
-        moved it first."""
-        try:
-            change = claim_to_set_aside(item, request, at=self._now())
-            if not self._store.write_transition(change):
-                return False
-            claimed = change.after
-            self._emit(WorkerEvent.CLAIMED, item_id=claimed.id, generation=claimed.generation)
-            change = internal_error_change(
-                self._store, claimed, error, plan=plan, installation_id=self._installation_id,
-                now=self._now, run_recorded=False, process_started=False,
-            )  # fmt: skip
-            write_settlement(
-                self._store, change, None, self._emit, notify=self._notify,
-                wake=self._wake_delivery,
-            )  # fmt: skip
-        except StoreError:
-            raise
-        except Exception as again:  # reported; the loop goes on
-            self._emit(
-                WorkerEvent.CLAIM_FAILED,
-                item_id=item.id,
-                error=type(again).__name__,
-                cause=decisions.describe_error(again),
-            )
-            return False
-        return True
 
     def _say_concurrency(self, options: WorkerOptions) -> None:
         """Asked for more than one item at once in "current" mode, where one agent works in the
@@ -780,57 +609,7 @@ class Worker:
         if gone.pending:
             claim_lost(self._emit, claimed, reason="store-unreachable", cause=str(gone))
         with self._slot_lock:
-            self._gave_up.append(_GaveUp(claimed, str(gone), gone.pending, pending))
-
-    def _read_at_the_end(self, item_id: int) -> Item | None:
-        """The item as the store holds it now, tried again (every 1/4 s) for at most
-        FINAL_READ_SECONDS while the store does not answer; StoreError after that."""
-        deadline = time.monotonic() + FINAL_READ_SECONDS
-        while True:
-            try:
-                with call_deadline(deadline):
-                    return self._store.get_item(item_id)
-            except StoreError:
-                if time.monotonic() + FINAL_READ_RETRY_SECONDS >= deadline:
-                    raise
-                time.sleep(FINAL_READ_RETRY_SECONDS)
-
-    def _gave_up_line(self, gave_up: _GaveUp) -> str | None:
-        """The exit line's words for an item given up, told from the item as the store holds
-        it now (one read, bounded: it may have been settled or reaped meanwhile); None if the
-        settlement did land after all."""
-        claimed, pending = gave_up.item, gave_up.settlement
-        if gave_up.pending:
-            outcome = f" ({pending.after.state.value})" if pending is not None else ""
-            what = (
-                f"its agent's outcome{outcome} was not recorded: the store failed until the "
-                f"worker was stopped ({gave_up.cause})"
-            )
-        else:
-            what = f"its claim's lease ran out before the store renewed it ({gave_up.cause})"
-        try:
-            current = self._read_at_the_end(claimed.id)
-        except StoreError as error:
-            return f"gave up item {claimed.id}: {what}; where it stands now does not read ({error})"
-        if current is not None and pending is not None and same_settlement(current, pending.after):
-            self._emit(
-                WorkerEvent.SETTLED, item_id=claimed.id, state=current.state.value,
-                reason_code=current.reason_code,
-            )  # fmt: skip
-            return None
-        line = f"gave up item {claimed.id}: {what}"
-        if current is None:
-            return f"{line}; it is gone from the store"
-        if (
-            current.state is ItemState.RUNNING
-            and current.generation == claimed.generation
-            and current.claimed_by == claimed.claimed_by
-        ):
-            return f"{line}; the item stays running until its lease is reaped"
-        state = current.state.value
-        if current.reason_code:
-            state += f" ({current.reason_code})"
-        return f"{line}; it has moved on since: now {state}, generation {current.generation}"
+            self._gave_up.append(GaveUp(claimed, str(gone), gone.pending, pending))
 
     def _report_internal_error(
         self, claimed: Item, run_id: str | None, error: Exception, **fields: Any

@@ -2,7 +2,7 @@
 commits everything the run left in the item's worktree on its branch (``wrighty``), or only
 looks whether the agent left anything uncommitted (``agent``), or does nothing (``none``).
 The message, the endings and where a done item goes after its commit are the domain's
-(domain/work_product.py: `done_goes`); every git call goes through workproduct/runner.py."""
+(domain/decide.py: `done_goes`); every git call goes through workproduct/runner.py."""
 
 from __future__ import annotations
 

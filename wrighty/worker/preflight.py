@@ -1,0 +1,64 @@
+"""What a worker checks before its loop starts: that its agent and its items' checks are
+programs it can start, that in worktree mode its items' branches have a base, and that
+`--item N` names an item it could claim. Each refusal is one `WrightyError` line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from wrighty.agents import AgentPlan
+from wrighty.config import WrightyConfig, check_program_problems
+from wrighty.domain.claims import not_claimable_reason
+from wrighty.domain.work_product import Completion
+from wrighty.errors import WrightyError
+from wrighty.services.items import require_item
+from wrighty.store.port import Store
+from wrighty.supervisor.process import executable_problem
+from wrighty.workproduct.runner import GitError
+from wrighty.workproduct.worktree import resolve_base
+
+
+def refuse_unrunnable(plan: AgentPlan) -> None:
+    """The worker's agent must be a program it can start (on the worker's own PATH)."""
+    problem = executable_problem(plan.executable, None)
+    if problem is None:
+        return
+    fix = f"; install it or set agents.{plan.name}.{plan.vendor.program_setting} in wrighty.json"
+    raise WrightyError(
+        f"agent {plan.name!r}: executable {problem}" + (fix if "not found" in problem else "")
+    )
+
+
+def refuse_no_base(mode: str, project_root: Path, completion: Completion) -> None:
+    """In worktree mode, every item's branch starts from completion.base (or HEAD): it must
+    name a commit of the project's repository, or no claim could start."""
+    if mode != "worktree":
+        return
+    try:
+        resolve_base(project_root, completion)
+    except GitError as error:
+        raise WrightyError(str(error)) from None
+
+
+def refuse_missing_checks(config: WrightyConfig, agent: str) -> None:
+    """The checks the worker's items run must be programs it can start, as its agent must."""
+    problems = check_program_problems(config, agent=agent)
+    if not problems:
+        return
+    first = problems[0]
+    fix = "install it or change" if "not found" in first.message else "change"
+    more = len(problems) - 1
+    suffix = f" (and {more} more; `wrighty config validate` lists them)" if more else ""
+    raise WrightyError(f"{first.message}; {fix} {first.path} in wrighty.json{suffix}")
+
+
+def refuse_unclaimable(
+    store: Store, item_id: int, *, agent: str, default_agent: str, now: Callable[[], datetime]
+) -> None:
+    """`--item N` names an item this worker could claim (now or when it is due)."""
+    item = require_item(store, item_id)
+    why = not_claimable_reason(item, agent=agent, default_agent=default_agent, now=now())
+    if why is not None:
+        raise WrightyError(why)
