@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from wrighty.config.adapter_names import is_adapter_name
 from wrighty.config.models import (
     AGENT_NAME_PATTERN,
     MAX_MODEL_NAME,
@@ -22,7 +23,6 @@ from wrighty.config.models import (
     UsageFailurePolicy,
     WorkerSettings,
     WrightyConfig,
-    is_adapter_name,
 )
 from wrighty.config.problems import (
     EMPTY_CHECK_PROGRAM,

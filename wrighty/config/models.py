@@ -13,13 +13,11 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    PlainValidator,
     Tag,
-    WithJsonSchema,
 )
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
 
+from wrighty.config.adapter_names import AdapterName
 from wrighty.config_file import DEFAULT_STORE_URL
 from wrighty.domain.adapters import ADAPTERS
 from wrighty.domain.durations import (
@@ -473,32 +471,6 @@ class VerifySettings(AgentVerifySettings):
         le=MAX_FEEDBACK_BYTES,
         description="The most a fix turn's prompt may hold, in UTF-8 bytes.",
     )
-
-
-def is_adapter_name(name: str) -> bool:
-    """True for a built-in adapter's name or one an installed package adds (its entry point,
-    vendors/registry.py), which is only looked up for a name that is not built in."""
-    from wrighty.plugins import AGENT_ADAPTERS, plugin_names
-
-    return name in ADAPTERS or name in plugin_names(AGENT_ADAPTERS)
-
-
-def _adapter_name(value: object) -> str:
-    if isinstance(value, str) and is_adapter_name(value):
-        return value
-    from wrighty.plugins import AGENT_ADAPTERS, plugin_names
-
-    names = [repr(name) for name in (*ADAPTERS, *plugin_names(AGENT_ADAPTERS))]
-    expected = f"{', '.join(names[:-1])} or {names[-1]}"
-    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
-
-
-# The schema offers the built-in adapters; an installed plugin's name is valid too.
-AdapterName = Annotated[
-    str,
-    PlainValidator(_adapter_name),
-    WithJsonSchema({"enum": list(ADAPTERS), "type": "string"}),
-]
 
 
 class AgentSettings(_Section):
