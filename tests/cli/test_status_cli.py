@@ -572,7 +572,7 @@ def test_status_reads_the_ledger_once_whatever_the_number_of_items(
 
 
 def add_notice(project: Path, clock: FakeClock, number: int) -> None:
-    from wrighty.domain.notices import Notice
+    from wrighty.domain.outbox import Notice
 
     payload = {"id": f"ntc-{number}", "event": "needs-attention", "item": {"id": number}}
     notice = Notice(f"ntc-{number}", "needs-attention", ("needs-attention",), clock(), number,

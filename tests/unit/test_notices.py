@@ -40,14 +40,13 @@ from wrighty.domain.notices import (
     READY_FOR_REVIEW,
     RETRY_FIRST_SECONDS,
     RETRY_MAX_SECONDS,
-    Notice,
     Source,
-    StoredNotice,
     after_attempt,
     circuit_notice,
     notices_for,
     with_notices,
 )
+from wrighty.domain.outbox import Notice, StoredNotice
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.redact import REDACTED
 from wrighty.domain.retry import CrashPolicy, UsagePolicy

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from wrighty.domain.classify import Classification
     from wrighty.domain.health import VerificationFigures
     from wrighty.domain.ledger import AgentSpending, Spend, Spending
-    from wrighty.domain.notices import OutboxFigures, StoredNotice
+    from wrighty.domain.outbox import OutboxFigures, StoredNotice
     from wrighty.domain.scheduling import Wait
     from wrighty.domain.usage import Limit, Usage
     from wrighty.domain.verify import CheckEvidence, CheckRecord

@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # the contract names every aggregate; a read imports only wha
     from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
     from wrighty.domain.health import QueueFigures, WorkerRow
     from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, NewRun, Run, Session
-    from wrighty.domain.notices import Delivered, Notice, OutboxFigures, Source, StoredNotice
+    from wrighty.domain.notices import Source
+    from wrighty.domain.outbox import Delivered, Notice, OutboxFigures, StoredNotice
     from wrighty.domain.states import ItemState
     from wrighty.domain.usage import LedgerEntry, Usage
     from wrighty.domain.verify import CheckRecord
