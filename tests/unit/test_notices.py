@@ -15,6 +15,7 @@ import pytest
 from tests.factories import claimed_item
 from wrighty.domain import suggestions
 from wrighty.domain.budgets import item_budget_spent
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import (
     ReapFacts,
     Settlement,
@@ -53,7 +54,7 @@ from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition
 from wrighty.domain.usage import Limit, Usage
-from wrighty.domain.verify import Check, CheckEvidence, VerifyPolicy, after_checks
+from wrighty.domain.verify import Check, VerifyPolicy, after_checks
 from wrighty.domain.work_product import MAX_STAT_LINE_CHARS, MAX_STAT_LINES
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, 250_000, tzinfo=UTC)

@@ -22,8 +22,8 @@ from wrighty.domain.text import clip, printable_line
 from wrighty.domain.times import rfc3339
 
 if TYPE_CHECKING:
+    from wrighty.domain.check_evidence import CheckEvidence
     from wrighty.domain.health import WorkerRow
-    from wrighty.domain.verify import CheckEvidence
 
 # An item a worker settled to review: it waits for a person to accept or reject it.
 READY_FOR_REVIEW = "ready-for-review"
