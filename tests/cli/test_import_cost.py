@@ -58,6 +58,7 @@ NOT_FOR_ITEMS = (
     "wrighty.domain.board",
     "wrighty.domain.health",
     "wrighty.domain.notices",
+    "wrighty.domain.outbox",
     "wrighty.domain.redact",
 )
 # Nothing an agent run needs, and no service beyond items: `list` reads the store alone.
@@ -101,6 +102,7 @@ NOT_LOADED: dict[tuple[str, ...], tuple[str, ...]] = {
         "wrighty.domain.board",
         "wrighty.domain.health",
         "wrighty.domain.notices",
+        "wrighty.domain.outbox",
         "wrighty.agents",
         "wrighty.vendors",
         "wrighty.supervisor",

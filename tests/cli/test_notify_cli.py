@@ -13,7 +13,8 @@ from tests.conftest import FakeClock
 from tests.helpers import snapshot
 from tests.unit.test_notify_sinks import SECRET, Receiver, receiver  # noqa: F401
 from wrighty.domain.health import WorkerRow, WorkerState
-from wrighty.domain.notices import RETRY_FIRST_SECONDS, Notice
+from wrighty.domain.notices import RETRY_FIRST_SECONDS
+from wrighty.domain.outbox import Notice
 from wrighty.store.sqlite import SqliteStore
 
 NOTICE_KEYS = [

@@ -22,9 +22,9 @@ from tests.cli.test_verify_display import LINT, TESTS, checked_then_waiting
 from tests.conftest import FakeClock
 from tests.helpers import snapshot
 from wrighty.cli.status_views import watch_status
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.outcomes import RunKind
-from wrighty.domain.verify import CheckEvidence
 from wrighty.installation import installation_id
 from wrighty.store.sqlite import SqliteStore
 
@@ -572,7 +572,7 @@ def test_status_reads_the_ledger_once_whatever_the_number_of_items(
 
 
 def add_notice(project: Path, clock: FakeClock, number: int) -> None:
-    from wrighty.domain.notices import Notice
+    from wrighty.domain.outbox import Notice
 
     payload = {"id": f"ntc-{number}", "event": "needs-attention", "item": {"id": number}}
     notice = Notice(f"ntc-{number}", "needs-attention", ("needs-attention",), clock(), number,

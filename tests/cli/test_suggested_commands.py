@@ -30,13 +30,8 @@ from wrighty.domain import suggestions
 from wrighty.domain.budgets import MAX_ITEM_COST_USD, MAX_ITEM_TOKENS, raise_command, raise_flags
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import MAX_ITEM_ID
-from wrighty.domain.notices import (
-    Notice,
-    Source,
-    circuit_notice,
-    notices_for,
-    quiet_worker_notice,
-)
+from wrighty.domain.notices import Source, circuit_notice, notices_for, quiet_worker_notice
+from wrighty.domain.outbox import Notice
 from wrighty.domain.scheduling import dependency_wait
 from wrighty.domain.states import ItemState
 from wrighty.domain.suggestions import Standing, next_commands

@@ -16,11 +16,11 @@ from tests.cli.conftest import wrighty
 from tests.cli.run_helpers import create_queued, open_store, start_run
 from tests.cli.test_verify_cli import FAILING, PASSING, with_checks
 from tests.conftest import FakeClock
+from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
 from wrighty.domain.model import RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition
-from wrighty.domain.verify import CheckEvidence, CheckRecord
 
 # What a check wrote: an ESC sequence (clear the screen), a bell, a bidi override and a
 # carriage return, which a terminal would obey, then the line a person needs.

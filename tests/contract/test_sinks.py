@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from wrighty.config import NotifySettings
-from wrighty.domain.notices import Notice
+from wrighty.domain.outbox import Notice
 from wrighty.notify.sinks import Sink, sinks_of
 
 SECRET = "Hunter2Secret"

@@ -24,13 +24,14 @@ import pytest
 
 from tests.factories import claimed_item
 from wrighty.domain import decisions, handoff, review, verify
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.retry import AGENT_REPORTED, Fallback, ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
-from wrighty.domain.verify import CheckEvidence, VerifyPolicy
+from wrighty.domain.verify import VerifyPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 # docs/testing.md shows the markers themselves.

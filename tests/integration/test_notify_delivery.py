@@ -19,10 +19,10 @@ from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.notices import (
     DELIVERY_LEASE_SECONDS,
     RETRY_FIRST_SECONDS,
-    Notice,
     Source,
     quiet_notice_id,
 )
+from wrighty.domain.outbox import Notice
 from wrighty.errors import StoreError
 from wrighty.notify.delivery import (
     Attempt,

@@ -19,6 +19,7 @@ from tests.store.test_claims import acquire, queued, settlement
 from tests.store.test_contract import new_item
 from tests.store.test_ledger import MOVED, begin, end_run_keeping_the_claim, moved_by_another_writer
 from tests.store.txhooks import execute_raw
+from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
 from wrighty.domain.claims import settle
 from wrighty.domain.health import VerificationFigures
 from wrighty.domain.model import Item, NewRun
@@ -26,7 +27,7 @@ from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import edit
 from wrighty.domain.usage import Usage
-from wrighty.domain.verify import VERIFICATION_FAILED, CheckEvidence, CheckRecord
+from wrighty.domain.verify import VERIFICATION_FAILED
 from wrighty.services import items as item_service
 from wrighty.store import Store
 from wrighty.store.sqlfiles import migrations

@@ -26,16 +26,8 @@ from wrighty.domain import suggestions
 from wrighty.domain.circuits import opened
 from wrighty.domain.claims import settle
 from wrighty.domain.model import Change, Item
-from wrighty.domain.notices import (
-    Delivered,
-    Notice,
-    OutboxFigures,
-    Source,
-    StoredNotice,
-    after_attempt,
-    circuit_notice,
-    with_notices,
-)
+from wrighty.domain.notices import Source, after_attempt, circuit_notice, with_notices
+from wrighty.domain.outbox import Delivered, Notice, OutboxFigures, StoredNotice
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.store import Store

@@ -20,7 +20,7 @@ from tests.store.txhooks import execute_raw
 from wrighty.domain.circuits import Circuit
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import DEFAULT_PRIORITY, NewRun
-from wrighty.domain.notices import Notice
+from wrighty.domain.outbox import Notice
 from wrighty.domain.outcomes import RunKind
 from wrighty.domain.usage import Usage
 from wrighty.errors import UnreadableError

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from wrighty.domain.budgets import AgentHold
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification, StopReason
 from wrighty.domain.decide import (
@@ -29,7 +30,7 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import Limit, Usage
-from wrighty.domain.verify import Check, CheckEvidence, VerifyPolicy
+from wrighty.domain.verify import Check, VerifyPolicy
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 TESTS = Check("tests", ("pytest",))

@@ -10,6 +10,7 @@ import pytest
 from tests.factories import make_item
 from tests.unit.test_transitions import T0
 from wrighty.domain import handoff
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import settle
 from wrighty.domain.classify import Classification
 from wrighty.domain.decisions import UsageFacts, after_run, choose_run
@@ -18,7 +19,6 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.resume import ResumeFacts
 from wrighty.domain.retry import Fallback, ResetHint, UsagePolicy, choose_fallback
 from wrighty.domain.states import ItemState
-from wrighty.domain.verify import CheckEvidence
 from wrighty.errors import IllegalTransitionError, WrightyError
 from wrighty.vendors.base import Reader
 from wrighty.vendors.claude import ClaudeReader

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from wrighty.config import check_config_text, completion_of
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.integration import (
     MAX_STAT_CHARS,
     MAX_SUMMARY_CHARS,
@@ -17,7 +18,6 @@ from wrighty.domain.integration import (
     last_url,
     summary,
 )
-from wrighty.domain.verify import CheckEvidence
 from wrighty.domain.work_product import merge_message
 
 

@@ -161,13 +161,7 @@ KNOWN_CLIMBS: set[tuple[str, str]] = {
 }
 
 # Modules that import each other today, however far round: each circle as its modules.
-KNOWN_CIRCLES: set[str] = {
-    # The domain's records and rules name each other's types (model.Change carries notices,
-    # notices carry health's rows and verify's evidence...): the steps slice (domain/decide.py).
-    "domain/claims.py, domain/decisions.py, domain/health.py, domain/integration.py,"
-    " domain/model.py, domain/notices.py, domain/resume.py, domain/scheduling.py,"
-    " domain/suggestions.py, domain/transitions.py, domain/verify.py, domain/work_product.py",
-}
+KNOWN_CIRCLES: set[str] = set()
 
 
 def _import_statements(path: Path, package_dir: Path) -> Iterator[tuple[str, list[str]]]:

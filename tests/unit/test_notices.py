@@ -15,6 +15,7 @@ import pytest
 from tests.factories import claimed_item
 from wrighty.domain import suggestions
 from wrighty.domain.budgets import item_budget_spent
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import (
     ReapFacts,
     Settlement,
@@ -40,21 +41,20 @@ from wrighty.domain.notices import (
     READY_FOR_REVIEW,
     RETRY_FIRST_SECONDS,
     RETRY_MAX_SECONDS,
-    Notice,
     Source,
-    StoredNotice,
     after_attempt,
     circuit_notice,
     notices_for,
     with_notices,
 )
+from wrighty.domain.outbox import Notice, StoredNotice
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.redact import REDACTED
 from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import transition
 from wrighty.domain.usage import Limit, Usage
-from wrighty.domain.verify import Check, CheckEvidence, VerifyPolicy, after_checks
+from wrighty.domain.verify import Check, VerifyPolicy, after_checks
 from wrighty.domain.work_product import MAX_STAT_LINE_CHARS, MAX_STAT_LINES
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, 250_000, tzinfo=UTC)

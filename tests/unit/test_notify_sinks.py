@@ -20,7 +20,8 @@ import psutil
 import pytest
 
 from wrighty.config import NotifySettings
-from wrighty.domain.notices import Notice, Source, circuit_notice, notices_for, trial_notice
+from wrighty.domain.notices import Source, circuit_notice, notices_for, trial_notice
+from wrighty.domain.outbox import Notice
 from wrighty.notify.sinks import (
     CommandSinkRunner,
     apprise_failure,

@@ -12,6 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_redact import SECRETS
+from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
 from wrighty.domain.claims import Settlement, settle
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.model import Item, RunEnd
@@ -26,8 +27,6 @@ from wrighty.domain.verify import (
     MIN_FEEDBACK_BYTES,
     VERIFICATION_FAILED,
     Check,
-    CheckEvidence,
-    CheckRecord,
     VerifyPolicy,
     after_checks,
     feedback_prompt,

@@ -34,7 +34,7 @@ from tests.vendors.gemini_provider import GeminiProvider
 from tests.vendors.openai_provider import OpenAIProvider
 from tests.vendors.provider import USAGE_TURNS, Provider, Turn
 from tests.vendors.test_codex_gemini import codex_user_texts, gemini_agent, gemini_user_texts
-from wrighty.domain.verify import CheckRecord
+from wrighty.domain.check_evidence import CheckRecord
 from wrighty.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.slow

@@ -17,13 +17,13 @@ from wrighty.cli.common import (
     refuse_unusable_notify_urls,
 )
 from wrighty.cli.documents import print_json
-from wrighty.domain.notices import Source
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
 from wrighty.operator.documents import notice_json
 
 if TYPE_CHECKING:
     from wrighty.config import NotifySettings
+    from wrighty.domain.notices import Source
 
 notify_app = typer.Typer(
     cls=WrightyGroup,
@@ -141,4 +141,6 @@ def notify_flush(ctx: typer.Context) -> None:
 
 def _source(installation: str) -> Source:
     """The notices' writer from the command line: this installation, no worker."""
+    from wrighty.domain.notices import Source
+
     return Source(installation)

@@ -25,7 +25,7 @@ from wrighty.styles import VERDICT_STYLES
 
 if TYPE_CHECKING:
     from wrighty.domain.ledger import AgentSpending, Spending
-    from wrighty.domain.notices import StoredNotice
+    from wrighty.domain.outbox import StoredNotice
     from wrighty.services.circuits import CircuitView
     from wrighty.services.status import StatusReport, WorkerView
 

@@ -11,7 +11,7 @@ from wrighty.operator.actions import verify_now
 from wrighty.operator.sentences import check_lines, verified_line
 
 if TYPE_CHECKING:
-    from wrighty.domain.verify import CheckEvidence
+    from wrighty.domain.check_evidence import CheckEvidence
 
 # How many of the last lines of a failing check's output the plain text shows.
 TAIL_LINES = 20

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wrighty.domain import budgets, decisions, review, verify
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification, StopReason
 from wrighty.domain.model import Item, RunEnd
@@ -21,7 +22,7 @@ from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.retry import CrashPolicy, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import Limit, Usage
-from wrighty.domain.verify import Check, CheckEvidence, VerifyPolicy
+from wrighty.domain.verify import Check, VerifyPolicy
 from wrighty.domain.work_product import CommitResult, Completion, Ending
 
 

@@ -10,12 +10,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.model import HANDED_OFF, Change, Item
 from wrighty.domain.redact import redact_known
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, given_text_problem, printable, printable_line
 from wrighty.domain.transitions import transition
-from wrighty.domain.verify import CheckEvidence, fit_text
+from wrighty.domain.verify import fit_text
 from wrighty.errors import IllegalTransitionError, WrightyError
 
 # The states a person hands an item off from: it waits for a person, or for a retry.

@@ -23,7 +23,7 @@ from wrighty.domain.clocks import CLOCK_BOUND_SECONDS, describe_offset
 from wrighty.domain.states import ItemState
 
 if TYPE_CHECKING:
-    from wrighty.domain.notices import OutboxFigures
+    from wrighty.domain.outbox import OutboxFigures
 
 
 class WorkerState(StrEnum):
@@ -238,7 +238,7 @@ def problems(
 ) -> list[Breach]:
     """The failed checks; an exact-threshold value passes. ``open_circuits``: the provider
     circuits that are open or half-open (wrighty/domain/circuits.py); ``outbox``: the
-    notifications not delivered yet (wrighty/domain/notices.py)."""
+    notifications not delivered yet (wrighty/domain/outbox.py)."""
     t = thresholds
     # (name, value, threshold, what a breach says): a min_ threshold is a floor, the rest
     # ceilings; a check with no threshold set, or no value (nothing waits), passes.

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Literal
 from wrighty.domain.text import clip, plural, printable, printable_line
 
 if TYPE_CHECKING:
-    from wrighty.domain.verify import CheckEvidence
+    from wrighty.domain.check_evidence import CheckEvidence
 
 IntegrateKind = Literal["none", "merge", "push", "command"]
 MergeMode = Literal["ff", "ff-only", "no-ff"]

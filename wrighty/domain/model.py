@@ -12,7 +12,7 @@ from wrighty.domain.states import ItemState
 from wrighty.domain.usage import Usage
 
 if TYPE_CHECKING:
-    from wrighty.domain.notices import Notice
+    from wrighty.domain.outbox import Notice
 
 MAX_TITLE_LENGTH = 200
 MAX_BODY_BYTES = 1024 * 1024  # a task longer than 1 MiB belongs in a file in the workspace

@@ -28,14 +28,12 @@ from wrighty.config import NotifySettings
 from wrighty.domain.decisions import describe_error
 from wrighty.domain.notices import (
     DELIVERY_LEASE_SECONDS,
-    Delivered,
-    Notice,
     Source,
-    StoredNotice,
     after_attempt,
     quiet_worker_notice,
     released,
 )
+from wrighty.domain.outbox import Delivered, Notice, StoredNotice
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import StoreError
 from wrighty.notify.sinks import Interruption, Sink, sinks_of

@@ -43,7 +43,7 @@ from wrighty.config import (
     url_scheme,
 )
 from wrighty.domain.classify import signal_name
-from wrighty.domain.notices import Notice
+from wrighty.domain.outbox import Notice
 from wrighty.domain.text import printable_line
 from wrighty.supervisor.linux import with_parent_death_signal
 from wrighty.supervisor.process import executable_problem

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
+    from wrighty.domain.check_evidence import CheckEvidence
     from wrighty.domain.model import Change, Item
-    from wrighty.domain.verify import CheckEvidence
     from wrighty.operator.context import AppContext
     from wrighty.services.diff import Change as WorkChange
     from wrighty.services.importing import Imported, Source

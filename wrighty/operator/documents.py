@@ -24,13 +24,13 @@ from wrighty.domain.times import rfc3339
 if TYPE_CHECKING:
     from wrighty.agents import AgentInfo
     from wrighty.domain.budgets import AgentHold
+    from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
     from wrighty.domain.classify import Classification
     from wrighty.domain.health import VerificationFigures
     from wrighty.domain.ledger import AgentSpending, Spend, Spending
-    from wrighty.domain.notices import OutboxFigures, StoredNotice
+    from wrighty.domain.outbox import OutboxFigures, StoredNotice
     from wrighty.domain.scheduling import Wait
     from wrighty.domain.usage import Limit, Usage
-    from wrighty.domain.verify import CheckEvidence, CheckRecord
     from wrighty.domain.workspaces import Workspace
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem

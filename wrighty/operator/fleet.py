@@ -16,7 +16,7 @@ from wrighty.operator.sentences import probe_text, spend_text
 
 if TYPE_CHECKING:
     from wrighty.domain.ledger import AgentSpending
-    from wrighty.domain.notices import StoredNotice
+    from wrighty.domain.outbox import StoredNotice
     from wrighty.services.circuits import CircuitView
     from wrighty.services.status import StatusReport
 

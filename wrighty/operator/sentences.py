@@ -12,9 +12,9 @@ from wrighty.domain.transitions import checks_words
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
+    from wrighty.domain.check_evidence import CheckEvidence
     from wrighty.domain.ledger import Spend
     from wrighty.domain.model import Change, Item, NewItem
-    from wrighty.domain.verify import CheckEvidence
     from wrighty.services.circuits import CircuitView, Reset
     from wrighty.services.importing import Imported
     from wrighty.services.review import Accepted

@@ -23,8 +23,8 @@ from wrighty.richtext import local_time
 
 if TYPE_CHECKING:
     from wrighty.domain.budgets import AgentHold
+    from wrighty.domain.check_evidence import CheckRecord
     from wrighty.domain.model import Item, Run
-    from wrighty.domain.verify import CheckRecord
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail
     from wrighty.services.show import RetryStanding, ShowFacts

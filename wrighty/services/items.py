@@ -43,7 +43,7 @@ from wrighty.errors import ConflictError, IllegalTransitionError, NotFoundError,
 from wrighty.store.port import Store
 
 if TYPE_CHECKING:  # a check's types: reading an item loads no more (tests/cli/test_import_cost)
-    from wrighty.domain.verify import CheckRecord
+    from wrighty.domain.check_evidence import CheckRecord
 
 OPERATOR = "operator"
 _CAS_ATTEMPTS = 5

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from wrighty.domain.notices import Source, StoredNotice, trial_notice
 from wrighty.store.port import Store
 
 if TYPE_CHECKING:  # the delivery is loaded only by the commands that deliver
     from wrighty.config import NotifySettings
+    from wrighty.domain.notices import Source
+    from wrighty.domain.outbox import StoredNotice
     from wrighty.notify.delivery import Attempt
     from wrighty.notify.sinks import Sink
 
@@ -30,6 +31,8 @@ class Tried:
 
 def send_test(sinks: list[Sink], source: Source, *, now: datetime) -> list[Tried]:
     """The test message through each sink, whatever its filter; nothing is stored."""
+    from wrighty.domain.notices import trial_notice  # (listing the outbox makes no notice)
+
     notice = trial_notice(source, at=now)
     return [Tried(sink.label(), sink.deliver(notice)) for sink in sinks]
 

@@ -42,7 +42,7 @@ from wrighty.services.usage import budgeted_agents
 from wrighty.store.port import Store
 
 if TYPE_CHECKING:  # built by the store's reader of the outbox's figures
-    from wrighty.domain.notices import OutboxFigures
+    from wrighty.domain.outbox import OutboxFigures
 
 
 @dataclass(frozen=True)

@@ -17,20 +17,14 @@ from datetime import datetime
 from pathlib import Path
 
 from wrighty.domain import suggestions
+from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
 from wrighty.domain.claims import Settlement
 from wrighty.domain.model import WAITS_FOR_CHECKS, Change, Item, Session
 from wrighty.domain.redact import secret_values
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import plural
 from wrighty.domain.transitions import restated, transition
-from wrighty.domain.verify import (
-    Check,
-    CheckEvidence,
-    CheckRecord,
-    VerifyPolicy,
-    select_checks,
-    unknown_check,
-)
+from wrighty.domain.verify import Check, VerifyPolicy, select_checks, unknown_check
 from wrighty.domain.work_product import Completion
 from wrighty.errors import NotFoundError, WrightyError
 from wrighty.services.runlogs import logs_of

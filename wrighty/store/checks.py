@@ -12,8 +12,8 @@ from wrighty.store.rows import check_from_row, check_params
 from wrighty.store.sqlbase import SqlBase
 
 if TYPE_CHECKING:  # a check's types, for the commands that show evidence
+    from wrighty.domain.check_evidence import CheckRecord
     from wrighty.domain.model import Item
-    from wrighty.domain.verify import CheckRecord
     from wrighty.store.port import Rows
 
 

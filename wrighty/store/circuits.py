@@ -12,7 +12,7 @@ from wrighty.store.sqlbase import Refused, SqlBase
 
 if TYPE_CHECKING:  # loaded by the commands that read or write a circuit, not by every store
     from wrighty.domain.circuits import Circuit
-    from wrighty.domain.notices import Notice
+    from wrighty.domain.outbox import Notice
     from wrighty.store.port import Rows, Salvaged
 
 

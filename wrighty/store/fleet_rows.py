@@ -22,7 +22,7 @@ from wrighty.store.fields import (
 if TYPE_CHECKING:
     from wrighty.domain.circuits import Circuit
     from wrighty.domain.health import WorkerRow
-    from wrighty.domain.notices import Delivered, Notice, OutboxFigures, StoredNotice
+    from wrighty.domain.outbox import Delivered, Notice, OutboxFigures, StoredNotice
 
 
 # -- the worker registry ----------------------------------------------------------------------
@@ -138,7 +138,7 @@ def finish_params(
 
 
 def stored_notice_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> StoredNotice:
-    from wrighty.domain.notices import Notice, StoredNotice
+    from wrighty.domain.outbox import Notice, StoredNotice
 
     item_id = row["item_id"]
     read = Fields(row, "notice", row["id"], item_id=item_id, salvaged=salvaged)
@@ -165,7 +165,7 @@ def stored_notice_from_row(row: Any, salvaged: list[UnreadableError] | None = No
 
 
 def outbox_figures_from_row(row: Any) -> OutboxFigures:
-    from wrighty.domain.notices import OutboxFigures
+    from wrighty.domain.outbox import OutboxFigures
 
     return OutboxFigures(
         pending=row["pending"],

@@ -20,7 +20,7 @@ from wrighty.store.fleet_rows import (
 from wrighty.store.sqlbase import MAX_NOTED, SqlBase
 
 if TYPE_CHECKING:  # the outbox's types, loaded by the commands that deliver or list notices
-    from wrighty.domain.notices import Delivered, Notice, OutboxFigures, StoredNotice
+    from wrighty.domain.outbox import Delivered, Notice, OutboxFigures, StoredNotice
     from wrighty.store.port import Rows
 
 
@@ -41,7 +41,7 @@ class OutboxSql(SqlBase):
                 if not problems:
                     return stored
                 # Undeliverable as stored: given up at once, saying why (docs/notifications.md).
-                from wrighty.domain.notices import Delivered
+                from wrighty.domain.outbox import Delivered
 
                 given_up = Delivered(
                     "given-up",

@@ -17,14 +17,15 @@ from wrighty.errors import UnreadableError
 
 if TYPE_CHECKING:  # the contract names every aggregate; a read imports only what it reads
     from wrighty.domain.board import OpenItem
+    from wrighty.domain.check_evidence import CheckRecord
     from wrighty.domain.circuits import Circuit
     from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
     from wrighty.domain.health import QueueFigures, WorkerRow
     from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, NewRun, Run, Session
-    from wrighty.domain.notices import Delivered, Notice, OutboxFigures, Source, StoredNotice
+    from wrighty.domain.notices import Source
+    from wrighty.domain.outbox import Delivered, Notice, OutboxFigures, StoredNotice
     from wrighty.domain.states import ItemState
     from wrighty.domain.usage import LedgerEntry, Usage
-    from wrighty.domain.verify import CheckRecord
 
 _T = TypeVar("_T")
 

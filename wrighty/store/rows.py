@@ -47,9 +47,9 @@ from wrighty.store.fields import (
 # mappers import them, so that a read of items (`wrighty list`) loads none of them.
 if TYPE_CHECKING:
     from wrighty.domain.board import OpenItem
+    from wrighty.domain.check_evidence import CheckRecord
     from wrighty.domain.claims import ClaimRequest, ReapFacts
     from wrighty.domain.health import QueueFigures
-    from wrighty.domain.verify import CheckRecord
 
 
 # -- items ------------------------------------------------------------------------------------
@@ -420,7 +420,7 @@ def check_from_row(row: Any) -> CheckRecord:
     """A stored check's evidence; UnreadableError for a value that does not read, or for a
     row that breaks CheckEvidence's rule (one that did not start has no exit code or signal;
     one that started has exactly one of them)."""
-    from wrighty.domain.verify import CheckEvidence, CheckRecord
+    from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
 
     key = f"{row['verification_id']}/{row['position']}"
     read = Fields(row, "check", key, item_id=row["item_id"])

@@ -16,9 +16,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.output import tails_text
 from wrighty.domain.redact import redact_known, tail_window_bytes
-from wrighty.domain.verify import Check, CheckEvidence
+from wrighty.domain.verify import Check
 from wrighty.supervisor.child import new_marker
 from wrighty.supervisor.process import AgentProcess, LaunchError, LaunchSpec, launch, program_from
 

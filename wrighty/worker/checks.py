@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
 from wrighty.domain.claims import LeaseTerms, RenewOutcome
 from wrighty.domain.classify import StopReason
 from wrighty.domain.model import Item
 from wrighty.domain.redact import secret_values
-from wrighty.domain.verify import Check, CheckEvidence, CheckRecord, unknown_check
+from wrighty.domain.verify import Check, unknown_check
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.supervisor.checks import CheckSpec, Keep, run_check
 from wrighty.supervisor.process import AgentProcess

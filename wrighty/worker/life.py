@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 from wrighty.agents import AgentPlan
 from wrighty.domain import budgets, decisions, machine
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, settle
 from wrighty.domain.classify import StopReason
 from wrighty.domain.decide import Policies
@@ -31,7 +32,7 @@ from wrighty.domain.retry import CrashPolicy, ResetHint, UsagePolicy
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
 from wrighty.domain.usage import Price
-from wrighty.domain.verify import CheckEvidence, VerifyPolicy
+from wrighty.domain.verify import VerifyPolicy
 from wrighty.domain.work_product import Completion
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.services.resume import resumable_here

@@ -26,11 +26,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
 
+from wrighty.domain.check_evidence import CheckRecord
 from wrighty.domain.circuits import Circuit
 from wrighty.domain.claims import LeaseTerms, RenewOutcome, RenewResult
 from wrighty.domain.model import Change, Item, NewRun, Run, Session
 from wrighty.domain.usage import LedgerEntry, Usage
-from wrighty.domain.verify import CheckRecord
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import StoreError
 from wrighty.store.deadlines import call_deadline

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wrighty.domain import budgets, decisions, handoff, machine, review, verify
+from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import settle
 from wrighty.domain.model import NewRun, Run, Session
 from wrighty.domain.outcomes import RunKind
@@ -22,7 +23,7 @@ from wrighty.domain.run_kind import RUN_KIND_VARIABLE, AgentRunKind, agent_run_k
 from wrighty.domain.states import ItemState
 from wrighty.domain.transitions import OPERATOR_REQUEUE
 from wrighty.domain.usage import Usage, total
-from wrighty.domain.verify import CheckEvidence, VerifyPolicy
+from wrighty.domain.verify import VerifyPolicy
 from wrighty.domain.worker_events import WorkerEvent
 from wrighty.services.resume import resume_facts
 from wrighty.services.runlogs import logs_of
