@@ -186,7 +186,8 @@ WHOLE_CONFIG_APP = (
 
 # What holds the time of the run (status's header, its oldest wait), left out.
 RUN_TIMES = re.compile(
-    r"\d{4}-\d\d-\d\dT[\d:.]+Z|oldest wait [^,]*|oldest_queue_wait_seconds [\d.]+"
+    r"\d{4}-\d\d-\d\dT[\d:.]+Z|oldest wait [^,]*|waited [\d.]+ \w+"
+    r"|oldest_queue_wait_seconds [\d.]+"
 )
 
 # Command lines the quick settings serve, good and bad: an unknown item, an id that is not
