@@ -5,8 +5,11 @@ Makes a scratch project (`wrighty init`, a few items) and times, in the same run
 - baseline: `python -c pass` with the interpreter wrighty is installed in;
 - typer alone: a typer app with wrighty's two global options and a `list` command that prints
   one line, nothing of wrighty imported: what any command costs before wrighty's own code;
-- `wrighty --version`, `wrighty list`, `wrighty show 1`, `wrighty status --json`: the installed
-  executable, in the scratch project, as a user runs it.
+- `wrighty --version`, `wrighty list`, `wrighty show 1`, `wrighty status`, `wrighty status
+  --json`: the installed executable, in the scratch project, as a user runs it;
+- with `--before PATH` (another installation's `wrighty`, e.g. of the commit a change starts
+  from), the same commands of that one too, in the same project and the same turns, so that
+  before and after are measured side by side on a busy machine.
 
 Bytecode is cached, as in any installed environment, also where PYTHONDONTWRITEBYTECODE is
 set: in the scratch folder (PYTHONPYCACHEPREFIX), so that the source tree is left alone. The
@@ -15,7 +18,7 @@ falls on all of them alike. Each is run --runs times; the median is reported, wi
 to the baseline's and to typer alone's. Beside the wall time, the CPU time the process used
 (user + system), whose ratio to typer alone's moves less when other work shares the machine.
 
-Usage: python bench/cli_latency.py [--runs 30] [--items 5]
+Usage: python bench/cli_latency.py [--runs 30] [--items 5] [--before PATH]
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-COMMANDS = (("--version",), ("list",), ("show", "1"), ("status", "--json"))
+COMMANDS = (("--version",), ("list",), ("show", "1"), ("status",), ("status", "--json"))
 
 TYPER_ALONE = """
 from pathlib import Path
@@ -93,6 +96,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--items", type=int, default=5)
+    parser.add_argument("--before", help="another installation's wrighty executable")
     args = parser.parse_args()
     wrighty = installed_wrighty()
     with tempfile.TemporaryDirectory(prefix="wrighty-latency-") as scratch:
@@ -110,6 +114,8 @@ def main() -> None:
             "typer alone: list": [sys.executable, str(typer_alone), "list"],
         }
         contenders |= {f"wrighty {' '.join(c)}": [wrighty, *c] for c in COMMANDS}
+        if args.before:
+            contenders |= {f"before: {' '.join(c)}": [args.before, *c] for c in COMMANDS}
         for command in contenders.values():  # untimed: fills the bytecode cache
             timed(command, root, env)
         times: dict[str, list[float]] = {name: [] for name in contenders}

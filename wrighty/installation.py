@@ -7,9 +7,9 @@ derived from a host name or a user name.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Mapping
 from pathlib import Path
-
-import platformdirs
 
 from wrighty.errors import WrightyError
 from wrighty.files import link_new, make_private_dirs
@@ -19,7 +19,28 @@ _PREFIX = "inst-"
 
 
 def user_config_dir() -> Path:
+    plain = plain_config_dir(os.environ, sys.platform)
+    if plain is not None:
+        return plain
+    import platformdirs  # it imports tempfile, then shutil and its compressors: 10-20 ms
+
     return Path(platformdirs.user_config_dir("wrighty", appauthor=False))
+
+
+def plain_config_dir(environ: Mapping[str, str], platform: str) -> Path | None:
+    """The folder platformdirs names on Linux in the usual cases: an absolute
+    XDG_CONFIG_HOME, else an absolute HOME's .config, with `wrighty` at the end; None for
+    anything else (another system, a relative or missing variable), which platformdirs
+    answers. tests/unit/test_installation.py keeps the two equal."""
+    if not platform.startswith("linux"):
+        return None
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    if xdg.startswith("/"):
+        return Path(xdg, "wrighty")
+    home = environ.get("HOME", "")
+    if xdg or not home.startswith("/"):
+        return None
+    return Path(home.rstrip("/") or "/", ".config", "wrighty")
 
 
 def installation_id(config_dir: Path | None = None) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -174,3 +175,105 @@ def test_same_json_tells_types_apart() -> None:
     assert not same_json({"a": True}, {"a": 1})
     assert not same_json({"a": 1, "b": 2}, {"a": 1})
     assert not same_json([1], [1, 2])
+
+
+# The typer app with the quick reader turned off: `list`, `show` and `status` then read
+# wrighty.json through pydantic's models, as they did before AppContext.settings().
+WHOLE_CONFIG_APP = (
+    "import wrighty.cli.quick_config as quick\n"
+    "quick.quick_read_settings = lambda cwd, explicit: None\n" + FULL_APP
+)
+
+# What holds the time of the run (status's header, its oldest wait), left out.
+RUN_TIMES = re.compile(
+    r"\d{4}-\d\d-\d\dT[\d:.]+Z|oldest wait [^,]*|waited [\d.]+ \w+"
+    r"|oldest_queue_wait_seconds [\d.]+"
+)
+
+# Command lines the quick settings serve, good and bad: an unknown item, an id that is not
+# one, an option that does not parse, a state that is none.
+READ_COMMANDS = (
+    ("list",),
+    ("list", "--json"),
+    ("list", "--state", "queued"),
+    ("list", "--state", "bogus"),
+    ("list", "--attention"),
+    ("show", "1"),
+    ("show", "1", "--json"),
+    ("show", "99"),
+    ("show", "one"),
+    ("show", "-1"),
+    ("status",),
+    ("status", "--format", "prometheus"),
+    ("status", "--max-queue-wait", "1s"),
+    ("status", "--max-queue-wait", "soon"),
+    ("status", "--min-workers", "-1"),
+)
+
+
+def _compared(cwd: Path, script: Path, *args: str) -> tuple[tuple[int, str, str], ...]:
+    """(exit status, stdout, stderr) of the installed executable and of the app that loads
+    the whole config, the run's times left out."""
+    fast = run_installed(cwd, *args)
+    full = run_installed(cwd, *args, prefix=[sys.executable], command=str(script))
+    return tuple(
+        (done.returncode, RUN_TIMES.sub("", done.stdout), RUN_TIMES.sub("", done.stderr))
+        for done in (fast, full)
+    )
+
+
+@pytest.fixture
+def whole_config_app(tmp_path: Path) -> Path:
+    script = tmp_path / "whole" / "wrighty"
+    script.parent.mkdir()
+    script.write_text(WHOLE_CONFIG_APP)
+    return script
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["as init wrote it", "another default agent", "NaN"])
+def test_read_commands_print_what_the_whole_config_gives(
+    initialised: Path, whole_config_app: Path, name: str
+) -> None:
+    """`list`, `show` and `status` with the settings read quickly (the init document) and
+    with the whole config's, byte for byte; then with a row that does not read."""
+    for queue in ((), ("--queue",)):
+        created = wrighty("create", "--title", "Read me", "--body", "a task", *queue)
+        assert created.exit_code == 0, created.output
+    text, _ = CONFIGS[name]
+    assert isinstance(text, str)
+    (initialised / "wrighty.json").write_text(text)
+    for args in READ_COMMANDS:
+        fast, full = _compared(initialised, whole_config_app, *args)
+        assert fast == full, args
+    connection = sqlite3.connect(initialised / ".wrighty" / "wrighty.db")
+    connection.execute("UPDATE items SET queued_at = 'nonsense' WHERE id = 2")
+    connection.commit()
+    connection.close()
+    for args in (("list",), ("show", "2"), ("status",)):
+        fast, full = _compared(initialised, whole_config_app, *args)
+        assert fast == full, args
+        # status counts in SQL: the row is read by the others (where the config reads)
+        told = "does not read" in fast[2]
+        assert told is (args[0] != "status" and name != "NaN"), args
+
+
+def test_the_quick_settings_are_the_whole_configs(initialised: Path) -> None:
+    """The read settings of the init document, quick and through the models, are the same
+    values (the thresholds compared as made)."""
+    from dataclasses import asdict
+
+    from wrighty.cli.quick_config import quick_read_settings
+    from wrighty.config import load_config
+    from wrighty.services.settings import read_settings_of
+
+    quick = quick_read_settings(initialised, None)
+    whole = read_settings_of(load_config(initialised / "wrighty.json"))
+    assert quick is not None
+    assert quick.thresholds() == whole.thresholds()
+    assert {**asdict(quick), "thresholds": None, "agent_rules": None} == {
+        **asdict(whole),
+        "thresholds": None,
+        "agent_rules": None,
+    }
+    assert not quick.agent_rules

@@ -73,18 +73,32 @@ NOT_FOR_LISTING = (
     "wrighty.installation",
 )
 
+# In a project whose wrighty.json is the one `wrighty init` writes, `list`, `show` and
+# `status` read its settings without the config's models (AppContext.settings()). pydantic
+# itself is typer's: it reads every option through it.
+NOT_FOR_INIT_DOCUMENT = ("wrighty.config",)
+
 NOT_LOADED: dict[tuple[str, ...], tuple[str, ...]] = {
-    ("list",): (*NOT_FOR_READING, *NOT_FOR_LISTING, *NOT_FOR_ITEMS, "wrighty.domain.circuits"),
+    ("list",): (
+        *NOT_FOR_READING,
+        *NOT_FOR_LISTING,
+        *NOT_FOR_ITEMS,
+        *NOT_FOR_INIT_DOCUMENT,
+        "wrighty.domain.circuits",
+    ),
     ("list", "--json"): (
         *NOT_FOR_READING,
         *NOT_FOR_LISTING,
         *NOT_FOR_ITEMS,
+        *NOT_FOR_INIT_DOCUMENT,
         "wrighty.domain.circuits",
         "rich",
     ),
+    ("list", "--attention"): (*NOT_FOR_READING, *NOT_FOR_LISTING, *NOT_FOR_INIT_DOCUMENT),
     # psutil comes only with a registered worker of this installation, to see if it runs.
     ("status", "--json"): (
         *NOT_FOR_READING,
+        *NOT_FOR_INIT_DOCUMENT,
         "wrighty.agents",
         "wrighty.vendors",
         "wrighty.supervisor",
@@ -97,8 +111,18 @@ NOT_LOADED: dict[tuple[str, ...], tuple[str, ...]] = {
     # So is the outbox: listing it loads no sink.
     ("notify", "pending", "--json"): (*NOT_FOR_READING, *NOT_FOR_LISTING, "rich"),
     # The agent's vendor is asked only for an item with a session it could resume.
+    ("status",): (
+        *NOT_FOR_READING,
+        *NOT_FOR_INIT_DOCUMENT,
+        "wrighty.agents",
+        "wrighty.vendors",
+        "wrighty.supervisor",
+        "psutil",
+        "wrighty.domain.board",
+    ),
     ("show", "1"): (
         *NOT_FOR_READING,
+        *NOT_FOR_INIT_DOCUMENT,
         "wrighty.domain.board",
         "wrighty.domain.health",
         "wrighty.domain.notices",

@@ -70,6 +70,7 @@ LAYERS: dict[str, set[str]] = {
         "__init__.py",
     },
     "services/": {
+        "config_file.py",
         "workproduct/",
         "notify/",
         "agents.py",

@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 import typer.main
@@ -28,6 +28,9 @@ from wrighty.cli.common import WrightyGroup
 from wrighty.cli.flags import show_values_in_command_line_words
 from wrighty.cli.numbers import plain_numbers_only
 from wrighty.operator.context import AppContext
+
+if TYPE_CHECKING:
+    from wrighty.services.settings import ReadSettings
 
 # Each command: its module and the function (or, for a group, the sub-app) that defines it, in
 # the order `wrighty --help` lists them.
@@ -185,7 +188,14 @@ def root(
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
     ] = False,
 ) -> None:
-    ctx.obj = AppContext(config_option=config, store_option=store)
+    ctx.obj = AppContext(config_option=config, store_option=store, quick_settings=_quick_settings)
+
+
+def _quick_settings(cwd: Path, explicit: Path | None) -> ReadSettings | None:
+    """The read settings of the init document without the config's models (quick_config.py)."""
+    from wrighty.cli.quick_config import quick_read_settings
+
+    return quick_read_settings(cwd, explicit)
 
 
 def main() -> NoReturn:

@@ -118,7 +118,6 @@ def status(
     """Is the queue healthy? Counts, waits (for a worker, for review), leases, workers,
     provider circuits, each agent's spend, the notifications not delivered yet; exit 1 if
     not."""
-    from wrighty.config import budgets_of, thresholds_of
     from wrighty.installation import installation_id
     from wrighty.services import status as status_service
 
@@ -132,12 +131,11 @@ def status(
     review_limit = seconds_option("--max-review-wait", max_review_wait, MAX_QUEUE_WAIT_SECONDS)
     max_age = seconds_option("--worker-max-age", worker_max_age, MAX_WORKER_AGE_SECONDS)
     app_ctx = app_context(ctx)
-    config = app_ctx.config().config
-    settings = config.status
+    settings = app_ctx.settings()
     # Prometheus's counters add up every run; the other views read the budget period and the
     # last 24 hours only.
     ledger = status_service.LedgerScope(
-        budgets_of(config), config.worker.default_agent, lifetime=fmt == "prometheus"
+        settings.budgets, settings.default_agent, lifetime=fmt == "prometheus"
     )
     # Each option given overrides its status.* setting.
     options: dict[str, Any] = {
@@ -150,7 +148,7 @@ def status(
         "max_review_wait_seconds": review_limit,
     }
     thresholds = dataclasses.replace(
-        thresholds_of(config), **{key: value for key, value in options.items() if value is not None}
+        settings.thresholds(), **{key: value for key, value in options.items() if value is not None}
     )
     with app_ctx.store() as store:
 
@@ -161,7 +159,7 @@ def status(
                 thresholds=thresholds,
                 worker_max_age_seconds=max_age or settings.worker_max_age_seconds,
                 installation_id=installation_id(),
-                default_agent=config.worker.default_agent,
+                default_agent=settings.default_agent,
                 ledger=ledger,
             )
 

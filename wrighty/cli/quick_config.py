@@ -17,9 +17,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from wrighty.config_file import DEFAULT_STORE_URL, MAX_CONFIG_BYTES, MAX_NUMBER_DIGITS
+from wrighty.config_file import DEFAULT_STORE_URL, MAX_CONFIG_BYTES, MAX_NUMBER_DIGITS, find_config
+
+if TYPE_CHECKING:
+    from wrighty.domain.health import Thresholds
+    from wrighty.services.settings import ReadSettings
 
 INIT_DOCUMENT: dict[str, Any] = {
     "$schema": "./.wrighty/wrighty.schema.json",
@@ -99,6 +103,39 @@ def vouched_config(path: Path) -> QuickConfig | None:
         default_agent=document["worker"]["defaultAgent"],
         worker_max_age_seconds=DEFAULT_WORKER_MAX_AGE_SECONDS,
     )
+
+
+def quick_read_settings(cwd: Path, explicit: Path | None) -> ReadSettings | None:
+    """The read settings (services/settings.py) of the wrighty.json found from ``cwd`` (or
+    ``explicit``, --config) if it is the init document; None for the full load to read it.
+    The document's: no limits, no budgets, no status thresholds, retry policies that do not
+    retry (so no provider circuit), no checks."""
+    path = find_config(cwd, explicit)
+    config = vouched_config(path) if path is not None else None
+    if config is None:
+        return None
+    from wrighty.domain.budgets import Budgets
+    from wrighty.domain.scheduling import ConcurrencyLimits
+    from wrighty.services.settings import ReadSettings
+
+    return ReadSettings(
+        root=config.root,
+        store_url=config.store_url,
+        default_agent=config.default_agent,
+        limits=ConcurrencyLimits(),
+        budgets=Budgets(),
+        worker_max_age_seconds=config.worker_max_age_seconds,
+        crash_limit=None,
+        usage_limit=None,
+        thresholds=_no_thresholds,
+        agent_rules=False,
+    )
+
+
+def _no_thresholds() -> Thresholds:
+    from wrighty.domain.health import Thresholds
+
+    return Thresholds()
 
 
 def same_json(value: Any, expected: Any) -> bool:

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
-from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
@@ -242,6 +241,8 @@ def watch_status(
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     """Redraw ``frame()`` every WATCH_INTERVAL_SECONDS until interrupted (or ``frames``)."""
+    from rich.live import Live  # for --watch alone
+
     gc.enable()  # a read command collects no garbage (cli/app.py), but this one runs on
     shown = 0
     with Live(frame(), console=console, auto_refresh=False) as live:

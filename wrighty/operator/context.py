@@ -23,6 +23,11 @@ from wrighty.store import Store, StoreTarget, open_store, parse_store_url
 if TYPE_CHECKING:
     from wrighty.config import LoadedConfig
     from wrighty.services.clock import StoreClock
+    from wrighty.services.settings import ReadSettings
+
+# Reads the read settings of the wrighty.json that the working directory and --config name
+# without the config's models, where it vouches for the file; None where it does not.
+QuickSettings = Callable[[Path, "Path | None"], "ReadSettings | None"]
 
 
 # The clock every command reads; tests replace it to control time.
@@ -39,7 +44,10 @@ class AppContext:
     config_option: Path | None
     store_option: str | None
     cwd: Path = field(default_factory=Path.cwd)
+    # The CLI's quick reader (cli/quick_config.py); without one, settings() loads the config.
+    quick_settings: QuickSettings | None = None
     _loaded: LoadedConfig | None = None
+    _settings: ReadSettings | None = None
     _clock: StoreClock | None = None
 
     def now(self) -> datetime:
@@ -73,6 +81,24 @@ class AppContext:
                 )
         return self._loaded
 
+    def settings(self) -> ReadSettings:
+        """What a read command takes from wrighty.json, as plain values: from the quick reader
+        where it vouches for the file, else from the config (its errors as config()'s)."""
+        settings = self._quick()
+        if settings is None:
+            from wrighty.services.settings import read_settings_of
+
+            settings = self._settings = read_settings_of(self.config())
+        return settings
+
+    def _quick(self) -> ReadSettings | None:
+        """The settings read without the config's models, once; None where the quick reader
+        does not vouch for the file (or there is none, or the config is loaded already)."""
+        if self._settings is None and self.quick_settings is not None and self._loaded is None:
+            self._settings = self.quick_settings(self.cwd, self.config_option)
+            self.quick_settings = None  # asked once
+        return self._settings
+
     def secrets(self) -> tuple[str, ...]:
         """The values this command never shows (config.known_secrets): its environment's
         credential variables and every `agents.<name>.env` value of the wrighty.json found;
@@ -90,6 +116,9 @@ class AppContext:
     def store_target(self) -> StoreTarget:
         if self.store_option is not None:
             return parse_store_url(self.store_option, base=self.cwd)
+        quick = self._quick()
+        if quick is not None:
+            return parse_store_url(quick.store_url, base=quick.root)
         loaded = self.config()
         return parse_store_url(loaded.config.store.url, base=loaded.root)
 

@@ -14,7 +14,6 @@ from wrighty.domain.budgets import MAX_ITEM_COST_USD, MAX_ITEM_TOKENS
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, parse_duration
 from wrighty.domain.model import DEFAULT_PRIORITY, NewItem
 from wrighty.domain.states import ItemState
-from wrighty.domain.transitions import validate_new_item
 from wrighty.domain.usage import Limit
 from wrighty.errors import WrightyError
 from wrighty.operator.numbers import number_problem
@@ -69,6 +68,7 @@ def new_item_of(
     is wrong (WrightyError, in the command's words). The task is read last, once every option
     is accepted: a wrong one is told before standard input is waited for."""
     from wrighty.domain.scheduling import check_label, parse_priority
+    from wrighty.domain.transitions import validate_new_item  # not for the read commands
     from wrighty.services import items as item_service
 
     agent = options.agent

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from wrighty.domain.budgets import usage_text
 from wrighty.domain.model import DEFAULT_PRIORITY
 from wrighty.domain.text import printable_line
-from wrighty.domain.transitions import checks_words
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
@@ -31,6 +30,7 @@ def created_line(item: Item, new: NewItem) -> str:
 def _scheduling_words(new: NewItem) -> list[str]:
     """What `create` says about an item's scheduling, when it is not the default."""
     from wrighty.domain.scheduling import priority_name
+    from wrighty.domain.transitions import checks_words  # the read commands load none of it
 
     words = []
     if new.priority != DEFAULT_PRIORITY:

@@ -16,7 +16,6 @@ from wrighty.domain.scheduling import priority_name
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.suggestions import Standing, Suggestion, next_commands
 from wrighty.domain.text import clip, plural, printable_line
-from wrighty.domain.transitions import is_edit
 from wrighty.domain.usage import NO_LIMIT, Limit, Usage
 from wrighty.operator.documents import first_line
 from wrighty.richtext import local_time
@@ -108,6 +107,8 @@ NO_RESUME = "no --resume: this installation cannot resume the item's session"
 
 def next_steps(detail: ItemDetail, standing: Standing) -> NextSteps | None:
     """None when no command is due."""
+    from wrighty.domain.transitions import is_edit  # `list` and `status` load none of it
+
     item = detail.item
     suggestions = next_commands(item.id, item.state, standing, reason_code=item.reason_code)
     if not suggestions:

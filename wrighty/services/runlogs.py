@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from wrighty.config import STATE_DIRNAME
+from wrighty.config_file import STATE_DIRNAME
 from wrighty.domain.model import Run, Stream
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.output import tails_text

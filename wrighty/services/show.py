@@ -29,13 +29,16 @@ if TYPE_CHECKING:
     from wrighty.domain.usage import Limit, Usage
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail
+    from wrighty.services.settings import ReadSettings
     from wrighty.store.port import Store
     from wrighty.workproduct.listing import Progress
 
 
 class Context(Protocol):
     """What the gathering reads beside the store: wrighty.json (WrightyError when it cannot be
-    read) and the fleet's time. The CLI's `AppContext` is one."""
+    read), as plain values and whole, and the fleet's time. The CLI's `AppContext` is one."""
+
+    def settings(self) -> ReadSettings: ...
 
     def config(self) -> LoadedConfig: ...
 
@@ -165,25 +168,26 @@ def show_facts(context: Context, store: Store, item_id: int) -> ShowFacts:
 def ledger_settings(context: Context) -> tuple[Budgets, str]:
     """The budgets and the default agent (wrighty.json's; its defaults when it cannot be
     read)."""
-    from wrighty.config import WrightyConfig, budgets_of
-
-    try:
-        config = context.config().config
-    except WrightyError:
-        config = WrightyConfig()
-    return budgets_of(config), config.worker.default_agent
+    settings = _settings(context)
+    return settings.budgets, settings.default_agent
 
 
 def scheduling_settings(context: Context) -> tuple[ConcurrencyLimits, str]:
     """The concurrency limits and the default agent (wrighty.json's; none and its default
     when it cannot be read)."""
-    from wrighty.config import WrightyConfig, limits_of
+    settings = _settings(context)
+    return settings.limits, settings.default_agent
 
+
+def _settings(context: Context) -> ReadSettings:
+    """wrighty.json's read settings; its defaults' when it cannot be read."""
     try:
-        config = context.config().config
+        return context.settings()
     except WrightyError:
-        config = WrightyConfig()
-    return limits_of(config), config.worker.default_agent
+        from wrighty.config import LoadedConfig, WrightyConfig
+        from wrighty.services.settings import read_settings_of
+
+        return read_settings_of(LoadedConfig(path=None, config=WrightyConfig()))
 
 
 def held(context: Context, store: Store, items: list[Item]) -> dict[int, AgentHold]:
@@ -198,16 +202,18 @@ def held(context: Context, store: Store, items: list[Item]) -> dict[int, AgentHo
 def _holding_back(context: Context, store: Store, item: Item) -> CircuitView | None:
     """The provider circuit that keeps a waiting item's agent from being launched, if one
     does (only under a usage retry policy; see docs/usage-limits.md)."""
+    if item.state not in (ItemState.QUEUED, ItemState.RETRY_SCHEDULED):
+        return None
+    try:
+        if not context.settings().agent_rules:
+            return None  # no usage policy that retries: no circuit
+        config = context.config().config
+    except WrightyError:
+        return None
     from wrighty.config import agent_circuit
     from wrighty.installation import installation_id
     from wrighty.services.circuits import holding
 
-    if item.state not in (ItemState.QUEUED, ItemState.RETRY_SCHEDULED):
-        return None
-    try:
-        config = context.config().config
-    except WrightyError:
-        return None
     agent = item.agent or config.worker.default_agent
     name = agent_circuit(config, agent, installation_id=installation_id())
     return holding(store, name, context.now()) if name is not None else None
@@ -215,14 +221,14 @@ def _holding_back(context: Context, store: Store, item: Item) -> CircuitView | N
 
 def _has_logs(context: Context, runs: list[Run]) -> bool:
     """Whether `wrighty logs` would print the last run's output here."""
-    from wrighty.config import STATE_DIRNAME
+    from wrighty.config_file import STATE_DIRNAME
     from wrighty.installation import installation_id
     from wrighty.services.runlogs import logs_problem, run_log_dir
 
     if not runs:
         return False
     last = max(runs, key=lambda run: run.attempt)  # as `wrighty logs` picks it
-    log_dir = run_log_dir(context.config().root / STATE_DIRNAME, last)
+    log_dir = run_log_dir(context.settings().root / STATE_DIRNAME, last)
     return logs_problem(last, log_dir, installation_id=installation_id()) is None
 
 
@@ -230,25 +236,23 @@ def _retry_limits(context: Context) -> tuple[int | None, int | None]:
     """worker.processCrash's and worker.usageFailure's maxAttempts, each when its policy
     retries; None otherwise or unknown."""
     try:
-        worker = context.config().config.worker
+        settings = context.settings()
     except WrightyError:
         return None, None
-    crash, usage = worker.process_crash, worker.usage_failure
-    return (
-        crash.max_attempts if crash.action == "retry" else None,
-        usage.max_attempts if usage.action == "retry" else None,
-    )
+    return settings.crash_limit, settings.usage_limit
 
 
 def _fix_turns_limit(context: Context, agent: str | None) -> int | None:
     """verify.maxFixTurns for the item's agent; None when it has no checks, or wrighty.json
     cannot be read."""
-    from wrighty.config.translate import fix_turns_limit
-
     try:
+        if not context.settings().agent_rules:
+            return None  # no checks
         config = context.config().config
     except WrightyError:
         return None
+    from wrighty.config.translate import fix_turns_limit
+
     return fix_turns_limit(config, agent or config.worker.default_agent)
 
 
@@ -279,12 +283,12 @@ def _has_change(context: Context, detail: ItemDetail) -> bool:
     if detail.session is None or detail.session.base_commit is None:
         return False
     # git's service is loaded only for an item that has a branch
-    from wrighty.config import STATE_DIRNAME
+    from wrighty.config_file import STATE_DIRNAME
     from wrighty.installation import installation_id
     from wrighty.services.diff import change_refusal
 
     try:
-        root = context.config().root
+        root = context.settings().root
     except WrightyError:
         return False
     refusal = change_refusal(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
 
 _NAME_LINE = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -19,8 +19,13 @@ class Migration:
     sql: str
 
 
+# The .sql files, beside this module in the installed package (read as files: importlib's
+# resources would cost a read command 5-10 ms of imports, zipfile among them).
+SQL_DIR = Path(__file__).parent / "sql"
+
+
 def read_sql(dialect: str, filename: str) -> str:
-    return resources.files("wrighty.store").joinpath("sql", dialect, filename).read_text("utf-8")
+    return (SQL_DIR / dialect / filename).read_text("utf-8")
 
 
 # The folder of the queries both dialects run as written.
@@ -49,7 +54,7 @@ def queries(dialect: str) -> dict[str, str]:
 @cache
 def migrations(dialect: str) -> tuple[Migration, ...]:
     """The numbered migrations of ``sql/<dialect>/migrations``, in order, gap-free."""
-    folder = resources.files("wrighty.store").joinpath("sql", dialect, "migrations")
+    folder = SQL_DIR / dialect / "migrations"
     found = []
     for entry in folder.iterdir():
         match = _MIGRATION_FILE.match(entry.name)
