@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import re
-import signal
 import subprocess
 import threading
 import urllib.parse
@@ -31,8 +30,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from http import HTTPStatus
 from typing import Any, Protocol
-
-import psutil
 
 from wrighty.config import (
     DEFAULT_COMMAND_TIMEOUT_SECONDS,
@@ -385,17 +382,11 @@ class CommandSinkRunner:
 
 
 def _kill_tree(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL to the program's process group and to every descendant of it, those that left
-    the group included (the program's own waiter reaps it)."""
-    try:
-        descendants = psutil.Process(process.pid).children(recursive=True)
-    except psutil.Error:
-        descendants = []
-    with contextlib.suppress(OSError):  # gone already
-        os.killpg(process.pid, signal.SIGKILL)
-    for child in descendants:
-        with contextlib.suppress(psutil.Error):
-            child.kill()
+    """SIGKILL to the program's process group and to every descendant of it (its waiter
+    reaps it)."""
+    from wrighty.supervisor.tree import kill_group_and_descendants
+
+    kill_group_and_descendants(process.pid)
 
 
 def sinks_of(

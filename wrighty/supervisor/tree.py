@@ -200,3 +200,22 @@ def ignore_missing() -> contextlib.suppress:
     return contextlib.suppress(
         ProcessLookupError, PermissionError, psutil.NoSuchProcess, psutil.AccessDenied
     )
+
+
+def kill_group_and_descendants(pid: int) -> None:
+    """SIGKILL to the process group led by ``pid`` and to every descendant of ``pid``, those
+    that left the group included (their parent's waiter reaps the leader)."""
+    try:
+        descendants = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    with contextlib.suppress(OSError):  # gone already
+        os.killpg(pid, signal.SIGKILL)
+    for child in descendants:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+
+
+def started_at(pid: int | None = None) -> float:
+    """When process ``pid`` (this one by default) started, as the system tells it."""
+    return psutil.Process(pid).create_time()

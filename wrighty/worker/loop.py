@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import psutil
-
 from wrighty import __version__
 from wrighty.agents import AgentPlan, plan_agent
 from wrighty.config import (
@@ -57,6 +55,7 @@ from wrighty.services.clock import StoreClock
 from wrighty.services.reaper import reap_expired
 from wrighty.store import StoreTarget
 from wrighty.store.port import Store
+from wrighty.supervisor.tree import started_at
 from wrighty.vendors.base import Reader
 from wrighty.worker import preflight
 from wrighty.worker.budget_hold import BudgetHold
@@ -179,7 +178,7 @@ class Worker:
             label=settings.label,
             installation_id=self._installation_id,
             pid=os.getpid(),
-            process_started_at=psutil.Process().create_time(),
+            process_started_at=started_at(),
             version=__version__,
             state=WorkerState.IDLE,
             items=(),
