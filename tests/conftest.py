@@ -2,17 +2,21 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.schema_pool import close_pools, pool_for
 from wrighty.store import Store
 from wrighty.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from tests.integration.worker_process import ProjectOnDisk
 
 START = datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
 
@@ -125,6 +129,55 @@ def store(backend: str, tmp_path: Path) -> Iterator[Store]:
         opened = open_postgres(url)
         yield opened
         opened.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "project(**settings): the settings of the `project` fixture's project (make_project's)",
+    )
+
+
+@pytest.fixture
+def make_project(tmp_path: Path) -> Callable[..., ProjectOnDisk]:
+    """The one project factory (docs/testing.md#the-harness): ``make_project(name, **settings)``
+    makes an initialised wrighty project at ``tmp_path / name`` ("project" by default), its
+    settings those of `tests.integration.worker_process.make_project` (a config, agent
+    programs, a store URL, a git repository...). A test on both stores passes
+    ``store_url=store_url`` (the ``store_url`` fixture, built on ``backend``)."""
+    from tests.integration.worker_process import make_project as make
+
+    def made(name: str = "project", **settings: Any) -> ProjectOnDisk:
+        return make(tmp_path / name, **settings)
+
+    return made
+
+
+@pytest.fixture
+def project(
+    request: pytest.FixtureRequest, make_project: Callable[..., ProjectOnDisk]
+) -> ProjectOnDisk:
+    """A project made by ``make_project`` with the settings of the test's (or its module's)
+    ``@pytest.mark.project(...)`` marker, none without one. A test folder whose tests need a
+    project of another kind (an in-process worker's, a bare folder) defines its own."""
+    marker = request.node.get_closest_marker("project")
+    return make_project(**(marker.kwargs if marker else {}))
+
+
+@pytest.fixture
+def git_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git repository (tests.helpers.git_repo) at ``tmp_path / "project"`` on branch main,
+    its state folder ignored by a second commit; git, in this process too, reads no settings
+    but the repository's. For tests of wrighty's git work, not of a configured project."""
+    from tests.helpers import git, git_repo
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    root = git_repo(tmp_path / "project")
+    (root / ".gitignore").write_text(".wrighty/\n")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-qm", "ignore wrighty's folder")
+    return root
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
