@@ -155,13 +155,29 @@ def make_project(tmp_path: Path) -> Callable[..., ProjectOnDisk]:
 
 @pytest.fixture
 def project(
-    request: pytest.FixtureRequest, make_project: Callable[..., ProjectOnDisk]
-) -> ProjectOnDisk:
-    """A project made by ``make_project`` with the settings of the test's (or its module's)
-    ``@pytest.mark.project(...)`` marker, none without one. A test folder whose tests need a
-    project of another kind (an in-process worker's, a bare folder) defines its own."""
+    request: pytest.FixtureRequest, tmp_path: Path, make_project: Callable[..., ProjectOnDisk]
+) -> Iterator[Any]:
+    """The test's project, made with the settings of its (or its module's)
+    ``@pytest.mark.project(...)`` marker, none without one: ``make_project``'s project on disk,
+    for a test that runs `wrighty`; with ``kind`` (a `WorkerProject` class,
+    tests/integration/harness.py), that project with its store open, for a test that runs the
+    worker in its own process (``fields`` are the kind's own fields: an installation id, a
+    clock). A test folder whose tests need a project of another sort (a bare folder before
+    `wrighty init`) defines its own."""
     marker = request.node.get_closest_marker("project")
-    return make_project(**(marker.kwargs if marker else {}))
+    settings = dict(marker.kwargs) if marker else {}
+    kind = settings.pop("kind", None)
+    if kind is None:
+        yield make_project(**settings)
+        return
+    from tests.integration.harness import open_project
+    from tests.integration.worker_process import project_document
+
+    root = tmp_path / settings.pop("name", "project")
+    fields = settings.pop("fields", {})
+    opened = open_project(kind, root, project_document(root, **settings), **fields)
+    yield opened
+    opened.store.close()
 
 
 @pytest.fixture

@@ -115,6 +115,39 @@ class ProjectOnDisk:
         return Finished(done.returncode, events, done.stderr)
 
 
+def project_document(
+    root: Path,
+    *,
+    worker: dict[str, Any] | None = None,
+    agents: dict[str, Any] | None = None,
+    programs: dict[str, str] | None = None,
+    resumable: bool = False,
+    store_url: str | None = None,
+    **sections: Any,
+) -> dict[str, Any]:
+    """The wrighty.json of `make_project`'s project at ``root`` (made if missing), its agents'
+    ``programs`` written there: for a test that runs the worker in its own process
+    (tests/integration/harness.py's `open_project`) as for one that runs `wrighty`."""
+    root.mkdir(parents=True, exist_ok=True)
+    configured = dict(agents or {})
+    for name, program in (programs or {}).items():
+        (root / f"{name}.py").write_text(program)
+        argv = [sys.executable, str(root / f"{name}.py")]
+        configured[name] = {"adapter": "command", "command": argv}
+        if resumable:
+            configured[name]["resumeCommand"] = argv
+    default = next(iter(programs)) if programs else "example"
+    document: dict[str, Any] = {
+        "worker": {"defaultAgent": default, "leaseSeconds": 5, "heartbeatSeconds": 0.5,
+                   "pollSeconds": 0.1, **(worker or {})},
+        "agents": configured or {"example": {"adapter": "command", "command": EXAMPLE_AGENT}},
+        **sections,
+    }  # fmt: skip
+    if store_url is not None:
+        document["store"] = {"url": store_url}
+    return document
+
+
 def make_project(
     root: Path,
     *,
@@ -142,23 +175,10 @@ def make_project(
     folder and logs ignored (the commands then run in `git_env`). ``env`` adds to the
     commands' environment (no WRIGHTY_ variables from outside); ``sections`` are
     wrighty.json's other sections (``verify``, ``completion``, ``notify``...)."""
-    root.mkdir(parents=True, exist_ok=True)
-    configured = dict(agents or {})
-    for name, program in (programs or {}).items():
-        (root / f"{name}.py").write_text(program)
-        argv = [sys.executable, str(root / f"{name}.py")]
-        configured[name] = {"adapter": "command", "command": argv}
-        if resumable:
-            configured[name]["resumeCommand"] = argv
-    default = next(iter(programs)) if programs else "example"
-    document: dict[str, Any] = {
-        "worker": {"defaultAgent": default, "leaseSeconds": 5, "heartbeatSeconds": 0.5,
-                   "pollSeconds": 0.1, **(worker or {})},
-        "agents": configured or {"example": {"adapter": "command", "command": EXAMPLE_AGENT}},
-        **sections,
-    }  # fmt: skip
-    if store_url is not None:
-        document["store"] = {"url": store_url}
+    document = project_document(
+        root, worker=worker, agents=agents, programs=programs, resumable=resumable,
+        store_url=store_url, **sections,
+    )  # fmt: skip
     config, problems = check_config_text(json.dumps(document))
     assert config is not None, problems
     (root / "wrighty.json").write_text(json.dumps(document))
