@@ -7,16 +7,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
 from tests.schema_pool import close_pools, pool_for
 from wrighty.store import Store
 from wrighty.store.sqlite import SqliteStore
-
-if TYPE_CHECKING:
-    from tests.integration.worker_process import ProjectOnDisk
 
 START = datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
 
@@ -139,45 +136,49 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def make_project(tmp_path: Path) -> Callable[..., ProjectOnDisk]:
+def make_project(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """The one project factory (docs/testing.md#the-harness): ``make_project(name, **settings)``
     makes an initialised wrighty project at ``tmp_path / name`` ("project" by default), its
     settings those of `tests.integration.worker_process.make_project` (a config, agent
-    programs, a store URL, a git repository...). A test on both stores passes
-    ``store_url=store_url`` (the ``store_url`` fixture, built on ``backend``)."""
+    programs, a store URL, a git repository...): a `ProjectOnDisk`, for a test that runs
+    `wrighty`. With ``kind`` (a `WorkerProject` class, tests/integration/harness.py) it is that
+    project with its store open (closed after the test), for a test that runs the worker in
+    its own process; ``fields`` are then the kind's own fields (an installation id, a clock).
+    A test on both stores passes ``store_url=store_url`` (the ``store_url`` fixture, built on
+    ``backend``)."""
+    from tests.integration.harness import WorkerProject, open_project
     from tests.integration.worker_process import make_project as make
+    from tests.integration.worker_process import project_document
 
-    def made(name: str = "project", **settings: Any) -> ProjectOnDisk:
-        return make(tmp_path / name, **settings)
+    opened: list[WorkerProject] = []
 
-    return made
+    def made(
+        name: str = "project",
+        *,
+        kind: type[WorkerProject] | None = None,
+        fields: dict[str, Any] | None = None,
+        **settings: Any,
+    ) -> Any:
+        root = tmp_path / name
+        if kind is None:
+            return make(root, **settings)
+        project = open_project(kind, root, project_document(root, **settings), **(fields or {}))
+        opened.append(project)
+        return project
+
+    yield made
+    for project in opened:
+        project.store.close()
 
 
 @pytest.fixture
-def project(
-    request: pytest.FixtureRequest, tmp_path: Path, make_project: Callable[..., ProjectOnDisk]
-) -> Iterator[Any]:
-    """The test's project, made with the settings of its (or its module's)
-    ``@pytest.mark.project(...)`` marker, none without one: ``make_project``'s project on disk,
-    for a test that runs `wrighty`; with ``kind`` (a `WorkerProject` class,
-    tests/integration/harness.py), that project with its store open, for a test that runs the
-    worker in its own process (``fields`` are the kind's own fields: an installation id, a
-    clock). A test folder whose tests need a project of another sort (a bare folder before
-    `wrighty init`) defines its own."""
+def project(request: pytest.FixtureRequest, make_project: Callable[..., Any]) -> Any:
+    """The test's project: ``make_project``'s, with the settings of the test's (or its
+    module's) ``@pytest.mark.project(...)`` marker, none without one. A test folder whose
+    tests need a project of another sort (a bare folder before `wrighty init`) defines its
+    own."""
     marker = request.node.get_closest_marker("project")
-    settings = dict(marker.kwargs) if marker else {}
-    kind = settings.pop("kind", None)
-    if kind is None:
-        yield make_project(**settings)
-        return
-    from tests.integration.harness import open_project
-    from tests.integration.worker_process import project_document
-
-    root = tmp_path / settings.pop("name", "project")
-    fields = settings.pop("fields", {})
-    opened = open_project(kind, root, project_document(root, **settings), **fields)
-    yield opened
-    opened.store.close()
+    return make_project(**(marker.kwargs if marker else {}))
 
 
 @pytest.fixture
