@@ -122,6 +122,7 @@ def project_document(
     agents: dict[str, Any] | None = None,
     programs: dict[str, str] | None = None,
     resumable: bool = False,
+    timings: bool = True,
     store_url: str | None = None,
     **sections: Any,
 ) -> dict[str, Any]:
@@ -133,13 +134,17 @@ def project_document(
     for name, program in (programs or {}).items():
         (root / f"{name}.py").write_text(program)
         argv = [sys.executable, str(root / f"{name}.py")]
-        configured[name] = {"adapter": "command", "command": argv}
-        if resumable:
-            configured[name]["resumeCommand"] = argv
+        resume = {"resumeCommand": argv} if resumable else {}
+        configured[name] = {
+            "adapter": "command",
+            "command": argv,
+            **resume,
+            **configured.get(name, {}),
+        }
     default = next(iter(programs)) if programs else "example"
+    short = {"leaseSeconds": 5, "heartbeatSeconds": 0.5, "pollSeconds": 0.1} if timings else {}
     document: dict[str, Any] = {
-        "worker": {"defaultAgent": default, "leaseSeconds": 5, "heartbeatSeconds": 0.5,
-                   "pollSeconds": 0.1, **(worker or {})},
+        "worker": {"defaultAgent": default, **short, **(worker or {})},
         "agents": configured or {"example": {"adapter": "command", "command": EXAMPLE_AGENT}},
         **sections,
     }  # fmt: skip
@@ -155,6 +160,7 @@ def make_project(
     agents: dict[str, Any] | None = None,
     programs: dict[str, str] | None = None,
     resumable: bool = False,
+    timings: bool = True,
     store_url: str | None = None,
     create_store: bool = True,
     git: bool = False,
@@ -165,7 +171,9 @@ def make_project(
     """The one way a test makes a wrighty project on disk (docs/testing.md#the-harness): a
     folder at ``root`` with a wrighty.json that checks clean and, unless not ``create_store``,
     its store made. Its default agent is the example agent (examples/agent.py), with short
-    timings; ``worker`` adds to or replaces those settings, ``agents`` replaces the agents.
+    timings (lease 5 s, heartbeat 0.5 s, poll 0.1 s; wrighty's own defaults unless
+    ``timings``); ``worker`` adds to or replaces those settings, ``agents`` the agents (or adds
+    settings to a program's agent).
 
     ``programs`` maps agent names to Python programs: each is written to ``root/NAME.py`` and
     run by the command adapter (also as its resume command when ``resumable``), the first the
@@ -177,7 +185,7 @@ def make_project(
     wrighty.json's other sections (``verify``, ``completion``, ``notify``...)."""
     document = project_document(
         root, worker=worker, agents=agents, programs=programs, resumable=resumable,
-        store_url=store_url, **sections,
+        timings=timings, store_url=store_url, **sections,
     )  # fmt: skip
     config, problems = check_config_text(json.dumps(document))
     assert config is not None, problems
