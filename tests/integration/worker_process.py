@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,7 +122,7 @@ def project_document(
     worker: dict[str, Any] | None = None,
     agents: dict[str, Any] | None = None,
     programs: dict[str, str] | None = None,
-    resumable: bool = False,
+    resumable: bool | Collection[str] = False,
     timings: bool = True,
     store_url: str | None = None,
     **sections: Any,
@@ -134,7 +135,8 @@ def project_document(
     for name, program in (programs or {}).items():
         (root / f"{name}.py").write_text(program)
         argv = [sys.executable, str(root / f"{name}.py")]
-        resume = {"resumeCommand": argv} if resumable else {}
+        resumes = resumable if isinstance(resumable, bool) else name in resumable
+        resume = {"resumeCommand": argv} if resumes else {}
         configured[name] = {
             "adapter": "command",
             "command": argv,
@@ -159,7 +161,7 @@ def make_project(
     worker: dict[str, Any] | None = None,
     agents: dict[str, Any] | None = None,
     programs: dict[str, str] | None = None,
-    resumable: bool = False,
+    resumable: bool | Collection[str] = False,
     timings: bool = True,
     store_url: str | None = None,
     create_store: bool = True,
@@ -176,13 +178,14 @@ def make_project(
     settings to a program's agent).
 
     ``programs`` maps agent names to Python programs: each is written to ``root/NAME.py`` and
-    run by the command adapter (also as its resume command when ``resumable``), the first the
-    default agent. ``store_url`` names the store (None: the project's own SQLite file; a test
-    on both stores passes the ``store_url`` fixture). ``git`` makes ``root`` a repository on
-    branch main whose first commit (none unless ``committed``) holds the project, its state
-    folder and logs ignored (the commands then run in `git_env`). ``env`` adds to the
-    commands' environment (no WRIGHTY_ variables from outside); ``sections`` are
-    wrighty.json's other sections (``verify``, ``completion``, ``notify``...)."""
+    run by the command adapter (also as its resume command when ``resumable``: True, or the
+    names of the agents that resume), the first the default agent. ``store_url`` names the
+    store (None: the project's own SQLite file; a test on both stores passes the
+    ``store_url`` fixture). ``git`` makes ``root`` a repository on branch main whose first
+    commit (none unless ``committed``) holds the project, its state folder and logs ignored
+    (the commands then run in `git_env`). ``env`` adds to the commands' environment (no
+    WRIGHTY_ variables from outside); ``sections`` are wrighty.json's other sections
+    (``verify``, ``completion``, ``notify``...)."""
     document = project_document(
         root, worker=worker, agents=agents, programs=programs, resumable=resumable,
         timings=timings, store_url=store_url, **sections,
