@@ -37,9 +37,9 @@ AGENT = textwrap.dedent(
     pathlib.Path("answer.txt").write_text("42\\n")
     """
 )
-# The `project` fixture's project (tests/conftest.py): a git repository in worktree mode whose
-# agent is AGENT, its done items waiting for a person's review.
-pytestmark = pytest.mark.project(
+# The `project` fixture's project (tests/conftest.py) of every browser test: a git repository
+# in worktree mode whose agent is AGENT, its done items waiting for a person's review.
+CONSOLE_PROJECT = pytest.mark.project(
     name="p",
     programs={"maker": AGENT},
     resumable=True,
@@ -47,6 +47,7 @@ pytestmark = pytest.mark.project(
     git=True,
     completion={"review": "person"},
 )
+pytestmark = CONSOLE_PROJECT
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">\x1b[31mred'
 
 
