@@ -41,7 +41,7 @@ AGENT = textwrap.dedent(
 # in worktree mode whose agent is AGENT, its done items waiting for a person's review.
 CONSOLE_PROJECT = pytest.mark.project(
     name="p",
-    programs={"maker": AGENT},
+    programs={"maker": ("agent.py", AGENT)},
     resumable=True,
     worker={"workspaceMode": "worktree"},
     git=True,

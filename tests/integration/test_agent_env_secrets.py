@@ -48,7 +48,8 @@ def project(
     monkeypatch.setenv("DEPLOY_TOKEN", OWN)
     monkeypatch.setenv("TOLD_RECORD", str(tmp_path / "told.txt"))
     return make_project(
-        kind=WorkerProject, programs={"alpha": AGENT, "beta": RECORDER},
+        kind=WorkerProject,
+        programs={"alpha": ("agent.py", AGENT), "beta": ("recorder.py", RECORDER)},
         agents={"alpha": {"env": {"BUILD_HOOK": HOOK}}}, store_url=store_url,
         worker={"heartbeatSeconds": 0.2, "pollSeconds": 0.05, "workspaceMode": "directory"},
     )  # fmt: skip

@@ -36,7 +36,9 @@ def project_with(tmp_path: Path, usage_failure: dict[str, Any] | None) -> Projec
     worker: dict[str, Any] = {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05}
     if usage_failure is not None:
         worker["usageFailure"] = usage_failure
-    document = project_document(root, programs={"fake": AGENT}, resumable=True, worker=worker)
+    document = project_document(
+        root, programs={"fake": ("agent.py", AGENT)}, resumable=True, worker=worker
+    )
     return open_project(Project, root, document)
 
 
@@ -128,7 +130,7 @@ def handing_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **usage: Any) -
     root = tmp_path / "project"
     monkeypatch.setenv("BETA_RECORD", str(tmp_path / "beta.json"))
     document = project_document(
-        root, programs={"fake": AGENT, "beta": BETA}, resumable={"fake"},
+        root, programs={"fake": ("agent.py", AGENT), "beta": BETA}, resumable={"fake"},
         agents={"fake": {"fallback": ["beta"]}},
         worker={"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
                 "workspaceMode": "directory",

@@ -53,7 +53,7 @@ def make_project(make_project: Callable[..., Project]) -> Callable[..., Project]
     def make(budgets: dict[str, Any], pricing: dict[str, Any] | None = None) -> Project:
         sections = {"budgets": budgets, **({"pricing": pricing} if pricing is not None else {})}
         return make_project(
-            f"project{next(count)}", kind=Project, programs={"fake": AGENT},
+            f"project{next(count)}", kind=Project, programs={"fake": ("agent.py", AGENT)},
             worker={"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05},
             **sections,
         )  # fmt: skip

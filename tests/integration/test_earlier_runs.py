@@ -65,7 +65,7 @@ class Project(WorkerProject):
 
 # The `project` fixture's project (tests/conftest.py): RESUMER, resumable, as INSTALLATION.
 pytestmark = [pytest.mark.slow, pytest.mark.project(
-    kind=Project, programs={"fake": RESUMER}, resumable=True,
+    kind=Project, programs={"fake": ("resumer.py", RESUMER)}, resumable=True,
     worker={"leaseSeconds": 5, "heartbeatSeconds": 0.5, "pollSeconds": 0.05},
     fields={"installation_id": INSTALLATION},
 )]  # fmt: skip

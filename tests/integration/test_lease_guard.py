@@ -50,7 +50,11 @@ def project(root: Path, store_url: str | None) -> ProjectOnDisk:
     """A project whose agent is AGENT, its store left for the worker to make."""
     worker = {"leaseSeconds": LEASE_SECONDS, "heartbeatSeconds": 0.4, "workspaceMode": "directory"}
     return make_project(
-        root, programs={"term": AGENT}, worker=worker, store_url=store_url, create_store=False
+        root,
+        programs={"term": ("agent.py", AGENT)},
+        worker=worker,
+        store_url=store_url,
+        create_store=False,
     )
 
 

@@ -76,7 +76,7 @@ def notifying(
     (root / "sink.py").write_text(SINK.format(held=held, release=release, sink_file=str(sink_file)))
     sink = {"argv": [sys.executable, str(root / "sink.py")], "timeoutSeconds": 90}
     made = make_project(
-        kind=Project, programs={"fake": AGENT}, worker={"pollSeconds": 0.05},
+        kind=Project, programs={"fake": ("agent.py", AGENT)}, worker={"pollSeconds": 0.05},
         notify={"urls": [hook.url()], "command": sink},
     )  # fmt: skip
     assert made.sink_file == sink_file

@@ -59,7 +59,7 @@ def make_project(
     """A project whose agent is AGENT (command adapter, resumable), with ``verify``."""
     sections = {"verify": verify, **({"notify": notify} if notify is not None else {})}
     return new_project(
-        root, programs={"answer": AGENT}, resumable=True,
+        root, programs={"answer": ("agent.py", AGENT)}, resumable=True,
         worker={"workspaceMode": "directory", **(worker or {})}, store_url=store_url,
         env={"PROMPTS": str(root / "prompts.log")}, **sections,
     )  # fmt: skip

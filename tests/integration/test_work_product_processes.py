@@ -48,7 +48,8 @@ def make_project(
     sections = {"completion": completion, "verify": verify}
     (root / "marks").mkdir(parents=True)
     return new_project(
-        root, programs={"maker": agent}, resumable=True, worker={"workspaceMode": "worktree"},
+        root, programs={"maker": ("agent.py", agent)}, resumable=True,
+        worker={"workspaceMode": "worktree"},
         store_url=store_url, git=True, committed=commit_first, env={"MARKS": str(root / "marks")},
         **{name: value for name, value in sections.items() if value is not None},
     )  # fmt: skip

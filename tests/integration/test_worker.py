@@ -67,7 +67,7 @@ exec(compile(code, "<task>", "exec"))
 
 # The `project` fixture's project (tests/conftest.py): AGENT runs each item's body as Python.
 pytestmark = pytest.mark.project(
-    kind=Project, programs={"fake": AGENT},
+    kind=Project, programs={"fake": ("agent.py", AGENT)},
     worker={"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05},
 )  # fmt: skip
 

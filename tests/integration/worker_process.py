@@ -121,7 +121,7 @@ def project_document(
     *,
     worker: dict[str, Any] | None = None,
     agents: dict[str, Any] | None = None,
-    programs: dict[str, str] | None = None,
+    programs: dict[str, str | tuple[str, str]] | None = None,
     resumable: bool | Collection[str] = False,
     timings: bool = True,
     store_url: str | None = None,
@@ -133,8 +133,9 @@ def project_document(
     root.mkdir(parents=True, exist_ok=True)
     configured = dict(agents or {})
     for name, program in (programs or {}).items():
-        (root / f"{name}.py").write_text(program)
-        argv = [sys.executable, str(root / f"{name}.py")]
+        file, source = program if isinstance(program, tuple) else (f"{name}.py", program)
+        (root / file).write_text(source)
+        argv = [sys.executable, str(root / file)]
         resumes = resumable if isinstance(resumable, bool) else name in resumable
         resume = {"resumeCommand": argv} if resumes else {}
         configured[name] = {
@@ -160,7 +161,7 @@ def make_project(
     *,
     worker: dict[str, Any] | None = None,
     agents: dict[str, Any] | None = None,
-    programs: dict[str, str] | None = None,
+    programs: dict[str, str | tuple[str, str]] | None = None,
     resumable: bool | Collection[str] = False,
     timings: bool = True,
     store_url: str | None = None,
@@ -177,9 +178,10 @@ def make_project(
     ``timings``); ``worker`` adds to or replaces those settings, ``agents`` the agents (or adds
     settings to a program's agent).
 
-    ``programs`` maps agent names to Python programs: each is written to ``root/NAME.py`` and
-    run by the command adapter (also as its resume command when ``resumable``: True, or the
-    names of the agents that resume), the first the default agent. ``store_url`` names the
+    ``programs`` maps agent names to Python programs: each is written to ``root/NAME.py`` (or
+    to the file a ``(file name, program)`` pair names) and run by the command adapter (also as
+    its resume command when ``resumable``: True, or the names of the agents that resume), the
+    first the default agent. ``store_url`` names the
     store (None: the project's own SQLite file; a test on both stores passes the
     ``store_url`` fixture). ``git`` makes ``root`` a repository on branch main whose first
     commit (none unless ``committed``) holds the project, its state folder and logs ignored
