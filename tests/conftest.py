@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,6 +126,75 @@ def store(backend: str, tmp_path: Path) -> Iterator[Store]:
         opened = open_postgres(url)
         yield opened
         opened.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "project(**settings): the settings of the `project` fixture's project (make_project's)",
+    )
+
+
+@pytest.fixture
+def make_project(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """The one project factory (docs/testing.md#the-harness): ``make_project(name, **settings)``
+    makes an initialised wrighty project at ``tmp_path / name`` ("project" by default), its
+    settings those of `tests.integration.worker_process.make_project` (a config, agent
+    programs, a store URL, a git repository...): a `ProjectOnDisk`, for a test that runs
+    `wrighty`. With ``kind`` (a `WorkerProject` class, tests/integration/harness.py) it is that
+    project with its store open (closed after the test), for a test that runs the worker in
+    its own process; ``fields`` are then the kind's own fields (an installation id, a clock).
+    A test on both stores passes ``store_url=store_url`` (the ``store_url`` fixture, built on
+    ``backend``)."""
+    from tests.integration.harness import WorkerProject, open_project
+    from tests.integration.worker_process import make_project as make
+    from tests.integration.worker_process import project_document
+
+    opened: list[WorkerProject] = []
+
+    def made(
+        name: str = "project",
+        *,
+        kind: type[WorkerProject] | None = None,
+        fields: dict[str, Any] | None = None,
+        **settings: Any,
+    ) -> Any:
+        root = tmp_path / name
+        if kind is None:
+            return make(root, **settings)
+        project = open_project(kind, root, project_document(root, **settings), **(fields or {}))
+        opened.append(project)
+        return project
+
+    yield made
+    for project in opened:
+        project.store.close()
+
+
+@pytest.fixture
+def project(request: pytest.FixtureRequest, make_project: Callable[..., Any]) -> Any:
+    """The test's project: ``make_project``'s, with the settings of the test's (or its
+    module's) ``@pytest.mark.project(...)`` marker, none without one. A test folder whose
+    tests need a project of another sort (a bare folder before `wrighty init`) defines its
+    own."""
+    marker = request.node.get_closest_marker("project")
+    return make_project(**(marker.kwargs if marker else {}))
+
+
+@pytest.fixture
+def git_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git repository (tests.helpers.git_repo) at ``tmp_path / "project"`` on branch main,
+    its state folder ignored by a second commit; git, in this process too, reads no settings
+    but the repository's. For tests of wrighty's git work, not of a configured project."""
+    from tests.helpers import git, git_repo
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    root = git_repo(tmp_path / "project")
+    (root / ".gitignore").write_text(".wrighty/\n")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-qm", "ignore wrighty's folder")
+    return root
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_work_product_processes import make_project
 from tests.integration.worker_process import LiveWorker, ProjectOnDisk
 
 # Writes answer.txt; a task that says FAIL fails (the item needs attention); a task that
@@ -38,12 +37,18 @@ AGENT = textwrap.dedent(
     pathlib.Path("answer.txt").write_text("42\\n")
     """
 )
+# The `project` fixture's project (tests/conftest.py) of every browser test: a git repository
+# in worktree mode whose agent is AGENT, its done items waiting for a person's review.
+CONSOLE_PROJECT = pytest.mark.project(
+    name="p",
+    programs={"maker": ("agent.py", AGENT)},
+    resumable=True,
+    worker={"workspaceMode": "worktree"},
+    git=True,
+    completion={"review": "person"},
+)
+pytestmark = CONSOLE_PROJECT
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">\x1b[31mred'
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> ProjectOnDisk:
-    return make_project(tmp_path / "p", completion={"review": "person"}, agent=AGENT)
 
 
 @pytest.fixture

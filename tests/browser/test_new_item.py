@@ -9,10 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.browser.test_console import console, project
+from tests.browser.test_console import CONSOLE_PROJECT, console
 from tests.integration.worker_process import ProjectOnDisk
 
-__all__ = ["console", "project"]
+__all__ = ["console"]
+pytestmark = CONSOLE_PROJECT
 
 PLAN = """# Release
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.browser.test_console import console, project
+from tests.browser.test_console import CONSOLE_PROJECT, console
 from tests.integration.worker_process import ProjectOnDisk
 from tests.web.fleet_seed import open_circuit, spent
 from wrighty.domain.usage import Usage
 
-__all__ = ["console", "project"]
+__all__ = ["console"]
+pytestmark = CONSOLE_PROJECT
 
 TEAM = "account:team"
 # Each Content-Security-Policy refusal the page meets, kept for the test to read.

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import Item
+from wrighty.store.port import Store
 from wrighty.store.sqlite import SqliteStore
 from wrighty.worker.loop import Worker, WorkerOptions
 
@@ -21,7 +22,7 @@ from wrighty.worker.loop import Worker, WorkerOptions
 @dataclass
 class WorkerProject:
     root: Path
-    store: SqliteStore
+    store: Store
     loaded: LoadedConfig
     events: list[dict[str, Any]] = field(default_factory=list)
     installation_id: str = "inst-test"
@@ -68,12 +69,19 @@ P = TypeVar("P", bound=WorkerProject)
 
 def open_project(kind: type[P], root: Path, document: dict[str, Any], **fields: Any) -> P:
     """A project of ``kind`` at ``root`` whose wrighty.json is ``document`` (which must check
-    clean), with its SQLite store opened."""
+    clean), with its store opened: the project's own SQLite file, or the PostgreSQL store the
+    document names (its tables made)."""
     config, problems = check_config_text(json.dumps(document))
     assert problems == [], problems
     assert config is not None
     root.mkdir(parents=True, exist_ok=True)
     path = root / "wrighty.json"
     path.write_text(json.dumps(document))
-    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
+    url = document.get("store", {}).get("url")
+    store: Store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
+    if url is not None:
+        store.close()  # the project's own file, made as before, then the store it names
+        from wrighty.store.postgres import PostgresStore
+
+        store = PostgresStore.open(url, create=True)
     return kind(root, store, LoadedConfig(path, config), **fields)

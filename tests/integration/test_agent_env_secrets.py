@@ -5,18 +5,16 @@ real agent processes, on each store."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import STORE_BACKENDS, open_postgres, postgres_schema
-from tests.integration.harness import WorkerProject, open_project
+from tests.integration.harness import WorkerProject
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
 from wrighty.services.review import handoff_item
@@ -39,37 +37,22 @@ pathlib.Path(os.environ["TOLD_RECORD"]).write_text(sys.stdin.read())
 """
 
 
-@pytest.fixture(params=STORE_BACKENDS)
+@pytest.fixture
 def project(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[WorkerProject]:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "agent.py").write_text(AGENT)
-    (root / "recorder.py").write_text(RECORDER)
+    make_project: Callable[..., WorkerProject],
+    store_url: str | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> WorkerProject:
+    """On each store: AGENT by default, with an env value of its own; RECORDER to hand off to."""
     monkeypatch.setenv("DEPLOY_TOKEN", OWN)
     monkeypatch.setenv("TOLD_RECORD", str(tmp_path / "told.txt"))
-    document = {
-        "worker": {"leaseSeconds": 5, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
-                   "defaultAgent": "alpha", "workspaceMode": "directory"},
-        "agents": {
-            "alpha": {"adapter": "command", "command": [sys.executable, str(root / "agent.py")],
-                      "env": {"BUILD_HOOK": HOOK}},
-            "beta": {"adapter": "command",
-                     "command": [sys.executable, str(root / "recorder.py")]},
-        },
-    }  # fmt: skip
-    with contextlib.ExitStack() as stack:
-        if request.param == "postgresql":
-            url = stack.enter_context(postgres_schema())
-            open_postgres(url).close()
-            document["store"] = {"url": url}
-        made = open_project(WorkerProject, root, document)
-        if request.param == "postgresql":
-            made.store.close()
-            made.store = stack.enter_context(contextlib.closing(open_postgres(url)))  # type: ignore[assignment]
-        yield made
-        made.store.close()
+    return make_project(
+        kind=WorkerProject,
+        programs={"alpha": ("agent.py", AGENT), "beta": ("recorder.py", RECORDER)},
+        agents={"alpha": {"env": {"BUILD_HOOK": HOOK}}}, store_url=store_url,
+        worker={"heartbeatSeconds": 0.2, "pollSeconds": 0.05, "workspaceMode": "directory"},
+    )  # fmt: skip
 
 
 def wrighty(project: WorkerProject, *argv: str) -> subprocess.CompletedProcess[str]:

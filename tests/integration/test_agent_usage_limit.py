@@ -6,7 +6,6 @@ processes calling the real `wrighty fail`, a worker in the test's process."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from tests.integration.harness import open_project
 from tests.integration.test_worker import AGENT, Project
+from tests.integration.worker_process import project_document
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
 from wrighty.domain.times import rfc3339
@@ -33,17 +33,12 @@ REFUSED = """
 
 def project_with(tmp_path: Path, usage_failure: dict[str, Any] | None) -> Project:
     root = tmp_path / "project"
-    root.mkdir()
-    (root / "agent.py").write_text(AGENT)
-    command = [sys.executable, str(root / "agent.py")]
-    worker: dict[str, Any] = {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
-                              "defaultAgent": "fake"}  # fmt: skip
+    worker: dict[str, Any] = {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05}
     if usage_failure is not None:
         worker["usageFailure"] = usage_failure
-    document = {
-        "worker": worker,
-        "agents": {"fake": {"adapter": "command", "command": command, "resumeCommand": command}},
-    }
+    document = project_document(
+        root, programs={"fake": ("agent.py", AGENT)}, resumable=True, worker=worker
+    )
     return open_project(Project, root, document)
 
 
@@ -133,21 +128,14 @@ LEAVES_WORK = (
 
 def handing_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **usage: Any) -> Project:
     root = tmp_path / "project"
-    root.mkdir()
-    (root / "agent.py").write_text(AGENT)
-    (root / "beta.py").write_text(BETA)
     monkeypatch.setenv("BETA_RECORD", str(tmp_path / "beta.json"))
-    alpha = [sys.executable, str(root / "agent.py")]
-    document = {
-        "worker": {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
-                   "defaultAgent": "fake", "workspaceMode": "directory",
-                   "usageFailure": {"action": "retry", "handoffAfterMinutes": 45, **usage}},
-        "agents": {
-            "fake": {"adapter": "command", "command": alpha, "resumeCommand": alpha,
-                     "fallback": ["beta"]},
-            "beta": {"adapter": "command", "command": [sys.executable, str(root / "beta.py")]},
-        },
-    }  # fmt: skip
+    document = project_document(
+        root, programs={"fake": ("agent.py", AGENT), "beta": BETA}, resumable={"fake"},
+        agents={"fake": {"fallback": ["beta"]}},
+        worker={"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
+                "workspaceMode": "directory",
+                "usageFailure": {"action": "retry", "handoffAfterMinutes": 45, **usage}},
+    )  # fmt: skip
     return open_project(Project, root, document)
 
 

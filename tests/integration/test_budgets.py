@@ -5,6 +5,7 @@ new run, and a stopped run keeps the usage it reported."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,6 @@ import pytest
 
 from tests.helpers import process_ended
 from tests.integration.test_worker import AGENT, Project, services_now
-from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.states import ItemState
@@ -45,38 +45,20 @@ if {linger}:
 """
 
 
-def _project(root: Path, budgets: dict[str, Any], pricing: dict[str, Any] | None = None) -> Project:
-    root.mkdir()
-    (root / "agent.py").write_text(AGENT)
-    document: dict[str, Any] = {
-        "worker": {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
-                   "defaultAgent": "fake"},
-        "agents": {"fake": {"adapter": "command",
-                            "command": [sys.executable, str(root / "agent.py")]}},
-        "budgets": budgets,
-    }  # fmt: skip
-    if pricing is not None:
-        document["pricing"] = pricing
-    config, problems = check_config_text(json.dumps(document))
-    assert problems == []
-    assert config is not None
-    (root / "wrighty.json").write_text(json.dumps(document))
-    store = SqliteStore.open(root / ".wrighty" / "wrighty.db")
-    return Project(root, store, LoadedConfig(root / "wrighty.json", config))
-
-
 @pytest.fixture
-def make_project(tmp_path: Path) -> Iterator[Any]:
-    made: list[Project] = []
+def make_project(make_project: Callable[..., Project]) -> Callable[..., Project]:
+    """tests/conftest.py's factory, for projects that differ in their budgets and pricing."""
+    count = itertools.count()
 
     def make(budgets: dict[str, Any], pricing: dict[str, Any] | None = None) -> Project:
-        project = _project(tmp_path / f"project{len(made)}", budgets, pricing)
-        made.append(project)
-        return project
+        sections = {"budgets": budgets, **({"pricing": pricing} if pricing is not None else {})}
+        return make_project(
+            f"project{next(count)}", kind=Project, programs={"fake": ("agent.py", AGENT)},
+            worker={"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05},
+            **sections,
+        )  # fmt: skip
 
-    yield make
-    for project in made:
-        project.store.close()
+    return make
 
 
 def _spender(project: Project, *, input: int, output: int, linger: bool, **own: Any) -> Item:

@@ -8,16 +8,15 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rich.console import Console
 
 from tests.conftest import FakeClock
-from tests.integration.harness import WorkerProject, open_project
+from tests.integration.harness import WorkerProject
 from wrighty.cli.render import print_item_detail
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.outcomes import OutcomeClass, RunKind
@@ -48,23 +47,15 @@ class Project(WorkerProject):
         self.pass_once(installation_id=installation_id)
 
 
-def make_project(root: Path, clock: FakeClock, **crash: Any) -> Project:
-    document = {
-        "worker": {
-            "defaultAgent": "example",
-            "workspaceMode": "directory",
-            "processCrash": {"action": "retry", **crash},
-        },
-        "agents": {"example": {"adapter": "command", "command": AGENT, "resumeCommand": AGENT}},
-    }
-    return open_project(Project, root, document, now=clock)
-
-
 @pytest.fixture
-def project(tmp_path: Path, clock: FakeClock) -> Iterator[Project]:
-    made = make_project(tmp_path / "project", clock)
-    yield made
-    made.store.close()
+def project(make_project: Callable[..., Project], clock: FakeClock) -> Project:
+    """The example agent, resumable, on the test's clock; a crash is retried. Wrighty's own
+    timings: the test moves the clock by minutes."""
+    example = {"adapter": "command", "command": AGENT, "resumeCommand": AGENT}
+    return make_project(
+        kind=Project, fields={"now": clock}, agents={"example": example}, timings=False,
+        worker={"workspaceMode": "directory", "processCrash": {"action": "retry"}},
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("how", ["kill", "segv"])

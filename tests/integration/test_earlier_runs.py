@@ -14,23 +14,19 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import psutil
 import pytest
 
 from tests.helpers import process_ended
-from tests.integration.harness import WorkerProject, open_project
+from tests.integration.harness import WorkerProject
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
 from wrighty.domain.model import Item, NewItem, NewRun, Session
 from wrighty.domain.outcomes import RunKind
 from wrighty.domain.states import ItemState
 from wrighty.supervisor.process import stop_earlier_run
-
-pytestmark = pytest.mark.slow
 
 INSTALLATION = "inst-test"
 # Unique to this test process: the stop looks for the marker in every process of the machine,
@@ -67,20 +63,12 @@ class Project(WorkerProject):
         return seen
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Iterator[Project]:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "resumer.py").write_text(RESUMER)
-    resumer = [sys.executable, str(root / "resumer.py")]
-    document = {
-        "worker": {"leaseSeconds": 5, "heartbeatSeconds": 0.5, "pollSeconds": 0.05,
-                   "defaultAgent": "fake"},
-        "agents": {"fake": {"adapter": "command", "command": resumer, "resumeCommand": resumer}},
-    }  # fmt: skip
-    made = open_project(Project, root, document, installation_id=INSTALLATION)
-    yield made
-    made.store.close()
+# The `project` fixture's project (tests/conftest.py): RESUMER, resumable, as INSTALLATION.
+pytestmark = [pytest.mark.slow, pytest.mark.project(
+    kind=Project, programs={"fake": ("resumer.py", RESUMER)}, resumable=True,
+    worker={"leaseSeconds": 5, "heartbeatSeconds": 0.5, "pollSeconds": 0.05},
+    fields={"installation_id": INSTALLATION},
+)]  # fmt: skip
 
 
 def spawn(*, marked: bool) -> subprocess.Popen[str]:

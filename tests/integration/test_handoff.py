@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import WorkerProject, open_project
+from tests.integration.harness import WorkerProject
 from wrighty.domain.model import NewItem
 from wrighty.domain.outcomes import RunKind
 from wrighty.domain.states import ItemState
@@ -43,24 +42,18 @@ class Project(WorkerProject):
     pass
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project]:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "alpha.py").write_text(ALPHA)
-    (root / "beta.py").write_text(BETA)
+# The `project` fixture's project (tests/conftest.py): ALPHA by default, BETA to hand off to.
+pytestmark = pytest.mark.project(
+    kind=Project, programs={"alpha": ALPHA, "beta": BETA},
+    worker={"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
+            "workspaceMode": "directory"},
+)  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _beta_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where BETA records what it was told."""
     monkeypatch.setenv("BETA_RECORD", str(tmp_path / "beta.json"))
-    document = {
-        "worker": {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
-                   "defaultAgent": "alpha", "workspaceMode": "directory"},
-        "agents": {
-            "alpha": {"adapter": "command", "command": [sys.executable, str(root / "alpha.py")]},
-            "beta": {"adapter": "command", "command": [sys.executable, str(root / "beta.py")]},
-        },
-    }  # fmt: skip
-    made = open_project(Project, root, document)
-    yield made
-    made.store.close()
 
 
 def test_a_handed_off_item_runs_a_new_session_of_the_new_agent_in_the_same_workspace(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import git, git_repo, snapshot
+from tests.helpers import git, snapshot
 from wrighty.domain.integration import Integration, MergeMode
 from wrighty.workproduct.integrate import (
     IntegrationError,
@@ -28,16 +28,8 @@ SECRET = "ghp_" + "Zq9Wx8Ev7Rt6Yu5I" * 3  # a GitHub token's shape: redact knows
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project on branch main with one commit; git reads no settings but the repository's
-    (integrate runs git with this process's environment)."""
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    root = git_repo(tmp_path / "project")
-    (root / ".gitignore").write_text(".wrighty/\n")
-    git(root, "add", ".gitignore")
-    git(root, "commit", "-qm", "ignore wrighty's folder")
-    return root
+def project(git_project: Path) -> Path:
+    return git_project  # tests/conftest.py's: a repository on main, wrighty's folder ignored
 
 
 def worked(

@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import process_ended
-from tests.integration.worker_process import ProjectOnDisk, make_project
+from tests.integration.worker_process import ProjectOnDisk
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
 
-
-@pytest.fixture
-def project(tmp_path: Path) -> ProjectOnDisk:
-    return make_project(tmp_path / "project", worker={"workspaceMode": "directory"})
+# The `project` fixture's project (tests/conftest.py): the example agent, in directory mode.
+pytestmark = pytest.mark.project(worker={"workspaceMode": "directory"})
 
 
 def launcher(tmp_path: Path, patch: str) -> Path:
@@ -157,12 +156,16 @@ sys.exit(3 if task == "fail" else 0)
     ids=["preparing", "supervising", "settling"],
 )
 def test_a_failure_after_the_claim_settles_that_item_and_the_worker_goes_on(
-    tmp_path: Path, patch: str, task: str, agent_ran: bool
+    tmp_path: Path,
+    make_project: Callable[..., ProjectOnDisk],
+    patch: str,
+    task: str,
+    agent_ran: bool,
 ) -> None:
     pidfile = tmp_path / "grandchild.pid"
     agent = {"adapter": "command", "command": [sys.executable, "-c", TREE_AGENT],
              "env": {"PIDFILE": str(pidfile)}}  # fmt: skip
-    project = make_project(tmp_path / "project", agents={"example": agent})
+    project = make_project(agents={"example": agent})
     poisoned = project.plant(task, title="poisoned")
     good = project.plant("succeed")
     finished = project.worker("--max-items", "2", launcher=launcher(tmp_path, patch))

@@ -6,9 +6,7 @@ settled with its own outcome (docs/claims.md#the-lease-guard)."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -20,7 +18,7 @@ import pytest
 from tests.conftest import postgres_schema
 from tests.faults.proxy import FaultProxy
 from tests.helpers import file_appears
-from tests.integration.worker_process import LiveWorker, ProjectOnDisk
+from tests.integration.worker_process import LiveWorker, ProjectOnDisk, make_project
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
 from wrighty.store.postgres import PostgresStore
@@ -49,17 +47,15 @@ LEASE_SECONDS = 4  # the guard's margin is 1 s: SIGTERM from 1 s before the leas
 
 
 def project(root: Path, store_url: str | None) -> ProjectOnDisk:
-    root.mkdir(parents=True, exist_ok=True)
-    agent = root / "agent.py"
-    agent.write_text(AGENT)
-    document = {
-        **({"store": {"url": store_url}} if store_url else {}),
-        "worker": {"defaultAgent": "term", "leaseSeconds": LEASE_SECONDS,
-                   "heartbeatSeconds": 0.4, "pollSeconds": 0.1, "workspaceMode": "directory"},
-        "agents": {"term": {"adapter": "command", "command": [sys.executable, str(agent)]}},
-    }  # fmt: skip
-    (root / "wrighty.json").write_text(json.dumps(document))
-    return ProjectOnDisk(root)
+    """A project whose agent is AGENT, its store left for the worker to make."""
+    worker = {"leaseSeconds": LEASE_SECONDS, "heartbeatSeconds": 0.4, "workspaceMode": "directory"}
+    return make_project(
+        root,
+        programs={"term": ("agent.py", AGENT)},
+        worker=worker,
+        store_url=store_url,
+        create_store=False,
+    )
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import json
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import wait_for
-from tests.integration.harness import WorkerProject, open_project
+from tests.integration.harness import WorkerProject
 from tests.unit.test_notify_sinks import SECRET, Receiver
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.states import ItemState
@@ -64,33 +64,28 @@ open({sink_file!r}, "a").write(data)
 """
 
 
-def make_project(tmp_path: Path, hook: Receiver, *, held: bool = False) -> Project:
+def notifying(
+    make_project: Callable[..., Project], tmp_path: Path, hook: Receiver, *, held: bool = False
+) -> Project:
+    """A project whose agent runs each item's body as Python and whose notices go to ``hook``
+    and to the command sink (held until the test releases it, if ``held``)."""
     root = tmp_path / "project"
     root.mkdir()
-    (root / "agent.py").write_text(AGENT)
     sink_file = tmp_path / "commanded.jsonl"
     release = str(tmp_path / "release")
     (root / "sink.py").write_text(SINK.format(held=held, release=release, sink_file=str(sink_file)))
-    document = {
-        "worker": {"leaseSeconds": 5, "heartbeatSeconds": 0.5, "pollSeconds": 0.05,
-                   "defaultAgent": "fake"},
-        "agents": {"fake": {"adapter": "command",
-                            "command": [sys.executable, str(root / "agent.py")]}},
-        "notify": {
-            "urls": [hook.url()],
-            "command": {"argv": [sys.executable, str(root / "sink.py")], "timeoutSeconds": 90},
-        },
-    }  # fmt: skip
-    made = open_project(Project, root, document)
+    sink = {"argv": [sys.executable, str(root / "sink.py")], "timeoutSeconds": 90}
+    made = make_project(
+        kind=Project, programs={"fake": ("agent.py", AGENT)}, worker={"pollSeconds": 0.05},
+        notify={"urls": [hook.url()], "command": sink},
+    )  # fmt: skip
     assert made.sink_file == sink_file
     return made
 
 
 @pytest.fixture
-def project(tmp_path: Path, receiver: Receiver) -> Iterator[Project]:
-    made = make_project(tmp_path, receiver)
-    yield made
-    made.store.close()
+def project(make_project: Callable[..., Project], tmp_path: Path, receiver: Receiver) -> Project:
+    return notifying(make_project, tmp_path, receiver)
 
 
 class Running:
@@ -145,10 +140,11 @@ def test_a_failing_item_is_told_once_right_after_it_settles(
 
 
 def test_a_slow_sink_never_delays_a_settle(
+    make_project: Callable[..., Project],
     tmp_path: Path,
     receiver: Receiver,
 ) -> None:
-    project = make_project(tmp_path, receiver, held=True)
+    project = notifying(make_project, tmp_path, receiver, held=True)
     try:
         project.item(FAILING)
         project.item(FAILING)

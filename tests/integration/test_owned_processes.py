@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import file_appears, git, git_repo, read_pid
+from tests.helpers import file_appears, git, read_pid
 from tests.integration.test_integrate import BRANCH, worked
 from tests.integration.test_review_processes import _accept, _reviewed
 from tests.integration.test_work_product_processes import make_project
@@ -34,14 +34,8 @@ from wrighty.workproduct.runner import GitError, run_git
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    root = git_repo(tmp_path / "project")
-    (root / ".gitignore").write_text(".wrighty/\n")
-    git(root, "add", ".gitignore")
-    git(root, "commit", "-qm", "ignore wrighty's folder")
-    return root
+def project(git_project: Path) -> Path:
+    return git_project  # tests/conftest.py's: a repository on main, wrighty's folder ignored
 
 
 @pytest.fixture

@@ -4,18 +4,17 @@ heartbeats, pruning, and a registry that fails without disturbing any run."""
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import sqlite3
 import sys
+from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import FakeClock
-from wrighty.config import LoadedConfig, check_config_text
+from tests.integration.harness import WorkerProject
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import NewItem
 from wrighty.domain.states import ItemState
@@ -52,19 +51,17 @@ class SpyStore:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Any:
-    document = {
-        "worker": {"defaultAgent": "py", "heartbeatSeconds": 0.05, "pollSeconds": 0.02,
-                   "workspaceMode": "directory"},
-        "agents": {"py": {"adapter": "command", "command": [sys.executable, "-c",
-                          "import sys, time; time.sleep(float(sys.stdin.read()))"]}},
-    }  # fmt: skip
-    config, problems = check_config_text(json.dumps(document))
-    assert config is not None, problems
-    (tmp_path / "wrighty.json").write_text(json.dumps(document))
-    store = SqliteStore.open(tmp_path / ".wrighty" / "wrighty.db")
-    yield store, LoadedConfig(tmp_path / "wrighty.json", config)
-    store.close()
+def project(make_project: Callable[..., WorkerProject]) -> Any:
+    """The store and config of a project at the test's own folder whose agent sleeps as long as
+    its item's body says; wrighty's own lease."""
+    agent = {"adapter": "command", "command": [sys.executable, "-c",
+             "import sys, time; time.sleep(float(sys.stdin.read()))"]}  # fmt: skip
+    made = make_project(
+        ".", kind=WorkerProject, agents={"py": agent}, timings=False,
+        worker={"defaultAgent": "py", "heartbeatSeconds": 0.05, "pollSeconds": 0.02,
+                "workspaceMode": "directory"},
+    )  # fmt: skip
+    return made.store, made.loaded
 
 
 def test_a_worker_registers_beats_while_it_runs_and_leaves_on_a_clean_stop(project: Any) -> None:

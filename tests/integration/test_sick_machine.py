@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import postgres_schema
-from tests.integration.worker_process import EXAMPLE_AGENT
+from tests.integration.worker_process import EXAMPLE_AGENT, make_project
 from wrighty.domain.model import NewItem
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.states import ItemState
@@ -35,15 +35,11 @@ ITEMS = 4
 
 
 def project(root: Path, url: str) -> Path:
-    root.mkdir(exist_ok=True)
-    document = {
-        "store": {"url": url},
-        "worker": {"defaultAgent": "example", "workspaceMode": "directory", "leaseSeconds": 5,
-                   "heartbeatSeconds": 0.5, "pollSeconds": 0.1},
-        "agents": {"example": {"adapter": "command", "command": EXAMPLE_AGENT}},
-    }  # fmt: skip
-    (root / "wrighty.json").write_text(json.dumps(document))
-    return root
+    """A project at ``root`` on the shared store ``url``, which its commands make."""
+    made = make_project(
+        root, worker={"workspaceMode": "directory"}, store_url=url, create_store=False
+    )
+    return made.root
 
 
 @pytest.fixture

@@ -5,10 +5,8 @@ fix turn, and every check leaves evidence; on both stores."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from datetime import UTC, datetime
@@ -19,11 +17,9 @@ import psutil
 
 from tests.helpers import read_pid, wait_for
 from tests.integration.worker_process import LiveWorker, ProjectOnDisk
-from wrighty.config import check_config_text
+from tests.integration.worker_process import make_project as new_project
 from wrighty.domain.outcomes import OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
-from wrighty.store.postgres import PostgresStore
-from wrighty.store.sqlite import SqliteStore
 
 # An agent that answers 41 on its first turn, and 42 once it has been told what its checks
 # said (never, if its task says STUBBORN); it keeps every prompt it gets (outside the
@@ -61,30 +57,12 @@ def make_project(
     notify: dict[str, Any] | None = None,
 ) -> ProjectOnDisk:
     """A project whose agent is AGENT (command adapter, resumable), with ``verify``."""
-    root.mkdir(parents=True)
-    agent = root / "agent.py"
-    agent.write_text(AGENT)
-    argv = [sys.executable, str(agent)]
-    document: dict[str, Any] = {
-        "worker": {"defaultAgent": "answer", "workspaceMode": "directory", "leaseSeconds": 5,
-                   "heartbeatSeconds": 0.5, "pollSeconds": 0.1, **(worker or {})},
-        "agents": {"answer": {"adapter": "command", "command": argv, "resumeCommand": argv}},
-        "verify": verify,
-    }  # fmt: skip
-    if notify is not None:
-        document["notify"] = notify
-    if store_url is not None:
-        document["store"] = {"url": store_url}
-    config, problems = check_config_text(json.dumps(document))
-    assert config is not None, problems
-    (root / "wrighty.json").write_text(json.dumps(document))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
-    env["PROMPTS"] = str(root / "prompts.log")
-    if store_url is None:
-        SqliteStore.open(root / ".wrighty" / "wrighty.db").close()
-    else:
-        PostgresStore.open(store_url, create=True).close()
-    return ProjectOnDisk(root, store_url, env=env)
+    sections = {"verify": verify, **({"notify": notify} if notify is not None else {})}
+    return new_project(
+        root, programs={"answer": ("agent.py", AGENT)}, resumable=True,
+        worker={"workspaceMode": "directory", **(worker or {})}, store_url=store_url,
+        env={"PROMPTS": str(root / "prompts.log")}, **sections,
+    )  # fmt: skip
 
 
 def test_a_failing_check_is_fixed_in_the_same_session_and_the_item_is_done(

@@ -7,14 +7,13 @@ is one entry of ``IMPLEMENTATIONS``; all of them pass every test here."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import git, git_repo
+from tests.helpers import git
 from wrighty.domain.integration import Integration
 from wrighty.domain.model import Item, Session
 from wrighty.domain.states import ItemState
@@ -45,16 +44,8 @@ def make(request: pytest.FixtureRequest) -> Make:
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project on branch main with one commit, its state folder ignored; git reads no
-    settings but the repository's."""
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    root = git_repo(tmp_path / "project")
-    (root / ".gitignore").write_text(".wrighty/\n")
-    git(root, "add", ".gitignore")
-    git(root, "commit", "-qm", "ignore wrighty's folder")
-    return root
+def project(git_project: Path) -> Path:
+    return git_project  # tests/conftest.py's: a repository on main, wrighty's folder ignored
 
 
 def work_product(make: Make, project: Path, completion: Completion = COMPLETION) -> WorkProduct:

@@ -7,17 +7,14 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import git, git_env
+from tests.helpers import git
 from tests.integration.worker_process import ProjectOnDisk
-from wrighty.config import check_config_text
+from tests.integration.worker_process import make_project as new_project
 from wrighty.domain.states import ItemState
-from wrighty.store.postgres import PostgresStore
-from wrighty.store.sqlite import SqliteStore
 
 # An agent that writes feature.txt (and a build.log the project's .gitignore keeps out) in its
 # workspace; a task that says FAIL FIRST fails its first run (told by a mark outside it).
@@ -46,39 +43,16 @@ def make_project(
     verify: dict[str, Any] | None = None,
 ) -> ProjectOnDisk:
     """A git repository with one commit (unless not ``commit_first``) whose agent is ``agent``
-    (a Python program), in worktree mode, with wrighty.json's ``completion`` and ``verify``."""
-    root.mkdir(parents=True)
-    (root / "agent.py").write_text(agent)
-    argv = [sys.executable, str(root / "agent.py")]
-    document: dict[str, Any] = {
-        "worker": {"defaultAgent": "maker", "workspaceMode": "worktree", "leaseSeconds": 5,
-                   "heartbeatSeconds": 0.5, "pollSeconds": 0.1},
-        "agents": {"maker": {"adapter": "command", "command": argv, "resumeCommand": argv}},
-    }  # fmt: skip
-    if completion is not None:
-        document["completion"] = completion
-    if verify is not None:
-        document["verify"] = verify
-    if store_url is not None:
-        document["store"] = {"url": store_url}
-    config, problems = check_config_text(json.dumps(document))
-    assert config is not None, problems
-    (root / "wrighty.json").write_text(json.dumps(document))
-    (root / ".gitignore").write_text(".wrighty/\n*.log\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Test Person")
-    git(root, "config", "user.email", "test@example.invalid")
-    if commit_first:
-        git(root, "add", "-A")
-        git(root, "commit", "-qm", "the project")
-    (root / "marks").mkdir()
-    env = git_env()
-    env["MARKS"] = str(root / "marks")
-    if store_url is None:
-        SqliteStore.open(root / ".wrighty" / "wrighty.db").close()
-    else:
-        PostgresStore.open(store_url, create=True).close()
-    return ProjectOnDisk(root, store_url, env=env)
+    (a Python program), in worktree mode, with wrighty.json's ``completion`` and ``verify``;
+    the agent's marks go to ``root/marks`` (its MARKS)."""
+    sections = {"completion": completion, "verify": verify}
+    (root / "marks").mkdir(parents=True)
+    return new_project(
+        root, programs={"maker": ("agent.py", agent)}, resumable=True,
+        worker={"workspaceMode": "worktree"},
+        store_url=store_url, git=True, committed=commit_first, env={"MARKS": str(root / "marks")},
+        **{name: value for name, value in sections.items() if value is not None},
+    )  # fmt: skip
 
 
 def worktree(project: ProjectOnDisk, item_id: int) -> Path:

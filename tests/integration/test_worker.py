@@ -11,7 +11,6 @@ import sys
 import textwrap
 import threading
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import psutil
 import pytest
 
 from tests.helpers import file_appears, poll, process_ended
-from tests.integration.harness import WorkerProject, open_project
+from tests.integration.harness import WorkerProject
 from wrighty.config import LoadedConfig, check_config_text
 from wrighty.domain.claims import ClaimRequest, LeaseTerms, Settlement, settle
 from wrighty.domain.model import Item, NewItem, NewRun, Session
@@ -66,20 +65,11 @@ exec(compile(code, "<task>", "exec"))
 """
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Iterator[Project]:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "agent.py").write_text(AGENT)
-    command = [sys.executable, str(root / "agent.py")]
-    document = {
-        "worker": {"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05,
-                   "defaultAgent": "fake"},
-        "agents": {"fake": {"adapter": "command", "command": command}},
-    }  # fmt: skip
-    made = open_project(Project, root, document)
-    yield made
-    made.store.close()
+# The `project` fixture's project (tests/conftest.py): AGENT runs each item's body as Python.
+pytestmark = pytest.mark.project(
+    kind=Project, programs={"fake": ("agent.py", AGENT)},
+    worker={"leaseSeconds": 2, "heartbeatSeconds": 0.2, "pollSeconds": 0.05},
+)  # fmt: skip
 
 
 def test_a_successful_run_is_done_with_its_records(project: Project) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,6 +14,8 @@ from typing import IO, Any
 
 import pytest
 
+from tests.helpers import git as run_git
+from tests.helpers import git_env
 from wrighty.config import check_config_text
 from wrighty.domain.model import Item, NewItem
 from wrighty.domain.states import ItemState
@@ -44,14 +48,15 @@ class ProjectOnDisk:
     def config(self) -> Path:
         return self.root / "wrighty.json"
 
-    def store(self) -> Store:
+    def store(self, *, create: bool = False) -> Store:
+        """The project's store, opened (its PostgreSQL tables made first when ``create``)."""
         if self.store_url is None:
             return SqliteStore.open(self.root / ".wrighty" / "wrighty.db")
         if self.store_url.startswith("sqlite:///"):
             return SqliteStore.open(Path(self.store_url.removeprefix("sqlite:///")))
         from wrighty.store.postgres import PostgresStore
 
-        return PostgresStore.open(self.store_url)
+        return PostgresStore.open(self.store_url, create=create)
 
     def plant(
         self,
@@ -111,22 +116,102 @@ class ProjectOnDisk:
         return Finished(done.returncode, events, done.stderr)
 
 
-def make_project(
-    root: Path, *, worker: dict[str, Any] | None = None, agents: dict[str, Any] | None = None
-) -> ProjectOnDisk:
-    """A project whose default agent is the example agent (examples/agent.py), with short
-    timings; ``worker`` and ``agents`` add to or replace its settings."""
-    document = {
-        "worker": {"defaultAgent": "example", "leaseSeconds": 5, "heartbeatSeconds": 0.5,
-                   "pollSeconds": 0.1, **(worker or {})},
-        "agents": agents or {"example": {"adapter": "command", "command": EXAMPLE_AGENT}},
+def project_document(
+    root: Path,
+    *,
+    worker: dict[str, Any] | None = None,
+    agents: dict[str, Any] | None = None,
+    programs: dict[str, str | tuple[str, str]] | None = None,
+    resumable: bool | Collection[str] = False,
+    timings: bool = True,
+    store_url: str | None = None,
+    **sections: Any,
+) -> dict[str, Any]:
+    """The wrighty.json of `make_project`'s project at ``root`` (made if missing), its agents'
+    ``programs`` written there: for a test that runs the worker in its own process
+    (tests/integration/harness.py's `open_project`) as for one that runs `wrighty`."""
+    root.mkdir(parents=True, exist_ok=True)
+    configured = dict(agents or {})
+    for name, program in (programs or {}).items():
+        file, source = program if isinstance(program, tuple) else (f"{name}.py", program)
+        (root / file).write_text(source)
+        argv = [sys.executable, str(root / file)]
+        resumes = resumable if isinstance(resumable, bool) else name in resumable
+        resume = {"resumeCommand": argv} if resumes else {}
+        configured[name] = {
+            "adapter": "command",
+            "command": argv,
+            **resume,
+            **configured.get(name, {}),
+        }
+    default = next(iter(programs)) if programs else "example"
+    short = {"leaseSeconds": 5, "heartbeatSeconds": 0.5, "pollSeconds": 0.1} if timings else {}
+    document: dict[str, Any] = {
+        "worker": {"defaultAgent": default, **short, **(worker or {})},
+        "agents": configured or {"example": {"adapter": "command", "command": EXAMPLE_AGENT}},
+        **sections,
     }  # fmt: skip
+    if store_url is not None:
+        document["store"] = {"url": store_url}
+    return document
+
+
+def make_project(
+    root: Path,
+    *,
+    worker: dict[str, Any] | None = None,
+    agents: dict[str, Any] | None = None,
+    programs: dict[str, str | tuple[str, str]] | None = None,
+    resumable: bool | Collection[str] = False,
+    timings: bool = True,
+    store_url: str | None = None,
+    create_store: bool = True,
+    git: bool = False,
+    committed: bool = True,
+    env: dict[str, str] | None = None,
+    **sections: Any,
+) -> ProjectOnDisk:
+    """The one way a test makes a wrighty project on disk (docs/testing.md#the-harness): a
+    folder at ``root`` with a wrighty.json that checks clean and, unless not ``create_store``,
+    its store made. Its default agent is the example agent (examples/agent.py), with short
+    timings (lease 5 s, heartbeat 0.5 s, poll 0.1 s; wrighty's own defaults unless
+    ``timings``); ``worker`` adds to or replaces those settings, ``agents`` the agents (or adds
+    settings to a program's agent).
+
+    ``programs`` maps agent names to Python programs: each is written to ``root/NAME.py`` (or
+    to the file a ``(file name, program)`` pair names) and run by the command adapter (also as
+    its resume command when ``resumable``: True, or the names of the agents that resume), the
+    first the default agent. ``store_url`` names the
+    store (None: the project's own SQLite file; a test on both stores passes the
+    ``store_url`` fixture). ``git`` makes ``root`` a repository on branch main whose first
+    commit (none unless ``committed``) holds the project, its state folder and logs ignored
+    (the commands then run in `git_env`). ``env`` adds to the commands' environment (no
+    WRIGHTY_ variables from outside); ``sections`` are wrighty.json's other sections
+    (``verify``, ``completion``, ``notify``...)."""
+    document = project_document(
+        root, worker=worker, agents=agents, programs=programs, resumable=resumable,
+        timings=timings, store_url=store_url, **sections,
+    )  # fmt: skip
     config, problems = check_config_text(json.dumps(document))
     assert config is not None, problems
-    root.mkdir(parents=True, exist_ok=True)
     (root / "wrighty.json").write_text(json.dumps(document))
-    SqliteStore.open(root / ".wrighty" / "wrighty.db").close()
-    return ProjectOnDisk(root)
+    commands_env = None
+    if git:
+        (root / ".gitignore").write_text(".wrighty/\n*.log\n")
+        run_git(root, "init", "-q", "-b", "main")
+        run_git(root, "config", "user.name", "Test Person")
+        run_git(root, "config", "user.email", "test@example.invalid")
+        if committed:
+            run_git(root, "add", "-A")
+            run_git(root, "commit", "-qm", "the project")
+        commands_env = git_env()
+    if env is not None:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("WRIGHTY_")}
+        commands_env = {**(commands_env or base), **env}
+    project = ProjectOnDisk(root, store_url, env=commands_env)
+    if create_store:
+        project.store(create=True).close()
+    return project
 
 
 class LiveWorker:
