@@ -4,11 +4,12 @@ which one wins; a change of precedence makes the row fail."""
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
+from tests.factories import claimed_item
 from wrighty.domain.budgets import AgentHold
 from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import Settlement
@@ -52,15 +53,13 @@ COMMITTED = Finished(commit=CommitFacts())
 NO_BRANCH = Finished()
 
 
-def item(**changes: object) -> Item:
-    base = Item(
-        id=7, title="t", body="b", agent=None, timeout_seconds=None, workspace=None,
-        state=ItemState.RUNNING, generation=3, claimed_by="w-1",
-        lease_expires_at=NOW + timedelta(minutes=1), queued_at=NOW, not_before=None,
-        reason_code=None, reason=None, next_action=None, crash_retries=0, requeues=0,
-        created_at=NOW, updated_at=NOW,
-    )  # fmt: skip
-    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+def item(**changes: Any) -> Item:
+    """Item 7 as a worker holds it under generation 3, its lease a minute ahead."""
+    held = {
+        "id": 7, "generation": 3, "lease_expires_at": NOW + timedelta(minutes=1),
+        "queued_at": NOW, "created_at": NOW, "updated_at": NOW,
+    }  # fmt: skip
+    return claimed_item(**{**held, **changes})
 
 
 def ending(outcome: OutcomeClass, **facts: object) -> ClaimEnding:
