@@ -298,7 +298,7 @@ def internal_error_change(
     diagnostic: str = "",
 ) -> Change:
     """The settlement of ``claimed``, under its claim, when wrighty failed on it: a run's
-    unexpected exception (`ClaimRun.settle_internal_error`) or a claim the loop could not
+    unexpected exception (`ClaimLife.settle_internal_error`) or a claim the loop could not
     compute (it sets the item aside); whether its session resumes here is in its reason."""
     resumable = resumable_here(
         claimed,

@@ -1,9 +1,9 @@
 """The worker loop: reap, claim, and give each claim a thread of its own to run in.
 
 The loop keeps the slots (how many claims run at once), the worker's row in the registry, and
-in "current" workspace mode the project directory's lock. Each claim's life is a ClaimRun
-(run.py). Nothing about one item stops the loop: an unexpected exception while claiming or
-running an item settles that item as internal-error.
+in "current" workspace mode the project directory's lock. Each claim runs through `run.work`
+(its `ClaimLife`, life.py). Nothing about one item stops the loop: an unexpected exception
+while claiming or running an item settles that item as internal-error.
 """
 
 from __future__ import annotations
@@ -63,11 +63,11 @@ from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.gave_up import GaveUp, give_up_exit
 from wrighty.worker.handled import HandledItems
 from wrighty.worker.lease import LeaseGuard, Reading, lease_end, read_clocks
-from wrighty.worker.life import Setting, claim_lost
+from wrighty.worker.life import ClaimLife, Setting, claim_lost
 from wrighty.worker.machine import MachineWatch
 from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.registry import Presence
-from wrighty.worker.run import ClaimRun
+from wrighty.worker.run import work
 from wrighty.worker.set_aside import SetAside
 from wrighty.worker.wakeup import WakeUps
 from wrighty.workproduct.worktree import CurrentDirectoryLock
@@ -543,7 +543,7 @@ class Worker:
                 self._store, guard=guard, now=self._now, emit=self._emit,
                 stop_requested=self._stop_requested,
             )  # fmt: skip
-            run = ClaimRun(setting, patient, taken.claim, wake, guard)
+            run = ClaimLife(setting, patient, taken.claim, wake, guard)
             guard.start()
             try:
                 self._run_to_the_end(run, claimed)
@@ -572,10 +572,10 @@ class Worker:
             claimed, ends_at=lease_end(taken.reading, expires), margin=margin, on_lost=lost
         )
 
-    def _run_to_the_end(self, run: ClaimRun, claimed: Item) -> None:
+    def _run_to_the_end(self, run: ClaimLife, claimed: Item) -> None:
         """The claim's run; whatever goes wrong in it settles this item and no other."""
         try:
-            run.work()
+            work(run)
         except LeaseGone as gone:
             self._give_up(claimed, gone, run.pending)
         except Exception as error:  # nothing about one item may stop the worker
