@@ -384,21 +384,10 @@ def show(ctx: typer.Context, item_id: ItemId, as_json: JsonFlag = False) -> None
 def print_show(out: Console, facts: ShowFacts) -> None:
     """`wrighty show`'s text, printed to ``out``."""
     from wrighty.cli.render import print_item_detail
+    from wrighty.operator.showing import known_of
 
     print_item_detail(
-        out,
-        facts.detail,
-        facts.standing,
-        crash_retry=facts.crash_retry,
-        usage_retry=facts.usage_retry,
-        circuit=facts.circuit,
-        total=facts.spent,
-        limit=facts.budget,
-        hold=facts.hold,
-        default_agent=facts.default_agent,
-        max_fix_turns=facts.max_fix_turns,
-        progress=facts.progress,
-        change_stat=facts.change_stat,
+        out, facts.detail, facts.standing, change_stat=facts.change_stat, **known_of(facts)
     )
 
 

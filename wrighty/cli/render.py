@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from rich.console import (
     Console,
@@ -25,8 +25,9 @@ from wrighty.domain.scheduling import priority_name
 from wrighty.domain.suggestions import Standing
 from wrighty.domain.text import printable
 from wrighty.domain.transitions import is_edit
-from wrighty.domain.usage import NO_LIMIT, Limit, Usage, cost_text
+from wrighty.domain.usage import Usage, cost_text
 from wrighty.operator.showing import (
+    Known,
     agent_words,
     diagnostic_tail,
     item_fields,
@@ -40,11 +41,8 @@ if TYPE_CHECKING:
     from wrighty.domain.budgets import AgentHold
     from wrighty.domain.classify import Classification
     from wrighty.domain.scheduling import Wait
-    from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
-    from wrighty.services.show import RetryStanding
     from wrighty.services.usage import UsageReport
-    from wrighty.workproduct.listing import Progress
 
 
 # Wide enough for any row; rich pads no line to the width, so nothing grows with it.
@@ -241,16 +239,8 @@ def print_item_detail(
     detail: ItemDetail,
     standing: Standing,
     *,
-    crash_retry: RetryStanding | None = None,
-    usage_retry: RetryStanding | None = None,
-    circuit: CircuitView | None = None,
-    total: Usage | None = None,
-    limit: Limit = NO_LIMIT,
-    hold: AgentHold | None = None,
-    default_agent: str | None = None,
-    max_fix_turns: int | None = None,
-    progress: Progress | None = None,
     change_stat: str | None = None,
+    **known: Unpack[Known],
 ) -> None:
     """`show`'s text: its fields as `operator/showing.item_fields` gives them;
     ``change_stat``: git's stat of its change against its base, shown for an item in review."""
@@ -260,11 +250,7 @@ def print_item_detail(
     heading.append(f"  generation {item.generation}", style="dim")
     console.print(heading)
     console.print(outside(item.title))
-    fields = item_fields(
-        detail, standing, crash_retry=crash_retry, usage_retry=usage_retry, circuit=circuit,
-        total=total, limit=limit, hold=hold, default_agent=default_agent,
-        max_fix_turns=max_fix_turns, progress=progress,
-    )  # fmt: skip
+    fields = item_fields(detail, standing, **known)
     # Every label ends in at least one space, however long: a label never runs into its value.
     width = max(LABEL_WIDTH, *(len(label) + 1 for label, _ in fields))
     for label, value in fields:

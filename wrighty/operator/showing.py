@@ -7,7 +7,7 @@ such by its renderer (`outside`, the template's escaping)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from wrighty.domain.budgets import usage_text
 from wrighty.domain.durations import format_duration
@@ -30,33 +30,48 @@ if TYPE_CHECKING:
     from wrighty.workproduct.listing import Progress
 
 
+class Known(TypedDict, total=False):
+    """What `show` knows of an item beside its detail, each left out where it is not known:
+    ``default_agent``, the agent of an item that names none (worker.defaultAgent);
+    ``max_fix_turns``, its agent's verify.maxFixTurns (None: it has no checks); ``progress``,
+    its worktree's commits and uncommitted changes; ``total`` and ``limit``, its spend and
+    budget."""
+
+    crash_retry: RetryStanding | None
+    usage_retry: RetryStanding | None
+    circuit: CircuitView | None
+    total: Usage | None
+    limit: Limit
+    hold: AgentHold | None
+    default_agent: str | None
+    max_fix_turns: int | None
+    progress: Progress | None
+
+
+def known_of(facts: ShowFacts) -> Known:
+    """What `show`'s facts know beside the item's detail, as `item_fields` takes it."""
+    return Known(
+        crash_retry=facts.crash_retry, usage_retry=facts.usage_retry, circuit=facts.circuit,
+        total=facts.spent, limit=facts.budget, hold=facts.hold,
+        default_agent=facts.default_agent, max_fix_turns=facts.max_fix_turns,
+        progress=facts.progress,
+    )  # fmt: skip
+
+
 def item_fields(
-    detail: ItemDetail,
-    standing: Standing,
-    *,
-    crash_retry: RetryStanding | None = None,
-    usage_retry: RetryStanding | None = None,
-    circuit: CircuitView | None = None,
-    total: Usage | None = None,
-    limit: Limit = NO_LIMIT,
-    hold: AgentHold | None = None,
-    default_agent: str | None = None,
-    max_fix_turns: int | None = None,
-    progress: Progress | None = None,
+    detail: ItemDetail, standing: Standing, **known: Unpack[Known]
 ) -> list[tuple[str, str]]:
-    """`show`'s fields, label and value. ``default_agent``: the agent of an item that names
-    none (worker.defaultAgent); ``max_fix_turns``: its agent's verify.maxFixTurns (None: it
-    has no checks); ``progress``: its worktree's commits and uncommitted changes (None: not
-    known here)."""
+    """`show`'s fields, label and value."""
     item = detail.item
+    circuit = known.get("circuit")
     fields: list[tuple[str, str]] = [
-        ("agent", agent_words(item, default_agent)),
+        ("agent", agent_words(item, known.get("default_agent"))),
         (
             "workspace",
             item.workspace
             or (detail.session.workspace if detail.session else "(chosen at the first run)"),
         ),
-        *_branch_fields(detail, progress),
+        *_branch_fields(detail, known.get("progress")),
         ("timeout", format_duration(item.timeout_seconds) if item.timeout_seconds else "(default)"),
         ("queued at", local_time(item.queued_at)),
         *_scheduling_fields(detail),
@@ -71,11 +86,12 @@ def item_fields(
         fields.append(("reason", f"{item.reason_code}: {item.reason or ''}".rstrip(": ")))
     if item.next_action:
         fields.append(("next", item.next_action))
-    fields += _retry_fields(crash_retry, usage_retry)
-    fields += _verify_fields(detail, max_fix_turns)
+    fields += _retry_fields(known.get("crash_retry"), known.get("usage_retry"))
+    fields += _verify_fields(detail, known.get("max_fix_turns"))
     fields += _review_fields(item)
     fields += _handoff_fields(item)
-    fields += _usage_fields(detail.runs, total or Usage(final=True), limit, hold)
+    total = known.get("total") or Usage(final=True)
+    fields += _usage_fields(detail.runs, total, known.get("limit", NO_LIMIT), known.get("hold"))
     if circuit is not None:
         fields.append(("waits for", _circuit_wait(circuit)))
     if detail.session:
@@ -200,19 +216,7 @@ class ShownItem:
 def shown_item(facts: ShowFacts) -> ShownItem:
     detail = facts.detail
     return ShownItem(
-        item_fields(
-            detail,
-            facts.standing,
-            crash_retry=facts.crash_retry,
-            usage_retry=facts.usage_retry,
-            circuit=facts.circuit,
-            total=facts.spent,
-            limit=facts.budget,
-            hold=facts.hold,
-            default_agent=facts.default_agent,
-            max_fix_turns=facts.max_fix_turns,
-            progress=facts.progress,
-        ),
+        item_fields(detail, facts.standing, **known_of(facts)),
         next_steps(detail, facts.standing),
         (facts.change_stat or "").splitlines(),
         verifications(detail),
