@@ -12,47 +12,48 @@ compares the two.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from wrighty.cli.quick_config import QuickConfig, vouched_config
-from wrighty.config_file import find_config
+from wrighty.cli.quick_config import quick_read_settings
+
+if TYPE_CHECKING:
+    from wrighty.services.settings import ReadSettings
 
 
 def status_json_answer(cwd: Path) -> tuple[str, int] | None:
     """What `wrighty status --json` prints in ``cwd`` and its exit status (1: unhealthy), or
     None where the full app must answer."""
-    path = find_config(cwd)
-    config = vouched_config(path) if path is not None else None
-    if config is None:
+    settings = quick_read_settings(cwd, None)
+    if settings is None:
         return None
     try:
-        return _answer(config)
+        return _answer(settings)
     except Exception:  # the full app runs the command again, and reports it as it does
         return None
 
 
-def _answer(config: QuickConfig) -> tuple[str, int] | None:
+def _answer(settings: ReadSettings) -> tuple[str, int] | None:
     from wrighty.cli.documents import printed_json
-    from wrighty.domain.budgets import Budgets
-    from wrighty.domain.health import Thresholds
     from wrighty.installation import installation_id
     from wrighty.operator.documents import status_json
     from wrighty.services import status as status_service
     from wrighty.services.clock import MEASURE_ATTEMPTS, StoreClock
     from wrighty.store import open_store, parse_store_url
 
-    store = open_store(parse_store_url(config.store_url, base=config.root))
+    store = open_store(parse_store_url(settings.store_url, base=settings.root))
     try:
         clock = StoreClock(store.store_time)
         clock.measure(attempts=MEASURE_ATTEMPTS)
-        # A config without `status` or `budgets` sections: no thresholds, no budgets.
         report = status_service.status_report(
             store,
             now=clock.now(),
-            thresholds=Thresholds(),
-            worker_max_age_seconds=config.worker_max_age_seconds,
+            thresholds=settings.thresholds(),
+            worker_max_age_seconds=settings.worker_max_age_seconds,
             installation_id=installation_id(),
-            default_agent=config.default_agent,
-            ledger=status_service.LedgerScope(Budgets(), config.default_agent, lifetime=False),
+            default_agent=settings.default_agent,
+            ledger=status_service.LedgerScope(
+                settings.budgets, settings.default_agent, lifetime=False
+            ),
         )
         if store.unreadable_rows():  # the full app tells each on stderr
             return None
