@@ -12,6 +12,11 @@ limit. Then, in the same run, on that store:
 - GET / and GET /board: the board page and its table, over HTTP (httpx) from a real
   `wrighty serve` process (started with ``--port 0``, logged in with the URL it prints);
   each request opens the store, reads the board, renders the page;
+- the morning view: ``wrighty list --since 24h --json`` (in process and as a process, as
+  status) and GET /since (its last 24 hours), which hold none of the seeded items (they are
+  days older) but for the live updates' made after them; and the same for BUSY_DAY, the
+  seeded store's last day (``list --since BUSY_DAY --json`` in process, GET
+  /since?since=BUSY_DAY): about 1,650 finished items and most of the open ones;
 - a live update: with a GET /events stream open on that server, an item is created through
   the service (``services.items.create_item``, as `wrighty create` makes it) and the time until
   the stream's ``event: board`` line arrives is taken; the changes are made at random moments
@@ -46,7 +51,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -55,6 +60,7 @@ from inbox_refresh import (
     BUDGETS,
     LIMITED,
     LIMITS,
+    NOW,
     OpenMix,
     Seeded,
     new,
@@ -74,6 +80,9 @@ START_TIMEOUT = 60.0
 EVENT_TIMEOUT = 10.0
 # The server reads the board this often (WebSettings.poll_seconds, `wrighty serve`'s).
 POLL_SECONDS = 1.0
+# The seeded store's last day (a day before bench/inbox_refresh.py's clock, NOW): the morning
+# view of a busy night.
+BUSY_DAY = (NOW - timedelta(days=1)).isoformat().replace("+00:00", "Z")
 
 
 def project(root: Path) -> Path:
@@ -137,21 +146,43 @@ def page(client: httpx.Client, url: str) -> Callable[[], object]:
     return get
 
 
-def status_calls(target: str, env: dict[str, str]) -> dict[str, Callable[[], object]]:
+def command_calls(
+    target: str, env: dict[str, str], name: str, args: list[str]
+) -> dict[str, Callable[[], object]]:
+    """``wrighty --store S <args>`` in process (typer's CliRunner) and as a process."""
     runner = CliRunner()
-    args = ["--store", target, "status", "--json"]
-    command = [sys.executable, "-m", "wrighty", *args]
+    full = ["--store", target, *args]
+    command = [sys.executable, "-m", "wrighty", *full]
 
     def in_process() -> object:
-        result = runner.invoke(app, args, catch_exceptions=False)
+        result = runner.invoke(app, full, catch_exceptions=False)
         if result.exit_code not in (0, 1):  # 1: not healthy (the seeded attention items)
-            raise RuntimeError(f"status --json: {result.output}")
+            raise RuntimeError(f"{name}: {result.output}")
         return result.output
 
     def subprocess_call() -> object:
-        return subprocess.run(command, capture_output=True, env=env, check=False)
+        done = subprocess.run(command, capture_output=True, env=env, check=False)
+        if done.returncode not in (0, 1):
+            raise RuntimeError(f"{name}: {done.stderr.decode()}")
+        return done
 
-    return {"status --json (in process)": in_process, "status --json (process)": subprocess_call}
+    return {f"{name} (in process)": in_process, f"{name} (process)": subprocess_call}
+
+
+def status_calls(target: str, env: dict[str, str]) -> dict[str, Callable[[], object]]:
+    return command_calls(target, env, "status --json", ["status", "--json"])
+
+
+def since_calls(target: str, env: dict[str, str]) -> dict[str, Callable[[], object]]:
+    """The morning view's command: what moved in the last 24 hours (nothing but the bench's
+    own changes: the seeded items are days older), and what moved in the seeded store's last
+    day (BUSY_DAY: about 1,650 finished items and most of the open ones), in process."""
+    quiet = command_calls(
+        target, env, "list --since 24h --json", ["list", "--since", "24h", "--json"]
+    )
+    name = "list --since BUSY_DAY --json"
+    busy = command_calls(target, env, name, ["list", "--since", BUSY_DAY, "--json"])
+    return {**quiet, f"{name} (in process)": busy[f"{name} (in process)"]}
 
 
 def live_latency(
@@ -211,11 +242,19 @@ def report(seeded: Seeded, items: int, mix: OpenMix, runs: int, changes: int) ->
                 **status_calls(seeded.target, env),
                 "GET / (HTTP)": page(client, f"{base}/"),
                 "GET /board (HTTP)": page(client, f"{base}/board"),
+                **since_calls(seeded.target, env),
+                "GET /since (HTTP)": page(client, f"{base}/since"),
+                "GET /since?since=BUSY_DAY (HTTP)": page(
+                    client, f"{base}/since?since={BUSY_DAY.replace('+', '%2B')}"
+                ),
             }
             size = len(client.get(f"{base}/").text)
+            moved = json.loads(str(calls["list --since 24h --json (in process)"]()))
+            busy = json.loads(str(calls["list --since BUSY_DAY --json (in process)"]()))
             print(
                 f"server: `wrighty serve --port 0` at {base}; GET / is {size / 1024:.0f} KiB "
-                f"of HTML"
+                f"of HTML; moved in the last 24 hours: {len(moved)} items, since BUSY_DAY "
+                f"({BUSY_DAY}): {len(busy)}"
             )
             times = timed(calls, runs)
             # A store of its own for the changes, opened once the in-process commands are
@@ -228,7 +267,7 @@ def report(seeded: Seeded, items: int, mix: OpenMix, runs: int, changes: int) ->
                 latencies = live_latency(client, base, store, changes, first=items + 1)
             finally:
                 store.close()
-    print_ratios(times, "status --json (in process)", runs, width=28)
+    print_ratios(times, "status --json (in process)", runs, width=44)
     base50 = statistics.median(times["status --json (in process)"])
     p50, worst = statistics.median(latencies), max(latencies)
     print(

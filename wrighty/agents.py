@@ -23,7 +23,14 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.redact import redact
 from wrighty.errors import WrightyError
 from wrighty.supervisor.process import LaunchError, LaunchSpec, launch
-from wrighty.vendors.base import AgentAdapter, AgentProgram, Permission, Reader, VendorError
+from wrighty.vendors.base import (
+    AgentAdapter,
+    AgentProgram,
+    Permission,
+    Reader,
+    Vendor,
+    VendorError,
+)
 from wrighty.vendors.registry import agent_adapter
 
 
@@ -37,6 +44,9 @@ class AgentPlan:
     args: tuple[str, ...] = ()
     permission: Permission = "workspace"
     resume: bool = True
+    # wrighty's own sandbox encloses the agent: a vendor's own sandbox is turned off inside it
+    # (docs/vendors.md, "The vendors' own sandboxes").
+    enclosed: bool = False
 
     @property
     def can_resume(self) -> bool:
@@ -49,6 +59,8 @@ class AgentPlan:
         return self.vendor.preassigns_session
 
     def permission_flags(self) -> tuple[str, ...]:
+        if self.enclosed:
+            return self.vendor.flags(self.permission, enclosed=True)
         return self.vendor.flags(self.permission)
 
     def start_argv(
@@ -67,6 +79,13 @@ class AgentPlan:
         """wrighty's flags, then the user's own arguments (which come last, so they win)."""
         budget = self.vendor.budget_flags(max_cost_usd) if max_cost_usd is not None else ()
         return (*self.permission_flags(), *budget, *self.args)
+
+    def sandbox_problem(self, env: Mapping[str, str]) -> str | None:
+        """Why the vendor's own sandbox cannot work for this agent under ``env`` (the worker's
+        environment plus the agent's), or None."""
+        if not isinstance(self.vendor, Vendor):
+            return None
+        return self.vendor.sandbox_problem(self.permission, env, enclosed=self.enclosed)
 
     def transcript_problem(
         self, session_id: str, workspace: Path, env: Mapping[str, str]
@@ -111,6 +130,38 @@ def plan_agent(config: WrightyConfig, name: str, *, project_root: Path | None = 
     )
 
 
+def configured_plans(config: WrightyConfig, *, project_root: Path | None = None) -> list[AgentPlan]:
+    """The agents wrighty.json gives a program to run, planned: every known name but one whose
+    adapter lacks its program (the built-in ``command`` without an entry)."""
+    plans = []
+    for name in config.agent_names():
+        try:
+            plans.append(plan_agent(config, name, project_root=project_root))
+        except WrightyError:
+            continue
+    return plans
+
+
+def configured_agents(config: WrightyConfig, *, project_root: Path | None = None) -> list[str]:
+    """The names of ``configured_plans``: the agents `wrighty handoff --to` takes."""
+    return [plan.name for plan in configured_plans(config, project_root=project_root)]
+
+
+def program_found(plan: AgentPlan) -> str | None:
+    """Where the agent's program is on this machine, or None when it is not found: a path
+    (absolute, or the project's, as ``plan_agent`` made it) that is an executable file; a bare
+    name on the agent's PATH (its ``env``'s, else wrighty's). The one rule `wrighty agents`
+    and the handoff choices ask."""
+    return shutil.which(plan.executable, path=plan.env.get("PATH", os.environ.get("PATH")))
+
+
+def offered_agents(config: WrightyConfig, *, project_root: Path | None = None) -> list[str]:
+    """The agents an item may be handed to from here (the console's and the inbox's
+    choices): configured, and their program found on this machine (docs/handoff.md)."""
+    plans = configured_plans(config, project_root=project_root)
+    return [plan.name for plan in plans if program_found(plan) is not None]
+
+
 def _fix(adapter: AgentAdapter, name: str) -> str:
     example = ', e.g. ["python3", "agent.py"]' if adapter.program_setting == "command" else ""
     return f"set agents.{name}.{adapter.program_setting} in wrighty.json{example}"
@@ -149,7 +200,7 @@ def describe_agent(plan: AgentPlan) -> AgentInfo:
     """Whether the agent's program is installed, and its version (the last line that
     `--version` prints: some CLIs print a notice first)."""
     env = {**os.environ, **plan.env}
-    path = shutil.which(plan.executable, path=env.get("PATH"))
+    path = program_found(plan)
     argv = plan.vendor.version_argv(path) if path is not None else None
     if path is None or argv is None:
         return AgentInfo(plan, path, None)

@@ -82,7 +82,7 @@ def test_the_console_follows_the_queue_and_acts_in_a_real_browser(
     assert cookies["wrighty_token"]["httpOnly"]
     assert cookies["wrighty_token"]["sameSite"] == "Strict"
     row = page.locator(f'tr:has(a[href="/items/{hostile}"])')
-    title = row.locator("td.title").inner_text()
+    title = row.locator("td:nth-child(4)").inner_text()  # the row's fourth cell
     assert "<script>window.__pwned=1</script>" in title
     assert "\\x1b[31mred" in title  # the escape sequence shown, not obeyed
     assert page.evaluate("window.__pwned") is None
@@ -94,7 +94,8 @@ def test_the_console_follows_the_queue_and_acts_in_a_real_browser(
     loaded = page.evaluate("performance.getEntriesByType('navigation').length")
     assert project.worker("--once").returncode == 0
     row = page.locator(f'tr:has(a[href="/items/{failing}"])')
-    row.locator("td.state", has_text="needs-attention").wait_for(timeout=20_000)
+    state = row.locator("td:nth-child(2)")  # the row's second cell
+    state.filter(has_text="needs-attention").wait_for(timeout=20_000)
     assert page.evaluate("performance.getEntriesByType('navigation').length") == loaded
 
     # open it and requeue it; the answer is the command's line

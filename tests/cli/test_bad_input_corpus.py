@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -228,6 +229,19 @@ def stored(statement: str) -> Setup:
 REVIEWED = stored("UPDATE items SET state = 'review' WHERE id = 1")
 
 
+def _second_after_the_first_in_review(project: Path) -> None:
+    item()(project)
+    item("--after", "1")(project)
+    connection = sqlite3.connect(project / ".wrighty" / "wrighty.db")
+    connection.execute("UPDATE items SET state = 'review' WHERE id = 2")
+    connection.commit()
+    connection.close()
+
+
+# Item 2 in review comes after item 1, which is todo: not ready for accept --all.
+AFTER_A_TODO = _second_after_the_first_in_review
+
+
 def no_config(project: Path) -> None:
     (project / "wrighty.json").unlink()
 
@@ -237,6 +251,11 @@ def command_agent(*command: str) -> Setup:
         {"worker": {"defaultAgent": "demo"},
          "agents": {"demo": {"adapter": "command", "command": list(command)}}}
     )  # fmt: skip
+
+
+DEMO: dict[str, Any] = {"agents": {"demo": {"adapter": "command", "command": ["true"]}}}
+MISSING_BWRAP = {"kind": "bubblewrap", "program": "no-such-bwrap"}
+FAILING_BWRAP = {"kind": "bubblewrap", "program": "/bin/false"}
 
 
 def with_setups(*setups: Setup) -> Setup:
@@ -546,6 +565,12 @@ CASES: list[Case] = [
                 completion({"merge": "squash"}),
             ),
             (
+                "stack-not-a-boolean",
+                ("worker", "start", "--once"),
+                'completion.stack: must be a valid boolean (got the string "yes")',
+                completion({"stack": "yes"}),
+            ),
+            (
                 "remote-an-option",
                 ("list",),
                 "completion.remote: must be a git remote's name: 1 to 100 letters, digits, '.', "
@@ -557,6 +582,27 @@ CASES: list[Case] = [
                 ("list",),
                 "completion.remote: must be a git remote's name",
                 completion({"remote": "origin\x1b[2J"}),
+            ),
+            *(
+                (
+                    f"{key}-wrong-type-{n}",
+                    ("list",),
+                    f"completion.{key}: {says}",
+                    completion({key: value}),
+                )
+                for n, (key, value, says) in enumerate(
+                    (
+                        (
+                            "update",
+                            "squash",
+                            "must be 'merge' or 'rebase' (got the string \"squash\")",
+                        ),
+                        ("update", True, "must be 'merge' or 'rebase' (got true)"),
+                        ("squash", "yes", 'must be a valid boolean (got the string "yes")'),
+                        ("stack", 1, "must be a valid boolean (got 1)"),
+                        ("reviewAfterFix", "robot", "must be 'person' or 'auto'"),
+                    )
+                )
             ),
             (
                 "remote-a-url",
@@ -681,6 +727,63 @@ CASES: list[Case] = [
             ),
             ("accept-zero", ("accept", "0"), "Invalid value for 'ID'", None, b""),
             (
+                "accept-wait-negative",
+                ("accept", "1", "--wait", "-1"),
+                "Invalid value for '--wait'",
+                REVIEWED,
+                b"",
+            ),
+            (
+                "accept-all-none-in-review",
+                ("accept", "--all"),
+                "nothing to accept: no item is in review",
+                item(),
+                b"",
+            ),
+            (
+                "accept-all-dry-run-none-ready",
+                ("accept", "--all", "--dry-run"),
+                "nothing to accept: none of the 1 item in review is ready",
+                AFTER_A_TODO,
+                b"",
+            ),
+            (
+                "accept-all-none-ready",
+                ("accept", "--all", "--wait", "0"),
+                "it comes after is done, landing or ready",
+                AFTER_A_TODO,
+                b"",
+            ),
+            (
+                "accept-all-and-ids",
+                ("accept", "1", "--all"),
+                "give the ids of the items to accept, or --all (not both)",
+                REVIEWED,
+                b"",
+            ),
+            (
+                "accept-no-id",
+                ("accept",),
+                "give the ids of the items to accept, or --all",
+                REVIEWED,
+                b"",
+            ),
+            (
+                "accept-dry-run-without-all",
+                ("accept", "1", "--dry-run"),
+                "--dry-run lists what --all would accept: give --all",
+                REVIEWED,
+                b"",
+            ),
+            (
+                "accept-several-one-not-in-review",
+                ("accept", "2", "1"),
+                "item 1 is todo; accept takes items in review",
+                AFTER_A_TODO,
+                b"",
+            ),
+            ("land-zero", ("land", "0"), "Invalid value for '[ID]'", None, b""),
+            (
                 "accept-done",
                 ("accept", "1"),
                 "item 1 is done; accept takes items in review",
@@ -782,7 +885,16 @@ CASES: list[Case] = [
             (
                 "handoff-unknown-agent",
                 ("handoff", "1", "--to", "robot"),
-                "--to robot: unknown agent (known: ",
+                "--to robot: unknown agent (configured: claude, codex, gemini); see ",
+                REVIEWED,
+                b"",
+            ),
+            (
+                "handoff-agent-not-configured",
+                ("handoff", "1", "--to", "command"),
+                "--to command: not configured: agent 'command' uses the command adapter but "
+                "has no command; set agents.command.command in wrighty.json, e.g. "
+                '["python3", "agent.py"] (configured: claude, codex, gemini)',
                 REVIEWED,
                 b"",
             ),
@@ -1320,6 +1432,23 @@ CASES: list[Case] = [
         ("list", "--attention", "--state", "queued"),
         "--attention lists needs-attention items only",
     ),
+    Case("since-unreadable", ("list", "--since", "yesterday"), "--since: cannot read 'yesterday'"),
+    Case("since-empty", ("list", "--since", ""), "--since: cannot read ''"),
+    Case("since-zero", ("list", "--since", "0h"), "--since: duration '0h' must be greater"),
+    Case("since-too-far-back", ("list", "--since", "400d"), "the limit is 366d"),
+    Case("since-a-day-alone", ("list", "--since", "2026-12-05"), "names a day without a time"),
+    Case("since-in-the-future", ("list", "--since", "2999-01-01T00:00Z"), "is in the future"),
+    Case("since-hour-past-23", ("list", "--since", "24:00"), "--since: cannot read '24:00'"),
+    Case(
+        "since-offset-without-colon",
+        ("list", "--since", "2026-12-05T18:00+0100"),
+        "an offset RFC 3339 does not allow",
+    ),
+    Case(
+        "since-with-attention",
+        ("list", "--attention", "--since", "nope"),
+        "--since: cannot read 'nope'",
+    ),
     Case("inbox-interval-zero", ("inbox", "--interval", "0"), "--interval"),
     Case("inbox-interval-not-a-number", ("inbox", "--interval", "soon"), "--interval"),
     Case("inbox-interval-past-bound", ("inbox", "--interval", "7200"), "--interval"),
@@ -1536,6 +1665,23 @@ CASES: list[Case] = [
         ("worker", "start", "--once"),
         "not found on PATH",
         setup=command_agent("no-such-agent-program"),
+    ),
+    Case(
+        "worker-sandbox-program-missing",
+        ("worker", "start", "--once"),
+        "worker.sandbox: bubblewrap 'no-such-bwrap' is not installed; install it",
+        setup=config_json({"worker": {"defaultAgent": "demo", "sandbox": MISSING_BWRAP}, **DEMO}),
+    ),
+    Case(
+        "worker-sandbox-program-fails",
+        ("worker", "start", "--once"),
+        "agents.demo.sandbox: bubblewrap '/bin/false' cannot start a sandbox (exit code 1)",
+        setup=config_json(
+            {
+                "worker": {"defaultAgent": "demo"},
+                "agents": {"demo": {**DEMO["agents"]["demo"], "sandbox": FAILING_BWRAP}},
+            }
+        ),
     ),
     Case("worker-unknown-agent", ("worker", "start", "--agent", "robot"), "unknown agent 'robot'"),
     Case("check-without-yes", ("agents", "--check"), "add --yes to go ahead"),
@@ -2125,6 +2271,78 @@ CASES: list[Case] = [
         setup=notify({"urls": [SECRET]}),
     ),
     Case(
+        "config-notify-digest-not-a-time",
+        ("list",),
+        "notify.digest: cannot read it: give a time of day",
+        setup=notify({"digest": "7:30am"}),
+    ),
+    Case(
+        "config-notify-digest-hour-25",
+        ("list",),
+        "notify.digest: cannot read it",
+        setup=notify({"digest": "25:00"}),
+    ),
+    Case(
+        "config-notify-digest-bad-offset",
+        ("list",),
+        "notify.digest: its offset must be Z or ±HH:MM",
+        setup=notify({"digest": "07:30+25:00"}),
+    ),
+    Case(
+        "config-notify-digest-a-number",
+        ("list",),
+        "notify.digest: must be a valid string",
+        setup=notify({"digest": 730}),
+    ),
+    Case(
+        "config-serve-public-url-with-credentials",
+        ("list",),
+        "serve.publicUrl: must not hold a user name or password",
+        setup=config_json({"serve": {"publicUrl": f"https://me:{SECRET}@example.net"}}),
+    ),
+    Case(
+        "config-serve-public-url-with-token-query",
+        ("list",),
+        "serve.publicUrl: must not hold a query",
+        setup=config_json({"serve": {"publicUrl": f"https://example.net/?token={SECRET}"}}),
+    ),
+    Case(
+        "config-serve-public-url-with-fragment",
+        ("list",),
+        "serve.publicUrl: must not hold a fragment",
+        setup=config_json({"serve": {"publicUrl": "https://example.net/#top"}}),
+    ),
+    Case(
+        "config-serve-public-url-with-path",
+        ("list",),
+        "serve.publicUrl: must not hold a path (/wrighty): the console is served at the root",
+        setup=config_json({"serve": {"publicUrl": "https://example.net/wrighty"}}),
+    ),
+    Case(
+        "config-serve-public-url-not-http",
+        ("list",),
+        "serve.publicUrl: must start with https://",
+        setup=config_json({"serve": {"publicUrl": "ftp://example.net"}}),
+    ),
+    Case(
+        "config-serve-public-url-no-host",
+        ("list",),
+        "serve.publicUrl: names no host",
+        setup=config_json({"serve": {"publicUrl": "https:///items"}}),
+    ),
+    Case(
+        "config-serve-public-url-bad-port",
+        ("list",),
+        "serve.publicUrl: is not a URL",
+        setup=config_json({"serve": {"publicUrl": "https://example.net:99999"}}),
+    ),
+    Case(
+        "config-serve-unknown-key",
+        ("list",),
+        "serve.publicURL: unknown key (allowed here: publicUrl)",
+        setup=config_json({"serve": {"publicURL": "https://example.net"}}),
+    ),
+    Case(
         "config-notify-url-and-env",
         ("list",),
         "notify.urls.0: give url or env, one of the two",
@@ -2149,9 +2367,33 @@ CASES: list[Case] = [
         setup=notify({"urls": f"slack://{SECRET}"}),
     ),
     Case(
+        "config-sandbox-unknown-string",
+        ("list",),
+        "worker.sandbox: must be 'none' (got the string \"bwrap\")",
+        setup=config_json({"worker": {"sandbox": "bwrap"}}),
+    ),
+    Case(
+        "config-sandbox-unknown-kind",
+        ("list",),
+        "agents.claude.sandbox.kind: must be 'bubblewrap' (got a string)",
+        setup=config_json({"agents": {"claude": {"sandbox": {"kind": "docker"}}}}),
+    ),
+    Case(
+        "config-sandbox-relative-path",
+        ("list",),
+        "worker.sandbox.writable.0: must be an absolute path or start with ~/",
+        setup=config_json({"worker": {"sandbox": {"kind": "bubblewrap", "writable": [".cache"]}}}),
+    ),
+    Case(
+        "config-sandbox-network-lan",
+        ("list",),
+        "worker.sandbox.network: must be 'host' or 'none'",
+        setup=config_json({"worker": {"sandbox": {"kind": "bubblewrap", "network": "lan"}}}),
+    ),
+    Case(
         "config-notify-env-not-a-name",
         ("list",),
-        "notify.urls.0.env: String should match pattern",
+        "notify.urls.0.env: must be a variable name",
         setup=notify({"urls": [{"env": f"{SECRET}-URL"}]}),
     ),
     Case(
@@ -2171,6 +2413,18 @@ CASES: list[Case] = [
         ("list",),
         "notify.urls.0.events.0: must be",
         setup=notify({"urls": [{"env": "WRIGHTY_URL", "events": ["finished"]}]}),
+    ),
+    Case(
+        "config-notify-landing-event-misnamed",
+        ("list",),
+        "'ready-for-review', 'not-landed', 'retry-scheduled', 'done', 'landed'",
+        setup=notify({"events": ["landing-needs-person"], "command": ["true"]}),
+    ),
+    Case(
+        "config-notify-sink-landed-event-capitalised",
+        ("list",),
+        "notify.urls.0.events.0: must be",
+        setup=notify({"urls": [{"env": "WRIGHTY_URL", "events": ["Landed"]}]}),
     ),
     Case(
         "config-notify-reason-codes-not-a-list",
@@ -2336,6 +2590,25 @@ CASES: list[Case] = [
         setup=verify({"checks": [check("t", timeoutMinutes="20m")]}),
     ),
     Case(
+        "config-verify-on-base-a-string",
+        ("list",),
+        'verify.checks.0.onBase: must be a valid boolean (got the string "no")',
+        setup=verify({"checks": [check("t", onBase="no")]}),
+    ),
+    Case(
+        "config-verify-on-base-a-number",
+        ("list",),
+        "verify.checks.0.onBase: must be a valid boolean (got 0)",
+        setup=verify({"checks": [check("t", onBase=0)]}),
+    ),
+    Case(
+        "validate-verify-on-base-a-string",
+        ("config", "validate"),
+        "1 problem, listed on standard output",
+        stdout_allowed=True,
+        setup=verify({"checks": [check("t", onBase="no")]}),
+    ),
+    Case(
         "config-verify-fix-turns-negative",
         ("list",),
         "verify.maxFixTurns: must be >= 0 (got -1)",
@@ -2399,7 +2672,7 @@ CASES: list[Case] = [
     Case(
         "config-verify-check-unknown-key",
         ("list",),
-        "verify.checks.0.shell: unknown key (allowed here: name, argv, timeoutMinutes)",
+        "verify.checks.0.shell: unknown key (allowed here: name, argv, timeoutMinutes, onBase)",
         setup=verify({"checks": [check("t", shell=True)]}),
     ),
     Case(
@@ -2449,7 +2722,7 @@ CASES: list[Case] = [
         "config-notify-unknown-key",
         ("list",),
         "notify.sinks: unknown key (allowed here: urls, command, events, maxAttempts, "
-        "retentionHours)",
+        "retentionHours, digest)",
         setup=notify({"sinks": []}),
     ),
     Case(
@@ -2860,3 +3133,22 @@ def _refused_cleanly(case: Case, template: Path, tmp_path: Path, command: str | 
         assert SECRET not in output
         assert API_KEY not in output
     assert snapshot(project) == before, "a refused command changed files on disk"
+
+
+# The landing's completion keys of the wrong type (docs/landing.md#settings): `config
+# validate` refuses each (the corpus's one stderr line, exit 2) and names its JSON path.
+LANDING_KEYS = (("update", 7), ("squash", "yes"), ("stack", 1), ("reviewAfterFix", False))
+
+
+@pytest.mark.parametrize(("key", "value"), LANDING_KEYS, ids=[key for key, _ in LANDING_KEYS])
+def test_config_validate_names_a_landing_keys_path(
+    key: str, value: object, template: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(template, project)
+    completion({key: value})(project)
+    case = Case(f"validate-{key}", ("config", "validate"), "1 problem", stdout_allowed=True)
+    _refused_cleanly(case, project, tmp_path / "again", None)
+    shown = run(project, ("config", "validate"))
+    assert shown.returncode == 2
+    assert shown.stdout.decode().startswith(f"completion.{key}: ")

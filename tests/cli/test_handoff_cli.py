@@ -70,7 +70,8 @@ def test_the_note_comes_from_a_file_or_standard_input_and_json_says_the_agent(
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (("--to", "robot"), "--to robot: unknown agent (known: "),
+        (("--to", "robot"), "--to robot: unknown agent (configured: claude, codex, gemini); "),
+        (("--to", "command"), "--to command: not configured: agent 'command' uses the command "),
         (("--to", "claude"), "'s agent is claude already"),
         (("--to", "codex", "--note", " "), "the note is empty"),
         (("--to", "codex", "--note", "a", "--note-file", "-"), "give the note once"),

@@ -13,8 +13,8 @@ SHOW_KEYS = {
     "lease_expires_at", "reason", "next_action", "crash_retries", "crash_retry", "requeues",
     "usage_retries", "usage_retry", "session", "runs", "events", "circuit", "usage", "budget",
     "hold", "priority", "labels", "after", "before", "waits", "fix_turns", "max_fix_turns",
-    "verify_checks", "verified", "hand_verifications", "rejections", "feedback", "handoffs",
-    "handoff_note",
+    "verify_checks", "verified", "hand_verifications", "rejections", "feedback",
+    "reviewed_commit", "handoffs", "handoff_note", "landing",
 }  # fmt: skip
 
 

@@ -79,7 +79,7 @@ def test_status_counts_every_state_and_validates_against_its_schema(
     assert document["healthy"] is True
     assert document["counts"] == {
         "todo": 1, "queued": 1, "running": 0, "retry-scheduled": 0,
-        "needs-attention": 0, "review": 0, "done": 0, "cancelled": 0,
+        "needs-attention": 0, "review": 0, "landing": 0, "done": 0, "cancelled": 0,
     }  # fmt: skip
     assert (document["waiting"], document["oldest_queue_wait_seconds"]) == (1, 90.0)
     assert document["retry_scheduled_next_due"] is None
@@ -826,3 +826,41 @@ def test_the_review_wait_on_postgresql(project: Path) -> None:
         assert 7200 <= document["oldest_review_wait_seconds"] < 7200 + 600
         assert [p["check"] for p in document["problems"]] == ["max_review_wait"]
         assert wrighty("--store", url, "status", "--max-review-wait", "3h").exit_code == 0
+
+
+# -- the landing items (docs/landing.md#where-it-shows) ----------------------------------------
+
+
+def accept_in_store(project: Path, clock: FakeClock, item_id: int) -> None:
+    """``item_id`` (in review) accepted now: in landing, waiting in line for a lander."""
+    from wrighty.domain import landing
+
+    store = SqliteStore.open(project / ".wrighty" / "wrighty.db")
+    try:
+        item = store.get_item(item_id)
+        assert item is not None
+        move = landing.accept(item, at=clock(), actor="op", accepted_commit="a" * 40,
+                              installation_id="inst-a", target="main")  # fmt: skip
+        assert store.write_landing(move)
+    finally:
+        store.close()
+
+
+def test_status_counts_the_landing_items_and_the_oldest_landing_wait(
+    initialised: Path, clock: FakeClock
+) -> None:
+    code, document = status()
+    assert (document["counts"]["landing"], document["oldest_landing_wait_seconds"]) == (0, None)
+    assert "oldest landing wait" not in wrighty("status").stdout  # nothing to say
+    accept_in_store(initialised, clock, in_review(initialised, clock))
+    clock.advance(300)
+    accept_in_store(initialised, clock, in_review(initialised, clock))
+    clock.advance(20)
+    code, document = status()
+    assert code == 0  # a figure, not a threshold
+    assert (document["counts"]["landing"], document["oldest_landing_wait_seconds"]) == (2, 320.0)
+    assert (document["counts"]["review"], document["oldest_review_wait_seconds"]) == (0, None)
+    assert "  landing 2, oldest landing wait 320 s" in wrighty("status").stdout
+    prometheus = wrighty("status", "--format", "prometheus").stdout
+    assert "wrighty_oldest_landing_wait_seconds 320.0\n" in prometheus
+    assert 'wrighty_items{state="landing"} 2\n' in prometheus

@@ -175,6 +175,13 @@ ARGUMENTS: dict[Any, st.SearchStrategy[dict[str, Any]]] = {
     ),
     suggestions.reset_circuit: st.fixed_dictionaries({"name": circuit_names}),
     suggestions.list_workers: st.fixed_dictionaries({}),
+    suggestions.list_since: st.fixed_dictionaries(
+        {
+            "since": st.from_regex(
+                r"[1-9][0-9]{0,2}[smhd]|([01][0-9]|2[0-3]):[0-5][0-9]", fullmatch=True
+            )
+        }
+    ),
 }
 
 

@@ -261,6 +261,16 @@ def test_list_json_gives_each_item_its_total(initialised: Path, clock: FakeClock
         "final": True,
     }
     assert all(item["hold"] is None for item in listed.values())
+    # --since: the items that moved (claude's last run ended 2 hours ago), each with its whole
+    # total (claude's first run began before the time given), read for those items alone
+    moved = json.loads(wrighty("list", "--since", "150m", "--json").stdout)
+    assert [item["id"] for item in moved] == [claude, codex, gemini, untouched]
+    assert [item["usage"] for item in moved] == [listed[item["id"]]["usage"] for item in moved]
+    later = json.loads(wrighty("list", "--since", "90m", "--json").stdout)
+    assert [(item["id"], item["usage"]["cost_usd"]) for item in later] == [
+        (gemini, None),
+        (untouched, None),
+    ]
 
 
 def test_list_attention_json_gives_each_item_its_total(initialised: Path, clock: FakeClock) -> None:

@@ -70,7 +70,7 @@ def shown(item_id: int) -> dict[str, Any]:
 
 
 CHECK_KEYS = {"name", "argv", "passed", "exit_code", "signal", "timed_out", "start_failure",
-              "duration_seconds", "output_tail"}  # fmt: skip
+              "fails_on_base", "duration_seconds", "output_tail"}  # fmt: skip
 
 
 def test_show_json_has_each_runs_checks_the_fix_turns_and_the_latest_outcome(

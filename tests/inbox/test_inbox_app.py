@@ -486,3 +486,28 @@ def test_the_detail_shows_a_worktree_items_branch_and_offers_its_change(
         assert f"wrighty diff {item_id}" in screen
 
     drive_and_close(app, store, script, size=(140, 60))
+
+
+def test_a_landing_item_has_its_row_after_review_saying_where_it_is(
+    project: Path, clock: FakeClock
+) -> None:
+    from tests.store.test_landings import accepted, in_review
+
+    opened = open_project_store(project)
+    try:
+        landing_id = accepted(opened, clock, in_review(opened, clock, "accepted")).id
+        review_id = in_review(opened, clock, "in review").id
+    finally:
+        opened.close()
+    app, store = make_app(project)
+
+    async def script(app: InboxApp, pilot: object) -> None:
+        assert [(row.section, row.item.id) for row in app.rows] == [
+            (Section.REVIEW, review_id),
+            (Section.LANDING, landing_id),
+        ]
+        assert app.rows[1].why == "waiting in line to land on main"
+        assert "1 review · 1 land" in str(app.query_one("#header", Static).content)
+        assert re.search(r"\bLAND\b", screen_text(app))
+
+    drive_and_close(app, store, script)

@@ -133,7 +133,7 @@ def test_read_only_refuses_accept_and_reject(project: Path, clock: FakeClock) ->
 
     async def script(app: InboxApp, pilot: Any) -> None:
         await select(app, pilot, accepted)
-        for key in ("a", "d"):
+        for key in ("a", "d", "A", "e", "v", "h"):
             await pilot.press(key)
             await settled(app, pilot)
             assert app.screen is app.screen_stack[0], f"{key} asked a question"
@@ -145,3 +145,51 @@ def test_read_only_refuses_accept_and_reject(project: Path, clock: FakeClock) ->
         opened.close()
     [item] = read_items(project, accepted)
     assert item.state is ItemState.REVIEW
+
+
+def _red(project: Path, item_id: int, clock: FakeClock) -> None:
+    """A `wrighty verify` by hand on the item in review, its check failed: not ready."""
+    from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
+
+    failed = CheckEvidence("lint", ("ruff", "check", "."), 0.25, "E501\n", exit_code=1)
+    store = open_project_store(project)
+    try:
+        item = store.get_item(item_id)
+        assert item is not None
+        assert store.record_check(item, CheckRecord(item_id, "v-1", None, 0, "op", clock(), failed))
+    finally:
+        store.close()
+
+
+def test_capital_a_accepts_every_ready_item_once_confirmed(project: Path, clock: FakeClock) -> None:
+    first, red = _two_in_review(project, clock)
+    _red(project, red, clock)
+    app, opened = make_app(project)
+
+    async def script(app: InboxApp, pilot: Any) -> None:
+        await settled(app, pilot)
+        await pilot.press("A")
+        assert app.screen.__class__.__name__ == "ConfirmScreen"
+        asked = screen_text(app)
+        assert f"Accept the 1 item ready: {first} (accept me)?" in asked
+        assert "wrighty accept --all" in asked
+        await pilot.press("n")
+        await settled(app, pilot)
+        assert message(app) == "nothing done"
+        assert [item.state for item in read_items(project, first)] == [ItemState.REVIEW]
+        await pilot.press("A", "y")
+        await settled(app, pilot)
+        assert message(app) == f"accepted item {first} (accept me): item {first} is done"
+        await pilot.press("A")  # none ready now: the red one waits for its checks
+        await settled(app, pilot)
+        assert app.screen is app.screen_stack[0]
+        assert message(app).startswith(
+            "wrighty: nothing to accept: none of the 1 item in review is ready"
+        )
+
+    try:
+        drive(app, script, size=(140, 30))
+    finally:
+        opened.close()
+    done, waiting = read_items(project, first, red)
+    assert (done.state, waiting.state) == (ItemState.DONE, ItemState.REVIEW)

@@ -54,6 +54,7 @@ class Terminal:
     tmux: str
     socket: Path
     target: str = "inbox"
+    size: tuple[int, int] = (WIDTH, HEIGHT)
     pids: list[int] = field(default_factory=list)  # the server's and the pane's
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> str:
@@ -75,7 +76,16 @@ class Terminal:
         self.run(
             *("set-option", "-g", "default-terminal", env["TERM"], ";"),
             *("set-option", "-g", "remain-on-exit", "on", ";"),
-            *("new-session", "-d", "-s", self.target, "-x", str(WIDTH), "-y", str(HEIGHT)),
+            *(
+                "new-session",
+                "-d",
+                "-s",
+                self.target,
+                "-x",
+                str(self.size[0]),
+                "-y",
+                str(self.size[1]),
+            ),
             *("-c", str(cwd)),
             *(arg for name in ("TZ", "XDG_CONFIG_HOME") for arg in ("-e", f"{name}={env[name]}")),
             *command,
@@ -180,16 +190,17 @@ def start_inbox(
     terminals: list[Terminal] = []
     sockets = tempfile.TemporaryDirectory(prefix="wrighty-tmux-")
 
-    def start(*args: str) -> Inbox:
+    def start(*args: str, size: tuple[int, int] = (WIDTH, HEIGHT)) -> Inbox:
         project = make_project(tmp_path / "project", monkeypatch)
         ids = seed(project, clock)
         env = {
             name: value
             for name, value in os.environ.items()
-            if not name.startswith(("WRIGHTY_", "TMUX"))
+            # COLUMNS and LINES would override the pane's size for the app (shutil's reading)
+            if not name.startswith(("WRIGHTY_", "TMUX")) and name not in ("COLUMNS", "LINES")
         }
         env |= {"TERM": "xterm-256color", "TZ": "UTC"}  # XDG_CONFIG_HOME: the suite's own
-        terminal = Terminal(tmux, Path(sockets.name) / f"tmux-{len(terminals)}")
+        terminal = Terminal(tmux, Path(sockets.name) / f"tmux-{len(terminals)}", size=size)
         terminals.append(terminal)
         terminal.start([installed_wrighty(), "inbox", *args], cwd=project, env=env)
         return Inbox(project, ids, terminal)
@@ -244,7 +255,7 @@ def test_the_inbox_runs_in_a_terminal_and_its_keys_act(start_inbox: Callable[...
         ("WAIT", ids.todo),
     ]
     assert "Fix the flaky login test" in screen
-    assert "Think about caching" in screen
+    assert "Think about" in screen  # the title keeps 12 cells beside the reasons
     assert detail_heading(screen) == f"Item {ids.attention}  needs-attention  generation 1"
     assert "Drop Python 3.10" not in screen  # cancelled: not on the board
     assert "Rename the config keys" not in screen  # done
@@ -329,3 +340,39 @@ def test_without_a_terminal_the_inbox_refuses_in_one_line(
         "wrighty: wrighty inbox needs a terminal on stdin and stdout; for scripts use "
         "`wrighty list --attention --json` or `wrighty status --json`\n"
     )
+
+
+# Reasons the seed leaves (domain/board.py's WHY), each whole on the board where it fits.
+AUTH_WHY = "auth: the provider refused the key"
+LONG_WHY = "agent-failure: the agent said it cannot finish: the test needs a database"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("size", "whole"), [((80, 24), [AUTH_WHY]), ((200, 50), [AUTH_WHY, LONG_WHY])]
+)
+def test_the_reason_takes_the_width_the_title_does_not_use(
+    start_inbox: Callable[..., Inbox], size: tuple[int, int], whole: list[str]
+) -> None:
+    """At 80x24 a reason of 34 characters shows whole (the title keeps 12 cells; it was cut
+    at 18 before); at 200x50, beside the side panel, the longest (74) does, and every title
+    too."""
+    inbox = start_inbox(size=size)
+    screen = inbox.terminal.wait_for(
+        # the footer on the pane's last row: the app drawn at the pane's size
+        lambda s: len(board(s)) == 8 and lines(s)[size[1] - 1].startswith(" q Quit"),
+        "the board, the footer on the last row",
+    )
+    rows = [line for line in lines(screen) if ROW.match(line)]
+    for reason in whole:
+        assert any(reason in row for row in rows), f"{reason!r} cut; the screen:\n{screen}"
+    if size[0] >= 200:
+        for title in (
+            "Fix the flaky login test",
+            "Write the migration guide",
+            "Think about caching",
+        ):
+            assert any(title in row for row in rows), (title, screen)
+    assert max(cell_len(line) for line in lines(screen)) <= size[0]
+    inbox.terminal.send("q")
+    assert inbox.terminal.wait_for_exit() == 0

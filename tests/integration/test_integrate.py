@@ -455,6 +455,7 @@ def test_the_command_gets_the_summary_and_the_items_variables_and_its_url_is_kep
         "WRIGHTY_ITEM_TITLE": TITLE,
         "WRIGHTY_BRANCH": BRANCH,
         "WRIGHTY_BASE": target.base,
+        "WRIGHTY_INTEGRATION_ATTEMPT": "1",  # the first: no earlier one may have run it
     }
     assert done.url == "https://github.com/o/r/pull/7"
     assert done.words == "ran gh: https://github.com/o/r/pull/7"

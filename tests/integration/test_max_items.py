@@ -10,9 +10,15 @@ from tests.integration.test_review_processes import AGENT
 from tests.integration.test_work_product_processes import make_project
 from wrighty.domain.states import ItemState
 
-# Fails the first time it runs in a workspace, passes after: every item needs one fix turn.
+# Fails the first time it runs on an agent's answer, passes after: every item needs one fix
+# turn. The base (no answer yet) passes, so the failure is the agent's to fix.
 ONCE = {
-    "checks": [{"name": "twice", "argv": ["sh", "-c", "test -f ran || { touch ran; exit 1; }"]}]
+    "checks": [
+        {
+            "name": "twice",
+            "argv": ["sh", "-c", "test ! -f answer.txt || test -f ran || { touch ran; exit 1; }"],
+        }
+    ]
 }
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import FakeClock
 from tests.helpers import wait_for
+from tests.store.test_contract import new_item
 from wrighty.config import NotifySettings
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.notices import (
@@ -301,14 +302,21 @@ def test_the_lease_covers_the_slowest_sinks() -> None:
 class Thread:
     """A DeliveryThread over fake sinks, with its events."""
 
-    def __init__(self, store: Store, sinks: list[FakeSink], **settings: object) -> None:
+    def __init__(
+        self,
+        store: Store,
+        sinks: list[FakeSink],
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        source: Source = SOURCE,
+        **settings: object,
+    ) -> None:
         self.events: list[tuple[str, dict]] = []
         self.thread = DeliveryThread(
             store,
             NotifySettings.model_validate({"command": ["unused"], **settings}),
-            source=SOURCE,
+            source=source,
             worker_max_age_seconds=60,
-            now=lambda: datetime.now(UTC),
+            now=now,
             emit=lambda name, **fields: self.events.append((name, fields)),
             interval_seconds=60,
         )
@@ -429,3 +437,72 @@ def test_two_threads_on_one_store_deliver_each_notice_once(store: Store) -> None
     a.thread.stop()
     b.thread.stop()
     assert sorted(got) == sorted(f"ntc-test-{n}" for n in range(20))
+
+
+# -- the morning digest (notify.digest) --------------------------------------------------------
+
+DIGEST_DAY = datetime(2026, 12, 6, 7, 30, tzinfo=UTC)  # notify.digest "07:30" of that day
+
+
+def digests(store: Store) -> list[str]:
+    return sorted(s.notice.id for s in store.list_notices(ALL) if s.notice.event == "digest")
+
+
+def one_pass(
+    store: Store, clock: FakeClock, sink: FakeSink, worker: str, **settings: object
+) -> Thread:
+    """A worker's deliverer started at ``clock``'s time and stopped: its first pass, whose
+    upkeep looks for the day's digest."""
+    runner = Thread(store, [sink], now=clock, source=Source("inst-a", worker), **settings)
+    runner.thread.start()
+    runner.thread.stop()
+    assert runner.named("notify-error") == []
+    assert runner.named("store-unreachable") == []
+    return runner
+
+
+def test_the_digest_is_made_at_the_first_pass_from_its_time_once_a_day_across_deliverers(
+    store: Store,
+) -> None:
+    clock = FakeClock(DIGEST_DAY - timedelta(hours=2))
+    store.create_item(new_item("moved today"), at=clock(), actor="op")
+    sink = FakeSink("phone", events=("digest",))
+    clock.advance(2 * 3600 - 1)  # 07:29:59: not yet
+    one_pass(store, clock, sink, "w-aaaaaaaaaaaa", digest="07:30")
+    assert digests(store) == []
+    clock.advance(1)  # 07:30:00: the first pass from its time makes it, and delivers it
+    one_pass(store, clock, sink, "w-aaaaaaaaaaaa", digest="07:30")
+    assert digests(store) == sink.got == ["ntc-digest-2026-12-06"]
+    [stored] = store.list_notices(["delivered"])
+    assert stored.notice.payload["counts"]["moved"] == 1
+    assert stored.notice.payload["worker_id"] == "w-aaaaaaaaaaaa"
+    # other workers' deliverers, later that day: none made again
+    for worker, hours in (("w-bbbbbbbbbbbb", 0), ("w-cccccccccccc", 3), ("w-aaaaaaaaaaaa", 19)):
+        clock.current = DIGEST_DAY + timedelta(hours=hours)
+        one_pass(store, clock, sink, worker, digest="07:30")
+    assert digests(store) == sink.got == ["ntc-digest-2026-12-06"]
+    # the next day's, from its time
+    clock.current = DIGEST_DAY + timedelta(days=1)
+    one_pass(store, clock, sink, "w-bbbbbbbbbbbb", digest="07:30")
+    assert digests(store) == sink.got == ["ntc-digest-2026-12-06", "ntc-digest-2026-12-07"]
+
+
+def test_a_day_no_worker_saw_in_its_window_gets_no_digest(store: Store) -> None:
+    sink = FakeSink("phone", events=("digest",))
+    clock = FakeClock(DIGEST_DAY + timedelta(hours=20))  # 03:30 the next night: too late
+    one_pass(store, clock, sink, "w-aaaaaaaaaaaa", digest="07:30")
+    assert digests(store) == []
+    clock.current = DIGEST_DAY + timedelta(hours=19, minutes=59)  # still in its window
+    one_pass(store, clock, sink, "w-aaaaaaaaaaaa", digest="07:30")
+    assert digests(store) == sink.got == ["ntc-digest-2026-12-06"]
+
+
+def test_no_digest_without_notify_digest_or_a_sink_that_gets_it(store: Store) -> None:
+    sink = FakeSink("phone", events=("digest", "needs-attention"))
+    clock = FakeClock(DIGEST_DAY + timedelta(minutes=5))
+    one_pass(store, clock, sink, "w-aaaaaaaaaaaa")  # notify.digest not set
+    # set, but wrighty.json's sinks name their events, and not the digest
+    one_pass(store, clock, sink, "w-aaaaaaaaaaaa", digest="07:30", events=["needs-attention"])
+    assert digests(store) == []
+    one_pass(store, clock, sink, "w-aaaaaaaaaaaa", digest="07:30")  # the default events have it
+    assert digests(store) == ["ntc-digest-2026-12-06"]

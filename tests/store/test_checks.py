@@ -19,7 +19,7 @@ from tests.store.test_claims import acquire, queued, settlement
 from tests.store.test_contract import new_item
 from tests.store.test_ledger import MOVED, begin, end_run_keeping_the_claim, moved_by_another_writer
 from tests.store.txhooks import execute_raw
-from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
+from wrighty.domain.check_evidence import BaseCheck, CheckEvidence, CheckRecord
 from wrighty.domain.claims import settle
 from wrighty.domain.health import VerificationFigures
 from wrighty.domain.model import Item, NewRun
@@ -36,6 +36,7 @@ PASSED = CheckEvidence("tests", ("python", "-m", "pytest", "-q"), 12.5, "3 passe
 FAILED = CheckEvidence("lint", ("ruff", "check", "."), 0.25, "E501 line too long\n", exit_code=1)
 STOPPED = CheckEvidence("slow", ("sleep", "99"), 60.0, "", signal=9, timed_out=True)
 NOT_STARTED = CheckEvidence("gone", ("no-such-program",), 0.0, start_failure="not found")
+ON_BASE = dataclasses.replace(FAILED, fails_on_base=True)
 
 
 def record(
@@ -401,3 +402,37 @@ def test_a_store_from_before_verification_keeps_its_items_and_runs(
         evidence = record(claimed, 0, PASSED, clock(), run_id="r-fix")
         assert store.record_check(claimed, evidence)
         assert store.list_checks(item.id) == [evidence]
+
+
+# -- checks that fail on the base (docs/verify.md#checks-that-fail-on-the-base) ----------------
+
+
+def test_a_check_failing_on_the_base_too_reads_back_so_and_does_not_fail_its_item(
+    store: Store, clock: FakeClock
+) -> None:
+    claimed, run_id = begin(store, clock)
+    marked = record(claimed, 0, ON_BASE, clock(), run_id=run_id)
+    assert store.record_check(claimed, marked)
+    assert store.record_check(claimed, record(claimed, 1, PASSED, clock(), run_id=run_id))
+    assert [r.evidence.fails_on_base for r in store.list_checks(claimed.id)] == [True, False]
+    done = settle(claimed, settlement(ItemState.DONE, OutcomeClass.SUCCEEDED, clock), at=clock())
+    assert store.write_transition(done)
+    # its latest verification passed: the one failure is the base's
+    assert store.verified_items([claimed.id]) == {claimed.id: True}
+
+
+def test_a_checks_result_on_a_base_is_kept_once_the_first_write_winning(
+    store: Store, clock: FakeClock
+) -> None:
+    commit = "a" * 40
+    first = BaseCheck(commit, "lint", "k1", True, "exit code 1", "E501\n", clock())
+    assert store.base_check(commit, "lint", "k1") is None
+    store.record_base_check(first)
+    assert store.base_check(commit, "lint", "k1") == first
+    # a second worker that ran it at the same time: no error, and the first stays
+    store.record_base_check(dataclasses.replace(first, failed=False, ending="exit code 0"))
+    assert store.base_check(commit, "lint", "k1") == first
+    # another key, check or commit is another result
+    assert store.base_check(commit, "lint", "k2") is None
+    assert store.base_check(commit, "tests", "k1") is None
+    assert store.base_check("b" * 40, "lint", "k1") is None

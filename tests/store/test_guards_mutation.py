@@ -90,6 +90,14 @@ DEPS_MISSING = (
     "tests/store/test_poison_dependencies.py::"
     "test_a_dependency_on_an_item_that_does_not_exist_is_never_met[{backend}]"
 )
+STACKING = "tests/store/test_stacking.py::"
+STACK_HERE = (
+    STACKING + "test_a_stacked_claim_leaves_an_item_whose_predecessor_has_no_branch_here[{backend}]"
+)
+STACK_LINE = (
+    STACKING
+    + "test_a_lander_passes_over_an_item_until_the_items_it_comes_after_are_done[{backend}]"
+)
 DEPS_GUARDED = (
     SCHEDULING + "test_the_store_refuses_to_move_an_item_to_running_before_its_dependencies_are_"
     "done[{backend}]"
@@ -158,7 +166,7 @@ GUARDS: list[Guard] = [
              "pid IS NOT NULL", "1 = 0", NO_REQUEUE),
     # Renewal (invariants 2 and 3).
     *_guards("renewal: state", BOTH, "renew_lease",
-             "AND state = 'running'", "AND 1 = 1", MOVED_ON % "state"),
+             "AND state IN ('running', 'landing')", "AND 1 = 1", MOVED_ON % "state"),
     *_guards("renewal: generation", BOTH, "renew_lease",
              "AND generation = :generation", "AND 1 = 1",
              MOVED_ON % "generation", NON_OWNER % "generation"),
@@ -293,6 +301,14 @@ GUARDS: list[Guard] = [
              "LEFT JOIN items AS dep", "JOIN items AS dep", DEPS_MISSING),
     *_guards("guarded update: dependencies done", BOTH, "update_item_guarded",
              "AND coalesce(dep.state, 'missing') <> 'done'", "AND 1 = 0", DEPS_GUARDED),
+    # Stacked items (docs/landing.md#stacked-items): a claim under completion.stack stacks only
+    # on a branch of its own installation; a lander passes over an item that waits for one it
+    # comes after.
+    *_guards("claim: stacked on a branch of this installation", BOTH, "select_next_claimable",
+             "AND s.installation_id = :installation_id", "AND 1 = 1", STACK_HERE),
+    *_guards("landing line: a dependent waits for its predecessor", BOTH,
+             "select_landing_lines", "coalesce(dep.state, 'missing') <> 'done'", "1 = 0",
+             STACK_LINE),
     *_guards("claim: agent limit", ("sqlite",), "select_next_claimable",
              "WHERE lim.key = coalesce(items.agent, :default_agent)", "WHERE 1 = 0",
              AGENT_LIMIT, DEFAULT_AGENT_LIMIT),

@@ -340,8 +340,15 @@ def test_the_ledger_filters_by_start_and_by_item(store: Store, clock: FakeClock)
     again = acquire(store, clock, item_id=first.id)
     assert store.start_run(again, NewRun("r-3", RunKind.FRESH, "w1", "inst-a", clock(), None))
 
-    def ids(*, since: datetime | None = None, item_id: int | None = None) -> list[str]:
-        entries = store.list_ledger(default_agent="claude", since=since, item_id=item_id)
+    def ids(
+        *,
+        since: datetime | None = None,
+        item_id: int | None = None,
+        item_ids: list[int] | None = None,
+    ) -> list[str]:
+        entries = store.list_ledger(
+            default_agent="claude", since=since, item_id=item_id, item_ids=item_ids
+        )
         return [e.run_id for e in entries]
 
     assert ids() == [first_run, second_run, "r-3"]
@@ -352,6 +359,16 @@ def test_the_ledger_filters_by_start_and_by_item(store: Store, clock: FakeClock)
     assert ids(item_id=second.id) == [second_run]
     assert ids(item_id=first.id, since=START + timedelta(seconds=1)) == ["r-3"]
     assert ids(item_id=second.id + 100) == []
+    # of a set of items, in one read (`wrighty list --since --json`'s totals)
+    assert ids(item_ids=[first.id]) == [first_run, "r-3"]
+    assert ids(item_ids=[second.id, first.id, second.id + 100]) == [first_run, second_run, "r-3"]
+    assert ids(item_ids=[first.id, second.id], since=START + timedelta(seconds=1)) == [
+        second_run,
+        "r-3",
+    ]
+    assert ids(item_ids=[]) == []
+    with pytest.raises(ValueError, match="not both"):
+        ids(item_id=first.id, item_ids=[first.id])
 
 
 # -- an agent's spend and the period budget ----------------------------------------------------

@@ -17,6 +17,7 @@ from tests.store.test_claims import request
 from tests.store.test_contract import new_item
 from tests.store.test_ledger import begin
 from tests.store.txhooks import execute_raw
+from wrighty.domain.check_evidence import BaseCheck
 from wrighty.domain.circuits import Circuit
 from wrighty.domain.health import WorkerRow, WorkerState
 from wrighty.domain.model import DEFAULT_PRIORITY, NewRun
@@ -56,6 +57,9 @@ ITEM_POISONS = [
     ("fix_turns", "-1", "-1 is not a whole number"),
     ("rejections", "-2", "-2 is not a whole number"),
     ("handoffs", "-3", "-3 is not a whole number"),
+    ("reviewed_commit", "'HEAD'", "'HEAD' is not a commit id"),
+    ("reviewed_commit", "'--output=/tmp/x'", "is not a commit id"),
+    ("reviewed_commit", "'" + "A" * 40 + "'", "is not a commit id"),
     ("verify_checks", "'{{{'", "is not a JSON list of check names"),
     ("verify_checks", "'\"tests\"'", "is not a JSON list of check names"),
     ("verify_checks", "'[\"tests\", 1]'", "is not a JSON list of check names"),
@@ -79,6 +83,9 @@ def test_an_item_value_that_does_not_read_names_its_item_and_field(
     assert [item.id for item in listed] == [good.id]
     assert [error.field for error in listed.unreadable] == [field]
     assert [error.field for error in store.unreadable_rows()] == [field]
+    moved = store.list_items_moved_since(clock())  # the morning view's read
+    assert [item.id for item in moved] == [good.id]
+    assert [(error.item_id, error.field) for error in moved.unreadable] == [(bad.id, field)]
     salvaged = store.salvage_item(bad.id)
     assert salvaged is not None
     assert [error.field for error in salvaged.problems] == [field]
@@ -122,6 +129,8 @@ def test_a_run_value_that_does_not_read_is_left_out_of_the_ledger(
     ledger = store.list_ledger(default_agent="claude")
     assert ledger == []
     assert [e.field for e in ledger.unreadable] == [column]
+    of_item = store.list_ledger(default_agent="claude", item_ids=[item_id])
+    assert (of_item, [e.field for e in of_item.unreadable]) == ([], [column])
 
 
 @pytest.mark.parametrize("value", ["'after lunch'", "'2026-12-03T14:00:00'"])
@@ -174,7 +183,37 @@ CHECK_POISONS = [
     ("signal = 9", "exit_code", "exactly one of exit code and signal"),
     ("start_failure = 'not found'", "start_failure", "did not start has no exit code"),
     ("timed_out = 2", "timed_out", "2 is not a yes or no"),  # SQLite: PostgreSQL's is boolean
+    ("fails_on_base = 2", "fails_on_base", "2 is not a yes or no"),  # SQLite alone, as above
+    # only a check that ran and failed can fail on the base too
+    ("exit_code = 0, fails_on_base = TRUE", "fails_on_base", "ran and failed"),
 ]
+
+
+BASE_CHECK_POISONS = [
+    ("base_commit = 'HEAD'", "base_commit", "is not a commit"),
+    ("check_name = 'no such name!'", "check_name", "is not a check name"),
+    ("checked_at = 'yesterday'", "checked_at", "'yesterday' is not a time"),
+    ("failed = 2", "failed", "2 is not a yes or no"),  # SQLite: PostgreSQL's is boolean
+]
+
+
+@pytest.mark.parametrize(("assignment", "field", "problem"), BASE_CHECK_POISONS)
+def test_a_checks_kept_result_on_a_base_that_does_not_read_is_refused_naming_it(
+    store: Store, clock: FakeClock, assignment: str, field: str, problem: str
+) -> None:
+    """A check's result on a base commit (docs/verify.md#checks-that-fail-on-the-base), read back
+    by a worker: a value that does not read is refused with the row and field it names."""
+    if field == "failed" and not isinstance(store, SqliteStore):
+        pytest.skip("PostgreSQL's typed column holds no such value")
+    commit = "c" * 40
+    store.record_base_check(BaseCheck(commit, "lint", "k", True, "exit code 1", "", clock()))
+    poison(store, f"UPDATE base_checks SET {assignment}")
+    name = "no such name!" if field == "check_name" else "lint"
+    found = "HEAD" if field == "base_commit" else commit
+    with pytest.raises(UnreadableError) as raised:
+        store.base_check(found, name, "k")
+    assert (raised.value.field, raised.value.row) == (field, f"base check {found}/{name}")
+    assert problem in raised.value.problem
 
 
 @pytest.mark.parametrize(("assignment", "field", "problem"), CHECK_POISONS)
@@ -183,7 +222,7 @@ def test_a_check_record_that_does_not_read_is_left_out_and_named(
 ) -> None:
     """docs/verify.md's evidence, as `show` lists it: a record with a value that does not read,
     or that breaks a check's rule, is left out with its line; the others read."""
-    if field == "timed_out" and not isinstance(store, SqliteStore):
+    if assignment.endswith("= 2") and not isinstance(store, SqliteStore):
         pytest.skip("PostgreSQL's boolean column holds no other value")
     claimed, run_id = begin(store, clock)
     bad = record(claimed, 0, FAILED, clock(), run_id=run_id)

@@ -15,6 +15,7 @@ from wrighty.domain.board import (
     retry_policy,
     section_counts,
 )
+from wrighty.domain.landing import Landing, Step
 from wrighty.domain.model import Item, Run
 from wrighty.domain.states import ItemState
 from wrighty.domain.usage import Usage
@@ -146,3 +147,49 @@ def test_a_running_row_names_its_worker_its_spend_and_an_expired_lease() -> None
 )
 def test_a_retry_names_the_policy_that_scheduled_it(code: str | None, policy: str) -> None:
     assert retry_policy(code) == policy
+
+
+def landing_of(item_id: int, seq: int, **changes: object) -> Landing:
+    fields: dict[str, object] = {
+        "item_id": item_id, "seq": seq, "accepted_at": ago(30), "accepted_by": "op",
+        "accepted_commit": "a" * 40, "installation_id": "inst-a", "target": "main",
+    }  # fmt: skip
+    return Landing(**{**fields, **changes})  # type: ignore[arg-type]
+
+
+def test_landing_items_have_their_own_section_after_review_each_saying_where_it_is() -> None:
+    lander = {"claimed_by": "w-9", "lease_expires_at": NOW + timedelta(seconds=30)}
+    checking = landing_of(3, 7, step=Step.CHECKING, target_commit="b" * 40)
+    entries = [
+        entry(item(1, ItemState.QUEUED, queued_at=ago(3))),
+        OpenItem(item(2, ItemState.LANDING), ago(2), 1, None, landing=landing_of(2, 9)),
+        OpenItem(item(3, ItemState.LANDING, **lander), ago(8), 1, None, landing=checking),
+        entry(item(4, ItemState.REVIEW), since=ago(40)),
+        OpenItem(item(5, ItemState.LANDING), ago(1), 1, None, landing=None),  # did not read
+        entry(item(6, ItemState.RETRY_SCHEDULED, not_before=NOW)),
+    ]
+    rows = board_rows(entries, {2: "waits for item 1"}, now=NOW)
+    assert [(r.section, r.item.id) for r in rows] == [
+        (Section.REVIEW, 4),
+        (Section.LANDING, 3),  # in acceptance order
+        (Section.LANDING, 2),
+        (Section.LANDING, 5),
+        (Section.RETRY, 6),
+        (Section.WAITING, 1),
+    ]
+    assert [r.why for r in rows[1:4]] == [
+        "checking on main at bbbbbbbbbbbb",
+        "waiting in line to land on main",
+        "accepted: landing",
+    ]
+    assert section_counts(rows)[Section.LANDING] == 3
+    stale = {"claimed_by": "w-9", "lease_expires_at": NOW - timedelta(seconds=1)}
+    [dead] = board_rows(
+        [OpenItem(item(3, ItemState.LANDING, **stale), ago(8), 1, None, landing=checking)],
+        {},
+        now=NOW,
+    )
+    assert dead.why == (
+        "checking on main at bbbbbbbbbbbb; its lander stopped renewing its claim "
+        "(the next lander goes on)"
+    )

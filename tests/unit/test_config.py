@@ -6,11 +6,13 @@ from pathlib import Path
 import pytest
 
 from wrighty.config import (
+    WrightyConfig,
     check_config_text,
     config_json_schema,
     default_config_document,
     find_config,
     load_config,
+    sandbox_of,
 )
 from wrighty.errors import ConfigError
 
@@ -231,7 +233,7 @@ def test_minutes_accept_fractions() -> None:
             {"worker": {"leaseSecs": 30}},
             "worker.leaseSecs: unknown key (allowed here: leaseSeconds, heartbeatSeconds, "
             "itemTimeoutMinutes, pollSeconds, wakeUps, concurrency, defaultAgent, maxRequeues, "
-            "workspaceMode, processCrash, usageFailure, label, registryRetentionHours)",
+            "workspaceMode, processCrash, usageFailure, label, registryRetentionHours, sandbox)",
         ),
         (
             {"worker": {"processCrash": {"retries": 3}}},
@@ -241,7 +243,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"color": "blue"},
             "color: unknown key (allowed here: $schema, schemaVersion, store, worker, status, "
-            "agents, budgets, limits, notify, verify, completion, pricing)",
+            "agents, budgets, limits, notify, serve, verify, completion, pricing)",
         ),
         (
             {"agents": {"helper": {}}},
@@ -251,7 +253,8 @@ def test_minutes_accept_fractions() -> None:
         (
             {"agents": {"claude": {"flavour": 1}}},
             "agents.claude.flavour: unknown key (allowed here: adapter, executable, args, env, "
-            "command, resumeCommand, permission, resume, account, fallback, maxConcurrent, verify)",
+            "command, resumeCommand, permission, resume, account, fallback, maxConcurrent, verify, "
+            "sandbox)",
         ),
         (
             {"agents": {"claude": {"command": ["claude"]}}},
@@ -273,6 +276,43 @@ def test_minutes_accept_fractions() -> None:
         (
             {"worker": {"defaultAgent": "robot"}},
             "worker.defaultAgent: unknown agent 'robot' (known: claude, codex, command, gemini)",
+        ),
+        (
+            {"worker": {"sandbox": "bwrap"}},
+            "worker.sandbox: must be 'none' (got the string \"bwrap\")",
+        ),
+        (
+            {"worker": {"sandbox": 5}},
+            'worker.sandbox: must be "none" or an object with kind "bubblewrap" (got 5)',
+        ),
+        ({"worker": {"sandbox": {}}}, "worker.sandbox.kind: is required"),
+        (
+            {"worker": {"sandbox": {"kind": "docker"}}},
+            "worker.sandbox.kind: must be 'bubblewrap' (got the string \"docker\")",
+        ),
+        (
+            {"agents": {"claude": {"sandbox": {"kind": "bubblewrap", "network": "lan"}}}},
+            "agents.claude.sandbox.network: must be 'host' or 'none' (got a string)",
+        ),
+        (
+            {"agents": {"codex": {"sandbox": {"kind": "bubblewrap", "hide": ["secrets"]}}}},
+            "agents.codex.sandbox.hide.0: must be an absolute path or start with ~/ (the home "
+            "folder) (got a string)",
+        ),
+        (
+            {"worker": {"sandbox": {"kind": "bubblewrap", "writable": ["/a\u0000b"]}}},
+            "worker.sandbox.writable.0: must be an absolute path or start with ~/ (the home "
+            'folder) (got the string "/a\\u0000b")',
+        ),
+        (
+            {"worker": {"sandbox": {"kind": "bubblewrap", "env": ["A B"]}}},
+            "worker.sandbox.env.0: must be a variable name: letters, digits and '_', not "
+            'starting with a digit (got the string "A B")',
+        ),
+        (
+            {"worker": {"sandbox": {"kind": "bubblewrap", "mounts": []}}},
+            "worker.sandbox.mounts: unknown key (allowed here: kind, program, network, hide, "
+            "writable, env)",
         ),
         (
             {"schemaVersion": 2},
@@ -611,3 +651,15 @@ def test_an_agent_has_a_provider_circuit_only_under_a_usage_policy_that_retries(
 
     assert circuits("retry") == ("account:team", "agent:codex@inst")
     assert circuits("needs-attention") == (None, None)
+
+
+def test_an_agents_sandbox_overrides_the_workers_and_none_is_the_default() -> None:
+    assert sandbox_of(WrightyConfig(), "claude") is None
+    profile = {"kind": "bubblewrap", "network": "none", "hide": ["~/notes"]}
+    config = WrightyConfig.model_validate(
+        {"worker": {"sandbox": profile}, "agents": {"codex": {"sandbox": "none"}}}
+    )
+    chosen = sandbox_of(config, "claude")
+    assert chosen is not None
+    assert (chosen.network, chosen.hide, chosen.program) == ("none", ["~/notes"], "bwrap")
+    assert sandbox_of(config, "codex") is None

@@ -46,6 +46,8 @@ STRICT = Policies(
 )
 PASSED = (CheckEvidence("tests", ("pytest",), 1.0, exit_code=0),)
 FAILED = (CheckEvidence("tests", ("pytest",), 1.0, exit_code=1, output_tail="1 failed"),)
+# a check that failed as it fails on the item's base too (docs/verify.md)
+ON_BASE = (CheckEvidence("tests", ("pytest",), 1.0, exit_code=1, fails_on_base=True),)
 OVER = BudgetFacts(Limit(max_cost_usd=1.0), Usage(cost_usd=2.0, final=True))
 HOLD = AgentHold("claude", Limit(max_cost_usd=5.0), Usage(cost_usd=6.0, final=True), NOW)
 UNDER_HELD = BudgetFacts(Limit(max_cost_usd=10.0), Usage(cost_usd=2.0, final=True), HOLD)
@@ -210,6 +212,30 @@ ROWS: list[tuple[str, ClaimEnding, Policies, object]] = [
         ending(SUCCEEDED, item=item(fix_turns=2), checks=ChecksRun(evidence=FAILED)),
         STRICT,
         (ItemState.NEEDS_ATTENTION, "verification-failed"),
+    ),
+    (
+        "a check failing on the base too spends no fix turn: the finish is due",
+        ending(SUCCEEDED, checks=ChecksRun(evidence=ON_BASE)),
+        STRICT,
+        FinishDue,
+    ),
+    (
+        "a check failing on the base too, with no fix turn left: the finish is due",
+        ending(SUCCEEDED, item=item(fix_turns=2), checks=ChecksRun(evidence=ON_BASE)),
+        STRICT,
+        FinishDue,
+    ),
+    (
+        "a check failing on the base too waits for review with its commit",
+        ending(SUCCEEDED, checks=ChecksRun(evidence=ON_BASE), finished=COMMITTED),
+        STRICT,
+        (ItemState.REVIEW, "ready-for-review"),
+    ),
+    (
+        "the agent's own failure beside one failing on the base: a fix turn",
+        ending(SUCCEEDED, checks=ChecksRun(evidence=(*ON_BASE, *FAILED)), finished=COMMITTED),
+        STRICT,
+        (ItemState.RETRY_SCHEDULED, "verification-failed"),
     ),
     (
         "passed checks: the finish is due",

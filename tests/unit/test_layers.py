@@ -32,7 +32,6 @@ LAYERS: dict[str, set[str]] = {
     "cli/": {
         "config_file.py",
         "operator/",
-        "workproduct/",
         "web/app.py",  # `wrighty serve` serves the console
         "web/security.py",
         "inbox/",

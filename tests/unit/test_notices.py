@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.factories import claimed_item
-from wrighty.domain import suggestions
+from wrighty.domain import landing, suggestions
 from wrighty.domain.budgets import item_budget_spent
 from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import (
@@ -31,13 +31,16 @@ from wrighty.domain.decisions import (
     resume_state_missing,
     start_failed,
 )
-from wrighty.domain.model import Change, Item, RunEnd
+from wrighty.domain.landing import Landing
+from wrighty.domain.model import LANDING_CHECKS_FAILED, Change, Item, RunEnd
 from wrighty.domain.notices import (
     DEFAULT_EVENTS,
     EVENTS,
+    LANDED_EVENT,
     MAX_ERROR_CHARS,
     MAX_REASON_CHARS,
     MAX_TITLE_CHARS,
+    NOT_LANDED,
     READY_FOR_REVIEW,
     RETRY_FIRST_SECONDS,
     RETRY_MAX_SECONDS,
@@ -776,8 +779,10 @@ def test_an_item_ready_for_review_carries_its_branch_change_checks_and_next_comm
         "branch": "wrighty/7-fix-the-flaky-test",
         "diff_stat": STAT.rstrip("\n"),
         "checks": [
-            {"name": "lint", "passed": True, "ending": "exit code 0", "duration_seconds": 0.214},
-            {"name": "tests", "passed": True, "ending": "exit code 0", "duration_seconds": 3.0},
+            {"name": "lint", "passed": True, "ending": "exit code 0", "duration_seconds": 0.214,
+             "fails_on_base": False},
+            {"name": "tests", "passed": True, "ending": "exit code 0", "duration_seconds": 3.0,
+             "fails_on_base": False},
         ],
         "next_actions": [
             {"command": "wrighty diff 7", "purpose": "see the change"},
@@ -807,11 +812,23 @@ def test_a_failed_check_in_a_review_notice_says_how_it_ended() -> None:
     notice = the_notice(in_review(), checks=evidence)
     assert notice.payload["checks"][-1] == {
         "name": "slow", "passed": False, "ending": "stopped at its time limit (signal 15)",
-        "duration_seconds": 9.96,
+        "duration_seconds": 9.96, "fails_on_base": False,
     }  # fmt: skip
     _, body = notice.text()
     assert "checks: lint passed in 0.2 s, tests passed in 3.0 s, slow stopped at its time " \
         "limit (signal 15) in 10.0 s" in body  # fmt: skip
+
+
+def test_a_check_failing_on_the_base_too_in_a_review_notice_says_so() -> None:
+    """docs/verify.md#checks-that-fail-on-the-base: it did not keep the item from review."""
+    lint = CheckEvidence("lint", ("x",), 0.5, exit_code=1, fails_on_base=True)
+    notice = the_notice(in_review(), checks=(lint,))
+    assert notice.payload["checks"] == [{
+        "name": "lint", "passed": False, "ending": "exit code 1, fails on the base too",
+        "duration_seconds": 0.5, "fails_on_base": True,
+    }]  # fmt: skip
+    _, body = notice.text()
+    assert "lint exit code 1, fails on the base too in 0.5 s" in body
 
 
 def test_a_review_notice_without_a_branch_stat_or_checks_says_what_it_knows() -> None:
@@ -978,3 +995,46 @@ def test_the_workers_write_settlement_passes_the_review_facts_to_the_notice() ->
     assert [check["name"] for check in notice.payload["checks"]] == ["lint", "tests"]
     assert woken == [True]
     assert told[0][1]["state"] == "review"
+
+
+# -- landing (docs/landing.md#where-it-shows) --------------------------------------------------
+
+
+def claimed_to_land() -> tuple[Item, Landing]:
+    """Item 7 in landing, held by lander w-1, with its landing."""
+    held = item(ItemState.LANDING, claimed_by="w-1", lease_expires_at=NOW + timedelta(minutes=1))
+    return held, Landing(7, 1, NOW, "op", None, "inst-a", "main")
+
+
+def test_a_landing_back_with_a_person_is_not_landed_first() -> None:
+    claimed, held = claimed_to_land()
+    back = landing.back_to_review(claimed, held, "main has changes of its own", at=NOW).change
+    notice = the_notice(back, branch="wrighty/item-7", diff_stat=" a.py | 1 +")
+    assert notice.events == (NOT_LANDED, READY_FOR_REVIEW)
+    assert notice.payload["reason"] == "it did not land: main has changes of its own"
+    assert notice.payload["branch"] == "wrighty/item-7"  # what a review's notice carries
+    assert [a["command"] for a in notice.payload["next_actions"]][-2] == "wrighty accept 7"
+    spent = landing.fix_turn(
+        claimed, held, reason_code=LANDING_CHECKS_FAILED, why="tests fail on main", prompt="p",
+        max_fix_turns=0, at=NOW,
+    ).change  # fmt: skip
+    assert spent.after.state is ItemState.NEEDS_ATTENTION
+    assert events_of(spent) == (NOT_LANDED, "needs-attention")
+    assert NOT_LANDED in DEFAULT_EVENTS
+
+
+def test_a_landed_item_is_landed_then_done_and_a_fix_turn_tells_no_person() -> None:
+    claimed, held = claimed_to_land()
+    assert events_of(landing.landed(claimed, held, "merged", at=NOW).change) == (
+        LANDED_EVENT,
+        "done",
+    )
+    assert LANDED_EVENT not in DEFAULT_EVENTS  # opt-in, as done is
+    turn = landing.fix_turn(
+        claimed, held, reason_code=LANDING_CHECKS_FAILED, why="tests fail on main", prompt="p",
+        max_fix_turns=2, at=NOW,
+    ).change  # fmt: skip
+    assert turn.after.state is ItemState.RETRY_SCHEDULED
+    assert events_of(turn) == ()
+    # A lander's claim and its release stay in landing: nothing to tell.
+    assert events_of(landing.release(claimed, held, "stopping", at=NOW).change) == ()

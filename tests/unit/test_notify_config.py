@@ -32,7 +32,9 @@ def test_the_defaults_send_nothing() -> None:
     settings = NotifySettings()
     assert not settings.enabled
     assert settings.events == ["needs-attention", "retries-exhausted", "budget-exceeded",
-                               "circuit-open", "worker-lost", "ready-for-review"]  # fmt: skip
+                               "circuit-open", "worker-lost", "ready-for-review",
+                               "not-landed", "digest"]  # fmt: skip
+    assert settings.digest is None  # and so no digest is made
     assert tuple(settings.events) == DEFAULT_EVENTS
     assert (settings.max_attempts, settings.retention_hours) == (8, 168)
 
@@ -41,7 +43,16 @@ def test_the_events_the_file_names_are_the_notices_events() -> None:
     """models.py spells the events out (a Literal): they are notices.py's, in its order."""
     assert get_args(NotifyEvent) == EVENTS
     config, found = check_config_text(
-        json.dumps({"notify": {"urls": [{"url": "json://h/a", "events": ["ready-for-review"]}]}})
+        json.dumps(
+            {
+                "notify": {
+                    "urls": [
+                        {"url": "json://h/a", "events": ["ready-for-review"]},
+                        {"url": "json://h/b", "events": ["not-landed", "landed"]},
+                    ]
+                }
+            }
+        )
     )
     assert found == []
     assert config is not None
@@ -95,7 +106,7 @@ AN_ARGV_OR_OBJECT = "must be an argv (a list of strings) or an object with argv"
             {"urls": [{"url": "json://h/a", "event": ["done"]}]},
             "notify.urls.0.event: unknown key (allowed here: events, reasonCodes, url, env)",
         ),
-        ({"urls": [{"env": "1BAD"}]}, "notify.urls.0.env: String should match pattern"),
+        ({"urls": [{"env": "1BAD"}]}, "notify.urls.0.env: must be a variable name"),
         (
             {"urls": [{"url": f"json://h/{SECRET}", "events": ["nope"]}]},
             "notify.urls.0.events.0: must be 'needs-attention'",
@@ -121,7 +132,7 @@ AN_ARGV_OR_OBJECT = "must be an argv (a list of strings) or an object with argv"
         (
             {"sinks": []},
             "notify.sinks: unknown key (allowed here: urls, command, events, maxAttempts, "
-            "retentionHours)",
+            "retentionHours, digest)",
         ),
     ],
 )
@@ -197,7 +208,8 @@ def test_the_notify_age_threshold_is_bounded() -> None:
 def test_the_schema_describes_the_sinks() -> None:
     schema = config_json_schema()
     notify = schema["$defs"]["NotifySettings"]["properties"]
-    assert set(notify) == {"urls", "command", "events", "maxAttempts", "retentionHours"}
+    assert set(notify) == {"urls", "command", "events", "maxAttempts", "retentionHours",
+                           "digest"}  # fmt: skip
     assert notify["urls"]["items"]["oneOf"][0] == {"type": "string"}
     assert set(schema["$defs"]["UrlSink"]["properties"]) == {"url", "env", "events",
                                                             "reasonCodes"}  # fmt: skip

@@ -14,7 +14,7 @@ from tests.unit.test_transitions import T0
 from wrighty.domain import review
 from wrighty.domain.claims import Settlement
 from wrighty.domain.decisions import choose_run
-from wrighty.domain.model import REJECTED, NewItem, RunEnd, Session
+from wrighty.domain.model import REJECTED, Item, NewItem, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.resume import ResumeFacts
 from wrighty.domain.states import ItemState
@@ -162,3 +162,40 @@ def test_a_rejected_item_whose_session_cannot_resume_starts_a_new_one() -> None:
     crashed = choose_run(claimed_from=retry, resume=gone, retry_reason="process-crash")
     assert crashed.kind is RunKind.RESUME
     assert crashed.missing
+
+
+def _in_review(item_id: int, minutes: int) -> Item:
+    return make_item(id=item_id, state=ItemState.REVIEW, updated_at=T0 + timedelta(minutes=minutes))
+
+
+def test_accept_all_takes_items_after_those_they_come_after_then_in_review_order() -> None:
+    # 1 entered review last, 2 comes after 1, 3 after nothing, 4 after 5 (done), 6 has no checks
+    items = [_in_review(1, 9), _in_review(2, 1), _in_review(3, 5), _in_review(4, 3),
+             _in_review(6, 7)]  # fmt: skip
+    after = {2: [(1, ItemState.REVIEW)], 4: [(5, ItemState.DONE)]}
+
+    found = review.ready_to_accept(items, {1: True, 2: True, 3: True, 4: True}, after)
+
+    assert [item.id for item in found.ready] == [4, 3, 6, 1, 2]
+    assert found.waiting == ()
+
+
+def test_accept_all_leaves_red_checks_and_whatever_comes_after_an_item_not_ready() -> None:
+    items = [_in_review(1, 1), _in_review(2, 2), _in_review(3, 3), _in_review(4, 4)]
+    # 1's checks failed; 2 comes after 1; 3 after 2; 4 after 9, which still runs
+    after = {2: [(1, ItemState.REVIEW)], 3: [(2, ItemState.REVIEW)], 4: [(9, ItemState.RUNNING)]}
+
+    found = review.ready_to_accept(items, {1: False, 2: True, 3: True, 4: True}, after)
+
+    assert found.ready == ()
+    assert [(item.id, why) for item, why in found.waiting] == [
+        (1, "its latest checks did not pass"),
+        (2, "it comes after item 1, which is not ready"),
+        (3, "it comes after item 2, which is not ready"),
+        (4, "it comes after item 9, which is not ready"),
+    ]
+
+
+def test_accept_all_takes_an_item_after_one_that_is_landing_already() -> None:
+    found = review.ready_to_accept([_in_review(2, 0)], {}, {2: [(1, ItemState.LANDING)]})
+    assert [item.id for item in found.ready] == [2]

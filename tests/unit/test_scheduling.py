@@ -161,6 +161,14 @@ def test_an_edit_of_a_running_or_final_item_is_refused(state: ItemState) -> None
         edit(item(state), at=AT, actor="op", priority=0)
 
 
+def test_an_edit_of_a_landing_item_says_it_lands_as_it_was_accepted() -> None:
+    with pytest.raises(
+        IllegalTransitionError,
+        match="item 1 is landing: it was accepted and lands as it was accepted",
+    ):
+        edit(item(ItemState.LANDING), at=AT, actor="op", priority=0)
+
+
 def test_an_edit_that_changes_nothing_is_refused() -> None:
     with pytest.raises(WrightyError, match="nothing to change"):
         edit(item(), at=AT, actor="op", priority=2, after_added=[4], after_now=[4])

@@ -165,6 +165,7 @@ def test_state_names_are_exactly_the_design_names() -> None:
         "retry-scheduled",
         "needs-attention",
         "review",
+        "landing",
         "done",
         "cancelled",
     ]
@@ -173,14 +174,17 @@ def test_state_names_are_exactly_the_design_names() -> None:
 
 
 def test_review_is_entered_from_running_and_left_by_accept_reject_or_cancel() -> None:
-    """A verified success waits for a person: accepted it is done, rejected it goes back to
-    work (retry-scheduled, to resume its session), or it is cancelled; nothing else. It is
-    entered from running, or from needs-attention when the checks pass by hand."""
+    """A verified success waits for a person: accepted it lands (or is done when there is
+    nothing to land), rejected it goes back to work (retry-scheduled, to resume its session),
+    or it is cancelled; nothing else. It is entered from running, from needs-attention when
+    the checks pass by hand, and from landing when a person must decide."""
     assert {s for s in ItemState if ItemState.REVIEW in TRANSITIONS[s]} == {
         ItemState.RUNNING,
         ItemState.NEEDS_ATTENTION,
+        ItemState.LANDING,
     }
     assert TRANSITIONS[ItemState.REVIEW] == {
+        ItemState.LANDING,
         ItemState.DONE,
         ItemState.RETRY_SCHEDULED,
         ItemState.CANCELLED,

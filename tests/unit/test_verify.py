@@ -12,7 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_redact import SECRETS
-from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
+from wrighty.domain.check_evidence import BaseCheck, CheckEvidence, CheckRecord
 from wrighty.domain.claims import Settlement, settle
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS
 from wrighty.domain.model import Item, RunEnd
@@ -29,7 +29,10 @@ from wrighty.domain.verify import (
     Check,
     VerifyPolicy,
     after_checks,
+    base_run_due,
+    check_key,
     feedback_prompt,
+    on_base,
     owed_feedback,
     select_checks,
 )
@@ -393,3 +396,78 @@ def test_feedback_is_owed_for_a_failed_verification_no_run_has_followed() -> Non
     assert owed == (by_hand.evidence,)
     later = NOW.replace(minute=40)
     assert owed_feedback([first, by_hand], latest_run_id="run-c", latest_run_started=later) == ()
+
+
+# --- checks that fail on the base (docs/verify.md#checks-that-fail-on-the-base) ----------------
+def on_the_base(check: CheckEvidence, *, fails: bool) -> CheckEvidence:
+    base = BaseCheck("b" * 40, check.name, "key", fails, "exit code 1", "boom\n", NOW)
+    return on_base(check, base)
+
+
+def test_a_check_failing_on_the_base_too_spends_no_fix_turn_and_is_done() -> None:
+    lint = on_the_base(failed("lint"), fails=True)
+    assert lint.fails_on_base
+    assert lint.failed
+    assert not lint.agents_failure
+    assert lint.ending() == "exit code 1, fails on the base too"
+    decision = decide([passed("tests"), lint])
+    assert decision.to_state is ItemState.DONE
+    assert not decision.counts_as_fix_turn
+    assert decision.reason == (
+        "every check passed but lint, which fails on the base too (2 checks)"
+    )
+    # whatever fix turns were spent already
+    assert decide([lint], fix_turns=POLICY.max_fix_turns).to_state is ItemState.DONE
+
+
+def test_a_check_that_passes_on_the_base_is_the_agents_failure() -> None:
+    lint = on_the_base(failed("lint"), fails=False)
+    assert not lint.fails_on_base
+    assert lint.agents_failure
+    decision = decide([passed("tests"), lint])
+    assert decision.to_state is ItemState.RETRY_SCHEDULED
+    assert decision.counts_as_fix_turn
+    # not run on the base at all: the agent's, as before
+    assert on_base(failed("lint"), None) == failed("lint")
+    # a passing check is never marked, whatever the base says
+    assert not on_the_base(passed("lint"), fails=True).fails_on_base
+
+
+def test_the_agents_own_failure_beside_one_on_the_base_is_a_fix_turn_about_its_own() -> None:
+    lint = on_the_base(failed("lint", "base finding\n"), fails=True)
+    tests = failed("tests", "E   assert 41 == 42\n")
+    decision = decide([tests, lint])
+    assert decision.to_state is ItemState.RETRY_SCHEDULED
+    assert decision.reason is not None
+    assert "tests" in decision.reason
+    assert "lint" not in decision.reason
+    prompt = feedback_prompt([tests, lint], feedback_bytes=12_000)
+    assert "1 of 2 failed" in prompt
+    assert "lint" not in prompt
+    assert "base finding" not in prompt
+    # feedback is owed only for the agent's own failures
+    assert owed_feedback([record("v1", "run-a", lint, 1)], latest_run_id="run-a",
+                         latest_run_started=NOW) == ()  # fmt: skip
+
+
+def test_a_check_runs_on_the_base_only_when_it_failed_has_a_base_and_allows_it() -> None:
+    lint = Check("lint", ("ruff", "check"))
+    assert base_run_due(lint, failed("lint"), "abc")
+    timed_out = CheckEvidence("lint", ("ruff",), 9.0, signal=9, timed_out=True)
+    assert base_run_due(lint, timed_out, "abc")
+    assert not base_run_due(lint, passed("lint"), "abc")
+    assert not base_run_due(lint, failed("lint"), None)  # no base: today's way
+    assert not base_run_due(dataclasses.replace(lint, on_base=False), failed("lint"), "abc")
+    not_started = CheckEvidence("lint", ("ruff",), 0.0, start_failure="not found")
+    assert not base_run_due(lint, not_started, "abc")
+
+
+def test_a_checks_key_changes_with_its_command_and_time_limit_only() -> None:
+    lint = Check("lint", ("ruff", "check"))
+    assert check_key(lint) == check_key(Check("lint", ("ruff", "check")))
+    assert check_key(lint) == check_key(dataclasses.replace(lint, on_base=False))
+    assert check_key(lint) != check_key(Check("lint", ("ruff", "check", ".")))
+    assert check_key(lint) != check_key(Check("lint", ("ruff", "check"), 60.0))
+    # a check that passed cannot be said to fail on the base
+    with pytest.raises(ValueError, match="cannot fail on the base"):
+        CheckEvidence("lint", ("ruff",), 1.0, exit_code=0, fails_on_base=True)

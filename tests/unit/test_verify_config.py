@@ -62,6 +62,11 @@ def test_timeout_minutes_become_seconds() -> None:
     assert agent_checks(config, "claude") == (Check("quick", ("true",), 90.0),)
     policy = verify_policy(config, "claude")
     assert policy is not None
+    # twice: a failing check may run on the item's base too (verify.checks[].onBase)
+    assert policy.checks_seconds == 180.0
+    once = valid({"verify": {"checks": [check("quick", timeoutMinutes=1.5, onBase=False)]}})
+    assert agent_checks(once, "claude") == (Check("quick", ("true",), 90.0, on_base=False),)
+    assert (policy := verify_policy(once, "claude")) is not None
     assert policy.checks_seconds == 90.0
 
 

@@ -9,7 +9,7 @@ import subprocess
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.factories import claimed_item
@@ -91,6 +91,7 @@ def test_a_sane_prefix_passes(prefix: str) -> None:
     assert branch_prefix_problem(prefix) is None
 
 
+@settings(deadline=None)  # each example runs git
 @given(
     prefix=st.text(alphabet="ab./_-", max_size=12),
     item_id=st.integers(1, 2**63 - 1),

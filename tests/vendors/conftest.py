@@ -5,6 +5,11 @@ The CLIs come from the npm registry at the versions pinned in tests/vendors/pack
 ~/.cache/wrighty/vendor-clis), and .ci/run calls it. Without them these tests skip, saying so;
 with WRIGHTY_REQUIRE_VENDOR_CLIS=1 (set by .ci/run) a missing CLI fails them instead.
 Each run gets its own HOME, so nothing reads or writes the real user's vendor settings.
+
+The CLIs run with whatever bubblewrap the machine has (Codex uses a `bwrap` on PATH for its own
+shell sandbox, else the one it bundles). WRIGHTY_BWRAP_DIR, a folder holding a `bwrap`, is put
+first on the PATH of every process these tests start, to run them with a bubblewrap that is not
+installed system-wide (docs/vendors.md, "The vendors' own sandboxes").
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import shlex
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +47,32 @@ WORKER_TIMEOUT_SECONDS = 120
 # it looks.
 CIRCUIT_OPEN_MINUTES = 0.2
 CODEX_KEY = "sk-codex-secret-0123456789"
+
+
+def bwrap_dir() -> Path | None:
+    """WRIGHTY_BWRAP_DIR, checked: a folder with an executable `bwrap`, outside the temporary
+    folder (Codex takes no `bwrap` from a folder its sandbox lets commands write, /tmp
+    included, and would silently use its bundled one instead)."""
+    given = os.environ.get("WRIGHTY_BWRAP_DIR")
+    if not given:
+        return None
+    folder = Path(given).resolve()
+    if not os.access(folder / "bwrap", os.X_OK):
+        pytest.fail(f"WRIGHTY_BWRAP_DIR={given} holds no executable bwrap")
+    if folder.is_relative_to(Path(tempfile.gettempdir()).resolve()):
+        pytest.fail(
+            f"WRIGHTY_BWRAP_DIR={given} is inside {tempfile.gettempdir()}, where Codex does not "
+            "take a bwrap from: copy it elsewhere (/opt/bwrap/usr/bin, for example)"
+        )
+    return folder
+
+
+def with_bwrap_dir(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with WRIGHTY_BWRAP_DIR, if given, first on its PATH."""
+    bwrap = bwrap_dir()
+    if bwrap is None:
+        return env
+    return {**env, "PATH": os.pathsep.join([str(bwrap), env.get("PATH", os.defpath)])}
 
 
 def vendor_cli(name: str) -> Path:
@@ -72,14 +104,26 @@ def claude_agent(provider: Provider, home: Path, **settings: Any) -> dict[str, A
 
 
 def codex_agent(provider: OpenAIProvider, home: Path, **settings: Any) -> dict[str, Any]:
-    """The `agents` entry of Codex talking to ``provider``, its settings under ``home``."""
+    """The `agents` entry of Codex talking to ``provider``, its settings under ``home``.
+
+    ``home`` lies in the temporary folder, where a person's never does, and Codex refuses to
+    make its helper programs (`CODEX_HOME/tmp/arg0-linux/…/codex-linux-sandbox`) under the
+    temporary folder: a system bubblewrap then cannot start its shell sandbox ("bwrap: execvp
+    codex-linux-sandbox: No such file or directory"). Its own TMPDIR, inside ``home``, makes the
+    temporary folder one that CODEX_HOME is not in, as on a person's machine."""
     codex_home = home / ".codex"
     codex_home.mkdir(exist_ok=True)
+    codex_tmp = home / "tmp"
+    codex_tmp.mkdir(exist_ok=True)
     return {
         "codex": {
             "executable": str(vendor_cli("codex")),
             "args": codex_provider_args(provider.url),
-            "env": {"CODEX_API_KEY": CODEX_KEY, "CODEX_HOME": str(codex_home)},
+            "env": {
+                "CODEX_API_KEY": CODEX_KEY,
+                "CODEX_HOME": str(codex_home),
+                "TMPDIR": str(codex_tmp),
+            },
             **settings,
         }
     }
@@ -163,7 +207,7 @@ class VendorProject:
     def env(self) -> dict[str, str]:
         kept = {k: v for k, v in os.environ.items() if not k.startswith(("WRIGHTY_", "ANTHROPIC"))}
         return {
-            **kept,
+            **with_bwrap_dir(kept),
             "HOME": str(self.home),
             "XDG_CONFIG_HOME": str(self.home / ".config"),
             "XDG_DATA_HOME": str(self.home / ".local" / "share"),

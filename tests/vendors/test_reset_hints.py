@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.unit.test_vendor_readers import read
-from tests.vendors.conftest import vendor_cli
+from tests.vendors.conftest import vendor_cli, with_bwrap_dir
 from tests.vendors.gemini_provider import GeminiProvider, gemini_settings
 from tests.vendors.openai_provider import OpenAIProvider, codex_provider_args
 from tests.vendors.provider import Provider
@@ -540,7 +540,9 @@ def private_env(home: Path, **extra: str) -> dict[str, str]:
         if not key.startswith(("WRIGHTY_", "ANTHROPIC", "CLAUDE", "CODEX", "OPENAI", "GEMINI"))
         and not key.startswith("GOOGLE")
     }
-    return {**kept, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), **extra}
+    return with_bwrap_dir(
+        {**kept, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), **extra}
+    )
 
 
 def run_cli(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:

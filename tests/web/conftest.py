@@ -70,6 +70,25 @@ def console(project_ctx: AppContext, clock: FakeClock) -> Iterator[Console]:
         yield made
 
 
+def programs_on_path(folder: Path, *names: str) -> Path:
+    """``folder`` holding a stand-in program (a script that does nothing) for each name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        program = folder / name
+        program.write_text("#!/bin/sh\nexit 0\n")
+        program.chmod(0o755)
+    return folder
+
+
+@pytest.fixture
+def vendor_clis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This machine, as the console sees it, with `codex` and `gemini` installed and `claude`
+    not: PATH is a folder holding only their stand-ins, whatever the machine has."""
+    folder = programs_on_path(tmp_path / "vendor-bin", "codex", "gemini")
+    monkeypatch.setenv("PATH", str(folder))
+    return folder
+
+
 def history(app_ctx: AppContext, item_id: int) -> list[tuple[object, ...]]:
     """An item's events, as comparable tuples."""
     with app_ctx.store() as store:

@@ -61,11 +61,12 @@ def inert(page: str) -> None:
     assert "\\x1b[2J" in page  # an escape sequence is shown as text, not sent
 
 
-@pytest.mark.parametrize("where", ["board", "fragment", "item"])
+@pytest.mark.parametrize("where", ["board", "fragment", "item", "since"])
 def test_outside_text_stays_inert_text(console: Console, clock: FakeClock, where: str):
     item_id = hostile_item(console, clock)
     client = console.login()
-    path = {"board": "/", "fragment": "/board", "item": f"/items/{item_id}"}[where]
+    paths = {"board": "/", "fragment": "/board", "item": f"/items/{item_id}", "since": "/since"}
+    path = paths[where]
     page = client.get(path)
     assert page.status_code == 200
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
@@ -75,7 +76,8 @@ def test_outside_text_stays_inert_text(console: Console, clock: FakeClock, where
 def test_a_hostile_filter_is_shown_escaped(console: Console, clock: FakeClock):
     hostile_item(console, clock)
     page = console.login().get("/", params={"text": PAYLOADS[1], "state": PAYLOADS[0]})
-    assert page.status_code == 200
+    assert page.status_code == 400  # no such state: the page says so, escaped
+    assert "no state &lt;script&gt;alert(1)&lt;/script&gt;: the board&#39;s states are" in page.text
     assert 'value="&#34;&gt;&lt;img src=x onerror=alert(2)&gt;"' in page.text
     assert page.text.count("<script") == 1
 
@@ -126,7 +128,10 @@ def inert_with_charts(page: str) -> None:
     inert(page)
 
 
-def test_hostile_fleet_text_on_the_operations_page_stays_inert(console: Console, clock: FakeClock):
+@pytest.mark.parametrize("path", ["/operations", "/operations/part"])
+def test_hostile_fleet_text_on_the_operations_page_stays_inert(
+    console: Console, clock: FakeClock, path: str
+):
     from datetime import timedelta
 
     from tests.web.fleet_seed import give_up_notice, open_circuit, register
@@ -140,7 +145,7 @@ def test_hostile_fleet_text_on_the_operations_page_stays_inert(console: Console,
         give_up_notice(store, now=clock(), error=HOSTILE)
         open_circuit(store, INERT_NAME, at=clock(), until=clock() + timedelta(minutes=5),
                      reason=HOSTILE)  # fmt: skip
-    page = console.login().get("/operations")
+    page = console.login().get(path)  # the page, and its live part a page fetches again
     assert page.status_code == 200
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
     inert(page.text)

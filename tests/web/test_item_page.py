@@ -17,7 +17,7 @@ from tests.conftest import FakeClock
 from tests.helpers import git, git_repo
 from tests.inbox.seed import claim
 from tests.web.conftest import Console, history, make_console, seeded
-from tests.web.test_console import in_review, post
+from tests.web.test_console import cli, in_review, post
 from wrighty.domain.model import NewItem, NewRun, Run, RunEnd, Session
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.states import ItemState
@@ -82,7 +82,12 @@ CANCEL = ["<csrf>", "Cancel"]
 HANDOFF = ["<csrf>", "<select to>", "<textarea note>", "Hand off"]
 
 
-def test_each_state_offers_its_actions_button_by_button(console: Console, clock: FakeClock):
+QUEUE = ["<csrf>", "Queue"]
+
+
+def test_each_state_offers_its_actions_button_by_button(
+    console: Console, clock: FakeClock, vendor_clis: Path
+):
     made = seeded(console.app_ctx, clock)
     review = in_review(console.app_ctx, clock)
     console.login()
@@ -93,8 +98,9 @@ def test_each_state_offers_its_actions_button_by_button(console: Console, clock:
         "release": ["<csrf>", "Release"],
         "cancel": CANCEL,
     }
-    for unclaimed in (made.queued, made.todo, made.blocked):
+    for unclaimed in (made.queued, made.blocked):
         assert forms_on(console, unclaimed) == {"priority": PRIORITY, "cancel": CANCEL}
+    assert forms_on(console, made.todo) == {"queue": QUEUE, "priority": PRIORITY, "cancel": CANCEL}
     assert forms_on(console, review) == {
         "accept": ["<csrf>", "Accept"],
         "reject": ["<csrf>", "<textarea feedback>", "Reject"],
@@ -237,6 +243,12 @@ def test_checks_are_not_offered_to_an_item_that_does_not_wait_for_them_and_refus
 # The change against its base
 
 
+def diff_row(kind: str, old: int | None, new: int | None, text: str) -> str:
+    """A line of a change as its page shows it: its kind, its numbers, its text."""
+    numbers = "".join(f'<td class="n">{"" if n is None else n}</td>' for n in (old, new))
+    return f'<tr class="d-{kind}">{numbers}<td class="code">{text}</td></tr>'
+
+
 def worktree_item(console: Console, clock: FakeClock) -> tuple[int, Path]:
     project = git_repo(console.project)
     (project / "app.py").write_text("print('one')\nprint('two')\n")
@@ -261,18 +273,19 @@ def test_the_diff_page_shows_the_change_coloured_and_escaped(console: Console, c
     page = client.get(f"/items/{item_id}/diff")
     assert page.status_code == 200
     text = page.text
-    assert '<span class="d-del">-print(&#39;two&#39;)</span>' in text
+    assert diff_row("del", 2, None, "-print(&#39;two&#39;)") in text
     assert (
-        '<span class="d-add">+print(&#39;&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[2J&#39;)'
-        "</span>" in text
+        diff_row("add", None, 2, "+print(&#39;&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[2J&#39;)")
+        in text
     )
-    assert '<span class="d-add">+a new file</span>' in text
-    assert '<span class="d-hunk">@@' in text
-    assert '<span class="d-file">diff --git a/app.py b/app.py</span>' in text
-    assert "3 files changed" in text  # the stat above it
+    assert diff_row("add", None, 1, "+a new file") in text
+    assert '<tr class="d-hunk"><td class="n"></td><td class="n"></td><td class="code">@@' in text
+    assert '"><span class="path">&lt;img src=x onerror=alert(1)&gt;</span>' in text  # listed
+    assert '<span class="files-n">3 files</span>' in text  # the figures above it
     assert "<script>" not in text
     assert "<img" not in text
-    assert "b/&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "\x1b" not in text
+    assert 'class="action-bar"' in text  # the item's actions on its change's page too
 
 
 def test_the_diff_page_refuses_in_the_commands_words(console: Console, clock: FakeClock):
@@ -405,7 +418,7 @@ def test_hand_off_lands_as_the_command_does_and_its_refusal_word_for_word(
         ItemState.RETRY_SCHEDULED, "handed-off", "codex", "see NOTES.md")  # fmt: skip
     before = history(console.app_ctx, made.queued)
     hostile = post(console, f"/items/{made.queued}/handoff", to="<b>robot</b>")
-    assert "wrighty: --to &lt;b&gt;robot&lt;/b&gt;: unknown agent (known: " in hostile.text
+    assert "wrighty: --to &lt;b&gt;robot&lt;/b&gt;: unknown agent (configured: " in hostile.text
     assert history(console.app_ctx, made.queued) == before
     refused = post(console, f"/items/{made.queued}/handoff", to="codex")
     assert (
@@ -487,7 +500,7 @@ def test_the_diff_page_replaces_the_secrets_an_agent_wrote_into_its_change(
         (workspace / "deploy.sh").write_text(f"curl {hook}\nexport KEY={key}\n")
         page = console.login().get(f"/items/{item_id}/diff")
     assert page.status_code == 200
-    assert '<span class="d-add">+curl [REDACTED]</span>' in page.text
+    assert diff_row("add", None, 1, "+curl [REDACTED]") in page.text
     assert hook not in page.text
     assert key not in page.text
 
@@ -499,3 +512,84 @@ def test_a_refusal_that_quotes_a_runaway_field_is_bounded(console: Console, cloc
     page = post(console, f"/items/{made.attention}/handoff", to="r" * 100_000)
     assert "characters cut]… " in page.text
     assert "r" * 1000 not in page.text
+
+
+def commit_all(workspace: Path, message: str) -> str:
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", message)
+    return git(workspace, "rev-parse", "HEAD")
+
+
+def test_after_a_reject_the_page_offers_first_what_changed_since(
+    console: Console, clock: FakeClock
+):
+    """A real reject of an item with a real branch records the commit the person saw; after
+    the agent's next run, the page shows that run's change first, then the whole change."""
+    item_id, workspace = worktree_item(console, clock)
+    (workspace / "app.py").write_text("print('one')\nprint('first try')\n")
+    seen = commit_all(workspace, "first try")
+    with console.app_ctx.store() as store:
+        run = store.list_runs(item_id)[-1]
+    end_run(console.app_ctx, clock, run, ItemState.REVIEW, "ready-for-review")
+    client = console.login()
+    first = client.get(f"/items/{item_id}").text
+    assert diff_row("add", None, 2, "+print(&#39;first try&#39;)") in first
+    assert "Since your last review" not in first
+    assert f'action="/items/{item_id}/accept"' in first
+    said = post(console, f"/items/{item_id}/reject", feedback="say it twice")
+    assert f"item {item_id}" in said.text
+    with console.app_ctx.store() as store:
+        rejected = store.get_item(item_id)
+        assert rejected is not None
+        assert rejected.reviewed_commit == seen
+    assert (
+        json.loads(cli(console.app_ctx, "show", str(item_id), "--json"))["reviewed_commit"] == seen
+    )
+    with console.app_ctx.store() as store:
+        from tests.inbox.seed import TERMS
+        from wrighty.domain.claims import ClaimRequest
+
+        request = ClaimRequest("w", installation_id(), TERMS, "command", item_id=item_id)
+        held = store.acquire(request, now=clock())
+        assert held is not None
+        claimed = held.item
+        again = store.start_run(
+            claimed, NewRun("run-again", RunKind.RESUME, "w", installation_id(), clock(), "s-1")
+        )
+        assert again is not None
+    (workspace / "more.txt").write_text("said twice\n")
+    commit_all(workspace, "second try")
+    end_run(console.app_ctx, clock, again, ItemState.REVIEW, "ready-for-review")
+    page = client.get(f"/items/{item_id}").text
+    since = page[page.index('<section class="since"') : page.index('<section class="change"')]
+    assert f"since you rejected it at {seen[:12]}" in since
+    assert diff_row("add", None, 1, "+said twice") in since
+    assert "first try" not in since  # what the person saw already is not in it
+    whole = page[page.index('<section class="change"') :]
+    assert "first try" in whole
+    assert "+said twice" in whole
+    assert page.index("Since your last review") < page.index("The whole change")
+
+
+def test_the_page_says_what_the_item_needs_then_its_checks_failing_first_and_open(
+    project_ctx: AppContext, clock: FakeClock
+):
+    project_ctx.cwd.joinpath("answer").write_text("41")
+    first = {"name": "first", "argv": ["sh", "-c", "echo all good"]}
+    with_checks(project_ctx.cwd, first, CHECK)
+    console = make_console(project_ctx, project_ctx.cwd)
+    with console.client:
+        item_id = waiting_on_checks(console, clock)
+        post(console, f"/items/{item_id}/verify")
+        page = console.client.get(f"/items/{item_id}").text
+    head = page[page.index('<section class="review-head">') : page.index("</section>")]
+    assert '<span class="standing-label">Why</span>' in head
+    assert "wrighty " not in head  # words, not commands
+    assert '<span class="standing-label">Next</span>' in head
+    checks = page[page.index('<section class="checks"') :]
+    failed = checks.index('<details class="check check-failed" open>')
+    passed = checks.index('<details class="check check-passed">')
+    assert failed < passed  # the failing check first, though it ran second
+    assert "the answer is 41" in checks[failed:passed]
+    assert page.index('<section class="checks"') < page.index('<section class="fields"')
+    assert "<code>wrighty show" not in page  # show's text dump left the page

@@ -10,7 +10,7 @@ from tests.conftest import FakeClock
 from tests.web.conftest import Console, seeded
 from tests.web.test_console import cli
 from wrighty.errors import StoreError
-from wrighty.web.app import BoardWatch, event_stream
+from wrighty.web.live import BoardWatch, event_stream
 
 
 def watch_of(digests: Iterator[str]) -> BoardWatch:

@@ -68,7 +68,7 @@ def test_workers_show_their_liveness_as_wrighty_workers_does(console: Console, c
     for worker, liveness in listed.items():
         row = row_of(page.text, f">{worker}<")
         assert row.startswith(f'<tr class="liveness-{liveness}">')
-        assert f'<td class="liveness">{liveness}</td>' in row
+        assert f'<td class="liveness" data-label="liveness">{liveness}</td>' in row
     assert "laptop" in row_of(page.text, ">w-live-0001<")
     assert "1 live workers of 3" in page.text
 
@@ -90,8 +90,8 @@ def test_an_open_circuit_shows_until_when_and_its_reset_closes_it_as_the_cli_doe
     client = console.login()
     page = client.get("/operations").text
     row = row_of(page, f">{TEAM}<")
-    assert '<td class="circuit-state">open</td>' in row
-    assert f'<td class="when">{rfc3339(until)}</td>' in row
+    assert '<td class="circuit-state" data-label="state">open</td>' in row
+    assert f'<td class="when" data-label="until">{rfc3339(until)}</td>' in row
     assert "rate-limited (item 4)" in row
     assert f'action="/providers/{quote(TEAM, safe="/")}/reset"' in row
     assert f'name="csrf" value="{CSRF}"' in row
@@ -103,7 +103,8 @@ def test_an_open_circuit_shows_until_when_and_its_reset_closes_it_as_the_cli_doe
         f"ok: provider circuit {TEAM} closed (it was open until {local_time(until)}); "
         "workers launch its agents again"
     )
-    assert '<td class="circuit-state">closed</td>' in row_of(done.text, f">{TEAM}<")
+    closed = '<td class="circuit-state" data-label="state">closed</td>'
+    assert closed in row_of(done.text, f">{TEAM}<")
     assert "Reset" not in row_of(done.text, f">{TEAM}<")  # a closed circuit offers none
     # Recorded as `wrighty providers reset` records it: the twin, reset by the command, is
     # stored the same.
@@ -125,7 +126,8 @@ def test_a_half_open_circuit_can_be_reset_too(console: Console, clock: FakeClock
             reason="r",
         )  # fmt: skip
     page = console.login().get("/operations").text
-    assert '<td class="circuit-state">half-open</td>' in row_of(page, f">{TEAM}<")
+    half_open = '<td class="circuit-state" data-label="state">half-open</td>'
+    assert half_open in row_of(page, f">{TEAM}<")
     done = post(console, f"/providers/{quote(TEAM)}/reset")
     said = flash(done.text)
     assert said.startswith(f"ok: provider circuit {TEAM} closed (it was half-open since "), said
@@ -178,7 +180,7 @@ def test_read_only_offers_no_reset_and_refuses_it(project_ctx: AppContext, clock
             open_circuit(store, TEAM, at=clock(), until=clock() + timedelta(minutes=5), reason="r")
         before = circuit_fields(project_ctx, TEAM)
         page = made.login().get("/operations").text
-        assert '<td class="circuit-state">open</td>' in row_of(page, f">{TEAM}<")
+        assert '<td class="circuit-state" data-label="state">open</td>' in row_of(page, f">{TEAM}<")
         assert "/reset" not in page
         assert '<form method="post"' not in page
         response = made.client.post(
@@ -208,7 +210,7 @@ def test_pending_and_given_up_notifications_as_notify_pending_lists_them(
     assert "1 pending, 1 given up" in page
     for notice in listed:
         row = row_of(page, f">{notice['id']}<")
-        assert f'<td class="notice-state">{notice["state"]}</td>' in row
+        assert f'<td class="notice-state" data-label="state">{notice["state"]}</td>' in row
         assert "circuit-open" in row
     given_up = row_of(page, f">{listed[0]['id']}<")
     assert "ntfy: HTTP 503" in given_up
@@ -267,7 +269,7 @@ def test_budgets_show_each_agents_spend_and_the_hold_a_spent_one_puts(
     assert "1,000 tokens" in row  # the budget
     codex = row_of(page, 'href="/?agent=codex"')
     assert "1 run, 10 tokens" in codex
-    assert '<td class="why">-</td>' in codex
+    assert '<td class="why" data-label="held">-</td>' in codex
 
 
 @pytest.mark.parametrize("path", ["/operations", "/operations?flash=forged"])

@@ -66,6 +66,27 @@ def test_a_login_redirect_stays_on_this_server():
         assert login.redirect == expected
 
 
+def test_a_page_without_a_session_is_asked_for_and_led_back_to():
+    html = "text/html,application/xhtml+xml,*/*;q=0.8"
+    for path, query, expected in (
+        ("/items/3", "", "/items/3"),
+        ("/", "state=review", "/?state=review"),
+        ("//evil.example/\r\nSet-Cookie: x", "", "/evil.example/%0D%0ASet-Cookie%3A%20x"),
+        ("/\\evil.example", "", "/evil.example"),
+        ("/items/3", "q=\u00e9", "/items/3"),  # a query that is not one: the page alone
+        ("/login", "", "/"),
+    ):
+        asked = decide(cookie=None, path=path, query=query, accept=html)
+        assert (asked.status, asked.ask, asked.passes) == (401, expected, False), path
+    for accept in (None, "*/*", "text/event-stream", "application/json"):
+        refused = decide(cookie=None, path="/items/3", accept=accept)
+        assert (refused.status, refused.ask) == (401, None), accept
+    assert decide(cookie=None, method="HEAD", accept=html).ask is None
+    assert decide(cookie=None, method="POST", path="/login").login
+    assert decide(cookie=None, method="POST", path="/login", host="evil.example").status == 400
+    assert decide(path="/login").redirect == "/"  # logged in already
+
+
 def test_the_host_is_checked_before_anything_else():
     for host in (
         "127.0.0.1:8765",

@@ -3,6 +3,7 @@ and its output never holds the token after the first line (no access log of the 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -60,6 +61,36 @@ def test_serve_prints_the_url_once_and_never_logs_the_token(
     assert token not in rest
     assert rest.endswith("wrighty serve: stopped\n")
     assert "Traceback" not in rest
+
+
+def test_serve_answers_the_public_url_s_host_with_the_login_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    project = make_project(tmp_path / "project", monkeypatch)
+    config = json.loads((project / "wrighty.json").read_text())
+    config["serve"] = {"publicUrl": "https://Phone.example:8443/"}
+    (project / "wrighty.json").write_text(json.dumps(config))
+    process = subprocess.Popen(
+        [installed_wrighty(), "serve", "--port", "0"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        base = process.stdout.readline().strip().split("/?token=")[0]
+        page = {"accept": "text/html"}
+        with httpx.Client(base_url=base, timeout=10) as client:
+            asked = client.get("/items/1", headers={**page, "host": "phone.example:8443"})
+            assert asked.status_code == 401
+            assert 'action="/login"' in asked.text
+            other = client.get("/items/1", headers={**page, "host": "phone.example"})
+            assert (other.status_code, other.text) == (400, "wrong Host\n")
+    finally:
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=20)
+    assert process.returncode == 0, rest
 
 
 def test_serve_refuses_a_remote_bind_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

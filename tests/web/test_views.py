@@ -90,6 +90,7 @@ def test_the_actions_offered_follow_the_state():
     assert Action.REQUEUE not in actions_for(ItemState.QUEUED)
     assert set(actions_for(ItemState.RUNNING)) == {Action.RELEASE, Action.CANCEL}
     assert {Action.ACCEPT, Action.REJECT} <= set(actions_for(ItemState.REVIEW))
+    assert actions_for(ItemState.LANDING) == ()  # it lands as it was accepted
 
 
 @pytest.mark.parametrize(
@@ -112,3 +113,38 @@ def test_a_flash_is_shown_once_and_only_by_its_key():
     assert flashes.take(key) == (True, "item 1 is queued")
     assert flashes.take(key) is None
     assert flashes.take(None) is None
+
+
+def test_a_change_is_shown_file_by_file_numbered_and_inert() -> None:
+    from wrighty.web.views import DiffRow, diff_view
+
+    text = (
+        'diff --git "a/\\033[2Jx" "b/\\033[2Jx"\n'
+        "index 1..2 100644\n"
+        '--- "a/\\033[2Jx"\n'
+        '+++ "b/\\033[2Jx"\n'
+        "@@ -10,3 +10,3 @@ def f():\n"
+        " keep\n"
+        "-old \x1b[31m\n"
+        "+new <script>\n"
+        " keep\n"
+        "diff --git a/gone b/gone\n"
+        "deleted file mode 100644\n"
+        "--- a/gone\n"
+        "+++ /dev/null\n"
+        "@@ -1 +0,0 @@\n"
+        "-x\n"
+    )
+    view = diff_view(text, limit=100)
+    first, gone = view.files
+    assert (first.anchor, first.path, first.added, first.removed) == ("file-1", "\\033[2Jx", 1, 1)
+    assert first.rows[-4:] == [
+        DiffRow("same", 10, 10, " keep"),
+        DiffRow("del", 11, None, "-old \\x1b[31m"),  # the escape shown, not obeyed
+        DiffRow("add", None, 11, "+new <script>"),  # escaped by the template
+        DiffRow("same", 12, 12, " keep"),
+    ]
+    assert (gone.path, gone.removed, view.added, view.removed) == ("gone", 1, 1, 2)
+    cut = diff_view(text, limit=7)
+    assert cut.cut == 7
+    assert sum(len(one.rows) for one in cut.files) == 6  # the diff --git line is the file

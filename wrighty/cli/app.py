@@ -51,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("wrighty.cli.diff", "diff"),
     "accept": ("wrighty.cli.review", "accept"),
     "reject": ("wrighty.cli.review", "reject"),
+    "land": ("wrighty.cli.review", "land"),
     "handoff": ("wrighty.cli.handoff", "handoff"),
     "workspaces": ("wrighty.cli.workspaces", "workspaces_app"),
     "inbox": ("wrighty.cli.inbox", "inbox"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -255,6 +256,15 @@ def list_items(
             help="Only needs-attention items, longest waiting first (= --state needs-attention).",
         ),
     ] = False,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="DURATION|TIME",
+            help="Only items that moved (any event) since then: 12h, 2026-12-05T18:00 (this "
+            "machine's time zone), 2026-12-05T18:00Z, or 18:00 (its latest past one).",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List items, oldest first; needs-attention items alone: longest waiting first."""
@@ -262,21 +272,22 @@ def list_items(
         states = [parse_state(s) for s in state or []]
     except ValueError as error:
         raise WrightyError(f"--state: {error}") from None
+    app_ctx = app_context(ctx)
+    moment = None if since is None else _since_moment(app_ctx, since)
     if attention:
         if any(s is not ItemState.NEEDS_ATTENTION for s in states):
             raise WrightyError("--attention lists needs-attention items only; leave out --state")
         states = [ItemState.NEEDS_ATTENTION]
-    if set(states) == {ItemState.NEEDS_ATTENTION}:
-        _list_needing_attention(app_context(ctx), as_json)
+    if set(states) == {ItemState.NEEDS_ATTENTION} and moment is None:
+        _list_needing_attention(app_ctx, as_json)
         return
     from wrighty.domain.usage import total
     from wrighty.services import items as item_service
     from wrighty.services import usage as usage_service
     from wrighty.services.show import held, ledger_settings, scheduling_settings
 
-    app_ctx = app_context(ctx)
     with app_ctx.store() as store:
-        items = item_service.list_items(store, states)
+        items = item_service.list_items(store, states, moved_since=moment)
         holds = held(app_ctx, store, items)
         edges = store.list_dependencies()
         labels = store.list_labels()
@@ -285,9 +296,13 @@ def list_items(
             store, items, limits=limits, default_agent=default_agent, edges=edges, labels=labels
         )
         verified = store.verified_items([item.id for item in items])  # one read for them all
-        # One read of the ledger for every item's total.
+        # One read of the ledger for every item's total (--since: the listed items' runs alone).
         totals = (
-            usage_service.item_totals(store, default_agent=ledger_settings(app_ctx)[1])
+            usage_service.item_totals(
+                store,
+                default_agent=ledger_settings(app_ctx)[1],
+                item_ids=None if moment is None else [item.id for item in items],
+            )
             if as_json
             else {}
         )
@@ -311,7 +326,11 @@ def list_items(
             ]
         )
     elif not items:
-        typer.echo("no items" + (f" in state {', '.join(states)}" if states else ""))
+        typer.echo(
+            "no items"
+            + (f" in state {', '.join(states)}" if states else "")
+            + (f" moved since {since}" if since is not None else "")
+        )
     else:
         from wrighty.cli.render import Trimmed, held_lines, items_table, wait_lines
 
@@ -319,6 +338,19 @@ def list_items(
         console().print(Trimmed(table))
         for line in held_lines(items, holds) + wait_lines(items, waits):
             console().print(line)
+
+
+def _since_moment(app_ctx: AppContext, text: str) -> datetime:
+    """--since's moment: a look back from the fleet's time, or a time; a time without an offset
+    is read in this machine's time zone."""
+    from wrighty.domain.morning import parse_since
+    from wrighty.domain.times import local_zone
+
+    now = app_ctx.now()
+    try:
+        return parse_since(text, now=now, zone=local_zone(now))
+    except ValueError as error:
+        raise WrightyError(f"--since: {error}") from None
 
 
 def _list_needing_attention(app_ctx: AppContext, as_json: bool) -> None:

@@ -190,6 +190,8 @@ def status_prometheus(report: StatusReport) -> str:
          "keeps from ever starting: it was cancelled or needs attention.", "blocked"),
         ("oldest_review_wait_seconds", "How long the item longest in review has waited for "
          "a person (NaN when none is in review).", "oldest_review_wait_seconds"),
+        ("oldest_landing_wait_seconds", "How long the item longest in landing has been "
+         "landing (NaN when none is).", "oldest_landing_wait_seconds"),
         ("live_workers", "Workers with a recent heartbeat.", "live_workers"),
         ("open_provider_circuits", "Provider circuits that are open or half-open.",
          "open_circuits"),

@@ -58,6 +58,7 @@ INIT_DOCUMENT: dict[str, Any] = {
         },
         "label": None,
         "registryRetentionHours": 24,
+        "sandbox": "none",
     },
     "agents": {},
 }

@@ -90,6 +90,7 @@ _STATE_STYLES = {
     "retry-scheduled": "yellow",
     "needs-attention": "bold red",
     "review": "bold green",
+    "landing": "green",
     "done": "green",
     "cancelled": "dim",
 }

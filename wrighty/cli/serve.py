@@ -117,6 +117,7 @@ def serve(
     from wrighty.operator.desk import board_settings
 
     settings = board_settings(app_ctx)  # wrighty.json read now: a bad one stops here
+    extra += _public_hosts(app_ctx)
     desks = DeskOpener(app_ctx, settings)
     desks.open()  # and the store, which the requests keep using: a wrong URL says so now
     try:
@@ -286,6 +287,15 @@ def _host_option(host: str) -> str:
             "sends it in the Host header (console.example, console.example:8443)"
         )
     return host
+
+
+def _public_hosts(app_ctx: AppContext) -> list[str]:
+    """serve.publicUrl's host (docs/web.md#links-from-notices): the Host a notice's link is
+    followed with, answered as an --allow-host is."""
+    from wrighty.domain.links import public_host
+
+    public_url = app_ctx.config().config.serve.public_url
+    return [] if public_url is None else [public_host(public_url)]
 
 
 def _url_host(address: str) -> str:

@@ -205,6 +205,15 @@ def status_view(report: StatusReport) -> Group:
                 f"{'-' if review_wait is None else f'{review_wait:.0f} s'}"
             )
         )
+    landing = document["counts"]["landing"]
+    if landing:
+        landing_wait = document["oldest_landing_wait_seconds"]
+        lines.append(
+            Text(
+                f"  landing {landing}, oldest landing wait "
+                f"{'-' if landing_wait is None else f'{landing_wait:.0f} s'}"
+            )
+        )
     lines += [_circuit_line(view) for view in report.circuits if view.shut]
     outbox = document["notify"]
     if outbox["pending"] or outbox["given_up"] or report.thresholds.max_notify_age_seconds:

@@ -30,11 +30,8 @@ from wrighty.config.loading import (
 )
 from wrighty.config.models import (
     AGENT_NAME_PATTERN,
-    DEFAULT_COMMAND_TIMEOUT_SECONDS,
-    ENV_NAME_PATTERN,
     MAX_BUDGET_TOKENS,
     MAX_BUDGET_USD,
-    MAX_COMMAND_TIMEOUT_SECONDS,
     MAX_CONCURRENT,
     MAX_CONFIG_DEPTH,
     MAX_CRASH_RETRY_ATTEMPTS,
@@ -47,22 +44,27 @@ from wrighty.config.models import (
     BudgetLimit,
     BudgetSettings,
     CheckSettings,
-    CommandEntry,
-    CommandSink,
     LabelLimit,
     LimitSettings,
     ModelPrice,
-    NotifyEvent,
-    NotifySettings,
     ProcessCrashPolicy,
     StatusSettings,
     StoreSettings,
-    UrlEntry,
-    UrlSink,
     UsageFailurePolicy,
     VerifySettings,
     WorkerSettings,
     WrightyConfig,
+    sandbox_of,
+)
+from wrighty.config.notify_settings import (
+    DEFAULT_COMMAND_TIMEOUT_SECONDS,
+    MAX_COMMAND_TIMEOUT_SECONDS,
+    CommandEntry,
+    CommandSink,
+    NotifyEvent,
+    NotifySettings,
+    UrlEntry,
+    UrlSink,
 )
 from wrighty.config.problems import (
     EMPTY_PROGRAM,
@@ -71,6 +73,12 @@ from wrighty.config.problems import (
     json_path,
     problems_from,
     read_json,
+)
+from wrighty.config.sandbox_settings import (
+    BubblewrapProfile,
+)
+from wrighty.config.section import (
+    ENV_NAME_PATTERN,
 )
 from wrighty.config.translate import (
     agent_checks,
@@ -82,6 +90,7 @@ from wrighty.config.translate import (
     lease_terms_of,
     limits_of,
     pricing_of,
+    sandbox_profile,
     thresholds_of,
     usage_policy_of,
     verify_policy,
@@ -121,6 +130,7 @@ __all__ = [
     "STATE_DIRNAME",
     "AgentSettings",
     "AgentVerifySettings",
+    "BubblewrapProfile",
     "BudgetLimit",
     "BudgetSettings",
     "CheckSettings",
@@ -164,6 +174,8 @@ __all__ = [
     "problems_from",
     "read_config_text",
     "read_json",
+    "sandbox_of",
+    "sandbox_profile",
     "thresholds_of",
     "url_scheme",
     "usage_policy_of",

@@ -15,14 +15,16 @@ from wrighty.config.models import (
     MAX_MODEL_NAME,
     AgentSettings,
     CheckSettings,
-    CommandSink,
     CompletionSettings,
-    NotifySettings,
     ProcessCrashPolicy,
-    UrlSink,
     UsageFailurePolicy,
     WorkerSettings,
     WrightyConfig,
+)
+from wrighty.config.notify_settings import (
+    CommandSink,
+    NotifySettings,
+    UrlSink,
 )
 from wrighty.config.problems import (
     EMPTY_CHECK_PROGRAM,

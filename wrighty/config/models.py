@@ -6,18 +6,17 @@ The JSON Schema in ``schemas/wrighty.schema.json`` is generated from these model
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
     Field,
-    Tag,
+    field_validator,
 )
-from pydantic.alias_generators import to_camel
 
 from wrighty.config.adapter_names import AdapterName
+from wrighty.config.notify_settings import NotifySettings
+from wrighty.config.sandbox_settings import BubblewrapProfile, SandboxSetting
+from wrighty.config.section import Section as _Section
 from wrighty.config_file import DEFAULT_STORE_URL
 from wrighty.domain.adapters import ADAPTERS
 from wrighty.domain.durations import (
@@ -34,6 +33,7 @@ from wrighty.domain.integration import (
     MIN_TIMEOUT_SECONDS,
     REMOTE_NAME,
 )
+from wrighty.domain.links import MAX_PUBLIC_URL_CHARS, check_public_url
 from wrighty.domain.model import CHECK_NAME
 from wrighty.domain.scheduling import LABEL_PATTERN
 from wrighty.domain.verify_limits import (
@@ -60,17 +60,6 @@ MAX_USAGE_RETRY_ATTEMPTS = 50  # a night of limits
 AGENT_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
 MAX_CONFIG_DEPTH = 32  # the deepest real wrighty.json is 4 levels
 MAX_CONCURRENT = 10_000  # a bound for typos (agents.<name>.maxConcurrent, limits.labels)
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-        strict=True,
-        frozen=True,
-        alias_generator=to_camel,
-        validate_by_name=False,
-        validate_by_alias=True,
-    )
 
 
 class StoreSettings(_Section):
@@ -218,6 +207,11 @@ class WorkerSettings(_Section):
     registry_retention_hours: float = Field(
         24, gt=0, le=8760, description="Forget registered workers silent for this long."
     )
+    sandbox: SandboxSetting = Field(
+        "none",
+        description='Where every agent and its checks run: "none" (as the person, today\'s '
+        "way) or a bubblewrap profile (docs/sandbox.md); agents.<name>.sandbox overrides it.",
+    )
 
 
 class StatusSettings(_Section):
@@ -320,110 +314,6 @@ class ModelPrice(_Section):
     cache_write_per_mtok: float = Field(0, ge=0, le=MAX_PRICE_PER_MTOK)
 
 
-# As domain/notices.py's EVENTS and DEFAULT_EVENTS (tests/unit/test_notify_config.py).
-NotifyEvent = Literal[
-    "needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open", "worker-lost",
-    "ready-for-review", "retry-scheduled", "done", "worker-quiet",
-]  # fmt: skip
-_DEFAULT_NOTIFY_EVENTS: tuple[NotifyEvent, ...] = (
-    "needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open", "worker-lost",
-    "ready-for-review",
-)  # fmt: skip
-ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
-DEFAULT_COMMAND_TIMEOUT_SECONDS = 30
-MAX_COMMAND_TIMEOUT_SECONDS = 600
-
-
-class _SinkFilter(_Section):
-    events: list[NotifyEvent] | None = Field(
-        None, description="The events this sink gets (default: notify.events)."
-    )
-    reason_codes: list[str] | None = Field(
-        None,
-        description="Only items with one of these reason codes (events without an item, such "
-        "as circuit-open, always pass).",
-    )
-
-
-class UrlSink(_SinkFilter):
-    url: str | None = Field(
-        None, description="An Apprise URL (slack://, ntfy://, mailto://, json://, ...)."
-    )
-    env: str | None = Field(
-        None,
-        pattern=ENV_NAME_PATTERN,
-        description="The environment variable that holds the URL (keeps tokens out of the file).",
-    )
-
-
-class CommandSink(_SinkFilter):
-    argv: list[str] = Field(
-        ..., min_length=1, description="The program and its arguments; the event as JSON on stdin."
-    )
-    timeout_seconds: float = Field(
-        DEFAULT_COMMAND_TIMEOUT_SECONDS,
-        gt=0,
-        le=MAX_COMMAND_TIMEOUT_SECONDS,
-        description="How long one delivery may take before it counts as failed.",
-    )
-
-
-def _entry_kind(value: Any) -> str | None:
-    """Which form a sink entry takes (None: neither, refused as such)."""
-    if isinstance(value, dict | BaseModel):
-        return "object"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    return None
-
-
-# A sink is written as a string (an argv: a list) or as an object with a filter; the form is
-# chosen by the JSON type, so that a mistake is reported against the form that was written.
-UrlEntry = Annotated[
-    Annotated[str, Tag("string")] | Annotated[UrlSink, Tag("object")],
-    Discriminator(
-        _entry_kind,
-        custom_error_type="sink_form",
-        custom_error_message="must be an Apprise URL (a string) or an object with url or env",
-    ),
-]
-CommandEntry = Annotated[
-    Annotated[list[str], Field(min_length=1), Tag("list")] | Annotated[CommandSink, Tag("object")],
-    Discriminator(
-        _entry_kind,
-        custom_error_type="sink_form",
-        custom_error_message="must be an argv (a list of strings) or an object with argv",
-    ),
-]
-
-
-class NotifySettings(_Section):
-    urls: list[UrlEntry] = Field(
-        default_factory=list,
-        description="Apprise URLs, as strings or objects with url (or env) and a filter.",
-    )
-    command: CommandEntry | None = Field(
-        None, description="A program (argv, no shell) that gets each event as JSON on stdin."
-    )
-    events: list[NotifyEvent] = Field(
-        default_factory=lambda: list(_DEFAULT_NOTIFY_EVENTS),
-        description="The events a sink gets unless it names its own.",
-    )
-    max_attempts: int = Field(
-        8, ge=1, le=50, description="Delivery attempts of one event before it is given up."
-    )
-    retention_hours: float = Field(
-        168, gt=0, le=24 * 365, description="How long delivered events are kept."
-    )
-
-    @property
-    def enabled(self) -> bool:
-        """Whether any sink is configured (otherwise nothing is written to the outbox)."""
-        return bool(self.urls) or self.command is not None
-
-
 class CheckSettings(_Section):
     name: str = Field(
         ...,
@@ -441,6 +331,12 @@ class CheckSettings(_Section):
         ge=MIN_CHECK_TIMEOUT_SECONDS / 60,
         le=MAX_ITEM_TIMEOUT_SECONDS / 60,
         description="How long the check may run before its whole process tree is stopped.",
+    )
+    on_base: bool = Field(
+        True,
+        description="When the check fails after an agent's run, run it on the item's base "
+        "commit too: a check that fails there as well is not the agent's to fix (no fix turn "
+        "is spent on it).",
     )
 
 
@@ -530,8 +426,23 @@ class AgentSettings(_Section):
         None, description="Checks of this agent's own, run after the project's (verify.checks)."
     )
 
+    sandbox: SandboxSetting | None = Field(
+        None,
+        description='Where this agent and its items\' checks run: "none" or a bubblewrap '
+        "profile (docs/sandbox.md); null: worker.sandbox.",
+    )
+
     def adapter_for(self, name: str) -> str:
         return self.adapter or name
+
+
+def sandbox_of(config: WrightyConfig, agent: str) -> BubblewrapProfile | None:
+    """The sandbox ``agent`` and its items' checks run in (None: none)."""
+    settings = config.agents.get(agent)
+    chosen = settings.sandbox if settings is not None and settings.sandbox is not None else None
+    if chosen is None:
+        chosen = config.worker.sandbox
+    return chosen if isinstance(chosen, BubblewrapProfile) else None
 
 
 class LabelLimit(_Section):
@@ -636,6 +547,44 @@ class CompletionSettings(_Section):
         le=MAX_TIMEOUT_SECONDS,
         description="How long a push or integrateCommand may take before it is stopped.",
     )
+    update: Literal["merge", "rebase"] = Field(
+        "merge",
+        description="How an accepted item's branch is brought up to date with its target before "
+        "it lands (docs/landing.md): merge (the target merged into the branch) or rebase (the "
+        "branch replayed on the target; one that conflicts is merged instead).",
+    )
+    squash: bool = Field(
+        False,
+        description="Whether an item lands as one commit on its target (its title, the task's "
+        "first line, its trailers and the checks it passed) rather than with its branch's "
+        "commits.",
+    )
+    stack: bool = Field(
+        False,
+        description="Whether an item that comes after one waiting in review or landing starts "
+        "from that item's branch rather than waiting for it to be done (docs/landing.md).",
+    )
+    review_after_fix: Literal["person", "auto"] = Field(
+        "person",
+        description="Where an item goes when a fix turn during its landing (a conflict, a red "
+        "check on the updated branch) passed its checks: back to a person's review (person), "
+        "or straight on to land (auto).",
+    )
+
+
+class ServeSettings(_Section):
+    public_url: str | None = Field(
+        None,
+        max_length=MAX_PUBLIC_URL_CHARS,
+        description="The address a person's phone reaches `wrighty serve` at (behind their own "
+        "TLS proxy or private network: docs/web.md#links-from-notices); every notice about an "
+        "item then links to its page. Never holds the token.",
+    )
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url_reads(cls, value: str | None) -> str | None:
+        return None if value is None else check_public_url(value)
 
 
 class WrightyConfig(_Section):
@@ -655,6 +604,9 @@ class WrightyConfig(_Section):
         description="Concurrency limits beyond each agent's own (agents.<name>.maxConcurrent).",
     )
     notify: NotifySettings = Field(default_factory=NotifySettings)
+    serve: ServeSettings = Field(
+        default_factory=ServeSettings, description="The web console (`wrighty serve`)."
+    )
     verify: VerifySettings | None = Field(
         None,
         description="The project's own checks, run after every succeeded run: an item is done "

@@ -23,6 +23,9 @@ from wrighty.config.models import (
     VerifySettings,
     WrightyConfig,
 )
+from wrighty.config.section import (
+    ENV_NAME_PATTERN,
+)
 from wrighty.config_file import (
     CONFIG_FILENAME,
     MAX_NUMBER_DIGITS,
@@ -142,6 +145,7 @@ _PATTERN_WORDS = {
     f"^{CHECK_NAME.pattern}$": "must be 1 to 64 letters, digits, '.', '_' or '-', starting "
     "with a letter or digit",
     f"^{REMOTE_NAME.pattern}$": REMOTE_RULE,
+    ENV_NAME_PATTERN: "must be a variable name: letters, digits and '_', not starting with a digit",
 }
 # Bounds in minutes that read better in words than as a decimal.
 _MINUTES_WORDS = {MIN_CHECK_TIMEOUT_SECONDS / 60: "1/60 (one second)"}
@@ -163,8 +167,13 @@ def json_path(*parts: str | int) -> str:
 
 
 def _without_sink_tag(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A location inside a sink entry, without the tag of the form it was written in."""
+    """A location inside a sink entry or a sandbox setting, without the tag of the form it
+    was written in."""
     at = _SINK_TAG_AT.get(loc[:2])
+    if loc[:2] == ("worker", "sandbox"):
+        at = 2
+    elif loc[:1] == ("agents",) and loc[2:3] == ("sandbox",):
+        at = 3
     if at is not None and len(loc) > at and loc[at] in ("string", "list", "object"):
         return loc[:at] + loc[at + 1 :]
     return loc
@@ -191,6 +200,8 @@ def _problem_from(detail: Mapping[str, Any]) -> Problem:
         message = sized
     elif kind == "string_pattern_mismatch" and context.get("pattern") in _PATTERN_WORDS:
         message = _PATTERN_WORDS[context["pattern"]] + echo_value(detail.get("input"), loc)
+    elif kind == "value_error":  # a rule of wrighty's own (a field_validator's ValueError)
+        message = str(context.get("error", detail["msg"])) + echo_value(detail.get("input"), loc)
     elif kind in ("model_type", "dict_type"):
         message = "must be an object" + echo_value(detail.get("input"), loc)
     elif kind == "literal_error" and loc == ("schemaVersion",):
@@ -262,8 +273,8 @@ def echo_value(value: object, loc: tuple[Any, ...]) -> str:
 
 def _may_hold_secrets(loc: tuple[Any, ...]) -> bool:
     """`agents` (env values, arguments, commands), the notify sinks (URLs carry tokens), the
-    checks' argv, the integration command's and completion.remote (where a remote's URL,
-    token and all, may be written by mistake)."""
+    checks' argv, the integration command's, completion.remote and serve.publicUrl (where a
+    URL, token and all, may be written by mistake)."""
     return (
         loc[:1] == ("agents",)
         or loc[:2]
@@ -272,6 +283,7 @@ def _may_hold_secrets(loc: tuple[Any, ...]) -> bool:
             ("notify", "command"),
             _INTEGRATE_COMMAND,
             ("completion", "remote"),
+            ("serve", "publicUrl"),
         )
         or (loc[:2] == ("verify", "checks") and "argv" in loc[3:4])
     )

@@ -25,9 +25,11 @@ if TYPE_CHECKING:
         UsageFailurePolicy,
         WrightyConfig,
     )
+    from wrighty.config.notify_settings import NotifySettings
     from wrighty.domain.claims import LeaseTerms
     from wrighty.domain.health import Thresholds
     from wrighty.domain.retry import CrashPolicy, UsagePolicy
+    from wrighty.domain.sandbox import Profile
     from wrighty.domain.verify import Check, VerifyPolicy
     from wrighty.domain.work_product import Completion
 
@@ -174,7 +176,7 @@ def agent_checks(config: WrightyConfig, agent: str) -> tuple[Check, ...]:
     from wrighty.domain.verify import Check
 
     return tuple(
-        Check(check.name, tuple(check.argv), check.timeout_minutes * 60)
+        Check(check.name, tuple(check.argv), check.timeout_minutes * 60, check.on_base)
         for check in _check_settings(config, agent)
     )
 
@@ -192,6 +194,27 @@ def fix_turns_limit(config: WrightyConfig, agent: str) -> int | None:
     if not _check_settings(config, agent):
         return None
     return config.verify.max_fix_turns if config.verify is not None else DEFAULT_FIX_TURNS
+
+
+def sandbox_profile(config: WrightyConfig, agent: str) -> tuple[str, Profile] | None:
+    """The sandbox ``agent`` and its items' checks run in, with the setting that chose it
+    (agents.<name>.sandbox or worker.sandbox); None: none (docs/sandbox.md)."""
+    from wrighty.config.models import sandbox_of
+    from wrighty.domain.sandbox import Profile
+
+    chosen = sandbox_of(config, agent)
+    if chosen is None:
+        return None
+    own = config.agents.get(agent)
+    where = f"agents.{agent}.sandbox" if own is not None and own.sandbox else "worker.sandbox"
+    profile = Profile(
+        program=chosen.program,
+        network=chosen.network,
+        hide=tuple(chosen.hide),
+        writable=tuple(chosen.writable),
+        env=tuple(chosen.env),
+    )
+    return where, profile
 
 
 def verify_policy(config: WrightyConfig, agent: str) -> VerifyPolicy | None:
@@ -235,4 +258,15 @@ def completion_of(config: WrightyConfig) -> Completion:
             command=tuple(section.integrate_command or ()),
             timeout_seconds=section.integrate_timeout_seconds,
         ),
+        update=section.update,
+        squash=section.squash,
+        stack=section.stack,
+        review_after_fix=section.review_after_fix,
     )
+
+
+def digest_time_of(settings: NotifySettings) -> time | None:
+    """notify.digest as the time of day (with its offset) the digest is due at; None: off."""
+    from wrighty.domain.morning import parse_digest_time
+
+    return None if settings.digest is None else parse_digest_time(settings.digest)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from wrighty.domain.budgets import usage_text
 from wrighty.domain.leases import lease_expired
@@ -20,6 +21,9 @@ from wrighty.domain.ledger import reported
 from wrighty.domain.model import Dependency, Item, Run
 from wrighty.domain.outcomes import USAGE_RETRY_FRESH
 from wrighty.domain.states import ItemState
+
+if TYPE_CHECKING:  # a board with no landing item loads no landing module
+    from wrighty.domain.landing import Landing
 
 # How many open items a refresh reads at most; the rest are counted, not listed.
 BOARD_LIMIT = 2000
@@ -37,6 +41,8 @@ class OpenItem:
     last_run: Run | None  # its latest run (the open one, while it runs)
     labels: tuple[str, ...] = ()  # by name
     after: tuple[Dependency, ...] = ()  # the items it comes after, with their states
+    # An item in landing's landing, read in the same snapshot (None: another state).
+    landing: Landing | None = None
 
 
 class Section(StrEnum):
@@ -44,6 +50,7 @@ class Section(StrEnum):
 
     ATTENTION = "needs-attention"
     REVIEW = "review"  # ready for review: a verified success waiting for a person
+    LANDING = "landing"  # accepted: being brought up to date, checked and integrated
     RETRY = "retry-scheduled"
     RUNNING = "running"
     HELD = "held"  # waiting, but something holds it: a dependency, a limit, a budget, a circuit
@@ -92,6 +99,8 @@ def section_of(item: Item, held: str | None) -> Section:
         return Section.ATTENTION
     if item.state is ItemState.REVIEW:
         return Section.REVIEW
+    if item.state is ItemState.LANDING:
+        return Section.LANDING
     if item.state is ItemState.RUNNING:
         return Section.RUNNING
     if held is not None:
@@ -107,6 +116,8 @@ def _why(entry: OpenItem, section: Section, held: str | None, now: datetime) -> 
         return held
     if section is Section.REVIEW:
         return "ready for review: verified, waiting for a person"
+    if section is Section.LANDING:
+        return landing_words(entry, now)
     if section is Section.ATTENTION:
         return f"{item.reason_code or 'unknown'}: {item.reason or ''}".rstrip(": ")
     if section is Section.RETRY:
@@ -120,6 +131,19 @@ def _why(entry: OpenItem, section: Section, held: str | None, now: datetime) -> 
             return f"{worker}; {usage_text(run.usage)}"
         return worker
     return "to do: `wrighty queue` makes it claimable" if item.state is ItemState.TODO else ""
+
+
+def landing_words(entry: OpenItem, now: datetime) -> str:
+    """Where a landing item's landing is (`domain/landing.where`)."""
+    if entry.landing is None:  # a row written by hand, or a landing that did not read
+        return "accepted: landing"
+    from wrighty.domain.landing import where
+
+    item = entry.item
+    words = where(entry.landing, item)
+    if item.claimed_by is not None and lease_expired(item.lease_expires_at, now):
+        return f"{words}; its lander stopped renewing its claim (the next lander goes on)"
+    return words
 
 
 def board_rows(
@@ -154,6 +178,9 @@ def _sort_key(row: Row, order: AttentionOrder) -> tuple[object, ...]:
         return (rank, group, _when(row.entry.since), item.id)
     if row.section is Section.REVIEW:  # the longest waiting first
         return (rank, _when(row.entry.since), item.id)
+    if row.section is Section.LANDING:  # in acceptance order: each target's line as it goes
+        landing = row.entry.landing
+        return (rank, landing is None, landing.seq if landing else 0, item.id)
     if row.section is Section.RETRY:
         return (rank, _when(item.not_before), item.id)
     if row.section is Section.RUNNING:
@@ -162,6 +189,12 @@ def _sort_key(row: Row, order: AttentionOrder) -> tuple[object, ...]:
         return (rank, item.priority, item.id)
     # Waiting: in claim order (priority, a queued item before a todo one, queue time).
     return (rank, item.priority, item.state is ItemState.TODO, _when(item.queued_at), item.id)
+
+
+def row_matches(row: Row, text: str) -> bool:
+    """Whether a board row is one a search for ``text`` finds: in its id, title or why, case
+    folded (the console's text filter, the inbox's `/`)."""
+    return text.casefold() in f"{row.item.id} {row.item.title} {row.why}".casefold()
 
 
 def section_counts(rows: Iterable[Row]) -> dict[Section, int]:

@@ -1,4 +1,5 @@
-"""What one check did (`CheckEvidence`) and one check's evidence as stored (`CheckRecord`):
+"""What one check did (`CheckEvidence`), one check's evidence as stored (`CheckRecord`) and a
+check's result on an item's base (`BaseCheck`):
 the records that verification's rules (wrighty/domain/verify.py), the notices, an
 integration's summary and the store pass around, below them all. Pure."""
 
@@ -22,6 +23,8 @@ class CheckEvidence:
     signal: int | None = None
     timed_out: bool = False  # stopped at its timeout (its signal is the one that stopped it)
     start_failure: str | None = None
+    # it failed, and it fails on the item's base too: not the agent's doing (docs/verify.md)
+    fails_on_base: bool = False
 
     def __post_init__(self) -> None:
         if self.start_failure is not None:
@@ -29,6 +32,8 @@ class CheckEvidence:
                 raise ValueError(f"check {self.name} did not start: no exit code or signal")
         elif (self.exit_code is None) == (self.signal is None):
             raise ValueError(f"check {self.name}: exactly one of exit code and signal")
+        if self.fails_on_base and self.exit_code == 0:
+            raise ValueError(f"check {self.name} passed: it cannot fail on the base too")
 
     @property
     def started(self) -> bool:
@@ -43,10 +48,18 @@ class CheckEvidence:
         """It ran and did not pass (a check that could not start neither passed nor failed)."""
         return self.started and not self.passed
 
+    @property
+    def agents_failure(self) -> bool:
+        """It failed, and not as it fails on the item's base: the agent's to fix."""
+        return self.failed and not self.fails_on_base
+
     def ending(self) -> str:
         """How it ended, in a few words."""
         if self.start_failure is not None:
             return "could not start"
+        return self._ended() + (", fails on the base too" if self.fails_on_base else "")
+
+    def _ended(self) -> str:
         if self.timed_out:
             return f"stopped at its time limit (signal {self.signal})"
         if self.signal is not None:
@@ -67,3 +80,18 @@ class CheckRecord:
     actor: str
     started_at: datetime
     evidence: CheckEvidence
+
+
+@dataclass(frozen=True)
+class BaseCheck:
+    """A check's result on a base commit, run once and kept (docs/verify.md): the commit, the
+    check's name and ``key`` (what identifies its command: domain/verify.check_key), whether it
+    failed there (ran and did not pass), how it ended and the end of its output."""
+
+    base_commit: str
+    name: str
+    key: str
+    failed: bool
+    ending: str
+    output_tail: str
+    checked_at: datetime

@@ -95,6 +95,20 @@ class ClaimRequest:
     # store: an item whose limit the running items reach is not claimed (checked in the
     # claim's transaction; docs/scheduling.md).
     limits: ConcurrencyLimits = NO_LIMITS
+    # completion.stack in worktree mode: an item may start while the one item it comes after
+    # that is not done waits in review or landing with a branch of this installation
+    # (docs/landing.md#stacked-items).
+    stack: bool = False
+
+
+@dataclass(frozen=True)
+class StackedOn:
+    """The item a claimed item stacks on (completion.stack): the one item it comes after that
+    is not done yet, waiting in review or landing, and that item's branch, which the claimed
+    item's branch starts from."""
+
+    item_id: int
+    branch: str
 
 
 @dataclass(frozen=True)
@@ -113,6 +127,7 @@ class Claim:
     claimed_from: ItemState
     session: Session | None
     claimed_reason_code: str | None = None  # why it waited when it was claimed
+    stacked_on: StackedOn | None = None  # with completion.stack: where its branch starts
 
 
 def claim(item: Item, request: ClaimRequest, *, at: datetime) -> Change:

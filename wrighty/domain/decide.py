@@ -12,11 +12,13 @@ usage policies, the branch guard, the commit, review) lives here and nowhere els
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from wrighty.domain import budgets, decisions, review, verify
 from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import Settlement
 from wrighty.domain.classify import Classification, StopReason
+from wrighty.domain.landing import after_fix_turn
 from wrighty.domain.model import Item, RunEnd
 from wrighty.domain.outcomes import OutcomeClass
 from wrighty.domain.retry import CrashPolicy, UsagePolicy
@@ -35,6 +37,8 @@ class Policies:
     usage_policy: UsagePolicy | None = None
     verify: VerifyPolicy | None = None  # the agent's checks (None: wrighty.json has none)
     review_by_person: bool = False  # completion.review "person"
+    # A landing's fix turn (docs/landing.md): completion.reviewAfterFix; None: not one.
+    landing_fix: Literal["person", "auto"] | None = None
 
 
 @dataclass(frozen=True)
@@ -123,9 +127,12 @@ def decide(ending: ClaimEnding, policies: Policies) -> Decision:
         return FinishDue(settlement)
     if finished.off_branch is not None:
         return decisions.off_branch(ending.item, ending.run_end, finished.off_branch)
-    return after_commit(
+    settled = after_commit(
         ending.item, settlement, finished.commit, review_by_person=policies.review_by_person
     )
+    if policies.landing_fix is not None:
+        return after_fix_turn(ending.item, settled, policies.landing_fix)
+    return settled
 
 
 def checks_due(ending: ClaimEnding, policies: Policies) -> ChecksDue | None:

@@ -108,6 +108,9 @@ class QueueFigures:
     retry_next_due: datetime | None
     # When the item that has waited longest in review entered it (None: none is in review).
     oldest_review_at: datetime | None = None
+    # When the item that has been landing longest was accepted into landing (None: none is;
+    # docs/landing.md).
+    oldest_landing_at: datetime | None = None
     # Queued or retry-scheduled items that wait for an item they come after (not counted in
     # waiting), and those of them that cannot start as things stand: an item they come after
     # (or one further up) is cancelled or needs attention (docs/scheduling.md).
@@ -218,6 +221,13 @@ def oldest_review_wait_seconds(figures: QueueFigures, now: datetime) -> float | 
     if figures.oldest_review_at is None:
         return None
     return max(0.0, (now - figures.oldest_review_at).total_seconds())
+
+
+def oldest_landing_wait_seconds(figures: QueueFigures, now: datetime) -> float | None:
+    """How long the item longest in landing has been landing (None: none is)."""
+    if figures.oldest_landing_at is None:
+        return None
+    return max(0.0, (now - figures.oldest_landing_at).total_seconds())
 
 
 def oldest_notice_age_seconds(outbox: OutboxFigures | None, now: datetime) -> float | None:

@@ -39,6 +39,18 @@ READY_FOR_REVIEW = "ready-for-review"
 ACCEPTED = "accepted"
 REJECTED = "rejected"
 INTEGRATION_FAILED = "integration-failed"
+# Landing (docs/landing.md): a lander claimed an accepted item, or put it back in line; it
+# landed; a conflict or a red check sent it back to its agent for a fix turn; its fix turns
+# were spent.
+LANDING_STARTED = "landing-started"
+LANDING_RELEASED = "landing-released"
+LANDED = "landed"
+LANDING_CONFLICT = "landing-conflict"
+LANDING_CHECKS_FAILED = "landing-checks-failed"
+LANDING_GAVE_UP = "landing-gave-up"
+LANDING_FIXED = "landing-fixed"  # a landing's fix turn passed: back to land
+# The fix turns a landing asks of the agent: their prompt is the item's stored feedback.
+LANDING_FIX_TURNS = frozenset({LANDING_CONFLICT, LANDING_CHECKS_FAILED})
 # A person handed the item to another agent (docs/handoff.md).
 HANDED_OFF = "handed-off"
 
@@ -114,6 +126,9 @@ class Item:
     # the person's note of the latest, which the next run's handoff prompt carries.
     handoffs: int = 0
     handoff_note: str | None = None
+    # The commit of its branch a person saw when they last rejected it (None: never rejected,
+    # or no branch then): its page shows what changed since (docs/work-product.md#review).
+    reviewed_commit: str | None = None
 
 
 @dataclass(frozen=True)

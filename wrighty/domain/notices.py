@@ -11,11 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from wrighty.domain import suggestions
-from wrighty.domain.model import Change
+from wrighty.domain.links import item_link
+from wrighty.domain.model import LANDED, Change
 from wrighty.domain.outbox import Delivered, Notice, StoredNotice
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, printable_line
@@ -24,9 +25,16 @@ from wrighty.domain.times import rfc3339
 if TYPE_CHECKING:
     from wrighty.domain.check_evidence import CheckEvidence
     from wrighty.domain.health import WorkerRow
+    from wrighty.domain.model import Item
+    from wrighty.domain.morning import Morning
 
 # An item a worker settled to review: it waits for a person to accept or reject it.
 READY_FOR_REVIEW = "ready-for-review"
+# An accepted item that did not land and came back to a person (docs/landing.md): to review
+# (its integration refused or failed), or to needs-attention (its fix turns were spent).
+NOT_LANDED = "not-landed"
+# An accepted item that landed on its target (done by a lander).
+LANDED_EVENT = "landed"
 # Every event a notice can carry, in the order docs/notifications.md lists them.
 EVENTS = (
     "needs-attention",
@@ -35,13 +43,17 @@ EVENTS = (
     "circuit-open",
     "worker-lost",
     READY_FOR_REVIEW,
+    NOT_LANDED,
     "retry-scheduled",
     "done",
+    LANDED_EVENT,
     "worker-quiet",
+    "digest",
 )
 # What a sink gets when it names no events of its own: what waits for a person.
+# (The digest is made only when notify.digest is set, and then every such sink gets it.)
 DEFAULT_EVENTS = ("needs-attention", "retries-exhausted", "budget-exceeded", "circuit-open",
-                  "worker-lost", READY_FOR_REVIEW)  # fmt: skip
+                  "worker-lost", READY_FOR_REVIEW, NOT_LANDED, "digest")  # fmt: skip
 
 MAX_TITLE_CHARS = 120
 MAX_REASON_CHARS = 500
@@ -51,10 +63,12 @@ MAX_BRANCH_CHARS = 200
 @dataclass(frozen=True)
 class Source:
     """Who writes the change: the installation and worker (None: an operator or the reaper
-    outside a worker)."""
+    outside a worker), and serve.publicUrl (None: not set), under which a notice about an
+    item links to its page."""
 
     installation_id: str
     worker_id: str | None = None
+    public_url: str | None = None
 
 
 def _bounded(text: str | None, limit: int) -> str | None:
@@ -70,6 +84,8 @@ def _events_of(change: Change) -> tuple[str, ...]:
     after, before = change.after, change.before
     lost = change.run_end is not None and change.run_end.outcome_class.value == "worker-lost"
     found: list[str] = []
+    if before.state is ItemState.LANDING and after.state is not ItemState.LANDING:
+        found += _landing_events(change)
     if after.state is ItemState.NEEDS_ATTENTION:
         if after.reason_code in ("retries-exhausted", "budget-exceeded"):
             found.append(after.reason_code)
@@ -85,6 +101,18 @@ def _events_of(change: Change) -> tuple[str, ...]:
     elif after.state is ItemState.DONE:
         found.append("done")
     return tuple(found)
+
+
+def _landing_events(change: Change) -> list[str]:
+    """What a move out of landing counts as beside its state's events: landed (done), or not
+    landed, back with a person (review, needs-attention). A fix turn (retry-scheduled) is
+    the agent's, not a person's."""
+    after = change.after
+    if after.state is ItemState.DONE and after.reason_code == LANDED:
+        return [LANDED_EVENT]
+    if after.state in (ItemState.REVIEW, ItemState.NEEDS_ATTENTION):
+        return [NOT_LANDED]
+    return []
 
 
 def notices_for(
@@ -121,12 +149,14 @@ def notices_for(
         "installation_id": source.installation_id,
         "worker_id": source.worker_id,
     }
+    if source.public_url is not None:
+        payload["link"] = item_link(source.public_url, after.id)
     failing = [check for check in checks if not check.passed]
     if failing:
         payload["failing_checks"] = [
             {"name": printable_line(check.name), "ending": check.ending()} for check in failing
         ]
-    if events[0] == READY_FOR_REVIEW:
+    if READY_FOR_REVIEW in events:
         payload.update(_review_facts(after.id, checks, branch=branch, diff_stat=diff_stat))
     notice = Notice(notice_id, events[0], events, at, after.id, after.reason_code, payload)
     return (notice,)
@@ -149,6 +179,7 @@ def _review_facts(
                 "passed": check.passed,
                 "ending": check.ending(),
                 "duration_seconds": round(check.duration_seconds, 3),
+                "fails_on_base": check.fails_on_base,
             }
             for check in checks
         ],
@@ -303,6 +334,58 @@ def quiet_worker_notice(
         "worker_id": source.worker_id,
     }
     return Notice(notice_id, "worker-quiet", ("worker-quiet",), now, None, None, payload)
+
+
+# -- the morning digest (notify.digest) --------------------------------------------------------
+
+DIGEST_EVENT = "digest"
+# The items a digest names, at most (its counts count them all).
+MAX_DIGEST_ITEMS = 50
+
+
+def digest_notice_id(day: date) -> str:
+    """One digest per day, however many deliverers see it due (inserted once)."""
+    return f"ntc-digest-{day.isoformat()}"
+
+
+def digest_notice(morning: Morning, *, day: date, now: datetime, source: Source) -> Notice:
+    """The morning digest of ``day``: the counts of what finished, landed, failed and waits
+    for review since ``morning.since``, and the items that wait for a person."""
+    notice_id = digest_notice_id(day)
+    counts = morning.counts()
+    waiting = (*morning.failed, *morning.waiting)
+    payload: dict[str, Any] = {
+        "id": notice_id,
+        "event": DIGEST_EVENT,
+        "events": [DIGEST_EVENT],
+        "at": rfc3339(now),
+        "item": None,
+        "day": day.isoformat(),
+        "since": rfc3339(morning.since),
+        "counts": counts,
+        "waiting": [_digest_entry(item, source) for item in waiting[:MAX_DIGEST_ITEMS]],
+        "reason": (
+            f"since {rfc3339(morning.since)}: {counts['finished']} finished, "
+            f"{counts['landed']} landed, {counts['failed']} need attention, "
+            f"{counts['waiting']} wait for review"
+        ),
+        "next_action": suggestions.list_since("24h"),
+        "installation_id": source.installation_id,
+        "worker_id": source.worker_id,
+    }
+    return Notice(notice_id, DIGEST_EVENT, (DIGEST_EVENT,), now, None, None, payload)
+
+
+def _digest_entry(item: Item, source: Source) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": item.id,
+        "title": _bounded(item.title, MAX_TITLE_CHARS),
+        "state": item.state.value,
+        "reason": _bounded(item.reason, MAX_REASON_CHARS),
+    }
+    if source.public_url is not None:
+        entry["link"] = item_link(source.public_url, item.id)
+    return entry
 
 
 def _random_hex() -> str:

@@ -51,6 +51,8 @@ class Notice:
                 if payload.get("next_action") and not payload.get("next_actions")
                 else None,
                 _actions_lines(payload.get("next_actions")),
+                f"open: {payload['link']}" if payload.get("link") else None,
+                _waiting_lines(payload.get("waiting")),
                 f"on {payload['installation_id']}"
                 + (f" by {payload['worker_id']}" if payload.get("worker_id") else "")
                 + f" at {payload['at']}",
@@ -58,6 +60,18 @@ class Notice:
             if part
         ]
         return head, "\n".join(lines)
+
+
+def _waiting_lines(waiting: object) -> str | None:
+    """A digest's items that wait for a person, a line each (with its link, when known)."""
+    if not isinstance(waiting, list) or not waiting:
+        return None
+    return "\n".join(
+        f"item {entry.get('id')} ({entry.get('state')}) {entry.get('title', '')}"
+        + (f" {entry['link']}" if entry.get("link") else "")
+        for entry in waiting
+        if isinstance(entry, dict)
+    )
 
 
 def _failing_line(failing: object) -> str | None:

@@ -5,13 +5,15 @@ with the feedback as its prompt). Pure: where the item goes and what each move r
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 from wrighty.domain import suggestions
 from wrighty.domain.claims import Settlement
 from wrighty.domain.model import (
     ACCEPTED,
+    COMMIT_ID,
     INTEGRATION_FAILED,
     READY_FOR_REVIEW,
     REJECTED,
@@ -90,11 +92,13 @@ def reject(
     actor: str,
     max_rejections: int,
     secrets: Iterable[str] = (),
+    seen_commit: str | None = None,
 ) -> Change:
     """review -> retry-scheduled, due now, with ``feedback`` kept for the next run's prompt,
     its secrets (those found, and ``secrets``) replaced. The rejection is counted (at most
     ``max_rejections``); the automatic retries' and fix turns' counters start again, as for
-    work the agent takes up anew."""
+    work the agent takes up anew. ``seen_commit``: the tip of its branch the person saw (its
+    page later shows what changed since; anything but a commit id is not kept)."""
     _require_review(item, "reject")
     problem = feedback_problem(feedback)
     if problem is not None:
@@ -119,6 +123,7 @@ def reject(
         crash_retries=0,
         usage_retries=0,
         fix_turns=0,
+        reviewed_commit=seen_commit if seen_commit and COMMIT_ID.fullmatch(seen_commit) else None,
     )
     return dataclasses.replace(change, after=after)
 
@@ -148,3 +153,67 @@ def feedback_prompt(feedback: str, *, secrets: Iterable[str] = ()) -> str:
 
     text = printable(redact_known(feedback.replace("\r\n", "\n").strip(), tuple(secrets)))
     return _FEEDBACK_HEAD + fit_text(text, MAX_FEEDBACK_BYTES) + _FEEDBACK_TAIL
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Which items in review `wrighty accept --all` takes, in the order it accepts them, and
+    why each of the others waits."""
+
+    ready: tuple[Item, ...]
+    waiting: tuple[tuple[Item, str], ...]
+
+
+def ready_to_accept(
+    in_review: Iterable[Item],
+    verified: Mapping[int, bool],
+    after: Mapping[int, Iterable[tuple[int, ItemState | None]]],
+) -> Readiness:
+    """The items of ``in_review`` ready to accept (docs/landing.md#accepting-every-ready-item):
+    their latest verification passed (``verified``; an item with none had no checks to fail,
+    and counts as passed), and each item they come after (``after``: its id and state) is done,
+    landing, or ready itself. In dependency order (an item after another comes after it), then
+    the order they entered review (their last move), then by id."""
+    ordered = sorted(in_review, key=lambda item: (item.updated_at, item.id))
+    why: dict[int, str] = {}
+    for item in ordered:
+        if verified.get(item.id, True) is False:
+            why[item.id] = "its latest checks did not pass"
+    ready_ids = {item.id for item in ordered if item.id not in why}
+    changed = True
+    while changed:  # an item waits on one that waits: settle it until nothing changes
+        changed = False
+        for item in ordered:
+            if item.id not in ready_ids:
+                continue
+            blocker = _unready_predecessor(after.get(item.id, ()), ready_ids)
+            if blocker is not None:
+                ready_ids.discard(item.id)
+                why[item.id] = f"it comes after item {blocker}, which is not ready"
+                changed = True
+    placed: list[Item] = []
+    placed_ids: set[int] = set()
+    pending = [item for item in ordered if item.id in ready_ids]
+    while pending:
+        for item in pending:
+            firsts = {p for p, _ in after.get(item.id, ()) if p in ready_ids}
+            if firsts <= placed_ids:
+                placed.append(item)
+                placed_ids.add(item.id)
+                pending.remove(item)
+                break
+        else:  # a cycle (the store refuses them): the rest in the order they entered review
+            placed.extend(pending)
+            break
+    waiting = tuple((item, why[item.id]) for item in ordered if item.id in why)
+    return Readiness(tuple(placed), waiting)
+
+
+def _unready_predecessor(
+    predecessors: Iterable[tuple[int, ItemState | None]], ready_ids: set[int]
+) -> int | None:
+    for predecessor, state in predecessors:
+        if predecessor in ready_ids or state in (ItemState.DONE, ItemState.LANDING):
+            continue
+        return predecessor
+    return None

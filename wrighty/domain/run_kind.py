@@ -11,6 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from wrighty.domain.handoff import owes_handoff
+from wrighty.domain.model import LANDING_FIX_TURNS
 from wrighty.domain.outcomes import RunKind
 from wrighty.domain.review import owes_feedback
 
@@ -25,6 +26,7 @@ class AgentRunKind(StrEnum):
     FIX = "fix"  # the session again, told what its checks said (docs/verify.md)
     REJECTED = "rejected"  # told a person's feedback (docs/work-product.md#review)
     HANDOFF = "handoff"  # a new agent, told what the one before it left (docs/handoff.md)
+    LANDING = "landing"  # told why its accepted work could not land as it is (docs/landing.md)
 
 
 def agent_run_kind(
@@ -37,6 +39,8 @@ def agent_run_kind(
         return AgentRunKind.HANDOFF
     if owes_feedback(claimed_reason_code) and has_feedback:
         return AgentRunKind.REJECTED
+    if claimed_reason_code in LANDING_FIX_TURNS and has_feedback:
+        return AgentRunKind.LANDING
     return {
         RunKind.FRESH: AgentRunKind.FRESH,
         RunKind.RESUME: AgentRunKind.RESUME,

@@ -27,6 +27,10 @@ PRIORITIES = (0, 1, 2, 3)  # P0 (the highest) to P3
 
 # Labels are spelled like agent names (config.AGENT_NAME_PATTERN).
 LABEL_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
+LABEL_RULE = (
+    "labels use lowercase letters, digits, '-' and '_', starting with a letter, at most 40 "
+    "characters"
+)
 MAX_LABELS = 20  # per item
 MAX_DEPENDENCIES = 100  # items one item comes after
 EDITED = "edited"  # the reason code of an edit's event (no move: from and to are one state)
@@ -56,10 +60,7 @@ def check_priority(priority: int) -> None:
 
 def check_label(label: str) -> None:
     if not re.fullmatch(LABEL_PATTERN, label):
-        raise WrightyError(
-            f"--label {label}: labels use lowercase letters, digits, '-' and '_', starting with "
-            "a letter, at most 40 characters"
-        )
+        raise WrightyError(f"--label {label}: {LABEL_RULE}")
 
 
 def check_labels(labels: Sequence[str]) -> None:

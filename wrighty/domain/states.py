@@ -12,6 +12,10 @@ class ItemState(StrEnum):
     # A verified success waiting for a person: accepted it is done, rejected it goes back to
     # work (retry-scheduled, its session resumed). Not claimable, no lease (docs/states.md).
     REVIEW = "review"
+    # Accepted by a person: its change is being brought up to date with where it lands, checked
+    # there and integrated once, under a landing claim (docs/landing.md). Claimed by a lander,
+    # never by an agent's worker.
+    LANDING = "landing"
     DONE = "done"
     CANCELLED = "cancelled"
 
@@ -25,10 +29,13 @@ INITIAL_STATES: frozenset[ItemState] = frozenset({ItemState.TODO, ItemState.QUEU
 TRANSITIONS: dict[ItemState, frozenset[ItemState]] = {
     ItemState.TODO: frozenset({ItemState.QUEUED, ItemState.CANCELLED}),
     ItemState.QUEUED: frozenset({ItemState.RUNNING, ItemState.CANCELLED}),
+    # running -> landing: a landing's fix turn that passed its checks, with
+    # completion.reviewAfterFix auto (docs/landing.md).
     ItemState.RUNNING: frozenset(
         {
             ItemState.DONE,
             ItemState.REVIEW,
+            ItemState.LANDING,
             ItemState.RETRY_SCHEDULED,
             ItemState.NEEDS_ATTENTION,
             ItemState.QUEUED,
@@ -56,8 +63,23 @@ TRANSITIONS: dict[ItemState, frozenset[ItemState]] = {
             ItemState.CANCELLED,
         }
     ),
-    # Accepted: done. Rejected: back to work, its session resumed. Or cancelled.
-    ItemState.REVIEW: frozenset({ItemState.DONE, ItemState.RETRY_SCHEDULED, ItemState.CANCELLED}),
+    # Accepted: landing (done at once when there is nothing to land). Rejected: back to work,
+    # its session resumed. Or cancelled.
+    ItemState.REVIEW: frozenset(
+        {ItemState.LANDING, ItemState.DONE, ItemState.RETRY_SCHEDULED, ItemState.CANCELLED}
+    ),
+    # Landed: done. A conflict or a red check: a fix turn in its session (retry-scheduled),
+    # or a person's attention once the fix turns are spent; what a person must decide goes
+    # back to review. landing -> landing: a lander claims it, or puts it back in line.
+    ItemState.LANDING: frozenset(
+        {
+            ItemState.LANDING,
+            ItemState.DONE,
+            ItemState.REVIEW,
+            ItemState.RETRY_SCHEDULED,
+            ItemState.NEEDS_ATTENTION,
+        }
+    ),
     ItemState.DONE: frozenset(),
     ItemState.CANCELLED: frozenset(),
 }

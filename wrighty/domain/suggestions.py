@@ -85,6 +85,11 @@ def accept(item_id: int) -> str:
     return f"wrighty accept {item_id}"
 
 
+def accept_all() -> str:
+    """Accept every item in review whose checks passed (docs/landing.md)."""
+    return "wrighty accept --all"
+
+
 # What `reject` is suggested with: a person writes their own feedback in its place.
 FEEDBACK_PLACEHOLDER = "TEXT"
 
@@ -113,6 +118,11 @@ def list_workers() -> str:
     return "wrighty workers"
 
 
+def list_since(since: str) -> str:
+    """What moved since ``since`` (a look back such as 24h)."""
+    return f"wrighty list --since {since}"
+
+
 # Every builder above: the property test parses what each makes.
 COMMANDS = (
     requeue,
@@ -130,6 +140,7 @@ COMMANDS = (
     drop_dependency,
     reset_circuit,
     list_workers,
+    list_since,
 )
 
 

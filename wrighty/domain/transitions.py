@@ -153,13 +153,15 @@ def edit(
     as read, so that adding one twice or removing one it lacks changes nothing), the checks
     it chooses (``verify_checks``: as ``Item.verify_checks``; KEEP leaves them). The state
     stays; the event (reason code ``edited``) says what changed. Refused for a running item
-    (its worker holds it as claimed), one in review (it is reviewed as it was verified) and a
-    final one."""
+    (its worker holds it as claimed), one in review (it is reviewed as it was verified), one
+    landing (it lands as it was accepted) and a final one."""
     if item.state not in EDITABLE_STATES:
         why = {
             ItemState.RUNNING: "its worker holds it; edit it once it has settled",
             # What a person reviews was verified as it stands: its checks, its dependencies.
             ItemState.REVIEW: "it waits for review as it was verified; accept or reject it first",
+            # What was accepted lands as it was accepted (docs/landing.md).
+            ItemState.LANDING: "it was accepted and lands as it was accepted",
         }.get(item.state, "it is final")
         raise IllegalTransitionError(f"item {item.id} is {item.state}: {why}")
     if priority is not None:

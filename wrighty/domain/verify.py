@@ -29,6 +29,12 @@ The decisions taken here:
   start; no fix turns left → needs-attention, naming the checks that still fail. A fix turn
   is counted by ``Settlement.counts_as_fix_turn`` (``Item.fix_turns``), beside the crash and
   usage retries; an operator's requeue sets it back to 0, as it does theirs.
+- A check that fails after an agent's run is run again on the item's base (``base_run_due``:
+  the base its session recorded, unless the check says ``onBase: false``); one that fails
+  there too is marked so (``on_base``) and is not the agent's failure: it spends no fix turn,
+  blocks nothing and is left out of the fix turn's prompt. Its result on a base is known by
+  the base commit, the check's name and ``check_key`` (its argv and time limit), and is
+  never run twice (a commit does not change).
 - Which checks an item runs (``select_checks``): the checks wrighty.json gives its agent
   (``verify.checks``, then the agent's own), in that order; an item that names checks runs
   only those, in the same order; one that names none (``--no-verify``) runs none. A name that
@@ -40,12 +46,15 @@ The decisions taken here:
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from wrighty.domain import suggestions
-from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
+from wrighty.domain.check_evidence import BaseCheck, CheckEvidence, CheckRecord
 from wrighty.domain.claims import Settlement
 from wrighty.domain.decisions import attention
 from wrighty.domain.durations import MAX_ITEM_TIMEOUT_SECONDS, format_duration
@@ -79,6 +88,7 @@ class Check:
     name: str
     argv: tuple[str, ...]
     timeout_seconds: float = DEFAULT_CHECK_TIMEOUT_SECONDS
+    on_base: bool = True  # a failure is run again on the item's base (verify.checks[].onBase)
 
     def __post_init__(self) -> None:
         if CHECK_NAME.fullmatch(self.name) is None:
@@ -120,8 +130,31 @@ class VerifyPolicy:
 
     @property
     def checks_seconds(self) -> float:
-        """The checks' time limits added up: the longest a verification may take."""
-        return sum(check.timeout_seconds for check in self.checks)
+        """The checks' time limits added up, twice for a check that may run on the base too:
+        the longest a verification may take."""
+        return sum(check.timeout_seconds * (2 if check.on_base else 1) for check in self.checks)
+
+
+def check_key(check: Check) -> str:
+    """What identifies a check's command for its results on a base: its argv and time limit
+    (a check changed in wrighty.json is run on the base again, never served an old answer)."""
+    identity = json.dumps([list(check.argv), check.timeout_seconds])
+    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
+
+
+def base_run_due(check: Check, evidence: CheckEvidence, base_commit: str | None) -> bool:
+    """Whether a check that ended as ``evidence`` after an agent's run is run on the item's
+    base (``base_commit``; None: it has none): when it failed, and its configuration does not
+    say ``onBase: false``."""
+    return base_commit is not None and check.on_base and evidence.failed
+
+
+def on_base(evidence: CheckEvidence, base: BaseCheck | None) -> CheckEvidence:
+    """``evidence``, marked as failing on the base too when ``base`` (the check's result on the
+    item's base; None: not run there) failed as well: then it is not the agent's failure."""
+    if base is None or not base.failed or not evidence.failed:
+        return evidence
+    return dataclasses.replace(evidence, fails_on_base=True)
 
 
 def select_checks(
@@ -165,7 +198,7 @@ def owed_feedback(
     when a check of it failed and no agent run started after it; empty otherwise.
     ``records`` oldest first; ``latest_run_*``: the item's latest agent run, if any."""
     latest = latest_verification(records)
-    if not latest or not any(record.evidence.failed for record in latest):
+    if not latest or not any(record.evidence.agents_failure for record in latest):
         return ()
     first = latest[0]
     if first.run_id is not None:
@@ -201,7 +234,7 @@ def after_checks(
             "configuration's to fix, not the agent's, so no fix turn was spent",
             resumable=not resume_missing,
         )
-    failing = [check for check in evidence if check.failed]
+    failing = [check for check in evidence if check.agents_failure]
     if not failing:
         return Settlement(
             ItemState.DONE, process_started=True, run_end=run_end, reason=checks_passed(evidence)
@@ -245,9 +278,17 @@ def after_checks(
 
 
 def checks_passed(evidence: Sequence[CheckEvidence]) -> str:
-    """A done run's reason when its checks passed: ``every check passed (2 checks)``."""
+    """A done run's reason when its checks passed: ``every check passed (2 checks)``; or, when
+    some failed as they fail on the base, ``every check passed but lint, which fails on the base
+    too (2 checks)``."""
     count = len(evidence)
-    return f"every check passed ({count} {plural(count, 'check', 'checks')})"
+    checks = f"{count} {plural(count, 'check', 'checks')}"
+    on_base = [check for check in evidence if check.fails_on_base]
+    if not on_base:
+        return f"every check passed ({checks})"
+    listed = ", ".join(_name(check) for check in on_base)
+    which = plural(len(on_base), "which fails", "which fail")
+    return f"every check passed but {listed}, {which} on the base too ({checks})"
 
 
 def _name(check: CheckEvidence) -> str:
@@ -285,7 +326,7 @@ def feedback_prompt(
     ``secrets`` (and whatever ``redact`` finds) replaced and control characters escaped but
     for newline and tab."""
     known = tuple(secrets)
-    failing = [check for check in evidence if check.failed]
+    failing = [check for check in evidence if check.agents_failure]
     ran = len([check for check in evidence if check.started])
     lines = [
         f"wrighty ran the project's checks after your turn: {len(failing)} of {ran} failed.\n",

@@ -78,6 +78,13 @@ class Completion:
     max_rejections: int = DEFAULT_MAX_REJECTIONS
     hooks: HooksMode = "skip"
     integration: Integration = field(default_factory=Integration)
+    # Landing (docs/landing.md): how the branch is brought up to date with its target, whether
+    # it lands as one commit, whether dependents start from a branch in review, and where a
+    # landing's fix turn that passed goes.
+    update: Literal["merge", "rebase"] = "merge"
+    squash: bool = False
+    stack: bool = False
+    review_after_fix: Literal["person", "auto"] = "person"
 
     @property
     def base_ref(self) -> str:

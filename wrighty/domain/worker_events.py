@@ -34,12 +34,17 @@ class WorkerEvent(StrEnum):
     CHECK_PASSED = "check-passed"
     CHECK_FAILED = "check-failed"
     FIX_SCHEDULED = "fix-scheduled"
+    BASE_CHECK_UNREADABLE = "base-check-unreadable"  # a check's kept result on a base
     SETTLE_PENDING = "settle-pending"
     # A done run's change on its branch (docs/work-product.md#commits), before `settled`.
     COMMITTED = "committed"
     UNCOMMITTED = "uncommitted"
     BRANCH_RENAMED = "branch-renamed"  # the item's branch name was taken: a fresh one
     BRANCH_RESTORED = "branch-restored"  # a detached HEAD brought back onto the item's branch
+    # An accepted item's landing (docs/landing.md): claimed by this worker, and how it ended.
+    LANDING = "landing"
+    LANDING_ENDED = "landing-ended"
+    LANDING_FAILED = "landing-failed"  # the landing thread met an error; it tries again later
     # When wrighty or the store fails.
     STORE_UNREACHABLE = "store-unreachable"
     CLAIM_FAILED = "claim-failed"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -22,134 +22,44 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from wrighty.domain import suggestions
-from wrighty.domain.board import AttentionOrder, Row
+from wrighty.domain.board import AttentionOrder, Row, row_matches
 from wrighty.domain.health import Liveness
 from wrighty.domain.scheduling import PRIORITIES, priority_name
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
+from wrighty.inbox.screens import (
+    ChangeScreen,
+    ConfirmScreen,
+    FeedbackScreen,
+    HandoffScreen,
+    HelpScreen,
+)
 from wrighty.inbox.views import (
     COLUMNS,
     DetailView,
     ShowPrinter,
+    column_widths,
     detail_view,
     header_text,
     row_cells,
     side_text,
 )
+from wrighty.operator.sentences import nothing_ready, ready_words
 from wrighty.services.inbox import Board
 
 if TYPE_CHECKING:
     from wrighty.operator.desk import Desk
+    from wrighty.services.diff import Change
 
 # A terminal at least this wide shows the side panel from the start (`w` toggles it).
 SIDE_PANEL_MIN_WIDTH = 110
 SIDE_PANEL_WIDTH = 38
-_Answer = TypeVar("_Answer")
 READ_ONLY_REFUSAL = "read-only: this inbox was started with --read-only; it shows, it does not act"
-
-
-HELP = """\
-[b]wrighty inbox[/b]: the items that need a person, live
-
-[b]Moving[/b]
-  ↑ ↓  j k      select an item (the board)
-  tab           between the board and the detail (to scroll it)
-  l             the detail: `wrighty show`'s text, or the last run's log
-  s             sort needs attention: by reason, or longest waiting first
-  w             the side panel: workers, circuits, budgets
-  g             refresh now (the board refreshes by itself)
-
-[b]Acting on the selected item[/b] (each asks first; not with --read-only)
-  r             requeue --resume: resume its session now
-  f             requeue --fresh: start over in a new session
-  c             cancel it (final)
-  x             release --force: take it from a worker that is gone
-  + -           raise or lower its priority (edit --priority)
-  a d           in review: accept it, or reject it with your feedback
-  R             reap: settle every running item whose lease expired
-
-  ?             this help        q  quit
-
-Press escape to close."""
-
-
-class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark", "dismiss", "Close"),
-    ]
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 78; max-width: 100%; height: auto; max-height: 100%;
-        border: round $primary; background: $surface; padding: 0 1;
-    }
-    """
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(HELP, id="help-text")
-
-
-class Asking(ModalScreen[_Answer]):
-    """A question put over the board, and how it may be answered."""
-
-    DEFAULT_CSS = """
-    Asking { align: center middle; }
-    Asking > Vertical {
-        width: 70; max-width: 100%; height: auto;
-        border: thick $warning; background: $surface; padding: 0 1;
-    }
-    """
-
-    def __init__(self, question: Text) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(self.question, id="question")
-            yield from self.answers()
-
-    def answers(self) -> ComposeResult:
-        raise NotImplementedError
-
-
-class ConfirmScreen(Asking[bool]):
-    """One question; y confirms, n or escape does not."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Yes"),
-        Binding("n,escape", "answer(False)", "No"),
-    ]
-
-    def answers(self) -> ComposeResult:
-        yield Static(Text("y: yes    n: no", style="bold"), id="answers")
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
-
-
-class FeedbackScreen(Asking[str | None]):
-    """A rejection's feedback: enter sends the item back with it, escape does not."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "give_up", "No")]
-
-    def answers(self) -> ComposeResult:
-        yield Input(placeholder="what the agent is to change", id="feedback")
-        yield Static(Text("enter: reject with this feedback    escape: no", style="bold"))
-
-    @on(Input.Submitted)
-    def submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
-
-    def action_give_up(self) -> None:
-        self.dismiss(None)
 
 
 @dataclass(frozen=True)
@@ -171,6 +81,8 @@ class InboxApp(App[None]):
     #side { width: SIDE_WIDTH; border-left: solid $primary; padding: 0 1; display: none; }
     #side.shown { display: block; }
     #message { height: 1; padding: 0 1; }
+    #search { height: 1; border: none; padding: 0 1; display: none; }
+    #search.shown { display: block; }
     """.replace("SIDE_WIDTH", str(SIDE_PANEL_WIDTH))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
@@ -183,7 +95,14 @@ class InboxApp(App[None]):
         Binding("minus", "priority(1)", "Prio-", show=False),
         Binding("R", "reap", "Reap"),
         Binding("a", "accept", "Accept", show=False),
+        Binding("A", "accept_all", "Accept all ready", show=False),
         Binding("d", "reject", "Reject", show=False),
+        Binding("e", "queue", "Queue", show=False),
+        Binding("v", "verify", "Checks", show=False),
+        Binding("h", "handoff", "Hand off", show=False),
+        Binding("D", "change", "Diff", show=False),
+        Binding("slash", "search", "Search", show=False),
+        Binding("escape", "clear_search", show=False),
         Binding("l", "toggle_log", "Log"),
         Binding("s", "sort", "Sort", show=False),
         Binding("w", "toggle_side", "Workers", show=False),
@@ -206,6 +125,7 @@ class InboxApp(App[None]):
         self.rows: list[Row] = []
         self.detail: DetailView | None = None
         self.show_log = False
+        self.search = ""  # `/`: the board shows the rows it finds (row_matches)
         self._widths: tuple[int, ...] = ()
         self._cells: dict[str, tuple[Text, ...]] = {}
 
@@ -220,44 +140,42 @@ class InboxApp(App[None]):
                     yield Static(Text("(no item selected)", style="dim"), id="detail-body")
             with VerticalScroll(id="side"):
                 yield Static(Text(""), id="side-body")
+        yield Input(placeholder="search: id, title or reason", id="search")
         yield Static(Text(""), id="message")
         yield Footer()
 
     def on_mount(self) -> None:
         if self.size.width >= SIDE_PANEL_MIN_WIDTH:
             self.query_one("#side").add_class("shown")
-        self._set_columns()
+        self._fill(None)
         self.query_one(DataTable).focus()
         self.action_refresh()
         if self.interval > 0:
             self.set_interval(self.interval, self.action_refresh)
 
     def on_resize(self) -> None:
-        self._set_columns()
+        self._fill(self.selected_id())
 
     def _table_width(self) -> int:
         side = SIDE_PANEL_WIDTH if self.query_one("#side").has_class("shown") else 0
         return max(40, self.size.width - side)
 
-    def _set_columns(self) -> None:
-        """Widths for the board's columns: the fixed ones, and what is left shared by WHY
-        (two fifths) and TITLE; the table is rebuilt only when they change."""
-        fixed = sum(width for _, width in COLUMNS if width is not None)
-        padding = 2 * len(COLUMNS) + 2  # each cell's padding, and the scroll bar
-        left = max(20, self._table_width() - fixed - padding)
-        why = left * 2 // 5
-        widths = tuple(width if width is not None else 0 for _, width in COLUMNS)
-        widths = (*widths[:4], why, left - why)
+    def _set_columns(self, cells: list[tuple[Text, ...]]) -> bool:
+        """Widths for the board's columns, for the cells it is to show (views.column_widths);
+        the columns are made anew, empty, only when they change (True then)."""
+        why, title = len(COLUMNS) - 2, len(COLUMNS) - 1
+        widths = column_widths(
+            self._table_width(), (row[why] for row in cells), (row[title] for row in cells)
+        )
         if widths == self._widths:
-            return
+            return False
         self._widths = widths
         table = self.query_one(DataTable)
-        selected = self.selected_id()
         table.clear(columns=True)
         for (heading, _), width in zip(COLUMNS, widths, strict=True):
             table.add_column(heading, width=width, key=heading or "section")
         self._cells = {}
-        self._fill(selected)
+        return True
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -320,8 +238,11 @@ class InboxApp(App[None]):
         table = self.query_one(DataTable)
         now = self.board.checked_at if self.board is not None else None
         if now is None:
+            self._set_columns([])
             return
-        new = {str(row.item.id): row_cells(row, now) for row in self.rows}
+        new = {str(row.item.id): row_cells(row, now) for row in self.shown_rows()}
+        row = table.cursor_row
+        self._set_columns(list(new.values()))
         if list(new) == list(self._cells):
             for key, cells in new.items():
                 for column, (old, cell) in enumerate(zip(self._cells[key], cells, strict=True)):
@@ -329,7 +250,6 @@ class InboxApp(App[None]):
                         table.update_cell(key, table.ordered_columns[column].key, cell)
             self._cells = new
             return
-        row = table.cursor_row
         with self.batch_update():
             table.clear()
             for key, cells in new.items():
@@ -340,12 +260,18 @@ class InboxApp(App[None]):
             elif new:  # it left the board: the row that took its place
                 table.move_cursor(row=min(row, len(new) - 1))
 
+    def shown_rows(self) -> list[Row]:
+        """The board's rows the search finds (all of them without one)."""
+        if not self.search:
+            return self.rows
+        return [row for row in self.rows if row_matches(row, self.search)]
+
     def _show_detail(self, detail: DetailView | None) -> None:
         self.detail = detail
         body = self.query_one("#detail-body", Static)
         pane = self.query_one("#detail", VerticalScroll)
         if detail is None:
-            body.update(Text("(no item selected)" if not self.rows else "", style="dim"))
+            body.update(Text("(no item selected)" if not self.shown_rows() else "", style="dim"))
             return
         body.update(detail.log_renderable() if self.show_log else detail.renderable())
         if self.show_log and detail.following:
@@ -388,7 +314,62 @@ class InboxApp(App[None]):
 
     def action_toggle_side(self) -> None:
         self.query_one("#side").toggle_class("shown")
-        self._set_columns()
+        self._fill(self.selected_id())
+
+    def action_search(self) -> None:
+        search = self.query_one("#search", Input)
+        search.add_class("shown")
+        search.focus()
+
+    @on(Input.Changed, "#search")
+    def _searched(self, event: Input.Changed) -> None:
+        self.search = event.value.strip()
+        self._fill(self.selected_id())
+        if self.selected_id() is None:
+            self._show_detail(None)
+        if self.search:
+            found = len(self.shown_rows())
+            self._say(f"/{self.search}: {found} of {len(self.rows)} items (escape clears it)")
+        else:
+            self._say("")
+
+    @on(Input.Submitted, "#search")
+    def _search_kept(self) -> None:
+        self.query_one(DataTable).focus()
+
+    def action_clear_search(self) -> None:
+        search = self.query_one("#search", Input)
+        if not search.has_class("shown"):
+            return
+        search.remove_class("shown")
+        search.value = ""  # its Changed message shows the whole board again
+        self.query_one(DataTable).focus()
+
+    def action_change(self) -> None:
+        """`D`: the selected item's change in a pager, read in a thread (git may take a
+        while); its refusal on the message line."""
+        row = self.selected_row()
+        if row is None:
+            self._say("no item selected", error=True)
+            return
+        self._say(f"reading item {row.item.id}'s change…")
+        self._read_change(row.item.id)
+
+    @work(thread=True, exclusive=True, group="change")
+    def _read_change(self, item_id: int) -> None:
+        from wrighty.services.diff import redacted
+
+        try:  # for eyes: its secrets replaced, as `wrighty diff --redact` does
+            change = redacted(self.desk.change(item_id, stat=False), self.desk.secrets())
+        except WrightyError as error:
+            self.call_from_thread(self._say, f"wrighty: {error}", error=True)
+            return
+        if not get_current_worker().is_cancelled:
+            self.call_from_thread(self._show_change, change)
+
+    def _show_change(self, change: Change) -> None:
+        self._say("")
+        self.push_screen(ChangeScreen(change))
 
     def action_toggle_log(self) -> None:
         self.show_log = not self.show_log
@@ -441,6 +422,61 @@ class InboxApp(App[None]):
                 )
             )
 
+    def action_queue(self) -> None:
+        row = self._target()
+        if row is not None:
+            self._ask(
+                Action(
+                    f"Queue item {row.item.id}, so that a worker of its agent takes it? "
+                    f"({suggestions.queue(row.item.id)})",
+                    lambda: self.desk.queue(row.item.id),
+                )
+            )
+
+    def action_verify(self) -> None:
+        row = self._target()
+        if row is None:
+            return
+        item_id = row.item.id
+        action = Action(
+            f"Run item {item_id}'s checks now, in its workspace here? The inbox goes on while "
+            f"they run. ({suggestions.verify(item_id)})",
+            lambda: self.desk.verify(item_id),
+        )
+        self._ask(action, busy=f"running item {item_id}'s checks…")
+
+    def action_handoff(self) -> None:
+        row = self._target()
+        if row is None:
+            return
+        item = row.item
+        agent = item.agent or self.desk.settings.default_agent
+        try:
+            offered = [name for name in self.desk.handoff_choices() if name != agent]
+        except WrightyError as error:
+            self._say(f"wrighty: {error}", error=True)
+            return
+        if not offered:
+            self._say(
+                f"no other agent to hand item {item.id} to: none is configured in wrighty.json "
+                "with its program found here (`wrighty agents` lists them)",
+                error=True,
+            )
+            return
+
+        def answered(answer: tuple[str, str | None] | None) -> None:
+            if answer is None:
+                self._say("nothing done")
+            else:
+                to, note = answer
+                self._carry_out(Action("", lambda: self.desk.handoff(item.id, to, note)))
+
+        question = (
+            f"Hand item {item.id} from {agent} to another agent: a new session of it takes "
+            f"the item up in the same workspace (wrighty handoff {item.id} --to AGENT)."
+        )
+        self.push_screen(HandoffScreen(Text(printable_line(question)), offered), answered)
+
     def action_accept(self) -> None:
         row = self._target()
         if row is not None:
@@ -451,6 +487,21 @@ class InboxApp(App[None]):
                     lambda: self.desk.accept(row.item.id),
                 )
             )
+
+    def action_accept_all(self) -> None:
+        if not self._writable():
+            return
+        ready = self.desk.ready()
+        if not ready.ready:
+            self._say(f"wrighty: {nothing_ready(len(ready.waiting))}", error=True)
+            return
+        ids = [item.id for item in ready.ready]
+        self._ask(
+            Action(
+                f"Accept {ready_words(ready)}? A worker lands each. ({suggestions.accept_all()})",
+                lambda: self.desk.accept_ready(ids),
+            )
+        )
 
     def action_reject(self) -> None:
         row = self._target()
@@ -515,12 +566,18 @@ class InboxApp(App[None]):
         state = "live" if view.liveness is Liveness.LIVE else str(view.liveness)
         return f"worker {worker} ({state}, heartbeat {view.heartbeat_age_seconds:.0f}s ago)"
 
-    def _ask(self, action: Action) -> None:
+    def _ask(self, action: Action, *, busy: str | None = None) -> None:
+        """Ask ``action``'s question; carry it out on a yes: here, or, with ``busy`` (what
+        the message line says meanwhile), in a thread, for an action that may take long."""
+
         def answered(yes: bool | None) -> None:
-            if yes:
+            if not yes:
+                self._say("nothing done")
+            elif busy is None:
                 self._carry_out(action)
             else:
-                self._say("nothing done")
+                self._say(busy)
+                self._carry_out_aside(action)
 
         self.push_screen(ConfirmScreen(Text(printable_line(action.question))), answered)
 
@@ -528,9 +585,21 @@ class InboxApp(App[None]):
         try:
             said = action.run()
         except WrightyError as error:
-            self._say(f"wrighty: {error}", error=True)
+            self._acted(f"wrighty: {error}", error=True)
         else:
-            self._say(said)
+            self._acted(said)
+
+    @work(thread=True, group="act")
+    def _carry_out_aside(self, action: Action) -> None:
+        try:
+            said = action.run()
+        except WrightyError as error:
+            self.call_from_thread(self._acted, f"wrighty: {error}", error=True)
+        else:
+            self.call_from_thread(self._acted, said)
+
+    def _acted(self, said: str, *, error: bool = False) -> None:
+        self._say(said, error=error)
         self.detail = None  # read again: the item moved, or its command said why not
         self.action_refresh()
 

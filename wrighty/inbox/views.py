@@ -7,7 +7,7 @@ control characters are shown as escapes and its brackets are never taken as mark
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -28,11 +28,13 @@ from wrighty.styles import VERDICT_STYLES
 
 if TYPE_CHECKING:
     from wrighty.operator.desk import ItemLook
+    from wrighty.services.diff import Change
     from wrighty.services.show import ShowFacts
 
 SECTION_TAGS: dict[Section, tuple[str, str]] = {
     Section.ATTENTION: ("ATTN", "bold red"),
     Section.REVIEW: ("REVW", "bold green"),
+    Section.LANDING: ("LAND", "green"),
     Section.RETRY: ("RETRY", "yellow"),
     Section.RUNNING: ("RUN", "bold blue"),
     Section.HELD: ("HELD", "magenta"),
@@ -48,6 +50,25 @@ COLUMNS: tuple[tuple[str, int | None], ...] = (
     ("WHY", None),
     ("TITLE", None),
 )
+# What the title keeps of the room WHY and TITLE share when the reasons would take it all:
+# these many cells, or a quarter of the room when that is more (the detail shows it whole).
+TITLE_MIN_CELLS = 12
+
+
+def column_widths(
+    table_width: int, whys: Iterable[Text], titles: Iterable[Text]
+) -> tuple[int, ...]:
+    """The board's column widths in a table ``table_width`` cells wide: the fixed ones; WHY as
+    wide as its longest reason, short of what TITLE keeps (its longest title, at most
+    TITLE_MIN_CELLS or a quarter of the room); TITLE the rest, the width WHY does not use."""
+    fixed = [width for _, width in COLUMNS if width is not None]
+    padding = 2 * len(COLUMNS) + 2  # each cell's padding, and the scroll bar
+    room = max(20, table_width - sum(fixed) - padding)
+    need_why = max((cell.cell_len for cell in whys), default=0)
+    need_title = max((cell.cell_len for cell in titles), default=0)
+    title_keeps = min(need_title, max(TITLE_MIN_CELLS, room // 4))
+    why = max(len("WHY"), min(need_why, room - title_keeps))
+    return (*fixed, why, room - why)
 
 
 def row_cells(row: Row, now: datetime) -> tuple[Text, ...]:
@@ -65,6 +86,7 @@ def row_cells(row: Row, now: datetime) -> tuple[Text, ...]:
 _HEADER_WORDS = {
     Section.ATTENTION: "attn",
     Section.REVIEW: "review",
+    Section.LANDING: "land",
     Section.RETRY: "retry",
     Section.RUNNING: "run",
     Section.HELD: "held",
@@ -230,3 +252,34 @@ class DetailView:
         else:
             body = Text("(no output yet)", style="dim")
         return Group(heading, body)
+
+
+# The most lines of a change the pager shows (`wrighty diff` shows it whole), as the console.
+CHANGE_MAX_LINES = 20_000
+
+
+def change_heading(change: Change) -> Text:
+    """The pager's first line: whose change, against which commit, and how to close it."""
+    text = Text(f"Item {change.item_id}'s change against {change.base[:12]}", style="bold")
+    text.append(f"  (wrighty diff {change.item_id}, secrets redacted)  q: close", style="dim")
+    return text
+
+
+def change_text(change: Change, *, limit: int = CHANGE_MAX_LINES) -> Text:
+    """`wrighty diff ID`'s text (from outside) as the pager shows it: its note first, each
+    line neutralised but its tabs, at most ``limit`` lines, and what was left out."""
+    text = Text()
+    if change.note is not None:
+        text.append_text(outside(change.note, style="yellow"))
+        text.append("\n")
+    if not change.text:
+        text.append(f"item {change.item_id} has no change against {change.base[:12]}", "dim")
+        return text
+    lines = change.text.removesuffix("\n").split("\n")
+    text.append("".join(f"{printable(line)}\n" for line in lines[:limit]))
+    if len(lines) > limit:
+        left = len(lines) - limit
+        text.append(
+            f"… {left} more lines: `wrighty diff {change.item_id}` shows them all", "bold yellow"
+        )
+    return text

@@ -21,15 +21,21 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
+from datetime import time as time_of_day
 from typing import Any, TypeVar
 
 from wrighty.config import NotifySettings
+from wrighty.config.translate import digest_time_of
 from wrighty.domain.decisions import describe_error
+from wrighty.domain.durations import DAY_SECONDS
+from wrighty.domain.morning import digest_due, morning_of
 from wrighty.domain.notices import (
     DELIVERY_LEASE_SECONDS,
+    DIGEST_EVENT,
     Source,
     after_attempt,
+    digest_notice,
     quiet_worker_notice,
     released,
 )
@@ -343,10 +349,15 @@ def deliver_due(
         engine.close()
 
 
+def wants_event(sinks: list[Sink], event: str, now: datetime) -> bool:
+    """Whether any sink gets ``event`` in a notice about no item."""
+    probe = Notice("probe", event, (event,), now, None, None, {})
+    return any(sink.wants(probe) for sink in sinks)
+
+
 def wants_quiet_workers(sinks: list[Sink], now: datetime) -> bool:
     """Whether any sink gets worker-quiet (off by default): only then are workers watched."""
-    probe = Notice("probe", "worker-quiet", ("worker-quiet",), now, None, None, {})
-    return any(sink.wants(probe) for sink in sinks)
+    return wants_event(sinks, "worker-quiet", now)
 
 
 def note_quiet_workers(
@@ -362,6 +373,24 @@ def note_quiet_workers(
         if notice is not None and store.add_notice_once(notice):
             added += 1
     return added
+
+
+def note_digest(
+    store: Store, at: time_of_day, *, now: datetime, retention_seconds: float, source: Source
+) -> date | None:
+    """Add the morning digest (notify.digest at ``at``) when one is due now, once a day across
+    the fleet: its id is its day's, so a second deliverer's insert adds nothing. The day looked
+    at (whether this call added it or another deliverer had), or None when none is due."""
+    day = digest_due(at, now=now, retention_seconds=retention_seconds)
+    if day is None:
+        return None
+    since = now - timedelta(seconds=DAY_SECONDS)
+    store.add_notice_once(
+        digest_notice(
+            morning_of(store.list_items_moved_since(since), since), day=day, now=now, source=source
+        )
+    )
+    return day
 
 
 @dataclass
@@ -413,7 +442,12 @@ class DeliveryThread:
         self._stop_by: float | None = None  # after the stop: no new attempt past this moment
         self._prune = _Every(PRUNE_INTERVAL_SECONDS)
         self._quiet = _Every(QUIET_INTERVAL_SECONDS)
+        self._digest_check = _Every(QUIET_INTERVAL_SECONDS)
         self._watch_quiet = wants_quiet_workers(self._sinks, now())
+        # notify.digest (None: off, or no sink gets the digest: then no summary is read)
+        wanted = wants_event(self._sinks, DIGEST_EVENT, now())
+        self._digest_at = digest_time_of(settings) if wanted else None
+        self._digested: date | None = None  # the day whose digest this worker saw to
         self._thread = threading.Thread(target=self._run, name="notify", daemon=True)
 
     def start(self) -> None:
@@ -494,10 +528,27 @@ class DeliveryThread:
                     source=self._source,
                 )
             )
+        if self._digest_at is not None and self._digest_check.due():
+            self._guarded(self._note_digest)
         self._turn(engine, lambda: engine.turn(claim=MAX_ATTEMPTS_PER_PASS if claim else 0))
         if self._prune.due():
             retention = timedelta(hours=self._settings.retention_hours)
             self._guarded(lambda: self._store.prune_notices(before=self._now() - retention))
+
+    def _note_digest(self) -> None:
+        """The day's digest, unless this worker saw to it already (then its summary is not
+        read again that day)."""
+        assert self._digest_at is not None
+        now = self._now()
+        due = digest_due(
+            self._digest_at, now=now, retention_seconds=self._settings.retention_hours * 3600
+        )
+        if due is None or due == self._digested:
+            return
+        self._digested = note_digest(
+            self._store, self._digest_at, now=now,
+            retention_seconds=self._settings.retention_hours * 3600, source=self._source,
+        )  # fmt: skip
 
     def _turn(self, engine: Deliverer, step: Callable[[], list[Attempt]]) -> None:
         for attempt in self._guarded(step) or engine.take_finished():

@@ -6,16 +6,20 @@ line its command prints, or raises the WrightyError whose one line the command w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from wrighty.errors import WrightyError
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
 
     from wrighty.domain.board import AttentionOrder
     from wrighty.domain.model import Run
+    from wrighty.domain.morning import Morning
+    from wrighty.domain.review import Readiness
     from wrighty.operator.context import AppContext
     from wrighty.operator.fleet import Fleet
     from wrighty.services.diff import Change
@@ -57,6 +61,8 @@ class Desk(Protocol):
 
     def look(self, item_id: int) -> ItemLook: ...
 
+    def queue(self, item_id: int) -> str: ...
+
     def requeue(self, item_id: int, *, resume: bool) -> str: ...
 
     def cancel(self, item_id: int) -> str: ...
@@ -69,13 +75,17 @@ class Desk(Protocol):
 
     def accept(self, item_id: int) -> str: ...
 
+    def ready(self) -> Readiness: ...
+
+    def accept_ready(self, confirmed: Sequence[int]) -> str: ...
+
     def reject(self, item_id: int, feedback: str) -> str: ...
 
     def verify(self, item_id: int) -> str: ...
 
     def handoff(self, item_id: int, to: str, note: str | None) -> str: ...
 
-    def change(self, item_id: int, *, stat: bool) -> Change: ...
+    def change(self, item_id: int, *, stat: bool, since: str | None = None) -> Change: ...
 
     def last_run_logs(self, item_id: int) -> tuple[Run, Path | None, str | None]: ...
 
@@ -84,6 +94,8 @@ class Desk(Protocol):
     def run_outcome(self, run_id: str) -> str | None: ...
 
     def agent_names(self) -> list[str]: ...
+
+    def handoff_choices(self) -> list[str]: ...
 
     def create(
         self,
@@ -108,6 +120,10 @@ class Desk(Protocol):
     def reset_circuit(self, name: str) -> str: ...
 
     def spend(self, days: int) -> DailySpend: ...
+
+    def now(self) -> datetime: ...
+
+    def morning(self, since: datetime) -> Morning: ...
 
 
 def board_settings(app_ctx: AppContext) -> BoardSettings:
@@ -171,6 +187,13 @@ class OperatorDesk:
 
         return show_facts(self.app_ctx, self.store, item_id)
 
+    def queue(self, item_id: int) -> str:
+        """`wrighty queue ID`: todo -> queued, and its line."""
+        from wrighty.operator.sentences import moved_line
+        from wrighty.services.items import queue_item
+
+        return moved_line(queue_item(self.store, item_id, now=self.app_ctx.now()))
+
     def requeue(self, item_id: int, *, resume: bool) -> str:
         from wrighty.operator.sentences import moved_line
         from wrighty.services.items import requeue_item
@@ -203,15 +226,38 @@ class OperatorDesk:
         return edited_line(change)
 
     def accept(self, item_id: int) -> str:
-        from wrighty.operator.actions import accept_now
+        from wrighty.operator.actions import NotIntegrated, accept_now
         from wrighty.operator.sentences import accepted_lines, stays_in_review
-        from wrighty.workproduct.integrate import IntegrationError
 
         try:
             accepted = accept_now(self.app_ctx, self.store, item_id)
-        except IntegrationError as failed:
-            raise WrightyError(stays_in_review(item_id, failed)) from None
+        except NotIntegrated as failed:
+            raise WrightyError(stays_in_review(failed.item_id, failed.error)) from None
         return "; ".join(accepted_lines(accepted))
+
+    def ready(self) -> Readiness:
+        """The items in review accept all ready would take, in its order, and why each of
+        the others waits (`wrighty accept --all --dry-run`)."""
+        from wrighty.services.review import ready_items
+
+        return ready_items(self.store)
+
+    def accept_ready(self, confirmed: Sequence[int]) -> str:
+        """`wrighty accept --all`, for the ready items a person was shown and confirmed
+        (``confirmed``): refused, with nothing accepted, when one of them has moved since; a
+        worker lands each (docs/landing.md#accepting-every-ready-item)."""
+        from wrighty.operator.actions import NotIntegrated, accept_many_now, ready_ids
+        from wrighty.operator.sentences import accepted_line, stays_in_review
+
+        ids = ready_ids(self.store, confirmed)
+        try:
+            accepted = accept_many_now(self.app_ctx, self.store, ids)
+        except NotIntegrated as failed:
+            said = [accepted_line(one) for one in failed.accepted]
+            raise WrightyError(
+                "; ".join([*said, stays_in_review(failed.item_id, failed.error)])
+            ) from None
+        return "; ".join(accepted_line(one) for one in accepted)
 
     def reject(self, item_id: int, feedback: str) -> str:
         from wrighty.operator.actions import reject_now
@@ -237,11 +283,12 @@ class OperatorDesk:
 
         return handed_line(*handoff_now(self.app_ctx, self.store, item_id, to, note))
 
-    def change(self, item_id: int, *, stat: bool) -> Change:
-        """`wrighty diff [--stat]`'s change (WrightyError with its refusal)."""
+    def change(self, item_id: int, *, stat: bool, since: str | None = None) -> Change:
+        """`wrighty diff [--stat]`'s change (WrightyError with its refusal); ``since``: the
+        change since that commit (a person's last review) instead of since its base."""
         from wrighty.operator.actions import change_now
 
-        return change_now(self.app_ctx, self.store, item_id, stat=stat)
+        return change_now(self.app_ctx, self.store, item_id, stat=stat, since=since)
 
     def secrets(self) -> tuple[str, ...]:
         """The values no log or page shows (AppContext.secrets)."""
@@ -273,6 +320,14 @@ class OperatorDesk:
     def agent_names(self) -> list[str]:
         """The agents an item may name (wrighty.json's and the built-in ones)."""
         return list(self.app_ctx.config().config.agent_names())
+
+    def handoff_choices(self) -> list[str]:
+        """The agents an item may be handed to from here: configured in wrighty.json, and
+        their program found on this machine (agents.offered_agents)."""
+        from wrighty.agents import offered_agents
+
+        loaded = self.app_ctx.config()
+        return offered_agents(loaded.config, project_root=loaded.root)
 
     def create(
         self,
@@ -349,6 +404,19 @@ class OperatorDesk:
             budgets=settings.budgets,
             default_agent=settings.default_agent,
         )
+
+    # The console's "Since you last looked" page (docs/web.md#since-you-last-looked).
+
+    def now(self) -> datetime:
+        """The fleet's time (the clock the store's events are written by)."""
+        return self.app_ctx.now()
+
+    def morning(self, since: datetime) -> Morning:
+        """What moved since ``since``, grouped as `wrighty list --since` and the morning
+        digest see it (domain/morning.morning_of)."""
+        from wrighty.domain.morning import morning_of
+
+        return morning_of(self.store.list_items_moved_since(since), since)
 
 
 def _store_label(app_ctx: AppContext) -> str:

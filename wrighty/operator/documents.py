@@ -117,6 +117,7 @@ def check_json(evidence: CheckEvidence) -> dict[str, Any]:
         "start_failure": evidence.start_failure,
         "duration_seconds": finite(round(evidence.duration_seconds, 3)),
         "output_tail": evidence.output_tail,
+        "fails_on_base": evidence.fails_on_base,
     }
 
 
@@ -348,6 +349,7 @@ def item_detail_json(
         "verified": detail.verified,
         "rejections": item.rejections,
         "feedback": item.feedback,
+        "reviewed_commit": item.reviewed_commit,
         "handoffs": item.handoffs,
         "handoff_note": item.handoff_note,
         **scheduling_json(detail.labels, detail.after, detail.wait),
@@ -361,7 +363,33 @@ def item_detail_json(
             for run in detail.runs
         ],
         "hand_verifications": hand_verifications_json(by_run.get(None, ())),
+        "landing": landing_json(detail, max_fix_turns),
         "events": [event_json(event) for event in detail.events],
+    }
+
+
+def landing_json(detail: ItemDetail, max_fix_turns: int | None) -> dict[str, Any] | None:
+    """An accepted item's landing in `show --json` (docs/json.md#landing); None when it was
+    never accepted into landing."""
+    landing = detail.landing
+    if landing is None:
+        return None
+    from wrighty.domain.landing_view import landing_view
+
+    view = landing_view(landing, detail.item, detail.events, max_fix_turns=max_fix_turns)
+    return {
+        "where": view.where,
+        "step": landing.step.value,
+        "target": landing.target,
+        "accepted_at": rfc3339(landing.accepted_at),
+        "accepted_by": landing.accepted_by,
+        "accepted_commit": landing.accepted_commit,
+        "target_commit": landing.target_commit,
+        "checked_commit": landing.checked_commit,
+        "attempt": landing.attempt,
+        "fix_turn": view.fix_turn,
+        "landed": view.landed,
+        "landed_at": rfc3339(view.landed_at),
     }
 
 
@@ -525,11 +553,16 @@ def outbox_json(outbox: OutboxFigures | None, now: datetime) -> dict[str, Any]:
 
 
 def status_json(report: StatusReport) -> dict[str, Any]:
-    from wrighty.domain.health import oldest_review_wait_seconds, oldest_wait_seconds
+    from wrighty.domain.health import (
+        oldest_landing_wait_seconds,
+        oldest_review_wait_seconds,
+        oldest_wait_seconds,
+    )
 
     figures, thresholds = report.figures, report.thresholds
     wait = oldest_wait_seconds(figures, report.checked_at)
     review_wait = oldest_review_wait_seconds(figures, report.checked_at)
+    landing_wait = oldest_landing_wait_seconds(figures, report.checked_at)
     return {
         "healthy": report.healthy,
         "checked_at": rfc3339(report.checked_at),
@@ -541,6 +574,7 @@ def status_json(report: StatusReport) -> dict[str, Any]:
         "waiting_on_dependencies": figures.waiting_on_dependencies,
         "blocked": figures.blocked,
         "oldest_review_wait_seconds": None if review_wait is None else round(review_wait, 3),
+        "oldest_landing_wait_seconds": None if landing_wait is None else round(landing_wait, 3),
         "live_workers": report.live_workers,
         "workers": [worker_json(view) for view in report.workers],
         "retry_scheduled_next_due": rfc3339(figures.retry_next_due),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from wrighty.domain.budgets import usage_text
 from wrighty.domain.model import DEFAULT_PRIORITY
+from wrighty.domain.states import ItemState
 from wrighty.domain.text import printable_line
 from wrighty.errors import WrightyError
 
@@ -14,11 +15,11 @@ if TYPE_CHECKING:
     from wrighty.domain.check_evidence import CheckEvidence
     from wrighty.domain.ledger import Spend
     from wrighty.domain.model import Change, Item, NewItem
+    from wrighty.domain.review import Readiness
     from wrighty.services.circuits import CircuitView, Reset
     from wrighty.services.importing import Imported
     from wrighty.services.review import Accepted
     from wrighty.services.verify import ByHand
-    from wrighty.workproduct.integrate import IntegrationError
 
 
 def created_line(item: Item, new: NewItem) -> str:
@@ -67,15 +68,90 @@ def moved_line(item: Item) -> str:
 
 def accepted_lines(accepted: Accepted) -> list[str]:
     """What an accept says it did: where the item is, then what was integrated."""
-    lines = [f"item {accepted.item.id} is {accepted.item.state}"]
+    item = accepted.item
+    if accepted.landing and item.state is not ItemState.DONE:
+        return [landing_line(item)]
+    lines = [f"item {item.id} is {item.state}"]
     integrated = accepted.integrated
     if integrated is not None and integrated.words:
         lines.append(printable_line(integrated.words))
     return lines
 
 
-def stays_in_review(item_id: int, failed: IntegrationError) -> str:
-    return f"item {item_id} stays in review: {printable_line(str(failed))}"
+def landing_line(item: Item) -> str:
+    """Where an accepted item's landing left it, and why (docs/landing.md)."""
+    if item.state is ItemState.LANDING:
+        return (
+            f"item {item.id} is landing: it waits in line, and a worker lands it "
+            f"(`wrighty land {item.id}` lands it here)"
+        )
+    why = f": {printable_line(item.reason)}" if item.reason else ""
+    return f"item {item.id} is {item.state}{why}"
+
+
+def accepted_line(accepted: Accepted) -> str:
+    """One accepted item among several (`accept ID...`, `accept --all`): its title, then
+    where it is as an accept of one says it."""
+    item = accepted.item
+    where = accepted_lines(accepted)
+    said = where[-1] if item.state is ItemState.DONE and len(where) > 1 else where[0]
+    return f"accepted item {item.id} ({printable_line(item.title)}): {said}"
+
+
+def would_accept_line(item: Item) -> str:
+    """What `accept --all --dry-run` lists: an item it would accept."""
+    return f"would accept item {item.id}: {printable_line(item.title)}"
+
+
+# How many ready items a confirmation names, and how much of each title.
+READY_NAMED = 8
+READY_TITLE_CHARS = 40
+
+
+def ready_words(ready: Readiness) -> str:
+    """The ready items, as a confirmation of accept all ready names them: the count, then
+    the first few by id and the start of their titles."""
+    from wrighty.domain.text import clip, plural
+
+    items = ready.ready
+    named = ", ".join(
+        f"{item.id} ({printable_line(clip(item.title, READY_TITLE_CHARS))})"
+        for item in items[:READY_NAMED]
+    )
+    more = f" and {len(items) - READY_NAMED} more" if len(items) > READY_NAMED else ""
+    count = f"the {len(items)} {plural(len(items), 'item', 'items')}"
+    return f"{count} ready: {named}{more}"
+
+
+def nothing_ready(waiting: int) -> str:
+    """`accept --all` with no item ready (exit 2)."""
+    if not waiting:
+        return "nothing to accept: no item is in review"
+    return (
+        f"nothing to accept: none of the {waiting} "
+        f"{'item' if waiting == 1 else 'items'} in review is ready (its latest checks passed, "
+        "and each item it comes after is done, landing or ready); `wrighty list --state "
+        "review` shows them"
+    )
+
+
+def no_longer_ready(item: Item | None, item_id: int) -> str:
+    """Accept all ready, confirmed for an item that has moved since (exit 2)."""
+    if item is None:
+        where = "it no longer exists"
+    elif item.state is ItemState.REVIEW:
+        where = "its latest checks did not pass, or it waits for an item it comes after"
+    else:
+        where = f"it is {item.state} now"
+    return (
+        f"item {item_id} is no longer ready to accept ({where}): nothing was accepted; look "
+        "at the ready items again"
+    )
+
+
+def stays_in_review(item_id: int, error: Exception) -> str:
+    """An accept whose integration was refused or failed (exit 1)."""
+    return f"item {item_id} stays in review: {printable_line(str(error))}"
 
 
 def rejected_line(item: Item, bound: int) -> str:
@@ -93,7 +169,9 @@ def check_lines(evidence: CheckEvidence, *, tail_lines: int) -> list[str]:
     took = f"{evidence.duration_seconds:.1f}s"
     if evidence.passed:
         return [f"passed  {name} ({took})"]
-    lines = [f"FAILED  {name}: {printable_line(evidence.ending())} ({took})"]
+    # one that fails on the item's base too is not the agent's: said, not shouted
+    failed = "failed" if evidence.fails_on_base else "FAILED"
+    lines = [f"{failed}  {name}: {printable_line(evidence.ending())} ({took})"]
     if evidence.start_failure is not None:
         return [*lines, f"        {printable_line(evidence.start_failure)}"]
     # Lines end at a newline alone: a carriage return (or any other break) is shown escaped.

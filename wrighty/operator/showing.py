@@ -89,6 +89,7 @@ def item_fields(
     fields += _retry_fields(known.get("crash_retry"), known.get("usage_retry"))
     fields += _verify_fields(detail, known.get("max_fix_turns"))
     fields += _review_fields(item)
+    fields += _landing_fields(detail, known.get("max_fix_turns"))
     fields += _handoff_fields(item)
     total = known.get("total") or Usage(final=True)
     fields += _usage_fields(detail.runs, total, known.get("limit", NO_LIMIT), known.get("hold"))
@@ -174,7 +175,7 @@ def verifications(detail: ItemDetail) -> list[Verification]:
         tail = DIAGNOSTIC_TAIL_LINES if verification_id == latest else 0
         for record in records:
             for line in check_lines(record.evidence, tail_lines=tail):
-                failed = not record.evidence.passed and not line.startswith(" ")
+                failed = record.evidence.agents_failure and not line.startswith(" ")
                 verification.lines.append((line, failed))
         shown.append(verification)
     return shown
@@ -379,6 +380,28 @@ def _review_fields(item: Item) -> list[tuple[str, str]]:
         return []
     feedback = clip(printable_line((item.feedback or "").strip()), FEEDBACK_SHOWN_CHARS)
     return [("rejections", str(item.rejections)), ("feedback", feedback)]
+
+
+def _landing_fields(detail: ItemDetail, max_fix_turns: int | None) -> list[tuple[str, str]]:
+    """Where its landing is, who accepted it, when, the commit they saw and its target; once
+    it landed, what landed (docs/landing.md#where-it-shows)."""
+    landing = detail.landing
+    if landing is None:
+        return []
+    from wrighty.domain.landing import accepted_words
+    from wrighty.domain.landing_view import landing_view
+
+    view = landing_view(landing, detail.item, detail.events, max_fix_turns=max_fix_turns)
+    fields = [
+        ("landing", printable_line(view.where)),
+        (
+            "accepted",
+            printable_line(f"{local_time(landing.accepted_at)} {accepted_words(landing)}"),
+        ),
+    ]
+    if view.landed is not None:
+        fields.append(("landed", printable_line(view.landed)))
+    return fields
 
 
 def _handoff_fields(item: Item) -> list[tuple[str, str]]:

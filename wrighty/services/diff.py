@@ -31,7 +31,7 @@ from enum import Enum
 from pathlib import Path
 
 from wrighty.domain import suggestions
-from wrighty.domain.model import Item, Session
+from wrighty.domain.model import COMMIT_ID, Item, Session
 from wrighty.domain.workspaces import workspace_problem
 from wrighty.errors import NotFoundError, WrightyError
 from wrighty.store.port import Store
@@ -82,9 +82,12 @@ def item_change(
     state_dir: Path,
     installation_id: str,
     stat: bool = False,
+    since: str | None = None,
 ) -> Change:
-    """Item ``item_id``'s change against its base (``stat``: git's ``--stat`` of it);
-    WrightyError, nothing run, for an item whose workspace is not a git work tree here."""
+    """Item ``item_id``'s change against its base (``stat``: git's ``--stat`` of it), or
+    against ``since`` (a commit: what changed since a person last reviewed it); WrightyError,
+    nothing run, for an item whose workspace is not a git work tree here, or a ``since`` that
+    is not in its repository."""
     item = store.get_item(item_id)
     if item is None:
         raise NotFoundError(f"item {item_id} does not exist; `wrighty list` shows the items")
@@ -92,7 +95,10 @@ def item_change(
     try:
         workspace, kind = _workspace(item, session, project_root, state_dir, installation_id)
         assert session is not None
-        base, note = _base(item, session, workspace, kind, project_root)
+        if since is None:
+            base, note = _base(item, session, workspace, kind, project_root)
+        else:
+            base, note = _reviewed(item, workspace, since), None
         return Change(item.id, workspace, base, diff_text(workspace, base, stat=stat), note)
     except GitError as error:
         raise WrightyError(f"cannot show item {item.id}'s change: {error}") from None
@@ -155,6 +161,17 @@ def _kind(item: Item, workspace: Path, project_root: Path, state_dir: Path) -> K
     if workspace == state_dir / "workspaces" / str(item.id):
         return Kind.DIRECTORY
     return Kind.CURRENT
+
+
+def _reviewed(item: Item, workspace: Path, commit: str) -> str:
+    """``commit`` (a person's last review), found in the workspace's repository."""
+    found = found_commit(workspace, commit) if COMMIT_ID.fullmatch(commit) else None
+    if found is None:
+        raise WrightyError(
+            f"item {item.id}'s last reviewed commit {commit[:12]} is no longer in the "
+            f"repository of {workspace}"
+        )
+    return found
 
 
 def _base(

@@ -44,6 +44,7 @@ from wrighty.store.port import Store
 
 if TYPE_CHECKING:  # a check's types: reading an item loads no more (tests/cli/test_import_cost)
     from wrighty.domain.check_evidence import CheckRecord
+    from wrighty.domain.landing import Landing
 
 OPERATOR = "operator"
 _CAS_ATTEMPTS = 5
@@ -84,6 +85,7 @@ class ItemDetail:
     wait: Wait | None = None  # why it is not claimed although it waits (`scheduling_waits`)
     checks: tuple[CheckRecord, ...] = ()  # its check evidence, oldest verification first
     verified: bool | None = None  # its latest ended verification passed (`Store.verified_items`)
+    landing: Landing | None = None  # its latest acceptance's landing (docs/landing.md)
 
 
 def normalized(new: NewItem) -> NewItem:
@@ -207,9 +209,15 @@ def require_item(store: Store, item_id: int) -> Item:
     return item
 
 
-def list_items(store: Store, states: Collection[ItemState] = ()) -> list[Item]:
-    """Items in any of ``states`` (every item when empty), oldest id first."""
-    return store.list_items(states)
+def list_items(
+    store: Store, states: Collection[ItemState] = (), *, moved_since: datetime | None = None
+) -> list[Item]:
+    """Items in any of ``states`` (every item when empty), oldest id first; with
+    ``moved_since``, only those that moved since then (`wrighty list --since`)."""
+    if moved_since is None:
+        return store.list_items(states)
+    moved = store.list_items_moved_since(moved_since)
+    return [item for item in moved if not states or item.state in states]
 
 
 def item_detail(
@@ -242,6 +250,7 @@ def item_detail(
         wait=wait,
         checks=tuple(store.list_checks(item_id)),
         verified=store.verified_items([item_id]).get(item_id),
+        landing=store.get_landing(item_id),
     )
 
 

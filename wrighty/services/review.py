@@ -14,6 +14,7 @@ from wrighty.config import STATE_DIRNAME
 from wrighty.domain import review
 from wrighty.domain.integration import summary
 from wrighty.domain.model import Change, Item, Session
+from wrighty.domain.states import ItemState
 from wrighty.domain.verify import latest_verification
 from wrighty.domain.work_product import Completion
 from wrighty.domain.workspaces import Mode, workspace_mode
@@ -33,6 +34,7 @@ Integrator = Callable[[Item, Session | None], Integrated | None]
 class Accepted:
     item: Item
     integrated: Integrated | None
+    landing: bool = False  # it was accepted into landing (docs/landing.md)
 
 
 def accept_item(
@@ -83,10 +85,11 @@ def reject_item(
     max_rejections: int,
     actor: str = OPERATOR,
     secrets: Sequence[str] = (),
+    seen_commit: str | None = None,
 ) -> Item:
     """review -> retry-scheduled, due now: the next claim resumes the item's session with
     ``feedback`` as its prompt (docs/work-product.md#review), stored with ``secrets`` (and
-    what looks like one) replaced."""
+    what looks like one) replaced; ``seen_commit`` (`reviewed_tip`) recorded with the move."""
     return apply_change(
         store,
         item_id,
@@ -97,8 +100,27 @@ def reject_item(
             actor=actor,
             max_rejections=max_rejections,
             secrets=secrets,
+            seen_commit=seen_commit,
         ),
     ).after
+
+
+def reviewed_tip(
+    store: Store, item_id: int, project_root: Path, *, installation_id: str
+) -> str | None:
+    """The commit a person reviewing the item sees: its branch's tip in the project's
+    repository (in review every change of the agent's is committed on it). None when it has
+    no branch, the branch is another installation's, or git cannot tell."""
+    from wrighty.workproduct.landing import branch_tip
+    from wrighty.workproduct.runner import GitError
+
+    session = store.get_session(item_id)
+    if session is None or session.branch is None or session.installation_id != installation_id:
+        return None
+    try:
+        return branch_tip(project_root, session.branch)
+    except (GitError, WrightyError):
+        return None
 
 
 def handoff_item(
@@ -187,3 +209,19 @@ def _refuse_unheld_changes(item: Item, session: Session | None, project_root: Pa
             "(or git cannot tell): commit them on a branch and integrate it yourself, or remove "
             "them, then accept again"
         )
+
+
+def ready_items(store: Store) -> review.Readiness:
+    """The items in review `wrighty accept --all` would accept, in its order, and the others
+    with why each waits (domain/review.ready_to_accept): three reads, however many items."""
+    in_review = list(store.list_items([ItemState.REVIEW]))
+    ids = [item.id for item in in_review]
+    verified = store.verified_items(ids) if ids else {}
+    after: dict[int, list[tuple[int, ItemState | None]]] = {}
+    wanted = set(ids)
+    for dependency in store.list_dependencies() if ids else ():
+        if dependency.item_id in wanted:
+            after.setdefault(dependency.item_id, []).append(
+                (dependency.depends_on, dependency.state)
+            )
+    return review.ready_to_accept(in_review, verified, after)

@@ -6,7 +6,7 @@ launched. Reads through the store port only; the sums are wrighty/domain/ledger.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -41,9 +41,12 @@ def item_usage(
     return entries, runs_total(entry.usage for entry in entries)
 
 
-def item_totals(store: Store, *, default_agent: str) -> dict[int, Usage]:
-    """Every item's total, in one read of the ledger (an item with no run has none)."""
-    return totals_by_item(store.list_ledger(default_agent=default_agent))
+def item_totals(
+    store: Store, *, default_agent: str, item_ids: Collection[int] | None = None
+) -> dict[int, Usage]:
+    """Every item's total (or only those of ``item_ids``), in one read of the ledger (an item
+    with no run has none)."""
+    return totals_by_item(store.list_ledger(default_agent=default_agent, item_ids=item_ids))
 
 
 @dataclass(frozen=True)

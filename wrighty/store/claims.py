@@ -21,6 +21,7 @@ from wrighty.store.rows import (
     run_from_row,
     session_from_row,
     session_params,
+    stacked_on_from_row,
 )
 from wrighty.store.sqlbase import Refused, Tx
 
@@ -59,8 +60,11 @@ class ClaimsSql(ItemsSql):
                     # row lock). The guard fails only on PostgreSQL, when an edit made the item
                     # come after another one after this transaction's choice read the
                     # dependencies: then choose again.
-                    self._apply(tx, change)
-                    return Claim(change.after, item.state, claimed_session(row), item.reason_code)
+                    self._apply(tx, change, stack=request.stack)
+                    return Claim(
+                        change.after, item.state, claimed_session(row), item.reason_code,
+                        stacked_on_from_row(row),
+                    )  # fmt: skip
             except Refused:
                 continue
         return None

@@ -14,7 +14,7 @@ from decimal import Decimal
 from enum import Enum
 from typing import Any, TypeVar, cast
 
-from wrighty.domain.model import CHECK_NAME
+from wrighty.domain.model import CHECK_NAME, COMMIT_ID
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import first_unprintable_in_line, printable_line
 from wrighty.errors import UnreadableError
@@ -195,6 +195,14 @@ class Fields:
             return None
         return self.choice(name, kind, cast(_E, None))
 
+    def commit(self, name: str) -> str | None:
+        """A git commit id (40 or 64 lowercase hex digits), or None."""
+        value = self.row[name]
+        if value is None or (isinstance(value, str) and COMMIT_ID.fullmatch(value)):
+            return value
+        bad: str | None = self._bad(name, f"{shown_value(value)} is not a commit id", None)
+        return bad
+
     def code(self, name: str) -> str | None:
         """A reason code: one short word (``internal-error``), nothing a terminal obeys."""
         value = self.row[name]
@@ -220,7 +228,12 @@ class Fields:
     def _json(self, name: str, kind: type, what: str) -> Any:
         value = self.row[name]
         try:
-            found = json.loads(value, parse_constant=_no_constant)
+            if value == "[]":  # what most rows' lists hold
+                found: Any = []
+            elif isinstance(value, str):
+                found = _DECODER.decode(value)
+            else:
+                found = json.loads(value, parse_constant=_no_constant)
         except (ValueError, TypeError, RecursionError):
             return self._bad(name, f"{shown_value(value)} is not {what}", None)
         if not isinstance(found, kind):
@@ -230,6 +243,10 @@ class Fields:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+# One decoder for every value read: json.loads given an argument makes one at each call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 STATE_NAMES = frozenset(state.value for state in ItemState)

@@ -23,6 +23,7 @@ from wrighty.store.rows import (
     item_from_row,
     item_mutable_params,
     labels_from_rows,
+    landing_from_row,
     new_item_params,
     open_item_from_row,
     queue_figures_from_rows,
@@ -34,6 +35,11 @@ from wrighty.store.sqlbase import Refused, SqlBase, Tx
 if TYPE_CHECKING:  # a read that needs neither the board nor the queue's figures loads neither
     from wrighty.domain.board import OpenItem
     from wrighty.domain.health import QueueFigures
+    from wrighty.domain.landing import Landing
+
+
+# The states of an item in a landing's fix turn (docs/landing.md): leaving them ends it.
+_FIX_TURN_STATES = frozenset({ItemState.RUNNING, ItemState.RETRY_SCHEDULED})
 
 
 class ItemsSql(SqlBase):
@@ -84,6 +90,10 @@ class ItemsSql(SqlBase):
         wanted = json.dumps(sorted(s.value for s in states))
         return self._read_all(self._rows("select_items", {"states": wanted}), item_from_row)
 
+    def list_items_moved_since(self, moment: datetime) -> Rows[Item]:
+        rows = self._rows("select_items_moved_since", {"moment": to_db_time(moment)})
+        return self._read_all(rows, item_from_row)
+
     def salvage_item(self, item_id: int) -> Salvaged[Item] | None:
         return self._salvage("select_item", {"id": item_id}, item_from_row)
 
@@ -101,13 +111,25 @@ class ItemsSql(SqlBase):
                 if wanted
                 else []
             )
+            landing_rows = (
+                tx.run("select_open_landings", {}).fetchall()
+                if any(row["state"] == ItemState.LANDING.value for row in rows)
+                else []
+            )
         runs: dict[str, Run | UnreadableError] = {}
         for row in found:
             try:
                 runs[row["run_id"]] = run_from_row(row)
             except UnreadableError as error:
                 runs[row["run_id"]] = error
-        return self._read_all(rows, lambda row: open_item_from_row(row, runs))
+        landings: dict[int, Landing | UnreadableError] = {}
+        if landing_rows:
+            for row in landing_rows:
+                try:
+                    landings[int(row["item_id"])] = landing_from_row(row)
+                except UnreadableError as error:
+                    landings[int(row["item_id"])] = error
+        return self._read_all(rows, lambda row: open_item_from_row(row, runs, landings))
 
     def queue_figures(self, *, now: datetime) -> QueueFigures:
         with self._snapshot() as tx:  # one snapshot for the counts and the figures
@@ -130,8 +152,11 @@ class ItemsSql(SqlBase):
         change: Change,
         *,
         expired_before: datetime | None = None,
+        stack: bool = False,
     ) -> None:
-        """Write ``change`` inside the open transaction, or raise Refused (rolled back)."""
+        """Write ``change`` inside the open transaction, or raise Refused (rolled back).
+        ``stack``: a claim under completion.stack (a move to running may stack on an item in
+        review or landing)."""
         before, after, event = change.before, change.after, change.event
         if before.id != after.id or event.item_id != before.id:
             raise ValueError("a change must describe one item")
@@ -143,6 +168,7 @@ class ItemsSql(SqlBase):
                 "expected_generation": before.generation,
                 "expected_claimed_by": before.claimed_by,
                 "expired_before": to_db_time(expired_before),
+                "stack": stack,
             },
         )
         if cursor.rowcount != 1:
@@ -159,11 +185,15 @@ class ItemsSql(SqlBase):
         for depends_on in change.after_removed:
             tx.run("delete_dependency", {"item_id": before.id, "depends_on": depends_on})
         tx.run("insert_event", event_params(event))
+        if before.state in _FIX_TURN_STATES and after.state not in _FIX_TURN_STATES:
+            tx.run("end_landing_fix_turn", {"item_id": before.id})
         for notice in change.notices:
             tx.run("insert_notice", notice_params(notice))
         from wrighty.domain.claims import CLAIMABLE_STATES  # a write's, not a read's
 
-        if after.state in CLAIMABLE_STATES:
+        if after.state in CLAIMABLE_STATES or (
+            after.state is ItemState.LANDING and after.claimed_by is None
+        ):  # work for an agent, or a landing waiting for a lander (docs/landing.md)
             self._work_eligible(tx, after)
 
 

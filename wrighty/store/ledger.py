@@ -3,6 +3,8 @@ the runs' usage read back, and an agent's spend since a time."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
 from datetime import datetime
 
 from wrighty.domain.model import Item
@@ -31,11 +33,21 @@ class LedgerSql(SqlBase):
         return cursor.rowcount == 1
 
     def list_ledger(
-        self, *, default_agent: str, since: datetime | None = None, item_id: int | None = None
+        self,
+        *,
+        default_agent: str,
+        since: datetime | None = None,
+        item_id: int | None = None,
+        item_ids: Collection[int] | None = None,
     ) -> Rows[LedgerEntry]:
         # No "IS NULL OR" in the queries: each keeps to its index (runs_by_start, runs_by_item).
         params = {"since": to_db_time(since or EPOCH), "default_agent": default_agent}
-        if item_id is None:
+        if item_id is not None and item_ids is not None:
+            raise ValueError("give item_id or item_ids, not both")
+        if item_ids is not None:
+            wanted = json.dumps(sorted(set(item_ids)))
+            rows = self._rows("select_items_ledger", {**params, "item_ids": wanted})
+        elif item_id is None:
             rows = self._rows("select_ledger", params)
         else:
             rows = self._rows("select_item_ledger", {**params, "item_id": item_id})

@@ -17,10 +17,11 @@ from wrighty.errors import UnreadableError
 
 if TYPE_CHECKING:  # the contract names every aggregate; a read imports only what it reads
     from wrighty.domain.board import OpenItem
-    from wrighty.domain.check_evidence import CheckRecord
+    from wrighty.domain.check_evidence import BaseCheck, CheckRecord
     from wrighty.domain.circuits import Circuit
     from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
     from wrighty.domain.health import QueueFigures, WorkerRow
+    from wrighty.domain.landing import Landing, LandingChange
     from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, NewRun, Run, Session
     from wrighty.domain.notices import Source
     from wrighty.domain.outbox import Delivered, Notice, OutboxFigures, StoredNotice
@@ -105,6 +106,12 @@ class Store(Protocol):
         """Items in any of ``states`` (every item when empty), oldest id first."""
         ...
 
+    def list_items_moved_since(self, moment: datetime) -> Rows[Item]:
+        """The items whose latest event (``updated_at``) is at or after ``moment``, oldest id
+        first: the morning view's read (domain/morning.py), through an index of the items by
+        that time rather than every item."""
+        ...
+
     def list_events(self, item_id: int) -> list[Event]:
         """The item's history, oldest first."""
         ...
@@ -113,11 +120,11 @@ class Store(Protocol):
 
     def list_open_items(self, *, limit: int) -> Rows[OpenItem]:
         """The items that are not finished (todo, queued, running, retry-scheduled,
-        needs-attention, review), read in one snapshot, at most ``limit`` of them:
-        needs-attention first, then review, retry-scheduled, running, queued, todo; within a
-        state by priority, then id. Each with when it entered its state, how many runs it has
-        had, its latest run, its labels and the items it comes after (with their states).
-        ValueError for a negative ``limit``."""
+        needs-attention, review, landing), read in one snapshot, at most ``limit`` of them:
+        needs-attention first, then review, landing, retry-scheduled, running, queued, todo;
+        within a state by priority, then id. Each with when it entered its state, how many runs
+        it has had, its latest run, its labels, the items it comes after (with their states)
+        and, in landing, its landing. ValueError for a negative ``limit``."""
         ...
 
     def get_session(self, item_id: int) -> Session | None: ...
@@ -143,12 +150,14 @@ class Store(Protocol):
     def acquire(self, request: ClaimRequest, *, now: datetime) -> Claim | None:
         """Claim the best eligible item (docs/scheduling.md): by priority; within one, due
         retries first (resume affinity applies), then the oldest queue entry; only an item
-        whose dependencies are all done and under whose concurrency limits
+        whose dependencies are all done (``request.stack``: all but one, waiting in review or
+        landing with a branch of this installation) and under whose concurrency limits
         (``request.limits``) the running items leave room, counted in the same transaction.
 
         Exactly one of any number of racing callers gets a given item. The claim comes back
         with the item in state running under its new generation, owner and lease, the state
-        it was claimed from and its session, as the claim's own transaction read them.
+        it was claimed from, its session and the item it stacks on, as the claim's own
+        transaction read them.
         """
         ...
 
@@ -191,6 +200,34 @@ class Store(Protocol):
 
     def get_run(self, run_id: str) -> Run | None: ...
 
+    # -- landing (docs/landing.md) ---------------------------------------------------------
+
+    def write_landing(self, move: LandingChange) -> bool:
+        """Write a landing item's guarded move (``move.change``, guarded as write_transition's)
+        with its landing and its session's new base, in one transaction; False, having
+        written nothing, when a guard refused. A landing with seq 0 is a new acceptance: it
+        takes the next place in the acceptance order."""
+        ...
+
+    def record_landing(
+        self, claimed: Item, landing: Landing, *, at: datetime, base_commit: str | None = None
+    ) -> bool:
+        """Write a step of ``claimed``'s landing (and its session's new base) while the landing
+        claim is held; False, having written nothing, when it is not."""
+        ...
+
+    def get_landing(self, item_id: int) -> Landing | None: ...
+
+    def acquire_landing(
+        self, request: ClaimRequest, *, now: datetime, item_id: int | None = None
+    ) -> tuple[Item, Landing] | None:
+        """Claim the head of a line (the first landing item of a target of installation
+        ``request.installation_id``, in acceptance order, passing over one that waits for an
+        item it comes after to be done) that no lander holds; with
+        ``item_id``, only the head of that item's line. Exactly one of racing landers gets it.
+        None when every line is held or empty."""
+        ...
+
     # -- verification (docs/verify.md) -------------------------------------------------------
 
     def record_check(self, item: Item, record: CheckRecord) -> bool:
@@ -203,6 +240,17 @@ class Store(Protocol):
 
     def list_checks(self, item_id: int) -> Rows[CheckRecord]:
         """The item's check evidence, oldest verification first, each in its order."""
+        ...
+
+    def base_check(self, base_commit: str, name: str, key: str) -> BaseCheck | None:
+        """The check ``name`` (command ``key``: domain/verify.check_key)'s result on
+        ``base_commit``, if it was run there (docs/verify.md#checks-that-fail-on-the-base);
+        UnreadableError for a kept result that does not read."""
+        ...
+
+    def record_base_check(self, base: BaseCheck) -> None:
+        """Keep a check's result on a base commit for good. The first result of a key wins: a
+        second one (a worker that ran it at the same time) changes nothing and is no error."""
         ...
 
     def verified_items(self, item_ids: Collection[int]) -> dict[int, bool]:
@@ -224,11 +272,17 @@ class Store(Protocol):
         ...
 
     def list_ledger(
-        self, *, default_agent: str, since: datetime | None = None, item_id: int | None = None
+        self,
+        *,
+        default_agent: str,
+        since: datetime | None = None,
+        item_id: int | None = None,
+        item_ids: Collection[int] | None = None,
     ) -> Rows[LedgerEntry]:
-        """Every run's usage, oldest first: runs started at or after ``since``, of one item,
-        or all; a run recorded before the ledger counts for its item's agent (or the
-        default)."""
+        """Every run's usage, oldest first: runs started at or after ``since``, of one item
+        (``item_id``), of these items (``item_ids``: one read, however many), or all; a run
+        recorded before the ledger counts for its item's agent (or the default). ValueError
+        when both ``item_id`` and ``item_ids`` are given."""
         ...
 
     def agent_spend(self, agent: str, *, since: datetime) -> Usage:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -43,13 +44,17 @@ from wrighty.store.fields import (
     to_db_time,
 )
 
+# A commit's object name, as git writes it in full (SHA-1 or SHA-256).
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
 # The board, claims, checks and queue figures are read by the commands that show them; their
 # mappers import them, so that a read of items (`wrighty list`) loads none of them.
 if TYPE_CHECKING:
     from wrighty.domain.board import OpenItem
-    from wrighty.domain.check_evidence import CheckRecord
-    from wrighty.domain.claims import ClaimRequest, ReapFacts
+    from wrighty.domain.check_evidence import BaseCheck, CheckRecord
+    from wrighty.domain.claims import ClaimRequest, ReapFacts, StackedOn
     from wrighty.domain.health import QueueFigures
+    from wrighty.domain.landing import Landing
 
 
 # -- items ------------------------------------------------------------------------------------
@@ -115,6 +120,7 @@ def item_from_row(row: Any, salvaged: list[UnreadableError] | None = None) -> It
         feedback=read.optional_text("feedback"),
         handoffs=read.integer("handoffs"),
         handoff_note=read.optional_text("handoff_note"),
+        reviewed_commit=read.commit("reviewed_commit"),
         created_at=read.required_time("created_at"),
         updated_at=read.required_time("updated_at"),
         claimed_at=read.time("claimed_at"),
@@ -143,6 +149,7 @@ def item_mutable_params(item: Item) -> dict[str, Any]:
         "agent": item.agent,
         "handoffs": item.handoffs,
         "handoff_note": item.handoff_note,
+        "reviewed_commit": item.reviewed_commit,
         "verify_checks": check_names_json(item.verify_checks),
         "max_cost_usd": item.max_cost_usd,
         "max_tokens": item.max_tokens,
@@ -153,15 +160,23 @@ def item_mutable_params(item: Item) -> dict[str, Any]:
     }
 
 
-def open_item_from_row(row: Any, runs: Mapping[str, Run | UnreadableError]) -> OpenItem:
-    """A row of select_open_items, with its latest run from ``runs`` (by id; a run that did not
-    read makes the item's line unreadable)."""
+def open_item_from_row(
+    row: Any,
+    runs: Mapping[str, Run | UnreadableError],
+    landings: Mapping[int, Landing | UnreadableError] | None = None,
+) -> OpenItem:
+    """A row of select_open_items, with its latest run from ``runs`` (by id) and, for an item
+    in landing, its landing from ``landings`` (by item id); a run or a landing that did not
+    read makes the item's line unreadable."""
     from wrighty.domain.board import OpenItem
 
     last_run_id = row["last_run_id"]
     last_run = None if last_run_id is None else runs[last_run_id]
     if isinstance(last_run, UnreadableError):
         raise last_run
+    landing = (landings or {}).get(int(row["id"])) if row["state"] == "landing" else None
+    if isinstance(landing, UnreadableError):
+        raise landing
     read = Fields(row, "item", row["id"], item_id=row["id"])
     item = item_from_row(row)
     after = sorted(
@@ -175,6 +190,7 @@ def open_item_from_row(row: Any, runs: Mapping[str, Run | UnreadableError]) -> O
         last_run=last_run,
         labels=tuple(sorted(str(label) for label in read.json_list("labels_json"))),
         after=tuple(Dependency(item.id, depends_on, state) for depends_on, state in after),
+        landing=landing,
     )
 
 
@@ -235,6 +251,7 @@ def queue_figures_from_rows(
         expired_leases=row["expired_leases"],
         retry_next_due=figures.time("retry_next_due"),
         oldest_review_at=figures.time("oldest_review_at"),
+        oldest_landing_at=figures.time("oldest_landing_at"),
         waiting_on_dependencies=row["waiting_on_dependencies"],
         blocked=row["blocked"],
         waiting_by_agent={r["agent"]: r["n"] for r in by_agent},
@@ -261,6 +278,7 @@ def claim_params(request: ClaimRequest, *, now: datetime) -> dict[str, Any]:
         "default_agent": request.default_agent,
         "agent_limits": json.dumps(dict(limits.agents)) if limits.agents else None,
         "label_limits": json.dumps(dict(limits.labels)) if limits.labels else None,
+        "stack": request.stack,
     }
 
 
@@ -357,6 +375,23 @@ def session_params(claimed: Item, session: Session, *, at: datetime) -> dict[str
     }
 
 
+def stacked_on_from_row(row: Any) -> StackedOn | None:
+    """The item the claimed item stacks on and its branch, as select_next_claimable read them
+    (completion.stack; None: it starts from its base)."""
+    from wrighty.domain.claims import StackedOn
+
+    if row["stacked_on"] is None:
+        return None
+    item_id = row["id"]
+    read = Fields(row, "item", item_id, item_id=item_id)
+    pair = json.loads(row["stacked_on"])
+    ok = isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], int)
+    branch = pair[1] if ok else None
+    if not isinstance(branch, str) or BRANCH_NAME.fullmatch(branch) is None or ".." in branch:
+        read.refuse("stacked_on", f"{shown_value(row['stacked_on'])} is not an item's branch")
+    return StackedOn(int(pair[0]), str(branch))
+
+
 def claimed_session(row: Any) -> Session | None:
     """The session columns that the claim queries join to the item, if it has one."""
     return session_from_row(row, "session_") if row["session_vendor"] is not None else None
@@ -413,6 +448,7 @@ def check_params(item: Item, record: CheckRecord) -> dict[str, Any]:
         "start_failure": evidence.start_failure,
         "duration_seconds": evidence.duration_seconds,
         "output_tail": evidence.output_tail,
+        "fails_on_base": evidence.fails_on_base,
     }
 
 
@@ -437,6 +473,9 @@ def check_from_row(row: Any) -> CheckRecord:
         read.refuse("start_failure", "a check that did not start has no exit code or signal")
     if start_failure is None and (exit_code is None) == (signal is None):
         read.refuse("exit_code", "a check that ran has exactly one of exit code and signal")
+    fails_on_base = read.flag("fails_on_base")
+    if fails_on_base and (start_failure is not None or exit_code == 0):
+        read.refuse("fails_on_base", "only a check that ran and failed can fail on the base too")
     evidence = CheckEvidence(
         name=name,
         argv=tuple(argv),
@@ -446,6 +485,7 @@ def check_from_row(row: Any) -> CheckRecord:
         signal=signal,
         timed_out=read.flag("timed_out"),
         start_failure=start_failure,
+        fails_on_base=fails_on_base,
     )
     return CheckRecord(
         item_id=read.integer("item_id", 1),
@@ -521,3 +561,88 @@ def spend_from_row(row: Any, agent: str) -> Usage:
         cost_usd=cost,
         cost_source=None if cost is None else ("estimated" if row["estimated"] else "reported"),
     )
+
+
+def base_check_params(base: BaseCheck) -> dict[str, Any]:
+    """A check's result on a base commit, to be kept (docs/verify.md)."""
+    return {
+        "base_commit": base.base_commit,
+        "check_name": base.name,
+        "check_key": base.key,
+        "failed": base.failed,
+        "ending": base.ending,
+        "output_tail": base.output_tail,
+        "checked_at": to_db_time(base.checked_at),
+    }
+
+
+def base_check_from_row(row: Any) -> BaseCheck:
+    """A check's kept result on a base commit; UnreadableError for a value that does not read."""
+    from wrighty.domain.check_evidence import BaseCheck
+
+    key = f"{row['base_commit']}/{row['check_name']}"
+    read = Fields(row, "base check", key)
+    name = read.text("check_name")
+    if CHECK_NAME.fullmatch(name) is None:
+        read.refuse("check_name", f"{shown_value(name)} is not a check name")
+    commit = read.text("base_commit")
+    if _COMMIT.fullmatch(commit) is None:
+        read.refuse("base_commit", f"{shown_value(commit)} is not a commit")
+    return BaseCheck(
+        base_commit=commit,
+        name=name,
+        key=read.text("check_key"),
+        failed=read.flag("failed"),
+        ending=read.text("ending"),
+        output_tail=read.text("output_tail"),
+        checked_at=read.required_time("checked_at"),
+    )
+
+
+# -- landings (docs/landing.md) ------------------------------------------------------------
+
+
+def landing_params(landing: Landing) -> dict[str, Any]:
+    return {
+        "item_id": landing.item_id,
+        "seq": landing.seq,
+        "accepted_at": to_db_time(landing.accepted_at),
+        "accepted_by": landing.accepted_by,
+        "accepted_commit": landing.accepted_commit,
+        "installation_id": landing.installation_id,
+        "target": landing.target,
+        "step": landing.step.value,
+        "target_commit": landing.target_commit,
+        "checked_commit": landing.checked_commit,
+        "intent": landing.intent,
+        "intent_from": landing.intent_from,
+        "attempt": landing.attempt,
+        "catch_ups": landing.catch_ups,
+    }
+
+
+def landing_from_row(row: Any) -> Landing:
+    """The landing in ``row``; UnreadableError for a value that does not read."""
+    from wrighty.domain.landing import Landing, Step
+
+    read = Fields(row, "landing", row["item_id"], item_id=row["item_id"])
+    try:
+        return Landing(
+            item_id=read.integer("item_id", 1),
+            seq=read.integer("seq", 1),
+            accepted_at=read.required_time("accepted_at"),
+            accepted_by=read.text("accepted_by"),
+            accepted_commit=read.optional_text("accepted_commit"),
+            installation_id=read.text("installation_id"),
+            target=read.text("target"),
+            step=read.choice("step", Step, Step.WAITING),
+            target_commit=read.optional_text("target_commit"),
+            checked_commit=read.optional_text("checked_commit"),
+            intent=read.optional_text("intent"),
+            intent_from=read.optional_text("intent_from"),
+            attempt=read.integer("attempt"),
+            catch_ups=read.integer("catch_ups"),
+        )
+    except ValueError as problem:  # a rule across its values (landing_problem)
+        read.refuse("landing", str(problem))
+        raise

@@ -3,10 +3,10 @@
 A dialect supplies its transactions (`_write`, `_snapshot`), its plain reads (`_rows`), its
 wake-ups and its named queries (`sqlbase.py`). Everything else is written once, an aggregate a
 module: items and the guarded write of a change (`items.py`), claims, runs, sessions and the
-reaper (`claims.py`), verification's evidence (`checks.py`), the usage ledger (`ledger.py`),
-the worker registry (`registry.py`), provider circuits (`circuits.py`) and the notification
-outbox (`outbox.py`), each reading and writing rows only through `rows.py`. This class puts
-them together, and brings a schema up to date.
+reaper (`claims.py`), landing (`landings.py`), verification's evidence (`checks.py`), the
+usage ledger (`ledger.py`), the worker registry (`registry.py`), provider circuits
+(`circuits.py`) and the notification outbox (`outbox.py`), each reading and writing rows
+only through `rows.py`. This class puts them together, and brings a schema up to date.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Literal
 
 from wrighty.store.checks import ChecksSql
 from wrighty.store.circuits import CircuitsSql
-from wrighty.store.claims import ClaimsSql
 from wrighty.store.fields import to_db_time
+from wrighty.store.landings import LandingsSql
 from wrighty.store.ledger import LedgerSql
 from wrighty.store.outbox import OutboxSql
 from wrighty.store.registry import RegistrySql
@@ -29,7 +29,7 @@ from wrighty.store.sqlfiles import migrations, read_sql
 Opening = Literal["created", "migrated", "opened"]
 
 
-class SqlStore(ClaimsSql, ChecksSql, LedgerSql, RegistrySql, CircuitsSql, OutboxSql):
+class SqlStore(LandingsSql, ChecksSql, LedgerSql, RegistrySql, CircuitsSql, OutboxSql):
     """The Store port, given a dialect's transactions and named queries."""
 
     opened: Opening = "opened"

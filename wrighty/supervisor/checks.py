@@ -19,6 +19,7 @@ from pathlib import Path
 from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.output import tails_text
 from wrighty.domain.redact import redact_known, tail_window_bytes
+from wrighty.domain.sandbox import Sandbox
 from wrighty.domain.verify import Check
 from wrighty.supervisor.child import new_marker
 from wrighty.supervisor.process import AgentProcess, LaunchError, LaunchSpec, launch, program_from
@@ -47,6 +48,7 @@ class CheckSpec:
     grace_seconds: float = 5.0  # SIGTERM, this long, then SIGKILL
     heartbeat_seconds: float = 10.0  # how often ``keep`` is asked
     marker: tuple[str, str] | None = None  # as LaunchSpec's (None: one of its own)
+    sandbox: Sandbox | None = None  # as LaunchSpec's (docs/sandbox.md)
 
 
 def check_argv(check: Check, cwd: Path) -> tuple[str, ...]:
@@ -80,6 +82,7 @@ def run_check(
         owned=True,
         role=f"check {check.name}",
         tail_bytes=tail_window_bytes(TAIL_CHARS),
+        sandbox=spec.sandbox,
     )
     try:
         process = launch(launch_spec)

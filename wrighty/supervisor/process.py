@@ -30,6 +30,7 @@ import psutil
 from wrighty.domain.machine import StartFailure, Step
 from wrighty.domain.model import Stream
 from wrighty.domain.redact import redact_bytes_tail
+from wrighty.domain.sandbox import Sandbox
 from wrighty.files import make_private_dirs
 from wrighty.supervisor.linux import with_parent_death_signal
 from wrighty.supervisor.owner import owner_marker
@@ -80,6 +81,9 @@ class LaunchSpec:
     # How much of the end of each stream is kept in memory, whatever the log's cap dropped
     # (at least): the diagnostic's, or a check's evidence (``output_tails``).
     tail_bytes: int = DIAGNOSTIC_TAIL_BYTES
+    # Run under bubblewrap (docs/sandbox.md): its argv before the program's, and only the
+    # variables it allows (the marker and the owner's too).
+    sandbox: Sandbox | None = None
 
 
 @dataclass(frozen=True)
@@ -362,8 +366,15 @@ def launch(spec: LaunchSpec) -> AgentProcess:
     problem = executable_problem(executable, spec.env.get("PATH"))
     if problem is not None:
         raise LaunchError(f"{spec.role} executable {problem}", Step.PROGRAM)
+    command = spec.argv
+    if spec.sandbox is not None:
+        program = spec.sandbox.prefix[0]
+        problem = executable_problem(program, None)
+        if problem is not None:
+            raise LaunchError(f"sandbox program {problem}", Step.PROGRAM)
+        command = spec.sandbox.argv(spec.argv)
     logs = _open_logs(spec.log_dir)
-    argv, pre_exec = with_parent_death_signal(list(spec.argv), os.getpid())
+    argv, pre_exec = with_parent_death_signal(list(command), os.getpid())
     try:
         popen = subprocess.Popen(
             argv,
@@ -389,7 +400,7 @@ def launch(spec: LaunchSpec) -> AgentProcess:
 
 
 def _environment(spec: LaunchSpec) -> dict[str, str]:
-    env = dict(spec.env)
+    env = dict(spec.env) if spec.sandbox is None else spec.sandbox.environment(spec.env)
     if spec.marker is not None:
         env[spec.marker[0]] = spec.marker[1]
     return {**env, **owner_marker()} if spec.owned else env

@@ -441,7 +441,10 @@ class AgentAdapter(Protocol):
         """Whether a run's session can be continued at all."""
         ...
 
-    def flags(self, permission: Permission) -> tuple[str, ...]: ...
+    def flags(self, permission: Permission, *, enclosed: bool = False) -> tuple[str, ...]:
+        """The permission profile's flags; ``enclosed``: wrighty's own sandbox encloses the
+        program."""
+        ...
 
     def budget_flags(self, max_cost_usd: float) -> tuple[str, ...]: ...
 
@@ -469,10 +472,31 @@ class AgentAdapter(Protocol):
 
 @dataclass(frozen=True)
 class PermissionFlags:
-    """A vendor's own flags for each permission profile."""
+    """A vendor's own flags for each permission profile. ``enclosed_workspace`` replaces
+    ``workspace`` when wrighty's own sandbox encloses the CLI (None: the same flags): a vendor
+    whose own sandbox would nest inside wrighty's turns it off there (docs/vendors.md, "The
+    vendors' own sandboxes")."""
 
     workspace: tuple[str, ...]
     full: tuple[str, ...]
+    enclosed_workspace: tuple[str, ...] | None = None
+
+    def of(self, permission: Permission, *, enclosed: bool = False) -> tuple[str, ...]:
+        if permission == "full":
+            return self.full
+        if enclosed and self.enclosed_workspace is not None:
+            return self.enclosed_workspace
+        return self.workspace
+
+
+@dataclass(frozen=True)
+class StatePath:
+    """A file or a folder that a vendor CLI writes for its sessions (its settings, its
+    transcripts, its own databases), as the agent's environment places it: what a sandbox
+    must leave writable for the CLI to start, resume and report usage."""
+
+    path: Path
+    folder: bool = True  # False: a single file (a sandbox must create it before binding it)
 
 
 class Vendor(ABC):
@@ -532,7 +556,17 @@ class Vendor(ABC):
         stop, and wrighty's own watch is the only one)."""
         return ()
 
-    def flags(self, permission: Permission) -> tuple[str, ...]:
-        return (
-            self.permission_flags.full if permission == "full" else self.permission_flags.workspace
-        )
+    def flags(self, permission: Permission, *, enclosed: bool = False) -> tuple[str, ...]:
+        return self.permission_flags.of(permission, enclosed=enclosed)
+
+    def state_paths(self, env: Mapping[str, str]) -> tuple[StatePath, ...]:
+        """The files and folders the CLI writes for its sessions, under the agent's environment
+        ``env`` (its HOME and the vendor's own variables); none by default."""
+        return ()
+
+    def sandbox_problem(
+        self, permission: Permission, env: Mapping[str, str], *, enclosed: bool = False
+    ) -> str | None:
+        """Why the CLI's own sandbox cannot work under ``env`` with this permission profile
+        (``enclosed``: inside wrighty's), or None: a worker refuses to start such an agent."""
+        return None

@@ -42,6 +42,7 @@ from wrighty.vendors.base import (
     MAX_MODELS,
     PermissionFlags,
     Reader,
+    StatePath,
     Vendor,
     checked_session_id,
     cost_of,
@@ -377,8 +378,7 @@ class Claude(Vendor):
         return [executable, *self._headless, f"--resume={checked_session_id(session_id)}", *extra]
 
     def transcript(self, session_id: str, workspace: Path, env: Mapping[str, str]) -> Path | None:
-        root = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else None
-        projects = (root or home_dir(env) / ".claude") / "projects"
+        projects = _config_dir(env) / "projects"
         folder = project_folder(str(workspace.resolve()))
         path = inside(projects / folder / f"{checked_session_id(session_id)}.jsonl", projects)
         return path if path.is_file() else None
@@ -386,8 +386,22 @@ class Claude(Vendor):
     def reader(self) -> Reader:
         return ClaudeReader()
 
+    def state_paths(self, env: Mapping[str, str]) -> tuple[StatePath, ...]:
+        """CONFIG (transcripts under projects/, sessions/, backups/) and its settings file:
+        CONFIG/.claude.json with CLAUDE_CONFIG_DIR, else ~/.claude.json beside ~/.claude."""
+        config = _config_dir(env)
+        if env.get("CLAUDE_CONFIG_DIR"):
+            return (StatePath(config),)
+        return (StatePath(config), StatePath(home_dir(env) / ".claude.json", folder=False))
+
     def budget_flags(self, max_cost_usd: float) -> tuple[str, ...]:
         # Claude Code stops itself, with an error_max_budget_usd result, once a turn's cost
         # passes it (`--max-budget-usd`, print mode only: wrighty's is).
         amount = f"{max(max_cost_usd, 0.000001):.6f}".rstrip("0").rstrip(".")
         return (f"--max-budget-usd={amount}",)
+
+
+def _config_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's folder: $CLAUDE_CONFIG_DIR, else ~/.claude."""
+    given = env.get("CLAUDE_CONFIG_DIR")
+    return Path(given) if given else home_dir(env) / ".claude"

@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -31,8 +32,10 @@ from wrighty.domain.outcomes import Confidence, OutcomeClass
 from wrighty.domain.retry import ResetHint
 from wrighty.domain.usage import Usage
 from wrighty.vendors.base import (
+    Permission,
     PermissionFlags,
     Reader,
+    StatePath,
     Vendor,
     checked_session_id,
     count_of,
@@ -142,6 +145,8 @@ class Codex(Vendor):
     permission_flags = PermissionFlags(
         workspace=("--sandbox", "workspace-write"),
         full=("--dangerously-bypass-approvals-and-sandbox",),
+        # Inside wrighty's sandbox, Codex's own (bubblewrap on Linux) is off: wrighty's encloses it.
+        enclosed_workspace=("--sandbox", "danger-full-access"),
     )
     _headless = ("exec", "--json", "--skip-git-repo-check")
 
@@ -155,8 +160,7 @@ class Codex(Vendor):
 
     def transcript(self, session_id: str, workspace: Path, env: Mapping[str, str]) -> Path | None:
         checked_session_id(session_id)
-        root = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home_dir(env) / ".codex"
-        sessions = root / "sessions"
+        sessions = _codex_home(env) / "sessions"
         for candidate in sorted(sessions.glob(f"*/*/*/rollout-*-{session_id}.jsonl")):
             path = inside(candidate, sessions)
             if _meta_id(path) == session_id:
@@ -165,6 +169,62 @@ class Codex(Vendor):
 
     def reader(self) -> Reader:
         return CodexReader()
+
+    def sandbox_problem(
+        self, permission: Permission, env: Mapping[str, str], *, enclosed: bool = False
+    ) -> str | None:
+        """Why Codex's own sandbox cannot run a shell command under ``env``, or None.
+
+        With a system bubblewrap, Codex 0.169.0 runs every shell command as `bwrap … --
+        CODEX/tmp/arg0-linux/…/codex-linux-sandbox …`, a helper it makes at start, but not
+        when CODEX lies inside the temporary folder ($TMPDIR, else /tmp): then bwrap is
+        given the bare name, finds nothing ("bwrap: execvp codex-linux-sandbox: No such file
+        or directory"), and every command fails while the run goes on. Its bundled bubblewrap,
+        used when no `bwrap` is on PATH outside the folders its sandbox lets commands write,
+        does not need the helper."""
+        if permission == "full" or enclosed:
+            return None
+        home = _codex_home(env).resolve()
+        temp = Path(env.get("TMPDIR") or SLASH_TMP).resolve()
+        if not home.is_relative_to(temp):
+            return None
+        bwrap = _system_bwrap(env.get("PATH"), (temp, SLASH_TMP.resolve()))
+        if bwrap is None:
+            return None
+        return (
+            f"Codex's own sandbox cannot run commands here: its folder {home} is inside the "
+            f"temporary folder {temp}, where Codex makes no helper programs, and with the "
+            f"system bubblewrap {bwrap} each shell command fails; move CODEX_HOME (or HOME) "
+            "out of it, or set TMPDIR in the agent's env to a folder that does not hold it"
+        )
+
+    def state_paths(self, env: Mapping[str, str]) -> tuple[StatePath, ...]:
+        """CODEX: rollouts under sessions/, its SQLite databases, shell snapshots, the helper
+        programs of its own sandbox under tmp/arg0-linux."""
+        return (StatePath(_codex_home(env)),)
+
+
+# The temporary folder Codex's sandbox always lets commands write (besides $TMPDIR).
+SLASH_TMP = Path("/tmp")  # noqa: S108 (a name Codex uses, not a file wrighty makes)
+
+
+def _system_bwrap(search_path: str | None, writable: tuple[Path, ...]) -> Path | None:
+    """The `bwrap` Codex takes from PATH: the first one outside the folders its sandbox lets
+    commands write (it takes none from those, and uses the one it bundles instead)."""
+    for folder in (search_path if search_path is not None else os.defpath).split(os.pathsep):
+        candidate = Path(folder or ".") / "bwrap"
+        if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+            continue
+        found = candidate.resolve()
+        if not any(found.is_relative_to(root) for root in writable):
+            return found
+    return None
+
+
+def _codex_home(env: Mapping[str, str]) -> Path:
+    """Codex's folder: $CODEX_HOME, else ~/.codex."""
+    given = env.get("CODEX_HOME")
+    return Path(given) if given else home_dir(env) / ".codex"
 
 
 def _meta_id(path: Path) -> str | None:

@@ -38,7 +38,7 @@ class CommandAdapter:
     def resumable(self) -> bool:
         return self.resume_command is not None
 
-    def flags(self, permission: Permission) -> tuple[str, ...]:
+    def flags(self, permission: Permission, *, enclosed: bool = False) -> tuple[str, ...]:
         return ()
 
     def budget_flags(self, max_cost_usd: float) -> tuple[str, ...]:

@@ -40,6 +40,7 @@ from wrighty.domain.usage import Usage
 from wrighty.vendors.base import (
     PermissionFlags,
     Reader,
+    StatePath,
     Vendor,
     VendorError,
     checked_session_id,
@@ -199,8 +200,7 @@ class Gemini(Vendor):
 
     def transcript(self, session_id: str, workspace: Path, env: Mapping[str, str]) -> Path | None:
         checked_session_id(session_id)
-        home = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home_dir(env)
-        root = home / ".gemini" / "tmp"
+        root = _gemini_dir(env) / "tmp"
         project_hash = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()
         for candidate in sorted(root.glob(f"*/chats/session-*-{session_id[:8]}.jsonl")):
             path = inside(candidate, root)
@@ -217,6 +217,17 @@ class Gemini(Vendor):
 
     def reader(self) -> Reader:
         return GeminiReader()
+
+    def state_paths(self, env: Mapping[str, str]) -> tuple[StatePath, ...]:
+        """GEMINI/.gemini: settings.json, projects.json, installation_id, history/, and the
+        chats under tmp/PROJECT/chats."""
+        return (StatePath(_gemini_dir(env)),)
+
+
+def _gemini_dir(env: Mapping[str, str]) -> Path:
+    """Gemini CLI's folder: $GEMINI_CLI_HOME/.gemini, else ~/.gemini."""
+    given = env.get("GEMINI_CLI_HOME")
+    return (Path(given) if given else home_dir(env)) / ".gemini"
 
 
 # A chat file larger than this surely holds a turn; it is not read to the end.

@@ -45,19 +45,27 @@ from wrighty.errors import NotFoundError, WrightyError
 from wrighty.operator.desk import Desk
 from wrighty.web import security
 from wrighty.web.create import NewItemPages
+from wrighty.web.live import BoardWatch, event_stream
 from wrighty.web.views import (
+    BOARD_STATES,
+    REVIEWED_STATES,
     Action,
     BoardFilter,
     actions_for,
     board_digest,
     board_sections,
-    diff_lines,
+    confirmed_ids,
+    diff_view,
+    for_a_person,
+    latest_checks,
     parse_item_id,
+    reason_words,
     shown_text,
 )
 
 if TYPE_CHECKING:
-    from wrighty.domain.model import Run
+    from wrighty.domain.model import Item, Run
+    from wrighty.services.show import ShowFacts
 
 
 HERE = Path(__file__).parent
@@ -80,9 +88,6 @@ class OpenDesk(Protocol):
 MAX_DIFF_LINES = 20_000
 # How many flash messages wait to be shown at most (each is shown once).
 MAX_FLASHES = 256
-# How often an open /events stream looks whether the board changed, and says it is alive.
-EVENTS_TICK_SECONDS = 0.25
-EVENTS_KEEPALIVE_SECONDS = 15.0
 
 
 @dataclass(frozen=True)
@@ -117,78 +122,6 @@ class Flashes:
             return None
         with self._lock:
             return self._kept.pop(key, None)
-
-
-class BoardWatch:
-    """Whether the board changed: its digest read every ``interval`` seconds in a thread of
-    its own (started by the first page that listens), and a version that counts changes."""
-
-    def __init__(self, read_digest: Callable[[], str], interval: float) -> None:
-        self._read = read_digest
-        self._interval = interval
-        self._lock = threading.Lock()
-        self._digest: str | None = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-        self.version = 0
-
-    def check(self) -> int:
-        """One read: the version, one more when the board changed since the last read. A
-        read that fails changes nothing (the next one tries again)."""
-        try:
-            digest = self._read()
-        except WrightyError:
-            return self.version
-        with self._lock:
-            if digest != self._digest:
-                if self._digest is not None:
-                    self.version += 1
-                self._digest = digest
-            return self.version
-
-    def start(self) -> None:
-        """The watcher, once: a first read now, then one every interval."""
-        with self._lock:
-            if self._thread is not None:
-                return
-            self._thread = threading.Thread(target=self._run, name="wrighty-board-watch")
-            self._thread.daemon = True
-        self.check()
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.check()
-
-    def stop(self) -> None:
-        self._stop.set()
-        thread = self._thread
-        if thread is not None and thread.is_alive():
-            thread.join(timeout=self._interval * 2 + 1)
-
-
-async def event_stream(
-    watch: BoardWatch,
-    disconnected: Callable[[], Awaitable[bool]],
-    *,
-    tick: float = EVENTS_TICK_SECONDS,
-    keepalive: float = EVENTS_KEEPALIVE_SECONDS,
-) -> AsyncIterator[str]:
-    """Server-sent events: ``board`` when the board changed, a comment now and then so that a
-    gone browser is noticed. It only looks at the watcher's version: no store, no lock."""
-    yield "retry: 3000\n: connected\n\n"
-    seen = watch.version
-    quiet = 0.0
-    while not await disconnected():
-        await asyncio.sleep(tick)
-        quiet += tick
-        if watch.version != seen:
-            seen = watch.version
-            quiet = 0.0
-            yield f"event: board\ndata: {seen}\n\n"
-        elif quiet >= keepalive:
-            quiet = 0.0
-            yield ": alive\n\n"
 
 
 def templates() -> Environment:
@@ -228,6 +161,7 @@ class Console:
         self.env = templates()
         self.flashes = Flashes()
         self.watch = BoardWatch(self._digest, settings.poll_seconds)
+        self.fleet_watch = BoardWatch(self._fleet_digest, settings.poll_seconds)
 
     # Pages
 
@@ -238,11 +172,22 @@ class Console:
         )
         return HTMLResponse(page, status_code=status)
 
+    def login_page(self, page: security.LoginPage) -> str:
+        """The page that asks for the token (the guard answers with it): nothing of the
+        store, no CSRF token of a session, never the token."""
+        return self.env.get_template("login.html").render(
+            next=page.next, login_csrf=page.csrf, wrong=page.wrong
+        )
+
     def board_values(self, desk: Desk, request: Request) -> dict[str, Any]:
+        """The board's values; ``refusal``: why its filter can match nothing (then it is not
+        drawn: the page says so instead of showing an empty board)."""
         from wrighty.domain.board import AttentionOrder
 
         wanted = BoardFilter.of(request.query_params)
         board = desk.board(AttentionOrder.REASON)
+        default_agent = desk.settings.default_agent
+        agents = {*desk.agent_names(), *(row.item.agent or default_agent for row in board.rows)}
         sections = board_sections(
             board.rows,
             now=board.checked_at,
@@ -253,22 +198,32 @@ class Console:
             "board": board,
             "sections": sections,
             "wanted": wanted,
+            "refusal": wanted.refusal(agents),
+            "states": BOARD_STATES,
+            "for_a_person": for_a_person(board.rows),
             "store_label": printable_line(desk.label),
             "verdict": board.report.verdict.value,
             "unreadable": [printable_line(line) for line in board.unreadable],
+            "ready": len(desk.ready().ready),
         }
 
     def board_page(self, request: Request) -> Response:
+        flash = self.flashes.take(request.query_params.get("flash"))
         with self.open_desk() as desk:
             values = self.board_values(desk, request)
-        return self.render("board.html", tab="board", **values)
+        status = 400 if values["refusal"] else 200
+        return self.render("board.html", status, tab="board", flash=flash, **values)
 
     def board_fragment(self, request: Request) -> Response:
         with self.open_desk() as desk:
             values = self.board_values(desk, request)
-        return self.render("board_table.html", **values)
+        status = 400 if values["refusal"] else 200
+        return self.render("board_table.html", status, **values)
 
     def item_page(self, request: Request) -> Response:
+        """An item; in review, landing or needing attention, a review: what it needs, its
+        change's summary and checks, the change itself, and its actions in a bar that stays
+        on screen (docs/web.md)."""
         from wrighty.domain.budgets import usage_text
         from wrighty.operator.showing import shown_item
 
@@ -280,11 +235,9 @@ class Console:
             except NotFoundError as missing:
                 return self.not_found(str(missing))
             log = self._log_view(desk, item_id) if facts.detail.runs else None
-            now_agent = facts.detail.item.agent or facts.default_agent
-            others = [name for name in desk.agent_names() if name != now_agent]
+            bar = self._bar_values(desk, facts)
+            changes = self._review_changes(desk, facts)
         item = facts.detail.item
-        can_verify = facts.standing.can_verify
-        offered = () if self.settings.read_only else actions_for(item.state, can_verify=can_verify)
         return self.render(
             "item.html",
             facts=facts,
@@ -292,14 +245,62 @@ class Console:
             body=shown_text(item.body),
             shown=shown_item(facts),
             spent=usage_text(facts.spent),
-            actions=[action.value for action in offered],
-            priority=priority_name(item.priority),
-            priorities=[priority_name(p) for p in PRIORITIES],
-            other_agents=others,
+            reason=reason_words(item.reason_code, item.reason),
+            checks=latest_checks(facts.detail.checks),
+            review=item.state in REVIEWED_STATES,
             log=log,
             flash=flash,
             final=item.state in TERMINAL_STATES,
+            **bar,
+            **changes,
         )
+
+    def _bar_values(self, desk: Desk, facts: ShowFacts) -> dict[str, Any]:
+        """The actions an item's page and its change's page offer, with what their forms
+        choose from."""
+        item = facts.detail.item
+        can_verify = facts.standing.can_verify
+        offered = () if self.settings.read_only else actions_for(item.state, can_verify=can_verify)
+        now_agent = item.agent or facts.default_agent
+        return {
+            "actions": [action.value for action in offered],
+            "priority": priority_name(item.priority),
+            "priorities": [priority_name(p) for p in PRIORITIES],
+            "other_agents": [name for name in desk.handoff_choices() if name != now_agent],
+        }
+
+    @staticmethod
+    def _review_changes(desk: Desk, facts: ShowFacts) -> dict[str, Any]:
+        """A reviewed item's change against its base, and since the commit its last
+        rejection saw (each redacted, bounded, file by file), or why it is not shown."""
+        from wrighty.services.diff import redacted
+
+        item = facts.detail.item
+        values: dict[str, Any] = {
+            "change": None, "change_base": "", "change_note": None, "change_problem": None,
+            "since": None, "since_commit": None, "since_problem": None,
+        }  # fmt: skip
+        if item.state not in REVIEWED_STATES or not facts.standing.has_change:
+            return values
+        secrets = desk.secrets()
+        try:
+            change = redacted(desk.change(item.id, stat=False), secrets)
+        except WrightyError as refused:
+            values["change_problem"] = printable_line(f"wrighty: {refused}")
+            return values
+        values["change"] = diff_view(change.text, limit=MAX_DIFF_LINES)
+        values["change_base"] = change.base[:12]
+        values["change_note"] = printable_line(change.note) if change.note else None
+        if item.reviewed_commit is None:
+            return values
+        values["since_commit"] = item.reviewed_commit[:12]
+        try:
+            since = redacted(desk.change(item.id, stat=False, since=item.reviewed_commit), secrets)
+        except WrightyError as refused:
+            values["since_problem"] = printable_line(f"{refused}; the whole change is below")
+            return values
+        values["since"] = diff_view(since.text, limit=MAX_DIFF_LINES, anchor="since")
+        return values
 
     @staticmethod
     def _log_view(desk: Desk, item_id: int) -> dict[str, Any]:
@@ -307,32 +308,27 @@ class Console:
         return {"attempt": run.attempt, "problem": printable_line(problem) if problem else None}
 
     def diff_page(self, request: Request) -> Response:
-        from wrighty.domain.work_product import SHOWN_STAT_LINES, bounded_stat
+        """An item's change against its base, file by file, with the item's actions."""
         from wrighty.services.diff import redacted
 
         item_id = self._item_id(request)
         with self.open_desk() as desk:
             try:
+                facts = desk.facts(item_id)
                 # A page is for eyes: its secrets replaced as `wrighty diff --redact` does.
-                secrets = desk.secrets()
-                change = redacted(desk.change(item_id, stat=False), secrets)
-                stat = ""
-                if change.text:
-                    stat = redacted(desk.change(item_id, stat=True), secrets).text
-                stat = bounded_stat(stat, max_lines=SHOWN_STAT_LINES)
+                change = redacted(desk.change(item_id, stat=False), desk.secrets())
             except NotFoundError as missing:
                 return self.not_found(str(missing))
             except WrightyError as refused:
                 return self.problem(409, "Refused", f"wrighty: {refused}")
-        lines, cut = diff_lines(change.text, limit=MAX_DIFF_LINES)
+            bar = self._bar_values(desk, facts)
         return self.render(
             "diff.html",
-            item_id=item_id,
+            item=facts.detail.item,
             base=change.base[:12],
             note=printable_line(change.note) if change.note else None,
-            stat=shown_text(stat),
-            lines=lines,
-            cut=cut,
+            change=diff_view(change.text, limit=MAX_DIFF_LINES),
+            **bar,
         )
 
     async def log_stream(self, request: Request) -> Response:
@@ -377,6 +373,15 @@ class Console:
             values = operations_values(desk.fleet(), desk.settings)
         return self.render("operations.html", tab="operations", flash=flash, **values)
 
+    def operations_fragment(self, request: Request) -> Response:
+        """The Operations page's sections alone, which a live page fetches again when the
+        fleet changed (``operations`` on /operations/events)."""
+        from wrighty.web.operations import operations_values
+
+        with self.open_desk() as desk:
+            values = operations_values(desk.fleet(), desk.settings)
+        return self.render("operations_part.html", **values)
+
     def spend_page(self, request: Request) -> Response:
         """Tokens and cost per budget day and agent, over ``days`` (one line and 400 for a
         bad value)."""
@@ -392,6 +397,50 @@ class Console:
         with self.open_desk() as desk:
             values = spend_values(desk.spend(days), desk.settings.budgets, days=days)
         return self.render("spend.html", tab="spend", refusal=None, **values)
+
+    def since_page(self, request: Request) -> Response:
+        """Since you last looked: what finished, landed, failed and waits for a person since
+        the ``since`` a browser keeps (the last 24 hours without one); one line and 400 for a
+        ``since`` that names no moment the page can show."""
+        from wrighty.domain.times import local_zone
+        from wrighty.web.since import since_moment, since_values
+
+        given = request.query_params.get("since")
+        with self.open_desk() as desk:
+            now = desk.now()  # before the read: what moves during it is new next time
+            try:
+                since = since_moment(given, now=now, zone=local_zone(now))
+            except ValueError as refused:
+                return self.render(
+                    "since.html", 400, tab="since", given=given or "", refusal=str(refused)
+                )
+            values = since_values(desk.morning(since), now=now)
+        return self.render("since.html", tab="since", given=given or "", refusal=None, **values)
+
+    def accept_all_page(self, request: Request) -> Response:
+        """Accept all ready, asked first: the items `wrighty accept --all` would accept, in
+        its order, and why each other item in review waits."""
+        from wrighty.operator.sentences import nothing_ready
+
+        with self.open_desk() as desk:
+            ready = desk.ready()
+            default_agent = desk.settings.default_agent
+        return self.render(
+            "accept_all.html",
+            tab="board",
+            ready=[_ready_row(item, default_agent) for item in ready.ready],
+            ids=",".join(str(item.id) for item in ready.ready),
+            waiting=[(_ready_row(item, default_agent), why) for item, why in ready.waiting],
+            nothing=nothing_ready(len(ready.waiting)),
+        )
+
+    async def accept_all(self, request: Request) -> Response:
+        """Accept all ready, as confirmed: the ids the page showed, or nothing."""
+
+        def work(desk: Desk, fields: dict[str, str]) -> str:
+            return desk.accept_ready(confirmed_ids(fields.get("ids", "")))
+
+        return await self.post_then_show(request, work, back="/")
 
     def not_found(self, message: str) -> HTMLResponse:
         return self.problem(404, "Not found", message)
@@ -454,10 +503,23 @@ class Console:
             board = desk.board(AttentionOrder.REASON)
         return board_digest(board.rows, extra=(board.open_total, board.report.verdict.value))
 
+    def _fleet_digest(self) -> str:
+        from wrighty.web.operations import fleet_digest
+
+        with self.open_desk() as desk:
+            return fleet_digest(desk.fleet())
+
     async def events(self, request: Request) -> Response:
-        await asyncio.to_thread(self.watch.start)
+        return await self._events(self.watch, "board", request)
+
+    async def operations_events(self, request: Request) -> Response:
+        return await self._events(self.fleet_watch, "operations", request)
+
+    @staticmethod
+    async def _events(watch: BoardWatch, name: str, request: Request) -> Response:
+        await asyncio.to_thread(watch.start)
         return StreamingResponse(
-            event_stream(self.watch, request.is_disconnected),
+            event_stream(watch, request.is_disconnected, name=name),
             media_type="text/event-stream",
             headers={"x-accel-buffering": "no"},
         )
@@ -470,12 +532,25 @@ class Console:
         return item_id
 
 
+@dataclass(frozen=True)
+class _ReadyRow:
+    id: int
+    title: str
+    agent: str
+
+
+def _ready_row(item: Item, default_agent: str) -> _ReadyRow:
+    return _ReadyRow(item.id, item.title, item.agent or default_agent)
+
+
 def _plain(status: int, line: str) -> Response:
     return Response(printable_line(line) + "\n", status, media_type="text/plain")
 
 
 def _call(desk: Desk, item_id: int, action: Action, fields: dict[str, str]) -> str:
     """One action through the desk (the command's service, the command's line)."""
+    if action is Action.QUEUE:
+        return desk.queue(item_id)
     if action is Action.REQUEUE:
         how = fields.get("how", "")
         if how not in ("resume", "fresh"):
@@ -542,9 +617,14 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
         Route("/new", sync(new_item.page), methods=["GET"]),
         Route("/new", new_item.create, methods=["POST"]),
         Route("/import", new_item.import_markdown, methods=["POST"]),
+        Route("/accept-all", sync(console.accept_all_page), methods=["GET"]),
+        Route("/accept-all", console.accept_all, methods=["POST"]),
         Route("/operations", sync(console.operations_page), methods=["GET"]),
+        Route("/operations/part", sync(console.operations_fragment), methods=["GET"]),
+        Route("/operations/events", console.operations_events, methods=["GET"]),
         Route("/providers/{name:path}/reset", console.reset_circuit, methods=["POST"]),
         Route("/spend", sync(console.spend_page), methods=["GET"]),
+        Route("/since", sync(console.since_page), methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 
@@ -552,6 +632,7 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await asyncio.to_thread(console.watch.stop)
+        await asyncio.to_thread(console.fleet_watch.stop)
         await asyncio.to_thread(open_desk.close)
 
     app = Starlette(
@@ -571,4 +652,5 @@ def create_app(open_desk: OpenDesk, settings: WebSettings) -> security.ASGIApp:
         read_only=settings.read_only,
         secure_cookie=settings.secure_cookie,
         body_seconds=settings.body_seconds,
+        login_page=console.login_page,
     )

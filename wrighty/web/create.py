@@ -53,7 +53,7 @@ class ItemForm:
     after: str = ""
     verify: str = ""
     no_verify: bool = False
-    queue: bool = False
+    queue: bool = True  # a new item is queued unless the person says otherwise
 
     @classmethod
     def of(cls, fields: Mapping[str, str]) -> ItemForm:

@@ -9,7 +9,9 @@ are shown as the outbox holds them: redacted and bounded when the notice was wri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,6 +19,10 @@ if TYPE_CHECKING:
     from wrighty.services.inbox import BoardSettings
 
 NOT_SET = "not set"
+# What of a worker a live Operations page compares: not its heartbeat's age or its clock's
+# offset, which change at every beat.
+WORKER_KEYS = ("worker_id", "label", "agent", "state", "items", "liveness", "held_reason",
+               "clock_skewed")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -50,3 +56,27 @@ def operations_values(fleet: Fleet, settings: BoardSettings) -> dict[str, Any]:
             *(Setting(f"label {name}", str(most)) for name, most in limits.labels.items()),
         ],
     }
+
+
+def fleet_digest(fleet: Fleet) -> str:
+    """What a live Operations page compares (web/app.py's watcher): the workers, circuits,
+    budgets, notifications and the verdict's checks as they stand, not the ages that change
+    every second (a problem's message may say one: its check's name is compared)."""
+    status = fleet.status
+    standing = {
+        "verdict": fleet.verdict,
+        "problems": [problem["check"] for problem in status["problems"]],
+        "warnings": [warning["check"] for warning in status["warnings"]],
+        "counts": status["counts"],
+        "expired_leases": status["expired_leases"],
+        "workers": [[worker[key] for key in WORKER_KEYS] for worker in status["workers"]],
+        "circuits": [[row.circuit, row.probe] for row in fleet.circuits],
+        "unreadable": fleet.unreadable_circuits,
+        "budgets": [asdict(row) for row in fleet.budgets],
+        "notices": [
+            [row.notice.get(key) for key in ("id", "state", "attempts", "next_attempt_at")]
+            for row in fleet.notices
+        ],
+    }
+    text = json.dumps(standing, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()

@@ -1,5 +1,6 @@
 """What keeps the web console safe to leave running (docs/web.md#the-security-model): the
-launch token and its cookie, the CSRF token of every POST, the Host check, the security
+launch token and its cookie, the login page that asks for the token (a link from a notice,
+docs/web.md#links-from-notices), the CSRF token of every POST, the Host check, the security
 headers and the body limit.
 
 The decisions are pure functions (`gate`, `csrf_ok`, `host_ok`, ...), tested without a
@@ -32,6 +33,20 @@ if TYPE_CHECKING:
 
 COOKIE_NAME = "wrighty_token"
 TOKEN_PARAM = "token"  # noqa: S105 - the name of the query parameter
+# The login page (a page asked for without a session): its form posts the token here, with a
+# login-only CSRF value that is also in a short-lived cookie (double submit), and the page
+# it was asked for.
+LOGIN_PATH = "/login"
+LOGIN_COOKIE = "wrighty_login"
+LOGIN_CSRF_FIELD = "login_csrf"
+LOGIN_TOKEN_FIELD = "token"  # noqa: S105 - the name of the form's field
+NEXT_FIELD = "next"
+LOGIN_CSRF_SECONDS = 600
+MIN_LOGIN_CSRF_CHARS = 16
+# The longest page address a login leads back to (a longer one leads to the board).
+MAX_NEXT_CHARS = 2048
+# What the login page itself uses, served without a session: nothing of the store.
+PUBLIC_PATHS = frozenset({"/static/wrighty.css", "/static/favicon.svg"})
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
 # Request bodies larger than this are refused (413) before any of them is read further.
@@ -63,6 +78,15 @@ WRONG_HOST = (400, "wrong Host")
 UNAUTHORIZED = (401, "unauthorized: open the URL `wrighty serve` printed (it holds the token)")
 FORBIDDEN_CSRF = (403, "forbidden: missing or wrong CSRF token")
 READ_ONLY = (403, "read-only: this console does nothing")
+FORBIDDEN_LOGIN = (
+    403,
+    "forbidden: missing or wrong login form token; open the page again and log in from it",
+)
+LOGIN_FIELDS = (
+    400,
+    "login: the form needs one `token` and one `next` field, as the login page posts them",
+)
+WRONG_TOKEN = "wrong token"  # noqa: S105 - what a wrong one is told (never what was typed)
 TOO_LARGE = (413, "request body too large")
 
 
@@ -172,16 +196,20 @@ def host_ok(host: str | None, allowed: frozenset[str]) -> bool:
 @dataclass(frozen=True)
 class Decision:
     """What the guard does with a request: let it through (``status`` None), refuse it
-    (``status``, ``message``), or log in (``redirect`` with ``set_cookie``)."""
+    (``status``, ``message``), log in (``redirect`` with ``set_cookie``), ask for the token
+    (``ask``: the login page, which leads back to that page), or read the login page's form
+    (``login``)."""
 
     status: int | None = None
     message: str = ""
     redirect: str | None = None
     set_cookie: str | None = None
+    ask: str | None = None
+    login: bool = False
 
     @property
     def passes(self) -> bool:
-        return self.status is None and self.redirect is None
+        return self.status is None and self.redirect is None and not self.login
 
 
 PASS = Decision()
@@ -207,10 +235,13 @@ def gate(
     cookie: str | None,
     token: str,
     allowed: frozenset[str],
+    accept: str | None = None,
 ) -> Decision:
     """The guard's decision before a request's body is read: the Host first (nothing else is
-    looked at for a wrong one), then the launch token (a GET with ``?token=`` logs in), then
-    the cookie."""
+    looked at for a wrong one), then the launch token (a GET with ``?token=`` logs in), the
+    login form's POST, then the cookie. Without a valid one, a browser's GET of a page
+    (``accept`` names HTML) is asked for the token (the login page, 401); the login page's
+    stylesheet and icon are served; anything else is 401 in one line."""
     if not host_ok(host, allowed):
         return _refused(WRONG_HOST)
     params = parse_qsl(query, keep_blank_values=True)
@@ -222,9 +253,47 @@ def gate(
         return Decision(
             redirect=same_site_path(path) + (f"?{rest}" if rest else ""), set_cookie=token
         )
-    if not token_ok(cookie_token(cookie), token):
-        return _refused(UNAUTHORIZED)
-    return PASS
+    if path == LOGIN_PATH and method == "POST":
+        return Decision(login=True)
+    if token_ok(cookie_token(cookie), token):
+        return Decision(redirect="/") if path == LOGIN_PATH and method == "GET" else PASS
+    if path in PUBLIC_PATHS and method in SAFE_METHODS:
+        return PASS
+    if method == "GET" and wants_page(accept):
+        here = same_site_path(path)
+        return Decision(
+            status=UNAUTHORIZED[0],
+            message=UNAUTHORIZED[1],
+            ask=same_site_next(f"{here}?{query}" if query else here) or next_path(here),
+        )
+    return _refused(UNAUTHORIZED)
+
+
+def wants_page(accept: str | None) -> bool:
+    """Whether a request asks for a page (a browser's navigation names HTML in its Accept
+    header), rather than being a script's (a live update, a fragment, a file)."""
+    return accept is not None and "text/html" in accept.lower()
+
+
+def same_site_next(text: str) -> str | None:
+    """``text`` if a browser sent to it stays on this server and out of the login: a path of
+    printable ASCII, starting with one "/" (not "//"), without a backslash (which browsers
+    read as "/"), at most MAX_NEXT_CHARS long, and not the login itself; else None."""
+    if not 0 < len(text) <= MAX_NEXT_CHARS:
+        return None
+    if not all("!" <= char <= "~" for char in text) or "\\" in text:
+        return None
+    if not text.startswith("/") or text.startswith("//"):
+        return None
+    if text.split("?", 1)[0] == LOGIN_PATH:
+        return None
+    return text
+
+
+def next_path(text: str) -> str:
+    """Where a login leads: ``text`` when it is a page of this server (`same_site_next`),
+    else the board."""
+    return same_site_next(text) or "/"
 
 
 def same_site_path(path: str) -> str:
@@ -233,8 +302,8 @@ def same_site_path(path: str) -> str:
     return "/" + quote(path.lstrip("/\\"), safe="/")
 
 
-def cookie_token(header: str | None) -> str | None:
-    """The token in a Cookie header, if it has one."""
+def cookie_token(header: str | None, name: str = COOKIE_NAME) -> str | None:
+    """The cookie ``name`` (the session's token) in a Cookie header, if it has one."""
     if not header:
         return None
     jar: SimpleCookie = SimpleCookie()
@@ -242,8 +311,65 @@ def cookie_token(header: str | None) -> str | None:
         jar.load(header)
     except CookieError:
         return None
-    morsel = jar.get(COOKIE_NAME)
+    morsel = jar.get(name)
     return morsel.value if morsel is not None else None
+
+
+def login_cookie_header(value: str, *, secure: bool = False, expire: bool = False) -> str:
+    """The login form's CSRF cookie: for the login's POST only, short-lived; ``expire``:
+    gone (once logged in)."""
+    age = 0 if expire else LOGIN_CSRF_SECONDS
+    return (
+        f"{LOGIN_COOKIE}={value}; HttpOnly; SameSite=Strict; Path={LOGIN_PATH}; Max-Age={age}"
+        + ("; Secure" if secure else "")
+    )
+
+
+@dataclass(frozen=True)
+class LoginPage:
+    """What the login page holds: the page it leads back to, its form's CSRF value (also in
+    the login cookie), and whether the token just given was wrong. Never the token."""
+
+    next: str
+    csrf: str
+    wrong: bool = False
+
+
+@dataclass(frozen=True)
+class Login:
+    """What the login's POST gets: 303 to ``next`` (logged in), 401 (a wrong token: the form
+    again), or a refusal in one line (403 CSRF, 400 a form that is not the login page's)."""
+
+    status: int
+    message: str = ""
+    next: str = "/"
+
+
+def login_answer(
+    body: bytes, content_type: str | None, *, login_cookie: str | None, token: str
+) -> Login:
+    """The login form's answer: its CSRF value against the login cookie's (both compared in
+    constant time), then its fields, then its token."""
+    fields = form_fields(body, content_type)
+    given_csrf = _one(fields, LOGIN_CSRF_FIELD)
+    if (
+        login_cookie is None
+        or given_csrf is None
+        or len(login_cookie) < MIN_LOGIN_CSRF_CHARS
+        or not hmac.compare_digest(given_csrf.encode(), login_cookie.encode("utf-8", "replace"))
+    ):
+        return Login(*FORBIDDEN_LOGIN)
+    given, asked = _one(fields, LOGIN_TOKEN_FIELD), _one(fields, NEXT_FIELD)
+    if given is None or asked is None:
+        return Login(*LOGIN_FIELDS)
+    if not token_ok(given, token):
+        return Login(401, WRONG_TOKEN, next_path(asked))
+    return Login(303, next=next_path(asked))
+
+
+def _one(fields: list[tuple[str, str]], name: str) -> str | None:
+    values = [value for field, value in fields if field == name]
+    return values[0] if len(values) == 1 else None
 
 
 def form_fields(body: bytes, content_type: str | None) -> list[tuple[str, str]]:
@@ -288,8 +414,7 @@ async def posted_form(request: Request) -> dict[str, str]:
 
 def form_csrf(body: bytes, content_type: str | None) -> str | None:
     """The form's one ``csrf`` field."""
-    values = [value for name, value in form_fields(body, content_type) if name == CSRF_FIELD]
-    return values[0] if len(values) == 1 else None
+    return _one(form_fields(body, content_type), CSRF_FIELD)
 
 
 def post_ok(*, header: str | None, body: bytes, content_type: str | None, token: str) -> bool:
@@ -319,10 +444,16 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 
+# The login page, as the app draws it (HTML; the guard answers with it).
+LoginDrawer = Callable[[LoginPage], str]
+
+
 class Guard:
     """The ASGI middleware in front of the console: every HTTP request passes `gate` and,
     unless it is a GET or HEAD, the body limit, the CSRF check and, on a read-only console,
-    its refusal, before the app sees it; every response gets the security headers."""
+    its refusal, before the app sees it; every response gets the security headers. It asks
+    for the token (the login page ``login_page`` draws) and logs in, itself: the app never
+    sees a request without a session."""
 
     def __init__(
         self,
@@ -333,8 +464,10 @@ class Guard:
         read_only: bool = False,
         secure_cookie: bool = False,
         body_seconds: float = BODY_READ_SECONDS,
+        login_page: LoginDrawer | None = None,
     ) -> None:
         self.app = app
+        self.login_page = login_page  # None: a page without a session is 401 in one line
         self.token = token
         self.allowed = allowed
         self.read_only = read_only  # --read-only: every POST refused (403), whatever its path
@@ -355,11 +488,18 @@ class Guard:
             cookie=headers.get("cookie"),
             token=self.token,
             allowed=self.allowed,
+            accept=headers.get("accept"),
         )
         if decision.redirect is not None:
             cookie = decision.set_cookie
-            setting = None if cookie is None else cookie_header(cookie, secure=self.secure_cookie)
+            setting = [] if cookie is None else [cookie_header(cookie, secure=self.secure_cookie)]
             await _respond(send, 303, "", [("location", decision.redirect)], setting)
+            return
+        if decision.ask is not None:
+            await self._ask(send, decision.ask)
+            return
+        if decision.login:
+            await self._login(receive, send, headers)
             return
         if not decision.passes:
             await _respond(send, decision.status or 400, decision.message)
@@ -369,23 +509,65 @@ class Guard:
             return
         await self._post(scope, receive, send, headers)
 
-    async def _post(
-        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
-    ) -> None:
+    async def _ask(self, send: Send, next_page: str, *, wrong: bool = False) -> None:
+        """The login page (401) leading to ``next_page``, with a new CSRF value, which the
+        login cookie holds too."""
+        if self.login_page is None:
+            await _respond(send, *UNAUTHORIZED)
+            return
+        page = LoginPage(next_page, secrets.token_urlsafe(24), wrong=wrong)
+        setting = login_cookie_header(page.csrf, secure=self.secure_cookie)
+        await _respond(send, 401, self.login_page(page), [], [setting], content_type=HTML)
+
+    async def _login(self, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+        """The login page's POST (a read-only console's too: it changes nothing): the
+        session cookie the launch URL sets, and 303 to the page asked for; a wrong token gets
+        the form again."""
+        body = await self._body(receive, send, headers)
+        if body is None:
+            return
+        answer = login_answer(
+            body,
+            headers.get("content-type"),
+            login_cookie=cookie_token(headers.get("cookie"), LOGIN_COOKIE),
+            token=self.token,
+        )
+        if answer.status == 303:
+            settings = [
+                cookie_header(self.token, secure=self.secure_cookie),
+                login_cookie_header("", secure=self.secure_cookie, expire=True),
+            ]
+            await _respond(send, 303, "", [("location", answer.next)], settings)
+        elif answer.status == 401:
+            await self._ask(send, answer.next, wrong=True)
+        else:
+            await _respond(send, answer.status, answer.message)
+
+    async def _body(self, receive: Receive, send: Send, headers: dict[str, str]) -> bytes | None:
+        """A POST's body, read within its limits and checked to be readable; None when it was
+        refused (and answered)."""
         if body_too_large(headers.get("content-length")):
             await _respond(send, *TOO_LARGE)
-            return
+            return None
         try:
             body = await asyncio.wait_for(_read_body(receive), self.body_seconds)
         except TimeoutError:  # and the connection closed: the rest of its body is never read
             await _respond(send, *_too_slow(self.body_seconds), [("connection", "close")])
-            return
+            return None
         if body is None:
             await _respond(send, *TOO_LARGE)
-            return
+            return None
         problem = form_problem(body, headers.get("content-type"))
         if problem is not None:
             await _respond(send, 400, problem)
+            return None
+        return body
+
+    async def _post(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
+    ) -> None:
+        body = await self._body(receive, send, headers)
+        if body is None:
             return
         if not post_ok(
             header=headers.get(CSRF_HEADER),
@@ -458,21 +640,26 @@ def _secured(send: Send) -> Send:
     return secured
 
 
+PLAIN = "text/plain; charset=utf-8"
+HTML = "text/html; charset=utf-8"
+
+
 async def _respond(
     send: Send,
     status: int,
     text: str,
     headers: list[tuple[str, str]] | None = None,
-    set_cookie: str | None = None,
+    set_cookies: list[str] | None = None,
+    *,
+    content_type: str = PLAIN,
 ) -> None:
     body = (text + "\n").encode() if text else b""
     raw = [
-        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-type", content_type.encode()),
         (b"content-length", str(len(body)).encode()),
         *((name.encode(), value.encode()) for name, value in headers or []),
         *((name.encode(), value.encode()) for name, value in SECURITY_HEADERS),
     ]
-    if set_cookie is not None:
-        raw.append((b"set-cookie", set_cookie.encode()))
+    raw.extend((b"set-cookie", setting.encode()) for setting in set_cookies or [])
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})

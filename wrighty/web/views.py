@@ -9,17 +9,23 @@ outside is ever marked safe.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import re
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from wrighty.domain.board import Row, Section, section_counts, when_cell
+from wrighty.domain.board import Row, Section, row_matches, section_counts, when_cell
 from wrighty.domain.budgets import usage_text
 from wrighty.domain.model import MAX_ITEM_ID
-from wrighty.domain.scheduling import priority_name
+from wrighty.domain.scheduling import LABEL_PATTERN, LABEL_RULE, priority_name
 from wrighty.domain.states import TERMINAL_STATES, ItemState
 from wrighty.domain.text import printable, printable_line
+from wrighty.errors import WrightyError
+
+if TYPE_CHECKING:
+    from wrighty.domain.check_evidence import CheckRecord
 
 # How long a filter's text may be (longer is cut: a filter is a few words).
 MAX_FILTER_CHARS = 200
@@ -41,14 +47,47 @@ def parse_item_id(text: str) -> int | None:
     return whole_number(text, low=1, high=MAX_ITEM_ID, max_chars=MAX_ID_CHARS)
 
 
+# How many items one accept all ready may name (the ids the page showed).
+MAX_CONFIRMED = 1000
+
+
+def confirmed_ids(text: str) -> list[int]:
+    """The ids an accept all ready form carries ("4,5,7", as its page showed them);
+    WrightyError for anything else."""
+    parts = text.split(",") if text else []
+    ids = [parse_item_id(part) for part in parts[: MAX_CONFIRMED + 1]]
+    if not parts or len(parts) > MAX_CONFIRMED or None in ids:
+        raise WrightyError(
+            "accept all ready: the form does not name the items it showed (item ids separated "
+            "by commas); open Accept all ready again"
+        )
+    return [item_id for item_id in ids if item_id is not None]
+
+
 SECTION_TITLES: Mapping[Section, str] = {
     Section.ATTENTION: "Needs attention",
     Section.REVIEW: "Review",
+    Section.LANDING: "Landing",
     Section.RETRY: "Retry scheduled",
     Section.RUNNING: "Running",
     Section.HELD: "Held",
     Section.WAITING: "Queued",
 }
+
+
+# The states an item on the board can be in (the board shows open items), in their order: the
+# state filter's choices.
+BOARD_STATES: tuple[str, ...] = tuple(
+    state.value for state in ItemState if state not in TERMINAL_STATES
+)
+# The sections whose items wait for a person: their count is in the board's tab title, and an
+# item that enters one is what the opt-in browser notification tells of.
+FOR_A_PERSON: tuple[Section, ...] = (Section.ATTENTION, Section.REVIEW)
+
+
+def for_a_person(rows: Iterable[Row]) -> list[int]:
+    """The ids of the open items that wait for a person (all of them: no filter applies)."""
+    return [row.item.id for row in rows if row.section in FOR_A_PERSON]
 
 
 @dataclass(frozen=True)
@@ -71,6 +110,23 @@ class BoardFilter:
     def active(self) -> bool:
         return any((self.state, self.agent, self.label, self.text))
 
+    def refusal(self, agents: Collection[str]) -> str | None:
+        """Why no item could ever pass this filter, in one line (a state that is not one of
+        the board's, an agent wrighty.json does not name, a label no item may have); None
+        when it is a filter the board can answer (an empty answer included)."""
+        if self.state and self.state not in BOARD_STATES:
+            if self.state in {state.value for state in TERMINAL_STATES}:
+                return (
+                    f"no {self.state} item is on the board: it shows open items "
+                    f"(wrighty list --state {self.state} lists those)"
+                )
+            return f"no state {self.state}: the board's states are {', '.join(BOARD_STATES)}"
+        if self.agent and self.agent not in agents:
+            return f"no agent {self.agent}: wrighty.json names {', '.join(sorted(agents))}"
+        if self.label and not re.fullmatch(LABEL_PATTERN, self.label):
+            return f"no label {self.label}: {LABEL_RULE}"
+        return None
+
     def keeps(self, row: Row, agent: str) -> bool:
         item = row.item
         if self.state and item.state.value != self.state:
@@ -79,11 +135,7 @@ class BoardFilter:
             return False
         if self.label and self.label not in row.entry.labels:
             return False
-        if self.text:
-            wanted = self.text.casefold()
-            haystack = f"{item.id} {item.title} {row.why}".casefold()
-            return wanted in haystack
-        return True
+        return not self.text or row_matches(row, self.text)
 
 
 @dataclass(frozen=True)
@@ -169,6 +221,7 @@ class Action(StrEnum):
     """What a person can do to an item from its page (each the same service call as the
     command of its name)."""
 
+    QUEUE = "queue"
     REQUEUE = "requeue"
     CANCEL = "cancel"
     RELEASE = "release"
@@ -186,9 +239,11 @@ def actions_for(state: ItemState, *, can_verify: bool = False) -> tuple[Action, 
     from wrighty.domain.handoff import HANDOFF_STATES
     from wrighty.services.items import REQUEUABLE
 
-    if state in TERMINAL_STATES:
-        return ()
+    if state in TERMINAL_STATES or state is ItemState.LANDING:
+        return ()  # a landing item lands as it was accepted: nothing moves it but its lander
     offered: list[Action] = []
+    if state is ItemState.TODO:
+        offered.append(Action.QUEUE)
     if state in REQUEUABLE:
         offered.append(Action.REQUEUE)
     if can_verify:
@@ -221,20 +276,114 @@ class DiffLine(StrEnum):
     SAME = "same"
 
 
-def diff_lines(text: str, *, limit: int) -> tuple[list[tuple[str, str]], int | None]:
-    """git's diff (text from outside) as (kind, line) pairs, each line neutralised but its
-    tabs, at most ``limit`` of them; and ``limit`` when it cut the rest (else None)."""
+@dataclass(frozen=True)
+class DiffRow:
+    """One line of a file's diff as the page shows it: its kind, its number in the old file
+    and in the new one (None: it is not in that one), and its text, neutralised."""
+
+    kind: str
+    old: int | None
+    new: int | None
+    text: str
+
+
+@dataclass
+class DiffFile:
+    """One file of a change: its anchor on the page, its path as git names it (neutralised),
+    the lines it adds and removes, and its rows."""
+
+    anchor: str
+    path: str
+    added: int = 0
+    removed: int = 0
+    rows: list[DiffRow] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DiffView:
+    """A change as the page shows it, file by file; ``cut``: the lines it was cut at (None:
+    all of it is shown)."""
+
+    files: list[DiffFile]
+    cut: int | None
+
+    @property
+    def added(self) -> int:
+        return sum(one.added for one in self.files)
+
+    @property
+    def removed(self) -> int:
+        return sum(one.removed for one in self.files)
+
+
+_HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+def diff_view(text: str, *, limit: int, anchor: str = "file") -> DiffView:
+    """git's diff (text from outside) file by file, each line neutralised but its tabs and
+    numbered in the old and the new file, at most ``limit`` lines in all. Each file's anchor
+    is ``anchor`` and its place (``file-1``): never its name, which is outside text."""
     lines = text.removesuffix("\n").split("\n") if text else []
-    shown: list[tuple[str, str]] = []
+    files: list[DiffFile] = []
     in_header = False
+    numbers = (0, 0)  # the next line's in the old file and in the new one
     for line in lines[:limit]:
-        if line.startswith("diff "):
+        if line.startswith("diff ") or not files:
+            files.append(DiffFile(f"{anchor}-{len(files) + 1}", _diff_path(line)))
             in_header = True
-        elif line.startswith("@@"):
+            if line.startswith("diff "):
+                continue
+        current = files[-1]
+        hunk = _HUNK.match(line)
+        if hunk is not None:
             in_header = False
-        kind = _diff_kind(line, in_header)
-        shown.append((kind.value, printable(line)))
-    return shown, (limit if len(lines) > limit else None)
+            numbers = (int(hunk.group(1)), int(hunk.group(2)))
+            current.rows.append(DiffRow(DiffLine.HUNK, None, None, printable(line)))
+        elif in_header:
+            _header_row(current, line)
+        else:
+            numbers = _body_row(current, line, numbers)
+    return DiffView(files, limit if len(lines) > limit else None)
+
+
+def _header_row(current: DiffFile, line: str) -> None:
+    """A file header's line: the new file's name (the old one's for a removed file)."""
+    named = line.startswith("+++ ") or (line.startswith("--- ") and not current.path)
+    if named and line[4:] != "/dev/null":
+        current.path = _diff_path(line)
+    current.rows.append(DiffRow(DiffLine.FILE, None, None, printable(line)))
+
+
+def _body_row(current: DiffFile, line: str, numbers: tuple[int, int]) -> tuple[int, int]:
+    """A hunk's line, numbered; the numbers of the line after it."""
+    old, new = numbers
+    kind = _diff_kind(line, in_header=False)
+    if line.startswith("\\"):  # "\ No newline at end of file": a line of neither
+        current.rows.append(DiffRow(DiffLine.SAME, None, None, printable(line)))
+        return numbers
+    if kind is DiffLine.ADD:
+        current.added += 1
+        current.rows.append(DiffRow(kind, None, new, printable(line)))
+        return old, new + 1
+    if kind is DiffLine.DEL:
+        current.removed += 1
+        current.rows.append(DiffRow(kind, old, None, printable(line)))
+        return old + 1, new
+    current.rows.append(DiffRow(kind, old, new, printable(line)))
+    return old + 1, new + 1
+
+
+def _diff_path(line: str) -> str:
+    """The file a header line names, as git wrote it (quoted when it has odd characters)."""
+    if line.startswith(("+++ ", "--- ")):
+        # git ends a name with a space by a tab, and quotes one with odd characters
+        name = line[4:].removesuffix("\t")
+        if len(name) > 1 and name.startswith('"') and name.endswith('"'):
+            name = name[1:-1]
+        return printable_line(name[2:] if name.startswith(("a/", "b/")) else name)
+    if line.startswith("diff --git ") and " b/" in line:
+        return printable_line(line.rsplit(" b/", 1)[1])
+    return ""
 
 
 def _diff_kind(line: str, in_header: bool) -> DiffLine:
@@ -247,3 +396,50 @@ def _diff_kind(line: str, in_header: bool) -> DiffLine:
     if line.startswith("-"):
         return DiffLine.DEL
     return DiffLine.SAME
+
+
+# The states whose page is a review: the change, its checks and the actions come first.
+REVIEWED_STATES = frozenset({ItemState.REVIEW, ItemState.LANDING, ItemState.NEEDS_ATTENTION})
+
+
+def reason_words(reason_code: str | None, reason: str | None) -> str:
+    """Why an item stands where it does, in words: its reason (its code's words when it has
+    none: ``ready for review``)."""
+    if reason:
+        return printable_line(reason)
+    return printable_line((reason_code or "").replace("-", " "))
+
+
+@dataclass(frozen=True)
+class CheckView:
+    """One check of the latest verification as the page shows it: ``agents``, it failed and
+    the agent is to fix it (not as it fails on the base); its output's end, neutralised by the
+    page."""
+
+    name: str
+    passed: bool
+    agents: bool
+    ending: str
+    seconds: str
+    output: str
+    start_failure: str | None
+
+
+def latest_checks(records: Iterable[CheckRecord]) -> list[CheckView]:
+    """The checks of the item's latest verification, those that failed first (the agent's
+    before those that fail on the base too), each group in the order they ran."""
+    from wrighty.domain.verify import latest_verification
+
+    shown = [
+        CheckView(
+            name=printable_line(record.evidence.name),
+            passed=record.evidence.passed,
+            agents=record.evidence.agents_failure,
+            ending="passed" if record.evidence.passed else record.evidence.ending(),
+            seconds=f"{record.evidence.duration_seconds:.1f}",
+            output=record.evidence.output_tail,
+            start_failure=record.evidence.start_failure,
+        )
+        for record in latest_verification(list(records))
+    ]
+    return sorted(shown, key=lambda check: (check.passed, not check.agents))

@@ -4,7 +4,9 @@ Each check is run by supervisor/checks.py in the item's workspace, and watched l
 agent: the lease is renewed at every heartbeat, the lease guard stops it at its moment, and a
 lost claim, a stop request or the check's own time limit stops its whole tree. Each check's
 evidence is written under the claim as soon as it ends, so a worker that dies keeps what its
-checks showed so far.
+checks showed so far. A check that failed is first run on the item's base, unless its result
+there is kept already (docs/verify.md#checks-that-fail-on-the-base): checked out on its own,
+under the claim as the check itself ran, so its evidence says whether it fails there too.
 """
 
 from __future__ import annotations
@@ -17,17 +19,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
+from wrighty.domain.check_evidence import BaseCheck, CheckEvidence, CheckRecord
 from wrighty.domain.claims import LeaseTerms, RenewOutcome
 from wrighty.domain.classify import StopReason
 from wrighty.domain.model import Item
 from wrighty.domain.redact import secret_values
-from wrighty.domain.verify import Check, unknown_check
+from wrighty.domain.verify import Check, base_run_due, check_key, on_base, unknown_check
 from wrighty.domain.worker_events import Emit, WorkerEvent
+from wrighty.errors import UnreadableError
 from wrighty.supervisor.checks import CheckSpec, Keep, run_check
 from wrighty.supervisor.process import AgentProcess
+from wrighty.supervisor.sandboxing import SandboxMaker
 from wrighty.worker.lease import LeaseGuard
 from wrighty.worker.patient import LeaseGone, PatientStore
+from wrighty.workproduct.basetree import base_worktree
+from wrighty.workproduct.runner import GitError
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,12 @@ class CheckPlace:
     workspace: Path
     log_dir: Path  # the run's log folder: each check's logs go in checks/NN-NAME/
     agent: str  # the item's agent, as a reason names it
+    base_commit: str | None = None  # the item's base: a failing check runs there too
+    base_dir: Path | None = None  # where a base is checked out for that, each in a folder
+
+
+# What a sandboxed check gets of wrighty's own besides the profile's (_env).
+_CHECK_VARIABLES = ("WRIGHTY_ITEM_ID", "WRIGHTY_RUN_ID", "WRIGHTY_CHECK_NAME")
 
 
 class CheckRunner:
@@ -69,6 +81,7 @@ class CheckRunner:
         lost: Callable[[], StopReason],
         environ: Mapping[str, str] = os.environ,
         known: Sequence[str] = (),
+        sandbox: SandboxMaker | None = None,
     ) -> None:
         """``known``: values its evidence never shows besides ``environ``'s credentials (the
         worker's config.known_secrets)."""
@@ -84,7 +97,9 @@ class CheckRunner:
         self._actor = actor
         self._lost = lost  # the claim is gone: tell it, and say why (cancelled or fenced)
         self._environ = environ
+        self._sandbox = sandbox  # where each check runs (None: as the worker)
         self.secrets = tuple(dict.fromkeys((*secret_values(environ), *known)))
+        self._claim_time_up = False  # the last check run was stopped as the claim's time ran out
 
     def run(
         self, place: CheckPlace, verification: Verification
@@ -113,6 +128,8 @@ class CheckRunner:
                 result: CheckEvidence | StopReason = unknown_check(check, place.agent)
             else:
                 result = self._run_one(place, check, position)
+                if not isinstance(result, StopReason):
+                    result = self._against_base(place, check, position, result)
             if isinstance(result, StopReason):
                 return result
             record = CheckRecord(
@@ -140,17 +157,75 @@ class CheckRunner:
             exit_code=evidence.exit_code,
             signal=evidence.signal,
             timed_out=evidence.timed_out,
+            fails_on_base=evidence.fails_on_base,
             start_failure=evidence.start_failure,
             duration_seconds=round(evidence.duration_seconds, 3),
         )
 
+    def _against_base(
+        self, place: CheckPlace, check: Check, position: int, evidence: CheckEvidence
+    ) -> CheckEvidence | StopReason:
+        """``evidence``, marked when the check failed and fails on the item's base too
+        (domain/verify.on_base): its result there is the one kept for the base commit and the
+        check's command, or else it is run there now and kept."""
+        base = place.base_commit
+        if base is None or place.base_dir is None or not base_run_due(check, evidence, base):
+            return evidence
+        key = check_key(check)
+        try:
+            known = self._store.base_check(base, check.name, key)
+        except UnreadableError as error:  # run it again (its write then changes nothing)
+            self._emit(WorkerEvent.BASE_CHECK_UNREADABLE, item_id=place.item.id,
+                       check=check.name, cause=str(error))  # fmt: skip
+            known = None
+        if known is None:
+            ran = self._run_on_base(place, check, position, key)
+            if isinstance(ran, StopReason):
+                return ran
+            if ran is None:
+                return evidence  # the base could not be checked out: the agent's, as before
+            self._store.record_base_check(ran)
+            known = ran
+        return on_base(evidence, known)
+
+    def _run_on_base(
+        self, place: CheckPlace, check: Check, position: int, key: str
+    ) -> BaseCheck | StopReason | None:
+        """Run the check on the item's base, checked out on its own, under the claim as the
+        check itself ran; None when git could not check the base out, or when the claim's time
+        ran out before the check's own did (that says nothing of the base, and is not kept)."""
+        base, under = place.base_commit, place.base_dir
+        assert base is not None
+        assert under is not None
+        logs = place.log_dir / "checks" / f"{position + 1:02d}-{check.name}-base"
+        try:
+            with base_worktree(place.workspace, base, under) as tree:
+                ran = self._run_one(place, check, position, cwd=tree, log_dir=logs)
+        except GitError:
+            return None
+        if isinstance(ran, StopReason):
+            return ran
+        if self._claim_time_up:
+            return None  # stopped for the claim's time, not its own: nothing said of the base
+        return BaseCheck(
+            base, check.name, key, ran.failed, ran.ending(), ran.output_tail, self._now()
+        )
+
     def _run_one(
-        self, place: CheckPlace, check: Check, position: int
+        self,
+        place: CheckPlace,
+        check: Check,
+        position: int,
+        *,
+        cwd: Path | None = None,
+        log_dir: Path | None = None,
     ) -> CheckEvidence | StopReason:
         """Run one check under the claim: the lease guard watches it, and at every heartbeat
-        the claim is renewed and a stop request heard."""
+        the claim is renewed and a stop request heard. ``cwd`` and ``log_dir``: where it runs
+        and leaves its logs (the item's workspace and the run's checks/NN-NAME/ by default)."""
         item = place.item
         why: list[StopReason] = []
+        self._claim_time_up = False
 
         def started(process: AgentProcess) -> bool:
             return self._guard.attach_check(process)  # False: the guard's moment came
@@ -164,18 +239,23 @@ class CheckRunner:
                 why.append(StopReason.FENCED)
                 return Keep.STOP
             if result.outcome is RenewOutcome.BUDGET_EXHAUSTED:
+                self._claim_time_up = True
                 return Keep.TIME_UP  # the claim's time for its checks is up
             return Keep.GO
 
+        suffix = "" if cwd is None else "-base"
+        folder = cwd or place.workspace
+        env = self._env(place, check)
         spec = CheckSpec(
             check,
-            place.workspace,
-            place.log_dir / "checks" / f"{position + 1:02d}-{check.name}",
-            self._env(place, check),
+            folder,
+            log_dir or place.log_dir / "checks" / f"{position + 1:02d}-{check.name}",
+            env,
             secrets=self.secrets,
             grace_seconds=self._grace,
             heartbeat_seconds=self._heartbeat,
-            marker=("WRIGHTY_CHECK_ID", f"{place.run_id}-{position}"),
+            marker=("WRIGHTY_CHECK_ID", f"{place.run_id}-{position}{suffix}"),
+            sandbox=self._sandbox.at(folder, passed=_CHECK_VARIABLES) if self._sandbox else None,
         )
         evidence = run_check(spec, wake=self._wake, started=started, keep=keep)
         if evidence is None:

@@ -25,7 +25,7 @@ from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, settle
 from wrighty.domain.classify import StopReason
 from wrighty.domain.decide import Policies
-from wrighty.domain.model import Change, Item, RunEnd, Session
+from wrighty.domain.model import LANDING_FIX_TURNS, Change, Item, RunEnd, Session
 from wrighty.domain.notices import Source, with_notices
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
 from wrighty.domain.retry import CrashPolicy, ResetHint, UsagePolicy
@@ -37,6 +37,7 @@ from wrighty.domain.work_product import Completion
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.services.resume import resumable_here
 from wrighty.supervisor.process import AgentProcess
+from wrighty.supervisor.sandboxing import SandboxMaker
 from wrighty.vendors.base import Reader
 from wrighty.worker.circuit import CircuitGate
 from wrighty.worker.lease import LeaseGuard
@@ -85,6 +86,9 @@ class Setting:
     # The values no prompt shows (config.known_secrets): the worker's environment's credential
     # variables and every agents.<name>.env value.
     secrets: tuple[str, ...] = ()
+    # Where the agent and its checks run when wrighty.json gives them a sandbox
+    # (docs/sandbox.md); None: as the worker.
+    sandbox: SandboxMaker | None = None
 
 
 class ClaimLife:
@@ -144,6 +148,11 @@ class ClaimLife:
             usage_policy=setting.usage_policy,
             verify=setting.verify,
             review_by_person=setting.completion.review == "person",
+            landing_fix=(
+                setting.completion.review_after_fix
+                if self.claim.claimed_reason_code in LANDING_FIX_TURNS
+                else None
+            ),
         )
 
     def outcome_known(self) -> None:

@@ -135,6 +135,7 @@ class Worker:
         self._budgets = budgets_of(loaded.config)
         self._notify: Source | None = None  # who tells through the outbox (None: no sink)
         self._delivery: DeliveryThread | None = None  # delivers the outbox, while it runs
+        self._landing: threading.Thread | None = None  # lands accepted items (_land)
         self._project_root = loaded.root
         self._state_dir = loaded.root / STATE_DIRNAME
         self._mode = loaded.config.worker.workspace_mode
@@ -147,9 +148,12 @@ class Worker:
         self._now = now
         # What `wrighty finish`, `fail` and `report-usage` inside the run work from (runenv.py).
         self._agent_env = agent_env or _variables_for_runs(loaded, store_target)
+        self._config_path = loaded.path
+        self._store_target = store_target
         self.worker_id = "w-" + secrets.token_hex(6)
         if loaded.config.notify.enabled:
-            self._notify = Source(installation_id, self.worker_id)
+            public_url = loaded.config.serve.public_url
+            self._notify = Source(installation_id, self.worker_id, public_url)
         self._stop_requested = threading.Event()
         self._wake = threading.Event()  # the claim loop's: a slot freed up, work, or stop
         self._wake_ups: WakeUps | None = None  # worker.wakeUps, from the first idle wait
@@ -231,6 +235,13 @@ class Worker:
         agent_name = options.agent or self._config.worker.default_agent
         plan = plan_agent(self._config, agent_name, project_root=self._project_root)
         preflight.refuse_unrunnable(plan)
+        sandbox = preflight.sandbox_or_refuse(
+            self._config, plan, project_root=self._project_root, state_dir=self._state_dir,
+            config_path=self._config_path, store=self._store_target,
+        )  # fmt: skip
+        # wrighty's sandbox encloses the vendor's own, turned off inside it (docs/vendors.md)
+        plan = dataclasses.replace(plan, enclosed=sandbox is not None)
+        preflight.refuse_broken_vendor_sandbox(plan, os.environ)
         preflight.refuse_missing_checks(self._config, agent_name)
         preflight.refuse_no_base(self._mode, self._project_root, completion_of(self._config))
         if options.item_id is not None:
@@ -239,7 +250,7 @@ class Worker:
                 default_agent=self._config.worker.default_agent, now=self._now,
             )  # fmt: skip
         gate = self._gate(plan)
-        setting = self._setting(plan, options, gate)
+        setting = dataclasses.replace(self._setting(plan, options, gate), sandbox=sandbox)
         self._emit(WorkerEvent.STARTED, agent=agent_name, installation_id=self._installation_id)
         self._say_concurrency(options)
         self._presence.runs(agent_name)
@@ -251,6 +262,8 @@ class Worker:
         while not self._stop_requested.is_set():
             slots = [slot for slot in slots if slot.is_alive()]
             self._beat()
+            if options.item_id is None:
+                self._land()
             taken = None
             looked_at = None
             # --max-items: once N items were claimed, only those that wait for a retry.
@@ -278,10 +291,45 @@ class Worker:
             ):
                 break
             self._idle_wait(looked_at, at_most=pause or None)
-        self._wind_down(slots)
+        self._wind_down([*slots, *([self._landing] if self._landing is not None else [])])
         self._emit(WorkerEvent.STOPPING, processed=handled.count)
         give_up_exit(self._store, self._gave_up, self._emit)
         return handled.count
+
+    def _land(self) -> None:
+        """Land the heads of this installation's lines in a thread of its own, one at a time,
+        while there are any (docs/landing.md): a worker lands between its claims."""
+        if self._landing is not None and self._landing.is_alive():
+            return
+        completion = completion_of(self._config)
+        if completion.integration.kind == "none" or self._mode != "worktree":
+            return
+        from wrighty.services.landing import land_next, lander_from
+
+        lander = lander_from(
+            self._config, self._project_root, self._store, worker_id=self.worker_id,
+            now=self._now, secrets=tuple(known_secrets(self._config, os.environ)),
+            say=lambda words: self._emit(WorkerEvent.LANDING, words=words), worker=True,
+            told=self._wake_delivery,
+        )  # fmt: skip
+
+        def lands() -> None:
+            while not self._stop_requested.is_set():
+                try:
+                    landed = land_next(lander)
+                except (StoreError, UnreadableError, OSError) as error:
+                    self._emit(WorkerEvent.LANDING_FAILED, error=str(error))
+                    return
+                if landed is None:
+                    return
+                self._emit(
+                    WorkerEvent.LANDING_ENDED, item_id=landed.id, state=landed.state.value,
+                    reason=landed.reason,
+                )  # fmt: skip
+                self._wake.set()
+
+        self._landing = threading.Thread(target=lands, name="landing")
+        self._landing.start()
 
     def _state_of(self, item_id: int) -> ItemState | None:
         """``item_id``'s state; None when the store cannot say now."""
@@ -599,6 +647,7 @@ class Worker:
             agent=agent_name,
             budget=None if limit.unbounded else PeriodBudget(since, limit),
             limits=limits_of(self._config),
+            stack=self._mode == "worktree" and completion_of(self._config).stack,
         )
 
     def _give_up(self, claimed: Item, gone: LeaseGone, pending: Change | None) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
 
-from wrighty.domain.check_evidence import CheckRecord
+from wrighty.domain.check_evidence import BaseCheck, CheckRecord
 from wrighty.domain.circuits import Circuit
 from wrighty.domain.claims import LeaseTerms, RenewOutcome, RenewResult
 from wrighty.domain.model import Change, Item, NewRun, Run, Session
@@ -144,6 +144,12 @@ class PatientStore:
 
     def get_circuit(self, name: str) -> Circuit:
         return self._patiently("get_circuit", lambda: self._store.get_circuit(name))
+
+    def base_check(self, base_commit: str, name: str, key: str) -> BaseCheck | None:
+        return self._patiently("base_check", lambda: self._store.base_check(base_commit, name, key))
+
+    def record_base_check(self, base: BaseCheck) -> None:
+        self._patiently("record_base_check", lambda: self._store.record_base_check(base))
 
     def list_checks(self, item_id: int) -> list[CheckRecord]:
         return self._patiently("list_checks", lambda: self._store.list_checks(item_id))

@@ -4,18 +4,23 @@ programs it can start, that in worktree mode its items' branches have a base, an
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 
 from wrighty.agents import AgentPlan
-from wrighty.config import WrightyConfig, check_program_problems
+from wrighty.config import WrightyConfig, check_program_problems, sandbox_profile
 from wrighty.domain.claims import not_claimable_reason
 from wrighty.domain.work_product import Completion
 from wrighty.errors import WrightyError
 from wrighty.services.items import require_item
+from wrighty.store import StoreTarget
 from wrighty.store.port import Store
 from wrighty.supervisor.process import executable_problem
+from wrighty.supervisor.sandboxing import SandboxMaker, sandbox_problem
+from wrighty.vendors.base import Vendor
+from wrighty.workproduct.gitdirs import git_places
 from wrighty.workproduct.runner import GitError
 from wrighty.workproduct.worktree import resolve_base
 
@@ -29,6 +34,72 @@ def refuse_unrunnable(plan: AgentPlan) -> None:
     raise WrightyError(
         f"agent {plan.name!r}: executable {problem}" + (fix if "not found" in problem else "")
     )
+
+
+def sandbox_or_refuse(
+    config: WrightyConfig,
+    plan: AgentPlan,
+    *,
+    project_root: Path,
+    state_dir: Path,
+    config_path: Path | None,
+    store: StoreTarget | None,
+) -> SandboxMaker | None:
+    """The sandbox the worker's agent and its checks run in (None: none configured). One
+    that cannot start on this machine refuses the worker: never silently unsandboxed."""
+    chosen = sandbox_profile(config, plan.name)
+    if chosen is None:
+        return None
+    setting, profile = chosen
+    problem = sandbox_problem(profile.program)
+    if problem is not None:
+        raise WrightyError(
+            f"{setting}: bubblewrap {profile.program!r} {problem}; install it (Debian: "
+            f"apt-get install bubblewrap), set {setting}.program to its path, or set "
+            f'{setting} to "none" to run unsandboxed (docs/sandbox.md)'
+        )
+    home = Path(os.environ.get("HOME") or Path.home())
+    hidden: tuple[Path, ...] = ()
+    if store is not None and store.sqlite_path is not None:
+        database = store.sqlite_path.absolute()
+        hidden = tuple(Path(f"{database}{suffix}") for suffix in ("", "-wal", "-shm", "-journal"))
+    vendor = vendor_state(plan)
+    return SandboxMaker(
+        profile,
+        setting,
+        project_root=project_root,
+        state_dir=state_dir,
+        home=home,
+        read_only=(config_path,) if config_path is not None else (),
+        hidden=hidden,
+        writable=vendor,
+        git_of=git_places,
+    )
+
+
+def vendor_state(plan: AgentPlan) -> tuple[Path, ...]:
+    """What the agent's vendor CLI writes for its sessions (docs/vendors.md), writable in the
+    sandbox: its folders, made when missing (the CLI would make them at its first run); a file
+    it has not made yet is left out (the CLI cannot make it inside: docs/sandbox.md)."""
+    if not isinstance(plan.vendor, Vendor):
+        return ()
+    places = []
+    for state in plan.vendor.state_paths({**os.environ, **plan.env}):
+        if state.folder:
+            state.path.mkdir(parents=True, exist_ok=True)
+        elif not state.path.exists():
+            continue
+        places.append(state.path)
+    return tuple(places)
+
+
+def refuse_broken_vendor_sandbox(plan: AgentPlan, environ: Mapping[str, str]) -> None:
+    """The vendor's own sandbox must be able to run the agent's commands: one that cannot
+    would fail each of them while the run goes on (docs/vendors.md, "The vendors' own
+    sandboxes"). ``environ`` is the worker's environment, to which the agent's env adds."""
+    problem = plan.sandbox_problem({**environ, **plan.env})
+    if problem is not None:
+        raise WrightyError(f"agent {plan.name!r}: {problem}")
 
 
 def refuse_no_base(mode: str, project_root: Path, completion: Completion) -> None:

@@ -21,9 +21,11 @@ from wrighty.domain.model import NewRun, Run, Session
 from wrighty.domain.outcomes import RunKind
 from wrighty.domain.run_kind import RUN_KIND_VARIABLE, AgentRunKind, agent_run_kind, stdin_text
 from wrighty.domain.states import ItemState
+from wrighty.domain.text import printable
 from wrighty.domain.transitions import OPERATOR_REQUEUE
 from wrighty.domain.usage import Usage, total
 from wrighty.domain.verify import VerifyPolicy
+from wrighty.domain.verify_limits import MAX_FEEDBACK_BYTES
 from wrighty.domain.worker_events import WorkerEvent
 from wrighty.services.resume import resume_facts
 from wrighty.services.runlogs import logs_of
@@ -180,6 +182,7 @@ def _start_or_settle(life: ClaimLife, run_id: str, meter: RunMeter) -> Start | N
             resume=resume,
             start_over=life.claim.claimed_reason_code in _STARTS_OVER,
             completion=life.setting.completion,
+            stack_on=stacked.branch if (stacked := life.claim.stacked_on) else None,
         )
         left = meter.limit.left_after(meter.prior).max_cost_usd
         argv = (
@@ -232,6 +235,8 @@ def _prompt(life: ClaimLife, start: Start) -> str:
         told = handoff.handoff_prompt(
             claimed.body, _earlier_work(life, start), claimed.handoff_note, secrets=known
         )
+    elif kind is AgentRunKind.LANDING:  # the lander's prompt, as stored: bounded again
+        told = verify.fit_text(printable(claimed.feedback or ""), MAX_FEEDBACK_BYTES)
     elif kind is AgentRunKind.REJECTED:
         told = review.feedback_prompt(claimed.feedback or "", secrets=known)
     elif kind is AgentRunKind.FIX:
@@ -290,8 +295,7 @@ def _launch_spec(
     life: ClaimLife, run_id: str, start: Start, claim_token: str, task: str
 ) -> LaunchSpec:
     claimed = life.claimed
-    env = {
-        **os.environ,
+    given = {
         **life.plan.env,
         **life.setting.agent_env,
         "WRIGHTY_ITEM_ID": str(claimed.id),
@@ -300,14 +304,16 @@ def _launch_spec(
         RUN_KIND_VARIABLE: start.told.value,
     }
     if start.session_id is not None:
-        env["WRIGHTY_SESSION_ID"] = start.session_id
+        given["WRIGHTY_SESSION_ID"] = start.session_id
+    maker = life.setting.sandbox
     return LaunchSpec(
         argv=start.argv,
         cwd=start.workspace,
-        env=env,
+        env={**os.environ, **given},
         task=task,
         log_dir=logs_of(life.setting.state_dir, claimed.id, run_id),
         marker=("WRIGHTY_RUN_ID", run_id),
+        sandbox=maker.at(start.workspace, passed=given) if maker is not None else None,
     )
 
 

@@ -56,9 +56,12 @@ def _commit(
     if not added.ok:
         return _failed("stage the changes (git add -A; nothing was staged)", added)
     staged = run_git(workspace, "diff", "--cached", "--quiet")
-    if staged.ok:
+    # A landing's conflict resolved to the branch's own side changes nothing against HEAD,
+    # and is still the merge that brings the branch up to date (docs/landing.md).
+    merging = run_git(workspace, "rev-parse", "--quiet", "--verify", "MERGE_HEAD").ok
+    if staged.ok and not merging:
         return CommitResult(Ending.UNCHANGED if _still_base(workspace, base) else Ending.NOTHING)
-    if staged.returncode != 1:
+    if staged.returncode not in (0, 1):
         return _failed("compare the staged changes with HEAD (git diff --cached)", staged)
     made = run_git(
         workspace,

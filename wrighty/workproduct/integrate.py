@@ -72,6 +72,7 @@ class IntegrationTarget:
     base: str | None  # the base commit its session recorded
     worktree: Path | None  # where its worktree was made (it may be gone)
     summary: str  # what a command reads on stdin (domain/integration.summary)
+    attempt: int = 1  # how many times this landing started its integration (1: the first)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,13 @@ def _branch(project_root: Path, target: IntegrationTarget) -> tuple[str, str]:
             f"item {target.item_id}'s branch {target.branch} is not in the project's repository"
         )
     return target.branch, tip
+
+
+def refuse_unheld_work(item_id: int, worktree: Path, branch: str, tip: str) -> None:
+    """IntegrationError when the item's worktree holds what landing ``branch`` (at ``tip``)
+    would leave out: uncommitted changes, or a HEAD with commits the branch lacks
+    (domain/integration.worktree_refusal). A worktree that is gone holds nothing."""
+    _worktree(IntegrationTarget(item_id, "", branch, None, worktree, ""), branch, tip)
 
 
 def _worktree(target: IntegrationTarget, branch: str, tip: str) -> Path | None:
@@ -345,6 +353,8 @@ def _command(
         "WRIGHTY_ITEM_TITLE": target.title,
         "WRIGHTY_BRANCH": branch,
         "WRIGHTY_BASE": target.base or "",
+        # More than 1: an earlier attempt may have run it (its lander died): docs/landing.md
+        "WRIGHTY_INTEGRATION_ATTEMPT": str(target.attempt),
     }
     with tempfile.TemporaryDirectory(prefix="wrighty-integrate-") as logs:
         spec = LaunchSpec(

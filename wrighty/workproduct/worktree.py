@@ -75,9 +75,12 @@ def choose_workspace(
     resume: bool = False,
     start_over: bool = False,
     completion: Completion | None = None,
+    stack_on: str | None = None,
 ) -> Workspace:
     """The workspace for ``item``'s next run, created if its mode makes one per item. A
     resume works in its session's workspace; a fresh run too while that one exists.
+    ``stack_on``: the branch of the item it stacks on (completion.stack), which a worktree
+    made now starts from instead of completion.base (docs/landing.md#stacked-items).
 
     A recorded workspace is used only if it is one wrighty would make for the item (or the
     folder it was pinned to): anything else, read back from a store, is refused with
@@ -92,7 +95,9 @@ def choose_workspace(
             kept = Path(session.workspace)
             if kept == state_dir / "worktrees" / str(item.id) and kept.is_dir():
                 # its branch and base are known, and a half-made one is made again
-                return _worktree(project_root, kept, item, session, completion or Completion())
+                return _worktree(
+                    project_root, kept, item, session, completion or Completion(), stack_on
+                )
             return Workspace(kept)
         if resume or not start_over:
             raise WorkspaceError(
@@ -131,7 +136,7 @@ def choose_workspace(
     # A worktree made again keeps the branch its session recorded (completion.branchPrefix
     # may have changed since).
     recorded = session if session is not None and session.workspace == str(path) else None
-    return _worktree(project_root, path, item, recorded, completion)
+    return _worktree(project_root, path, item, recorded, completion, stack_on)
 
 
 def _make_folder(path: Path, step: Step) -> None:
@@ -147,7 +152,12 @@ def _make_folder(path: Path, step: Step) -> None:
 
 
 def _worktree(
-    project_root: Path, path: Path, item: Item, recorded: Session | None, completion: Completion
+    project_root: Path,
+    path: Path,
+    item: Item,
+    recorded: Session | None,
+    completion: Completion,
+    stack_on: str | None = None,
 ) -> Workspace:
     """The item's worktree, with its branch and base always known. One its session recorded
     is kept as it is (work may be in it); a half-made one (`git worktree add` did not finish,
@@ -156,16 +166,35 @@ def _worktree(
     its own on it (docs/work-product.md#the-items-branch)."""
     try:
         if os.path.lexists(path):
-            found = _found(project_root, path, item, recorded, completion)
+            found = _found(project_root, path, item, recorded, completion, stack_on)
             if found is not None:
                 return found
-        return _made(project_root, path, item, recorded, completion)
+        return _made(project_root, path, item, recorded, completion, stack_on)
     except GitError as error:
         raise WorkspaceError(f"cannot create a git worktree at {path}: {error}", Step.GIT) from None
 
 
+def _start(project_root: Path, completion: Completion, stack_on: str | None, item: Item) -> str:
+    """The commit a branch made now starts from: the tip of ``stack_on``, the branch of the
+    item ``item`` stacks on, when there is one (GitError when it is gone), else the base."""
+    if stack_on is None:
+        return resolve_base(project_root, completion)
+    tip = commit_id(project_root, f"refs/heads/{stack_on}")
+    if tip is None:
+        raise GitError(
+            f"item {item.id} stacks on the branch {stack_on}, which is not in the project's "
+            "repository any more"
+        )
+    return tip
+
+
 def _found(
-    project_root: Path, path: Path, item: Item, recorded: Session | None, completion: Completion
+    project_root: Path,
+    path: Path,
+    item: Item,
+    recorded: Session | None,
+    completion: Completion,
+    stack_on: str | None = None,
 ) -> Workspace | None:
     """The worktree at ``path`` as it stands (its branch and base recovered when its session
     lost them); None when it was half made and is removed now, to be made again."""
@@ -178,7 +207,7 @@ def _found(
     )
     if whole and recorded is not None:
         return _kept(project_root, path, recorded, completion)
-    if whole and not _holds_work(project_root, path, completion):
+    if whole and not _holds_work(project_root, path, item, completion, stack_on):
         _remove_half_made(project_root, path, registered=True)
         return None
     if not whole and (listed is not None or _only_git_file(path)):
@@ -224,11 +253,17 @@ def _fork_point(project_root: Path, branch: str, item_id: int, completion: Compl
 
 
 def _made(
-    project_root: Path, path: Path, item: Item, recorded: Session | None, completion: Completion
+    project_root: Path,
+    path: Path,
+    item: Item,
+    recorded: Session | None,
+    completion: Completion,
+    stack_on: str | None = None,
 ) -> Workspace:
     """The item's worktree made (again) on its branch: the session's, as it stands (work may
-    be on it); else the item's name, made from the base, or a fresh name when a branch that
-    holds commits the base lacks already has it (not this item's: no session of it names it)."""
+    be on it); else the item's name, made from the base (the tip of ``stack_on``, the branch it
+    stacks on, when there is one), or a fresh name when a branch that holds commits the base
+    lacks already has it (not this item's: no session of it names it)."""
     _make_folder(path.parent, Step.WORKSPACE_ROOT)
     ours = recorded.branch if recorded is not None else None
     branch = ours or branch_name(completion.branch_prefix, item.id, item.title)
@@ -241,7 +276,7 @@ def _made(
         return Workspace(
             path, branch, base or _fork_point(project_root, branch, item.id, completion)
         )
-    base = resolve_base(project_root, completion)
+    base = _start(project_root, completion, stack_on, item)
     if tip is None:
         git_ok(project_root, "worktree", "add", "--force", "-b", branch, str(path), base)
         return Workspace(path, branch, base)
@@ -261,14 +296,16 @@ def _made(
     return Workspace(path, fresh, base, taken=branch)
 
 
-def _holds_work(project_root: Path, path: Path, completion: Completion) -> bool:
-    """Whether the worktree at ``path`` holds anything its base lacks: a change not committed
-    (untracked files included), or a commit (True when git cannot tell)."""
+def _holds_work(
+    project_root: Path, path: Path, item: Item, completion: Completion, stack_on: str | None
+) -> bool:
+    """Whether the worktree at ``path`` holds anything its base (``_start``'s) lacks: a change
+    not committed (untracked files included), or a commit (True when git cannot tell)."""
     dirty, _ = uncommitted(path)
     if dirty is not False:
         return True
     head = commit_id(path, "HEAD")
-    base = resolve_base(project_root, completion)
+    base = _start(project_root, completion, stack_on, item)
     return head is None or not is_ancestor(project_root, head, base)
 
 

@@ -64,7 +64,8 @@ WHERE item_id = :item_id AND generation = :generation AND ended_at IS NULL;
 
 -- name: select_claim
 SELECT lease_expires_at FROM items
-WHERE id = :id AND state = 'running' AND generation = :generation AND claimed_by = :claimed_by;
+WHERE id = :id AND state IN ('running', 'landing') AND generation = :generation
+  AND claimed_by = :claimed_by;
 
 -- name: insert_run_guarded
 -- A run is recorded only under a claim that is still held; the run as recorded.
@@ -158,8 +159,9 @@ SELECT agent, count(*) AS n FROM items WHERE state IN ('queued', 'retry-schedule
 -- (runs_fix_turns). The oldest review wait: when the item in review longest entered it, the
 -- time of its last event into review (a same-state event, such as a failed integration, leaves
 -- its wait as it was; its updated_at would not), read by item_events_by_item; its updated_at
--- for an item whose history has no such event (a row written by hand). Read in the same
--- transaction as the counts.
+-- for an item whose history has no such event (a row written by hand). The oldest landing
+-- wait the same way, from its last event into landing (a lander's claim or release, landing ->
+-- landing, leaves it). Read in the same transaction as the counts.
 WITH RECURSIVE
 waiting_now AS (
     SELECT queued_at FROM items
@@ -189,6 +191,12 @@ SELECT
          ORDER BY e.id DESC LIMIT 1),
         updated_at))
      FROM items WHERE state = 'review') AS oldest_review_at,
+    (SELECT min(coalesce(
+        (SELECT e.at FROM item_events AS e
+         WHERE e.item_id = items.id AND e.to_state = 'landing' AND e.from_state <> 'landing'
+         ORDER BY e.id DESC LIMIT 1),
+        updated_at))
+     FROM items WHERE state = 'landing') AS oldest_landing_at,
     (SELECT count(*) FROM items
      WHERE state IN ('queued', 'retry-scheduled')
        AND EXISTS (
@@ -413,6 +421,20 @@ SELECT item_id, label FROM item_labels
 WHERE CAST(:item_id AS bigint) IS NULL OR item_id = :item_id
 ORDER BY item_id, label;
 
+-- name: select_base_check
+-- A check's result on a base commit (docs/verify.md#checks-that-fail-on-the-base), if it was run
+-- there: by the commit, the check's name and its command's key.
+SELECT * FROM base_checks
+WHERE base_commit = :base_commit AND check_name = :check_name AND check_key = :check_key;
+
+-- name: insert_base_check
+-- A check's result on a base commit, kept for good (a commit does not change). Two workers
+-- that ran it at once: the first write wins, the second changes nothing.
+INSERT INTO base_checks (base_commit, check_name, check_key, failed, ending, output_tail,
+                         checked_at)
+VALUES (:base_commit, :check_name, :check_key, :failed, :ending, :output_tail, :checked_at)
+ON CONFLICT (base_commit, check_name, check_key) DO NOTHING;
+
 -- name: select_checks
 -- An item's check evidence (checks_by_item): its verifications in the order the first check
 -- of each was recorded (seq, the order of insertion: no clock decides it), each in its order.
@@ -420,3 +442,57 @@ SELECT checks.*, min(seq) OVER (PARTITION BY verification_id) AS first_seq
 FROM checks
 WHERE item_id = :item_id
 ORDER BY first_seq, position;
+
+-- name: select_landing
+SELECT * FROM landings WHERE item_id = :item_id;
+
+-- name: update_landing
+-- A landing's step, under the claim whose guarded move is in the same transaction.
+UPDATE landings
+SET step = :step, target_commit = :target_commit, checked_commit = :checked_commit,
+    intent = :intent, intent_from = :intent_from, attempt = :attempt, catch_ups = :catch_ups,
+    updated_at = :updated_at
+WHERE item_id = :item_id;
+
+-- name: update_session_base
+-- The item's base once its branch was brought up to date with its target (docs/landing.md),
+-- in the transaction of the landing claim's guarded move.
+UPDATE sessions SET base_commit = :base_commit, updated_at = :updated_at
+WHERE item_id = :item_id;
+
+-- name: select_landing_lines
+-- The lines of one installation's targets, in acceptance order (docs/landing.md): the landing
+-- items, and those in the fix turn their landing sent them to (they keep their place); the
+-- first of each target is the head of its line. waits_for_dependency: an item it comes after
+-- is not done yet (completion.stack: a dependent accepted before its predecessor landed waits,
+-- and the line goes on past it; docs/landing.md#stacked-items).
+SELECT landings.item_id, landings.target, landings.seq, items.state, items.claimed_by,
+       items.lease_expires_at,
+       EXISTS (SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
+               WHERE d.item_id = landings.item_id AND coalesce(dep.state, 'missing') <> 'done')
+           AS waits_for_dependency
+FROM landings JOIN items ON items.id = landings.item_id
+WHERE (items.state = 'landing'
+       OR (items.state IN ('retry-scheduled', 'running') AND landings.step = 'fix-turn'))
+  AND landings.installation_id = :installation_id
+ORDER BY landings.seq;
+
+-- name: end_landing_fix_turn
+-- An item left the fix turn its landing sent it to (back to landing, to review, to a
+-- person, cancelled): it no longer holds its line's place.
+UPDATE landings SET step = 'waiting' WHERE item_id = :item_id AND step = 'fix-turn';
+
+-- name: update_landing_guarded
+-- A landing's step, written only while its lander's claim is held.
+UPDATE landings
+SET step = :step, target_commit = :target_commit, checked_commit = :checked_commit,
+    intent = :intent, intent_from = :intent_from, attempt = :attempt, catch_ups = :catch_ups,
+    updated_at = :updated_at
+WHERE item_id = :item_id
+  AND EXISTS (SELECT 1 FROM items WHERE id = :item_id AND state = 'landing'
+              AND generation = :generation AND claimed_by = :claimed_by);
+
+-- name: select_open_landings
+-- The landings of the items in landing (the board's, in its snapshot: Store.list_open_items).
+SELECT landings.* FROM landings JOIN items ON items.id = landings.item_id
+WHERE items.state = 'landing';

@@ -9,8 +9,8 @@ CREATE TABLE items (
     timeout_seconds  DOUBLE PRECISION,
     workspace        TEXT,
     state            TEXT    NOT NULL CHECK (state IN ('todo', 'queued', 'running',
-                                 'retry-scheduled', 'needs-attention', 'review', 'done',
-                                 'cancelled')),
+                                 'retry-scheduled', 'needs-attention', 'review', 'landing',
+                                 'done', 'cancelled')),
     generation       BIGINT  NOT NULL DEFAULT 0,
     claimed_by       TEXT,
     lease_expires_at TEXT,
@@ -34,6 +34,8 @@ CREATE TABLE items (
 -- NULLS FIRST: an unknown queue entry time counts as oldest, as the claim queries order it.
 CREATE INDEX items_by_state ON items (state, queued_at NULLS FIRST, id);
 CREATE INDEX items_running_by_lease ON items (lease_expires_at) WHERE state = 'running';
+-- The morning view's read: the items that moved since a time (docs/storage.md, 0021).
+CREATE INDEX items_by_update ON items (updated_at);
 CREATE INDEX items_by_not_before ON items (not_before) WHERE state = 'retry-scheduled';
 -- The claim's order (docs/scheduling.md): priority, due retries before fresh work (false sorts
 -- first), the oldest queue entry, the id.
@@ -249,3 +251,46 @@ ALTER TABLE items ADD COLUMN feedback TEXT;
 -- person's note of the latest, which the next run's handoff prompt carries.
 ALTER TABLE items ADD COLUMN handoffs INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE items ADD COLUMN handoff_note TEXT;
+
+-- Review (docs/work-product.md#since-your-last-review): the commit of the item's branch a
+-- person rejected, so that its page shows first what changed since they last looked.
+ALTER TABLE items ADD COLUMN reviewed_commit TEXT;
+
+-- Landing (docs/landing.md): an accepted item's landing, one row per item (a new accept
+-- replaces it). seq: acceptance order across the store; the line of a target is its landing
+-- items by seq. Written only under the item's guard (the accept's move, the lander's claim).
+CREATE TABLE landings (
+    item_id          BIGINT PRIMARY KEY REFERENCES items (id),
+    seq              BIGINT  NOT NULL UNIQUE,
+    accepted_at      TEXT    NOT NULL,
+    accepted_by      TEXT    NOT NULL,
+    accepted_commit  TEXT,
+    installation_id  TEXT    NOT NULL,
+    target           TEXT    NOT NULL,
+    step             TEXT    NOT NULL,
+    target_commit    TEXT,
+    checked_commit   TEXT,
+    intent           TEXT,
+    intent_from      TEXT,
+    attempt          INTEGER NOT NULL DEFAULT 0,
+    catch_ups        INTEGER NOT NULL DEFAULT 0,
+    updated_at       TEXT    NOT NULL
+);
+
+CREATE INDEX landings_line ON landings (installation_id, target, seq);
+CREATE SEQUENCE landings_seq;
+-- Checks that fail on the base (docs/verify.md#checks-that-fail-on-the-base): whether a check
+-- failed as it fails on the item's base too, and each check's result on a base commit, run
+-- once per commit and command (check_key) and kept: a commit does not change.
+ALTER TABLE checks ADD COLUMN fails_on_base BOOLEAN NOT NULL DEFAULT FALSE;
+
+CREATE TABLE base_checks (
+    base_commit TEXT    NOT NULL,
+    check_name  TEXT    NOT NULL,
+    check_key   TEXT    NOT NULL,
+    failed      BOOLEAN NOT NULL,
+    ending      TEXT    NOT NULL,
+    output_tail TEXT    NOT NULL DEFAULT '',
+    checked_at  TEXT    NOT NULL,
+    PRIMARY KEY (base_commit, check_name, check_key)
+);

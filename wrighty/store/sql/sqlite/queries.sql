@@ -11,6 +11,25 @@ SELECT * FROM items
 WHERE state IN (SELECT value FROM json_each(:states))
 ORDER BY id;
 
+-- name: select_items_moved_since
+-- The morning view (domain/morning.py): the items whose latest event is at or after :moment
+-- (fixed-width UTC text: text order is time order). INDEXED BY: without statistics the planner
+-- would walk every item in id order to spare the sort of the few that moved.
+SELECT * FROM items INDEXED BY items_by_update
+WHERE updated_at >= :moment
+ORDER BY id;
+
+-- name: select_items_ledger
+-- The runs of the items in :item_ids (a JSON array of ids), as select_ledger reads them
+-- (runs_by_item finds them): `wrighty list --since --json`'s totals.
+SELECT runs.run_id, runs.item_id, runs.started_at,
+       coalesce(runs.agent, items.agent, CAST(:default_agent AS text)) AS agent,
+       runs.usage, runs.input_tokens, runs.output_tokens, runs.cache_read_tokens, runs.cache_write_tokens, runs.cost_usd, runs.cost_source, runs.models, runs.turns, runs.api_ms
+FROM runs
+JOIN items ON items.id = runs.item_id
+WHERE runs.item_id IN (SELECT value FROM json_each(:item_ids)) AND runs.started_at >= :since
+ORDER BY runs.started_at, runs.run_id;
+
 -- name: update_item_guarded
 -- Compare-and-set: the write lands only if the item is still in the state, generation and
 -- claim the caller read (and, for the reaper, its lease is still expired). Zero changed rows
@@ -36,6 +55,7 @@ SET state = :state,
     agent = :agent,
     handoffs = :handoffs,
     handoff_note = :handoff_note,
+    reviewed_commit = :reviewed_commit,
     verify_checks = :verify_checks,
     max_cost_usd = :max_cost_usd,
     max_tokens = :max_tokens,
@@ -56,21 +76,33 @@ WHERE id = :id
   -- checks it too, and this re-check also reads what committed since that choice was made.
   AND NOT (:state = 'running' AND EXISTS (
       SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
-      WHERE d.item_id = :id AND coalesce(dep.state, 'missing') <> 'done'));
+      WHERE d.item_id = :id AND coalesce(dep.state, 'missing') <> 'done'
+        -- completion.stack (:stack, a claim's): one waiting in review or landing with a
+        -- branch will do, if it is the only one not done (docs/landing.md#stacked-items).
+        AND NOT (:stack AND dep.state IN ('review', 'landing')
+                 AND EXISTS (SELECT 1 FROM sessions AS s
+                             WHERE s.item_id = dep.id AND s.branch IS NOT NULL)
+                 AND (SELECT count(*) FROM item_dependencies AS o
+                      JOIN items AS other ON other.id = o.depends_on
+                      WHERE o.item_id = :id AND other.state <> 'done') = 1)));
 
 -- name: select_next_claimable
 -- The best eligible item (docs/scheduling.md), walked in the order of items_claim_order:
 -- priority first (0 is the highest); within a priority, due retries before fresh work; then
 -- the oldest queue entry (an unknown entry time counts as oldest) and the lowest id. With any
 -- session an earlier run left. Eligible: queued, or a due retry (one with a local session only
--- on the installation that holds it); every item it comes after done; and no concurrency
+-- on the installation that holds it); every item it comes after done (with :stack, all but one
+-- in review or landing with a branch here: stacked_on); and no concurrency
 -- limit of :agent_limits / :label_limits (JSON objects of name -> maxConcurrent, or NULL)
 -- reached by the items running now. SQLite's write lock (BEGIN IMMEDIATE) makes the counts
 -- and the claim one step.
 SELECT items.*, sessions.item_id AS session_item_id, sessions.vendor AS session_vendor,
        sessions.session_id AS session_session_id, sessions.workspace AS session_workspace,
        sessions.installation_id AS session_installation_id,
-       sessions.branch AS session_branch, sessions.base_commit AS session_base_commit
+       sessions.branch AS session_branch, sessions.base_commit AS session_base_commit,
+       (SELECT json_array(dep.id, s.branch) FROM item_dependencies AS d
+        JOIN items AS dep ON dep.id = d.depends_on JOIN sessions AS s ON s.item_id = dep.id
+        WHERE :stack AND d.item_id = items.id AND dep.state IN ('review', 'landing')) AS stacked_on
 FROM items INDEXED BY items_claim_order  -- its order: without statistics SQLite would sort
 LEFT JOIN sessions ON sessions.item_id = items.id
 WHERE items.state IN ('queued', 'retry-scheduled')
@@ -81,7 +113,16 @@ WHERE items.state IN ('queued', 'retry-scheduled')
   AND (:agent IS NULL OR coalesce(items.agent, :default_agent) = :agent)
   AND NOT EXISTS (
       SELECT 1 FROM item_dependencies AS d LEFT JOIN items AS dep ON dep.id = d.depends_on
-      WHERE d.item_id = items.id AND coalesce(dep.state, 'missing') <> 'done')
+      WHERE d.item_id = items.id AND coalesce(dep.state, 'missing') <> 'done'
+        -- completion.stack: the one item not done, waiting in review or landing with a branch
+        -- of this installation, will do (docs/landing.md#stacked-items).
+        AND NOT (:stack AND dep.state IN ('review', 'landing')
+                 AND EXISTS (SELECT 1 FROM sessions AS s
+                             WHERE s.item_id = dep.id AND s.branch IS NOT NULL
+                               AND s.installation_id = :installation_id)
+                 AND (SELECT count(*) FROM item_dependencies AS o
+                      JOIN items AS other ON other.id = o.depends_on
+                      WHERE o.item_id = items.id AND other.state <> 'done') = 1))
   AND (:agent_limits IS NULL OR NOT EXISTS (
       SELECT 1 FROM json_each(:agent_limits) AS lim
       WHERE lim.key = coalesce(items.agent, :default_agent)
@@ -109,7 +150,7 @@ SELECT 1;
 UPDATE items
 SET lease_expires_at = max(lease_expires_at, min(:proposed, renew_deadline))
 WHERE id = :id
-  AND state = 'running'
+  AND state IN ('running', 'landing')
   AND generation = :generation
   AND claimed_by = :claimed_by
   AND lease_expires_at < renew_deadline;
@@ -162,7 +203,8 @@ SELECT * FROM items WHERE import_key IN (SELECT value FROM json_each(:keys));
 
 -- name: select_open_items
 -- The board (Store.list_open_items): the items not finished, at most :limit, in the board's
--- order (needs-attention, review, retry-scheduled, running, queued, todo; then priority and id), cut
+-- order (needs-attention, review, landing, retry-scheduled, running, queued, todo; then priority
+-- and id), cut
 -- before anything else is read (items_by_state: done and cancelled items are never walked).
 -- Each with when it entered its state (its latest event that is not an edit, :edited being an
 -- edit's reason code; item_events_by_item), how many runs it has had and the id of its latest
@@ -170,11 +212,12 @@ SELECT * FROM items WHERE import_key IN (SELECT value FROM json_each(:keys));
 -- states, as JSON arrays.
 WITH board AS (
     SELECT items.*,
-           CASE state WHEN 'needs-attention' THEN 0 WHEN 'review' THEN 1
-                      WHEN 'retry-scheduled' THEN 2 WHEN 'running' THEN 3 WHEN 'queued' THEN 4
-                      ELSE 5 END AS board_rank
+           CASE state WHEN 'needs-attention' THEN 0 WHEN 'review' THEN 1 WHEN 'landing' THEN 2
+                      WHEN 'retry-scheduled' THEN 3 WHEN 'running' THEN 4 WHEN 'queued' THEN 5
+                      ELSE 6 END AS board_rank
     FROM items
-    WHERE state IN ('needs-attention', 'review', 'retry-scheduled', 'running', 'queued', 'todo')
+    WHERE state IN ('needs-attention', 'review', 'landing', 'retry-scheduled', 'running', 'queued',
+                    'todo')
     ORDER BY board_rank, priority, id
     LIMIT :limit
 )
@@ -208,10 +251,10 @@ SELECT * FROM runs WHERE run_id IN (SELECT value FROM json_each(:run_ids));
 -- lock.
 INSERT INTO checks (verification_id, position, seq, item_id, run_id, generation, actor,
                     started_at, name, argv, exit_code, signal, timed_out, start_failure,
-                    duration_seconds, output_tail)
+                    duration_seconds, output_tail, fails_on_base)
 SELECT :verification_id, :position, (SELECT coalesce(max(seq), 0) + 1 FROM checks), :item_id,
        :run_id, :generation, :actor, :started_at, :name, :argv, :exit_code, :signal,
-       :timed_out, :start_failure, :duration_seconds, :output_tail
+       :timed_out, :start_failure, :duration_seconds, :output_tail, :fails_on_base
 WHERE EXISTS (SELECT 1 FROM items WHERE id = :item_id
               AND state = :state AND generation = :generation AND claimed_by IS :claimed_by)
   AND CASE WHEN :state = 'running'
@@ -226,10 +269,12 @@ ON CONFLICT (verification_id, position) DO NOTHING;
 -- The outcome of each listed item's latest verification (:item_ids, a JSON array) that ended:
 -- one by hand (no run), or one whose run has ended (a running verification's run is open).
 -- Latest: the one whose first check was recorded last (seq, as select_checks orders them).
--- passed is 1 when every check of it exited 0, 0 otherwise (checks_by_item).
+-- passed is 1 when every check of it exited 0 or failed as it fails on the item's base too
+-- (docs/verify.md#checks-that-fail-on-the-base), 0 otherwise (checks_by_item).
 WITH ended AS (
     SELECT c.item_id, c.verification_id, min(c.seq) AS first_seq,
-           min(CASE WHEN c.start_failure IS NULL AND c.exit_code = 0 THEN 1 ELSE 0 END) AS passed
+           min(CASE WHEN c.start_failure IS NULL AND (c.exit_code = 0 OR c.fails_on_base = 1)
+                    THEN 1 ELSE 0 END) AS passed
     FROM checks AS c LEFT JOIN runs AS r ON r.run_id = c.run_id
     WHERE c.item_id IN (SELECT value FROM json_each(:item_ids))
       AND (c.run_id IS NULL OR r.ended_at IS NOT NULL)
@@ -237,3 +282,25 @@ WITH ended AS (
 )
 SELECT item_id, passed FROM ended
 WHERE first_seq = (SELECT max(e.first_seq) FROM ended AS e WHERE e.item_id = ended.item_id);
+
+-- name: insert_landing
+-- An accept's landing (docs/landing.md), in the transaction of its guarded move: the next
+-- place in the acceptance order (under the write lock); a new accept replaces the row.
+INSERT INTO landings (item_id, seq, accepted_at, accepted_by, accepted_commit,
+                      installation_id, target, step, target_commit, checked_commit, intent,
+                      intent_from, attempt, catch_ups, updated_at)
+VALUES (:item_id, (SELECT coalesce(max(seq), 0) + 1 FROM landings), :accepted_at, :accepted_by, :accepted_commit,
+        :installation_id, :target, :step, :target_commit, :checked_commit, :intent,
+        :intent_from, :attempt, :catch_ups, :updated_at)
+ON CONFLICT (item_id) DO UPDATE
+SET seq = excluded.seq, accepted_at = excluded.accepted_at, accepted_by = excluded.accepted_by,
+    accepted_commit = excluded.accepted_commit, installation_id = excluded.installation_id,
+    target = excluded.target, step = excluded.step, target_commit = excluded.target_commit,
+    checked_commit = excluded.checked_commit, intent = excluded.intent,
+    intent_from = excluded.intent_from, attempt = excluded.attempt,
+    catch_ups = excluded.catch_ups, updated_at = excluded.updated_at;
+
+-- name: lock_landing_lines
+-- PostgreSQL serialises the landing claims of one installation here; SQLite's write lock
+-- already does.
+SELECT 1;

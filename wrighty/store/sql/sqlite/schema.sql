@@ -10,8 +10,8 @@ CREATE TABLE "items" (
     timeout_seconds    REAL,
     workspace          TEXT,
     state              TEXT    NOT NULL CHECK (state IN ('todo', 'queued', 'running',
-                                   'retry-scheduled', 'needs-attention', 'review', 'done',
-                                   'cancelled')),
+                                   'retry-scheduled', 'needs-attention', 'review', 'landing',
+                                   'done', 'cancelled')),
     generation         INTEGER NOT NULL DEFAULT 0,
     claimed_by         TEXT,
     lease_expires_at   TEXT,
@@ -37,11 +37,14 @@ CREATE TABLE "items" (
     rejections         INTEGER NOT NULL DEFAULT 0,
     feedback           TEXT,
     handoffs           INTEGER NOT NULL DEFAULT 0,
-    handoff_note       TEXT
+    handoff_note       TEXT,
+    reviewed_commit    TEXT
 ) STRICT;
 
 CREATE INDEX items_by_state ON items (state, queued_at, id);
 CREATE INDEX items_running_by_lease ON items (lease_expires_at) WHERE state = 'running';
+-- The morning view's read: the items that moved since a time (docs/storage.md, 0024).
+CREATE INDEX items_by_update ON items (updated_at);
 
 -- Terminal states are write-once, whatever code path tries otherwise.
 CREATE TRIGGER items_terminal_write_once BEFORE UPDATE ON items
@@ -226,6 +229,8 @@ CREATE TABLE checks (
     start_failure    TEXT,
     duration_seconds REAL    NOT NULL,
     output_tail      TEXT    NOT NULL DEFAULT '',
+    fails_on_base    INTEGER NOT NULL DEFAULT 0
+        CHECK (fails_on_base IN (0, 1)),
     PRIMARY KEY (verification_id, position)
 ) STRICT;
 
@@ -241,3 +246,39 @@ CREATE TRIGGER checks_insert_only_delete BEFORE DELETE ON checks
 BEGIN
     SELECT RAISE(ABORT, 'wrighty: check evidence is never rewritten');
 END;
+
+-- Landing (docs/landing.md): an accepted item's landing, one row per item (a new accept
+-- replaces it). seq: acceptance order across the store; the line of a target is its landing
+-- items by seq. Written only under the item's guard (the accept's move, the lander's claim).
+CREATE TABLE landings (
+    item_id          INTEGER PRIMARY KEY REFERENCES items (id),
+    seq              INTEGER NOT NULL UNIQUE,
+    accepted_at      TEXT    NOT NULL,
+    accepted_by      TEXT    NOT NULL,
+    accepted_commit  TEXT,
+    installation_id  TEXT    NOT NULL,
+    target           TEXT    NOT NULL,
+    step             TEXT    NOT NULL,
+    target_commit    TEXT,
+    checked_commit   TEXT,
+    intent           TEXT,
+    intent_from      TEXT,
+    attempt          INTEGER NOT NULL DEFAULT 0,
+    catch_ups        INTEGER NOT NULL DEFAULT 0,
+    updated_at       TEXT    NOT NULL
+) STRICT;
+
+CREATE INDEX landings_line ON landings (installation_id, target, seq);
+-- Each check's result on a base commit (docs/verify.md#checks-that-fail-on-the-base), run once
+-- per commit and command (check_key: its argv and time limit) and kept: a commit does not
+-- change. The first writer of a key wins; a second one changes nothing.
+CREATE TABLE base_checks (
+    base_commit TEXT    NOT NULL,
+    check_name  TEXT    NOT NULL,
+    check_key   TEXT    NOT NULL,
+    failed      INTEGER NOT NULL CHECK (failed IN (0, 1)),
+    ending      TEXT    NOT NULL,
+    output_tail TEXT    NOT NULL DEFAULT '',
+    checked_at  TEXT    NOT NULL,
+    PRIMARY KEY (base_commit, check_name, check_key)
+) STRICT;
