@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser.screen import sideways
 from tests.browser.test_console import console  # noqa: F401 (a fixture, on this `project`)
 from tests.integration.test_accept_all import CHECK
 from tests.integration.test_landing import AGENT
@@ -73,7 +74,7 @@ def test_accept_all_ready_from_the_board_takes_exactly_what_it_showed(
     waiting = page.locator("table.waiting tr", has_text="Two")
     assert ready == [str(one), str(three)]
     assert "its latest checks did not pass" in waiting.inner_text()
-    assert page.evaluate("document.documentElement.scrollWidth") <= width  # no sideways scroll
+    assert sideways(page) == ""
     assert [project.get(i).state for i in (one, two, three)] == [ItemState.REVIEW] * 3
 
     page.get_by_role("button", name="Accept these 2 items").click()

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.browser.screen import sideways
 from tests.browser.test_console import CONSOLE_PROJECT, console  # noqa: F401 (a fixture)
 from tests.integration.worker_process import ProjectOnDisk
 
@@ -75,7 +76,7 @@ def test_a_notice_s_link_opens_the_item_after_the_token_on_a_phone(
         assert answer.status == 401  # the login page: nothing of the item
         assert page.locator("h1").inner_text() == "Log in"
         assert "Answer" not in page.content()
-        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        assert sideways(page) == ""
         fits(page, "input[name=token]")  # the console's stylesheet, loaded without a session
         fits(page, "button[type=submit]")
 
@@ -84,7 +85,7 @@ def test_a_notice_s_link_opens_the_item_after_the_token_on_a_phone(
         page.wait_for_url(link)
         assert page.locator("p.title").inner_text() == "Answer <b>me</b> \\x1b[31m"
         page.get_by_role("button", name="Accept").wait_for()
-        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        assert sideways(page) == ""
         cookies = {cookie["name"]: cookie for cookie in context.cookies()}
         assert cookies["wrighty_token"]["httpOnly"]
         assert cookies["wrighty_token"]["sameSite"] == "Strict"

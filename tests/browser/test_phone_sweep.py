@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser.screen import sideways
 from tests.browser.test_console import HOSTILE, console  # noqa: F401 (a fixture)
 from tests.integration.worker_process import LiveWorker, ProjectOnDisk
 from wrighty.domain.states import ItemState
@@ -191,15 +192,13 @@ MEASURE = """(selector) => {
   }
   return problems;
 }"""
-WIDTH = "() => [document.documentElement.scrollWidth, innerWidth]"
 
 
 def sweep(page: Any) -> list[str]:
     """What is wrong with the page as it is: too wide, or an action too small, off screen or
     covered."""
-    wide, width = page.evaluate(WIDTH)
-    problems = [f"{wide} px wide on a {width} px screen"] if wide > width else []
-    return problems + page.evaluate(MEASURE, ACTIONS)
+    wide = sideways(page)
+    return ([wide] if wide else []) + page.evaluate(MEASURE, ACTIONS)
 
 
 def sweep_page(page: Any, url: str, status: int, content: str) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser.screen import sideways
 from tests.browser.test_console import CONSOLE_PROJECT, console
 from tests.integration.worker_process import ProjectOnDisk
 
@@ -31,8 +32,7 @@ def listed(page: Any, group: str) -> list[str]:
 
 def fits(page: Any) -> None:
     """Nothing wider than the screen; Mark as seen at least 44x44 and on the screen."""
-    width = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
-    assert width[0] <= width[1], width
+    assert sideways(page) == ""
     button = page.locator("#mark-seen")
     button.scroll_into_view_if_needed()
     box = button.bounding_box()

@@ -1,0 +1,37 @@
+"""What a person on a small screen would notice first: a page wider than the screen. Shared by
+the browser tests (docs/web.md#on-a-phone)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Each element that reaches past the right edge of the screen while no box of its own scrolls
+# it: what makes the page scroll sideways, named so that a failure says where to look.
+STICKING_OUT = """() => {
+  const width = innerWidth;
+  const scrolls = el => { for (let up = el.parentElement; up; up = up.parentElement) {
+      const style = getComputedStyle(up);
+      if (up !== document.body && up !== document.documentElement
+          && /auto|scroll|hidden/.test(style.overflowX)) return true; }
+    return false; };
+  const out = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    const box = el.getBoundingClientRect();
+    if (box.width && box.right > width + 0.5 && !scrolls(el)) {
+      out.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '')
+        + (el.className && typeof el.className === 'string' ? '.' + el.className : '')
+        + ' ' + Math.round(box.left) + '..' + Math.round(box.right) + 'px');
+    }
+  }
+  const sheets = [...document.styleSheets].map(s => s.href + ':' + s.cssRules.length);
+  return [document.documentElement.scrollWidth, width, out.slice(0, 12), sheets];
+}"""
+
+
+def sideways(page: Any) -> str:
+    """ "" when the page, fully loaded, is no wider than the screen; else what sticks out."""
+    page.wait_for_function("() => document.readyState === 'complete'")
+    wide, width, out, sheets = page.evaluate(STICKING_OUT)
+    if wide <= width:
+        return ""
+    return f"{page.url}: {wide} px wide on a {width} px screen; sticking out: {out}; {sheets}"
