@@ -235,6 +235,7 @@ def test_a_workers_lander_names_the_worker_and_wakes_its_deliverer_once_it_told(
         lander = lander_from(
             loaded.config, loaded.root, store, worker_id="w-0123456789ab",
             now=lambda: datetime.now(UTC), worker=True, told=lambda: wakes.append(item_id),
+            checks_in=lambda _: None,
         )  # fmt: skip
         landed = land_next(lander)
         assert land_next(lander) is None  # nothing more to land: no move, no wake

@@ -15,7 +15,11 @@ from pydantic import (
 
 from wrighty.config.adapter_names import AdapterName
 from wrighty.config.notify_settings import NotifySettings
-from wrighty.config.sandbox_settings import BubblewrapProfile, SandboxSetting
+from wrighty.config.sandbox_settings import (
+    BubblewrapProfile,
+    CheckSandboxSetting,
+    SandboxSetting,
+)
 from wrighty.config.section import Section as _Section
 from wrighty.config_file import DEFAULT_STORE_URL
 from wrighty.domain.adapters import ADAPTERS
@@ -367,6 +371,11 @@ class VerifySettings(AgentVerifySettings):
         le=MAX_FEEDBACK_BYTES,
         description="The most a fix turn's prompt may hold, in UTF-8 bytes.",
     )
+    sandbox: CheckSandboxSetting = Field(
+        "agent",
+        description='Where checks and completion.integrateCommand run: "agent" (in the item\'s '
+        'agent\'s sandbox), "none" (as wrighty) or a bubblewrap profile (docs/sandbox.md).',
+    )
 
 
 class AgentSettings(_Section):
@@ -437,7 +446,7 @@ class AgentSettings(_Section):
 
 
 def sandbox_of(config: WrightyConfig, agent: str) -> BubblewrapProfile | None:
-    """The sandbox ``agent`` and its items' checks run in (None: none)."""
+    """The sandbox ``agent`` runs in (None: none)."""
     settings = config.agents.get(agent)
     chosen = settings.sandbox if settings is not None and settings.sandbox is not None else None
     if chosen is None:

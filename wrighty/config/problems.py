@@ -170,7 +170,7 @@ def _without_sink_tag(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """A location inside a sink entry or a sandbox setting, without the tag of the form it
     was written in."""
     at = _SINK_TAG_AT.get(loc[:2])
-    if loc[:2] == ("worker", "sandbox"):
+    if loc[:2] in (("worker", "sandbox"), ("verify", "sandbox")):
         at = 2
     elif loc[:1] == ("agents",) and loc[2:3] == ("sandbox",):
         at = 3

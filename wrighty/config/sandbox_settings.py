@@ -1,5 +1,6 @@
 """wrighty.json's sandbox settings (worker.sandbox, agents.<name>.sandbox): "none" or a
-bubblewrap profile (docs/sandbox.md)."""
+bubblewrap profile; verify.sandbox (the checks' and the integration command's): "agent" too
+(docs/sandbox.md)."""
 
 from __future__ import annotations
 
@@ -78,5 +79,18 @@ SandboxSetting = Annotated[
         _sandbox_form,
         custom_error_type="sandbox_form",
         custom_error_message='must be "none" or an object with kind "bubblewrap"',
+    ),
+]
+
+
+# verify.sandbox: where checks and the integration command run. "agent" (the default): in
+# the item's agent's sandbox; "none": as wrighty; or a profile of their own.
+CheckSandboxSetting = Annotated[
+    Annotated[Literal["agent", "none"], Tag("string")]
+    | Annotated[BubblewrapProfile, Tag("object")],
+    Discriminator(
+        _sandbox_form,
+        custom_error_type="sandbox_form",
+        custom_error_message='must be "agent", "none" or an object with kind "bubblewrap"',
     ),
 ]

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         WrightyConfig,
     )
     from wrighty.config.notify_settings import NotifySettings
+    from wrighty.config.sandbox_settings import BubblewrapProfile
     from wrighty.domain.claims import LeaseTerms
     from wrighty.domain.health import Thresholds
     from wrighty.domain.retry import CrashPolicy, UsagePolicy
@@ -197,24 +198,40 @@ def fix_turns_limit(config: WrightyConfig, agent: str) -> int | None:
 
 
 def sandbox_profile(config: WrightyConfig, agent: str) -> tuple[str, Profile] | None:
-    """The sandbox ``agent`` and its items' checks run in, with the setting that chose it
-    (agents.<name>.sandbox or worker.sandbox); None: none (docs/sandbox.md)."""
+    """The sandbox ``agent`` runs in, with the setting that chose it (agents.<name>.sandbox or
+    worker.sandbox); None: none (docs/sandbox.md)."""
     from wrighty.config.models import sandbox_of
-    from wrighty.domain.sandbox import Profile
 
     chosen = sandbox_of(config, agent)
     if chosen is None:
         return None
     own = config.agents.get(agent)
     where = f"agents.{agent}.sandbox" if own is not None and own.sandbox else "worker.sandbox"
-    profile = Profile(
+    return where, _profile(chosen)
+
+
+def check_sandbox_profile(config: WrightyConfig, agent: str) -> tuple[str, Profile] | None:
+    """The sandbox the checks and the integration command of ``agent``'s items run in, with
+    the setting that chose it: verify.sandbox's own profile, none, or (by default) the
+    agent's (docs/sandbox.md#checks-and-integration)."""
+    chosen = config.verify.sandbox if config.verify is not None else "agent"
+    if chosen == "agent":
+        return sandbox_profile(config, agent)
+    if chosen == "none":
+        return None
+    return "verify.sandbox", _profile(chosen)
+
+
+def _profile(chosen: BubblewrapProfile) -> Profile:
+    from wrighty.domain.sandbox import Profile
+
+    return Profile(
         program=chosen.program,
         network=chosen.network,
         hide=tuple(chosen.hide),
         writable=tuple(chosen.writable),
         env=tuple(chosen.env),
     )
-    return where, profile
 
 
 def verify_policy(config: WrightyConfig, agent: str) -> VerifyPolicy | None:

@@ -125,7 +125,7 @@ def accept_many_now(
         return accepted
     lander = lander_from(
         loaded.config, loaded.root, store, worker_id=f"accept-{os.getpid()}",
-        now=app_ctx.now, secrets=app_ctx.secrets(),
+        now=app_ctx.now, secrets=app_ctx.secrets(), checks_in=app_ctx.check_sandboxes(),
     )  # fmt: skip
     ends = time.monotonic() + land_for  # one wait for them all
     for item_id in landing:  # in the order accepted: each lands those ahead of it first
@@ -176,7 +176,7 @@ def land_now(app_ctx: AppContext, store: Store, item_id: int | None) -> list[Ite
     loaded = app_ctx.config()
     lander = lander_from(
         loaded.config, loaded.root, store, worker_id=f"land-{os.getpid()}", now=app_ctx.now,
-        secrets=app_ctx.secrets(),
+        secrets=app_ctx.secrets(), checks_in=app_ctx.check_sandboxes(),
     )  # fmt: skip
     landed: list[Item] = []
     while True:
@@ -252,6 +252,7 @@ def verify_now(
         completion=completion_of(config),
         told=told,
         known=app_ctx.secrets(),
+        sandbox=app_ctx.check_sandboxes()(agent),
     )
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from wrighty.config import LoadedConfig
     from wrighty.services.clock import StoreClock
     from wrighty.services.settings import ReadSettings
+    from wrighty.supervisor.sandboxing import SandboxMaker
 
 # Reads the read settings of the wrighty.json that the working directory and --config name
 # without the config's models, where it vouches for the file; None where it does not.
@@ -112,6 +113,17 @@ class AppContext:
         except ConfigError:
             config = WrightyConfig()
         return known_secrets(config, os.environ)
+
+    def check_sandboxes(self) -> Callable[[str], SandboxMaker | None]:
+        """Each agent's checks' sandbox (verify.sandbox, docs/sandbox.md), every configured
+        one seen to start on this machine first: WrightyError (exit 2) when one cannot."""
+        from wrighty.config import STATE_DIRNAME
+        from wrighty.services.sandboxes import Around, CheckSandboxes
+
+        loaded = self.config()
+        target = self.store_target()
+        around = Around(loaded.root, loaded.root / STATE_DIRNAME, loaded.path, target.sqlite_path)
+        return CheckSandboxes(loaded.config, around).of
 
     def store_target(self) -> StoreTarget:
         if self.store_option is not None:

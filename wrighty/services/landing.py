@@ -40,8 +40,10 @@ from wrighty.domain.verify import (
 )
 from wrighty.domain.work_product import Completion, merge_message
 from wrighty.errors import UnreadableError
+from wrighty.services.sandboxes import CHECK_VARIABLES
 from wrighty.store.port import Store
 from wrighty.supervisor.checks import CheckSpec, Keep, run_check
+from wrighty.supervisor.sandboxing import SandboxMaker
 from wrighty.workproduct.basetree import base_worktree
 from wrighty.workproduct.diff import branch_stat, change_stat
 from wrighty.workproduct.integrate import (
@@ -93,6 +95,12 @@ class Lander:
     # what wakes the deliverer once a move's notice is written (a worker's).
     notify: Source | None = None
     told: Callable[[], None] = lambda: None
+    # Where an agent's items' checks and integration command run (services/sandboxes.py,
+    # verify.sandbox); None: as the lander.
+    checks_in: Callable[[str], SandboxMaker | None] = lambda _: None
+
+    def sandbox(self, item: Item) -> SandboxMaker | None:
+        return self.checks_in(item.agent or "")
 
     def request(self) -> ClaimRequest:
         return ClaimRequest(
@@ -256,6 +264,7 @@ def _integrate(
     done = integrate(
         lander.project_root, integration, target, author_name=lander.completion.author_name,
         author_email=lander.completion.author_email, hooks=lander.completion.hooks == "run",
+        sandbox=lander.sandbox(claimed),
     )  # fmt: skip
     words = f"{done.words or 'integrated'}{checked}"
     return moves.landed(claimed, landing, words, at=lander.now())
@@ -334,11 +343,14 @@ def _run_checks(
             return Keep.STOP
         return Keep.GO
 
+    maker = lander.sandbox(claimed)
+
     def one(check: Check, cwd: Path, logs: Path) -> CheckEvidence:
         spec = CheckSpec(
             check, cwd, logs,
             {**_environ(), "WRIGHTY_ITEM_ID": str(claimed.id), "WRIGHTY_CHECK_NAME": check.name},
             secrets=lander.secrets, heartbeat_seconds=lander.heartbeat_seconds,
+            sandbox=maker.at(cwd, passed=CHECK_VARIABLES) if maker is not None else None,
         )  # fmt: skip
         result = run_check(spec, wake=threading.Event(), keep=keep)
         if result is None or lost:
@@ -494,10 +506,12 @@ def lander_from(
     say: Callable[[str], None] = lambda _: None,
     worker: bool = False,
     told: Callable[[], None] = lambda: None,
+    checks_in: Callable[[str], SandboxMaker | None],
 ) -> Lander:
     """The lander wrighty.json describes, for a worker (``worker``: its notices name it, and
     ``told`` wakes its deliverer) or for `wrighty accept` and `wrighty land`. With a sink in
-    notify, each move out of landing writes its notice, with serve.publicUrl's link."""
+    notify, each move out of landing writes its notice, with serve.publicUrl's link.
+    ``checks_in``: each agent's checks' sandbox (services/sandboxes.CheckSandboxes.of)."""
     from wrighty.config import STATE_DIRNAME
     from wrighty.config.translate import agent_checks, completion_of, lease_terms_of
     from wrighty.domain.verify import select_checks
@@ -529,6 +543,7 @@ def lander_from(
         say=say,
         notify=notify,
         told=told,
+        checks_in=checks_in,
     )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wrighty.domain import suggestions
 from wrighty.domain.check_evidence import CheckEvidence, CheckRecord
@@ -29,6 +30,9 @@ from wrighty.domain.work_product import Completion
 from wrighty.errors import NotFoundError, WrightyError
 from wrighty.services.runlogs import logs_of
 from wrighty.store.port import Store
+
+if TYPE_CHECKING:
+    from wrighty.supervisor.sandboxing import SandboxMaker
 
 OPERATOR = "operator"
 VERIFIED_BY_HAND = "verified-by-hand"
@@ -98,11 +102,14 @@ def verify_by_hand(
     completion: Completion | None = None,
     told: Callable[[CheckEvidence], None] = lambda _: None,
     known: Sequence[str] = (),
+    sandbox: SandboxMaker | None = None,
 ) -> ByHand:
     """Run item ``item_id``'s checks by hand (``policy``: its agent's, from wrighty.json),
     telling each one's evidence as it ends; WrightyError (nothing run, nothing written) for
     an item that is running or has no checks or no workspace here. ``completion``: what a
-    passing item's work then goes through (wrighty.json's completion section)."""
+    passing item's work then goes through (wrighty.json's completion section). ``sandbox``:
+    where the checks run (verify.sandbox; None: as this process)."""
+    from wrighty.services.sandboxes import CHECK_VARIABLES
     from wrighty.supervisor.checks import CheckSpec, run_check  # (`show` asks `runs_here`)
 
     item = store.get_item(item_id)
@@ -126,7 +133,8 @@ def verify_by_hand(
         else:
             env = {**environ, "WRIGHTY_ITEM_ID": str(item.id), "WRIGHTY_CHECK_NAME": check.name}
             place = log_dir / f"{position + 1:02d}-{check.name}"
-            ran = run_check(CheckSpec(check, workspace, place, env, secrets=secrets))
+            boxed = sandbox.at(workspace, passed=CHECK_VARIABLES) if sandbox is not None else None
+            ran = run_check(CheckSpec(check, workspace, place, env, secrets=secrets, sandbox=boxed))
             assert ran is not None  # nothing but its time limit stops a check run by hand
             result = ran
         record = CheckRecord(item.id, verification_id, None, position, OPERATOR, started, result)

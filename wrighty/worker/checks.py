@@ -27,6 +27,7 @@ from wrighty.domain.redact import secret_values
 from wrighty.domain.verify import Check, base_run_due, check_key, on_base, unknown_check
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import UnreadableError
+from wrighty.services.sandboxes import CHECK_VARIABLES
 from wrighty.supervisor.checks import CheckSpec, Keep, run_check
 from wrighty.supervisor.process import AgentProcess
 from wrighty.supervisor.sandboxing import SandboxMaker
@@ -56,10 +57,6 @@ class CheckPlace:
     agent: str  # the item's agent, as a reason names it
     base_commit: str | None = None  # the item's base: a failing check runs there too
     base_dir: Path | None = None  # where a base is checked out for that, each in a folder
-
-
-# What a sandboxed check gets of wrighty's own besides the profile's (_env).
-_CHECK_VARIABLES = ("WRIGHTY_ITEM_ID", "WRIGHTY_RUN_ID", "WRIGHTY_CHECK_NAME")
 
 
 class CheckRunner:
@@ -255,7 +252,7 @@ class CheckRunner:
             grace_seconds=self._grace,
             heartbeat_seconds=self._heartbeat,
             marker=("WRIGHTY_CHECK_ID", f"{place.run_id}-{position}{suffix}"),
-            sandbox=self._sandbox.at(folder, passed=_CHECK_VARIABLES) if self._sandbox else None,
+            sandbox=self._sandbox.at(folder, passed=CHECK_VARIABLES) if self._sandbox else None,
         )
         evidence = run_check(spec, wake=self._wake, started=started, keep=keep)
         if evidence is None:

@@ -86,9 +86,10 @@ class Setting:
     # The values no prompt shows (config.known_secrets): the worker's environment's credential
     # variables and every agents.<name>.env value.
     secrets: tuple[str, ...] = ()
-    # Where the agent and its checks run when wrighty.json gives them a sandbox
-    # (docs/sandbox.md); None: as the worker.
+    # Where the agent runs when wrighty.json gives it a sandbox (docs/sandbox.md), and where
+    # its checks run (verify.sandbox: the agent's by default); None: as the worker.
     sandbox: SandboxMaker | None = None
+    check_sandbox: SandboxMaker | None = None
 
 
 class ClaimLife:

@@ -53,8 +53,10 @@ from wrighty.notify.delivery import DeliveryThread, delivery_paused
 from wrighty.runenv import run_variables, secret_names_variable
 from wrighty.services.clock import StoreClock
 from wrighty.services.reaper import reap_expired
+from wrighty.services.sandboxes import Around, CheckSandboxes
 from wrighty.store import StoreTarget
 from wrighty.store.port import Store
+from wrighty.supervisor.sandboxing import SandboxMaker
 from wrighty.supervisor.tree import started_at
 from wrighty.vendors.base import Reader
 from wrighty.worker import preflight
@@ -136,6 +138,7 @@ class Worker:
         self._notify: Source | None = None  # who tells through the outbox (None: no sink)
         self._delivery: DeliveryThread | None = None  # delivers the outbox, while it runs
         self._landing: threading.Thread | None = None  # lands accepted items (_land)
+        self._check_sandboxes: Callable[[str], SandboxMaker | None] = lambda _: None  # run()
         self._project_root = loaded.root
         self._state_dir = loaded.root / STATE_DIRNAME
         self._mode = loaded.config.worker.workspace_mode
@@ -235,10 +238,12 @@ class Worker:
         agent_name = options.agent or self._config.worker.default_agent
         plan = plan_agent(self._config, agent_name, project_root=self._project_root)
         preflight.refuse_unrunnable(plan)
-        sandbox = preflight.sandbox_or_refuse(
-            self._config, plan, project_root=self._project_root, state_dir=self._state_dir,
-            config_path=self._config_path, store=self._store_target,
+        around = Around(
+            self._project_root, self._state_dir, self._config_path,
+            self._store_target.sqlite_path if self._store_target is not None else None,
         )  # fmt: skip
+        sandbox = preflight.sandbox_or_refuse(self._config, plan, around)
+        self._check_sandboxes = CheckSandboxes(self._config, around).of
         # wrighty's sandbox encloses the vendor's own, turned off inside it (docs/vendors.md)
         plan = dataclasses.replace(plan, enclosed=sandbox is not None)
         preflight.refuse_broken_vendor_sandbox(plan, os.environ)
@@ -250,7 +255,11 @@ class Worker:
                 default_agent=self._config.worker.default_agent, now=self._now,
             )  # fmt: skip
         gate = self._gate(plan)
-        setting = dataclasses.replace(self._setting(plan, options, gate), sandbox=sandbox)
+        setting = dataclasses.replace(
+            self._setting(plan, options, gate),
+            sandbox=sandbox,
+            check_sandbox=self._check_sandboxes(agent_name),
+        )
         self._emit(WorkerEvent.STARTED, agent=agent_name, installation_id=self._installation_id)
         self._say_concurrency(options)
         self._presence.runs(agent_name)
@@ -310,7 +319,7 @@ class Worker:
             self._config, self._project_root, self._store, worker_id=self.worker_id,
             now=self._now, secrets=tuple(known_secrets(self._config, os.environ)),
             say=lambda words: self._emit(WorkerEvent.LANDING, words=words), worker=True,
-            told=self._wake_delivery,
+            told=self._wake_delivery, checks_in=self._check_sandboxes,
         )  # fmt: skip
 
         def lands() -> None:

@@ -10,17 +10,16 @@ from datetime import datetime
 from pathlib import Path
 
 from wrighty.agents import AgentPlan
-from wrighty.config import WrightyConfig, check_program_problems, sandbox_profile
+from wrighty.config import WrightyConfig, check_program_problems
 from wrighty.domain.claims import not_claimable_reason
 from wrighty.domain.work_product import Completion
 from wrighty.errors import WrightyError
 from wrighty.services.items import require_item
-from wrighty.store import StoreTarget
+from wrighty.services.sandboxes import Around, agent_sandbox
 from wrighty.store.port import Store
 from wrighty.supervisor.process import executable_problem
-from wrighty.supervisor.sandboxing import SandboxMaker, sandbox_problem
+from wrighty.supervisor.sandboxing import SandboxMaker
 from wrighty.vendors.base import Vendor
-from wrighty.workproduct.gitdirs import git_places
 from wrighty.workproduct.runner import GitError
 from wrighty.workproduct.worktree import resolve_base
 
@@ -37,44 +36,12 @@ def refuse_unrunnable(plan: AgentPlan) -> None:
 
 
 def sandbox_or_refuse(
-    config: WrightyConfig,
-    plan: AgentPlan,
-    *,
-    project_root: Path,
-    state_dir: Path,
-    config_path: Path | None,
-    store: StoreTarget | None,
+    config: WrightyConfig, plan: AgentPlan, around: Around
 ) -> SandboxMaker | None:
-    """The sandbox the worker's agent and its checks run in (None: none configured). One
-    that cannot start on this machine refuses the worker: never silently unsandboxed."""
-    chosen = sandbox_profile(config, plan.name)
-    if chosen is None:
-        return None
-    setting, profile = chosen
-    problem = sandbox_problem(profile.program)
-    if problem is not None:
-        raise WrightyError(
-            f"{setting}: bubblewrap {profile.program!r} {problem}; install it (Debian: "
-            f"apt-get install bubblewrap), set {setting}.program to its path, or set "
-            f'{setting} to "none" to run unsandboxed (docs/sandbox.md)'
-        )
-    home = Path(os.environ.get("HOME") or Path.home())
-    hidden: tuple[Path, ...] = ()
-    if store is not None and store.sqlite_path is not None:
-        database = store.sqlite_path.absolute()
-        hidden = tuple(Path(f"{database}{suffix}") for suffix in ("", "-wal", "-shm", "-journal"))
-    vendor = vendor_state(plan)
-    return SandboxMaker(
-        profile,
-        setting,
-        project_root=project_root,
-        state_dir=state_dir,
-        home=home,
-        read_only=(config_path,) if config_path is not None else (),
-        hidden=hidden,
-        writable=vendor,
-        git_of=git_places,
-    )
+    """The sandbox the worker's agent runs in (None: none configured), its vendor's session
+    state writable in it. One that cannot start on this machine refuses the worker: never
+    silently unsandboxed."""
+    return agent_sandbox(config, plan.name, around, writable=vendor_state(plan))
 
 
 def vendor_state(plan: AgentPlan) -> tuple[Path, ...]:

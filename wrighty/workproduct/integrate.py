@@ -42,6 +42,7 @@ from wrighty.domain.text import printable_line
 from wrighty.domain.work_product import merge_message
 from wrighty.supervisor.child import new_marker
 from wrighty.supervisor.process import LaunchError, LaunchSpec, launch, program_from
+from wrighty.supervisor.sandboxing import SandboxMaker
 from wrighty.workproduct.reads import commit_id, head_status, toplevel
 from wrighty.workproduct.runner import GitError, GitResult, identity, run_git
 
@@ -94,11 +95,13 @@ def integrate(
     author_name: str | None = None,
     author_email: str | None = None,
     hooks: bool = False,
+    sandbox: SandboxMaker | None = None,
 ) -> Integrated:
     """Integrate ``target``'s branch as ``integration`` says (IntegrationError when it is
     refused or fails: then nothing of the project, its branch or the remote was changed, but
     by a command that failed half way, which is the command's to tell). ``hooks``: the
-    project's hooks run in the merge or the push (completion.hooks run)."""
+    project's hooks run in the merge or the push (completion.hooks run). ``sandbox``: where
+    an integration command runs (verify.sandbox; None: as wrighty)."""
     if integration.kind == "none":
         return Integrated(None)
     try:
@@ -109,7 +112,7 @@ def integrate(
             return _merge(project_root, integration, target, branch, tip, author, hooks=hooks)
         if integration.kind == "push":
             return _push(project_root, integration, branch, tip, hooks=hooks)
-        return _command(project_root, integration, target, branch, worktree)
+        return _command(project_root, integration, target, branch, worktree, sandbox)
     except GitError as error:
         raise IntegrationError(str(error)) from None
 
@@ -343,12 +346,13 @@ def _command(
     target: IntegrationTarget,
     branch: str,
     worktree: Path | None,
+    sandbox: SandboxMaker | None,
 ) -> Integrated:
     # A relative program is the project directory's, never the worktree's (the agent's copy).
     argv = program_from(integration.command, root)
+    cwd = worktree or root
     program = one_line(os.path.basename(argv[0]), 80)
-    env = {
-        **os.environ,
+    variables = {
         "WRIGHTY_ITEM_ID": str(target.item_id),
         "WRIGHTY_ITEM_TITLE": target.title,
         "WRIGHTY_BRANCH": branch,
@@ -356,10 +360,11 @@ def _command(
         # More than 1: an earlier attempt may have run it (its lander died): docs/landing.md
         "WRIGHTY_INTEGRATION_ATTEMPT": str(target.attempt),
     }
+    env = {**os.environ, **variables}
     with tempfile.TemporaryDirectory(prefix="wrighty-integrate-") as logs:
         spec = LaunchSpec(
             argv=argv,
-            cwd=worktree or root,
+            cwd=cwd,
             env=env,
             task=target.summary,
             log_dir=Path(logs) / "output",
@@ -367,6 +372,7 @@ def _command(
             marker=new_marker(),
             owned=True,
             role="integration command",
+            sandbox=sandbox.at(cwd, passed=tuple(variables)) if sandbox else None,
         )
         try:
             process = launch(spec)
