@@ -2373,6 +2373,18 @@ CASES: list[Case] = [
         setup=config_json({"worker": {"sandbox": "bwrap"}}),
     ),
     Case(
+        "config-verify-sandbox-unknown-string",
+        ("list",),
+        "verify.sandbox: must be 'agent' or 'none' (got the string \"bubblewrap\")",
+        setup=config_json({"verify": {"sandbox": "bubblewrap"}}),
+    ),
+    Case(
+        "config-verify-sandbox-no-kind",
+        ("list",),
+        "verify.sandbox.kind: is required",
+        setup=config_json({"verify": {"sandbox": {"program": "bwrap"}}}),
+    ),
+    Case(
         "config-sandbox-unknown-kind",
         ("list",),
         "agents.claude.sandbox.kind: must be 'bubblewrap' (got a string)",
@@ -2666,7 +2678,7 @@ CASES: list[Case] = [
     Case(
         "config-verify-unknown-key",
         ("list",),
-        "verify.check: unknown key (allowed here: checks, maxFixTurns, feedbackBytes)",
+        "verify.check: unknown key (allowed here: checks, maxFixTurns, feedbackBytes, sandbox)",
         setup=verify({"check": [check("t")]}),
     ),
     Case(

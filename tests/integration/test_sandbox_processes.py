@@ -113,7 +113,14 @@ def daemons() -> list[int]:
 
 
 def sandboxed_project(
-    root: Path, store_url: str | None, *, environ: dict[str, str] | None = None, **profile: Any
+    root: Path,
+    store_url: str | None,
+    *,
+    environ: dict[str, str] | None = None,
+    completion: dict[str, Any] | None = None,
+    verify_sandbox: Any = "agent",
+    probe: bool = True,
+    **profile: Any,
 ) -> ProjectOnDisk:
     home = root.parent / "home"
     (home / ".ssh").mkdir(parents=True)
@@ -125,10 +132,15 @@ def sandboxed_project(
     return make_project(
         root, programs={"hostile": ("agent.py", HOSTILE)},
         agents={"hostile": {"sandbox": sandbox, "env": {"BUILD_HOOK": "hook"}}},
-        worker={"workspaceMode": "worktree"}, completion={"review": "person"},
+        worker={"workspaceMode": "worktree"}, completion=completion or {"review": "person"},
         store_url=store_url, git=True,
         env={"HOME": str(home), "WORKER_SECRET": SECRET, **(environ or {})},
-        verify={"checks": [{"name": "probe", "argv": [sys.executable, str(root / "probe.py")]}]},
+        verify={
+            "checks": [{"name": "probe", "argv": [sys.executable, str(root / "probe.py")]}]
+            if probe
+            else [],
+            "sandbox": verify_sandbox,
+        },
     )  # fmt: skip
 
 

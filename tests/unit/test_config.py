@@ -287,6 +287,19 @@ def test_minutes_accept_fractions() -> None:
         ),
         ({"worker": {"sandbox": {}}}, "worker.sandbox.kind: is required"),
         (
+            {"verify": {"sandbox": "bwrap"}},
+            "verify.sandbox: must be 'agent' or 'none' (got the string \"bwrap\")",
+        ),
+        (
+            {"verify": {"sandbox": ["none"]}},
+            'verify.sandbox: must be "agent", "none" or an object with kind "bubblewrap" (got a '
+            "list)",
+        ),
+        (
+            {"verify": {"sandbox": {"kind": "bubblewrap", "network": "lan"}}},
+            "verify.sandbox.network: must be 'host' or 'none' (got the string \"lan\")",
+        ),
+        (
             {"worker": {"sandbox": {"kind": "docker"}}},
             "worker.sandbox.kind: must be 'bubblewrap' (got the string \"docker\")",
         ),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from pathlib import PurePosixPath as P
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -173,3 +175,64 @@ def test_hostile_path_names_stay_one_argument_each(workspace_name: str, home_nam
     assert ("--chdir", str(workspace)) in found
     # every path is absolute: none can be read as an option
     assert all(word.startswith("/") for mount in found for word in mount[1:])
+
+
+def test_checks_run_in_the_agents_sandbox_unless_verify_sandbox_says_otherwise() -> None:
+    from wrighty.config import WrightyConfig
+    from wrighty.config.translate import check_sandbox_profile
+
+    def config(**verify: object) -> WrightyConfig:
+        return WrightyConfig.model_validate(
+            {
+                "worker": {"defaultAgent": "maker", "sandbox": {"kind": "bubblewrap"}},
+                "agents": {
+                    "maker": {"adapter": "command", "command": ["x"]},
+                    "open": {"adapter": "command", "command": ["x"], "sandbox": "none"},
+                },
+                "verify": {"checks": [{"name": "t", "argv": ["true"]}], **verify},
+            }
+        )
+
+    assert check_sandbox_profile(config(), "maker") == ("worker.sandbox", Profile())
+    assert check_sandbox_profile(config(), "open") is None  # the agent's: none
+    assert check_sandbox_profile(config(sandbox="none"), "maker") is None
+    own = {"kind": "bubblewrap", "network": "none", "env": ["CI"]}
+    assert check_sandbox_profile(config(sandbox=own), "open") == (
+        "verify.sandbox",
+        Profile(network="none", env=("CI",)),
+    )
+
+
+def test_check_sandboxes_start_each_program_once_and_refuse_one_that_cannot(
+    tmp_path: Path,
+) -> None:
+    from wrighty.config import WrightyConfig
+    from wrighty.errors import WrightyError
+    from wrighty.services.sandboxes import Around, CheckSandboxes
+
+    document = {
+        "worker": {"defaultAgent": "a", "sandbox": {"kind": "bubblewrap"}},
+        "agents": {
+            "a": {"adapter": "command", "command": ["x"]},
+            "b": {"adapter": "command", "command": ["x"]},
+            "c": {"adapter": "command", "command": ["x"], "sandbox": "none"},
+        },
+    }
+    around = Around(tmp_path, tmp_path / ".wrighty", None, None, home=tmp_path / "home")
+    started: list[str] = []
+
+    def probe(program: str) -> str | None:
+        started.append(program)
+        return None
+
+    sandboxes = CheckSandboxes(WrightyConfig.model_validate(document), around, probe=probe)
+    assert started == ["bwrap"]  # a, b and the default share one program; c has none
+    assert sandboxes.of("c") is None
+    maker = sandboxes.of("")  # an item that names no agent: the default agent's
+    assert maker is not None
+    assert maker.setting == "worker.sandbox"
+
+    with pytest.raises(WrightyError, match=r"^worker.sandbox: bubblewrap 'bwrap' is not installed"):
+        CheckSandboxes(
+            WrightyConfig.model_validate(document), around, probe=lambda _: "is not installed"
+        )

@@ -101,7 +101,9 @@ class CheckSandboxes:
             self.of(agent)
 
     def of(self, agent: str) -> SandboxMaker | None:
-        """The checks' sandbox of ``agent``'s items (None: they run as wrighty)."""
+        """The checks' sandbox of ``agent``'s items (None: they run as wrighty); "" is the
+        default agent's (an item that names no agent is its)."""
+        agent = agent or self._config.worker.default_agent
         if agent not in self._made:
             chosen = check_sandbox_profile(self._config, agent)
             self._made[agent] = make_sandbox(chosen, self._around, probe=self._started_once)
