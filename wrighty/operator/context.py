@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from wrighty.config import LoadedConfig
     from wrighty.services.clock import StoreClock
     from wrighty.services.settings import ReadSettings
-    from wrighty.supervisor.sandboxing import SandboxMaker
+    from wrighty.services.sandboxes import ChecksIn
 
 # Reads the read settings of the wrighty.json that the working directory and --config name
 # without the config's models, where it vouches for the file; None where it does not.
@@ -114,7 +114,7 @@ class AppContext:
             config = WrightyConfig()
         return known_secrets(config, os.environ)
 
-    def check_sandboxes(self) -> Callable[[str], SandboxMaker | None]:
+    def check_sandboxes(self) -> ChecksIn:
         """Each agent's checks' sandbox (verify.sandbox, docs/sandbox.md), every configured
         one seen to start on this machine first: WrightyError (exit 2) when one cannot."""
         from wrighty.config import STATE_DIRNAME

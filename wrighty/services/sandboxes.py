@@ -23,6 +23,8 @@ from wrighty.workproduct.gitdirs import git_places
 CHECK_VARIABLES = ("WRIGHTY_ITEM_ID", "WRIGHTY_RUN_ID", "WRIGHTY_CHECK_NAME")
 # A setting's choice: the setting's name in wrighty.json and its profile; None: no sandbox.
 Chosen = tuple[str, Profile] | None
+# Each agent's checks' sandbox, by the agent's name (CheckSandboxes.of).
+ChecksIn = Callable[[str], SandboxMaker | None]
 
 
 @dataclass(frozen=True)
