@@ -23,8 +23,8 @@ from wrighty.store import Store, StoreTarget, open_store, parse_store_url
 if TYPE_CHECKING:
     from wrighty.config import LoadedConfig
     from wrighty.services.clock import StoreClock
-    from wrighty.services.settings import ReadSettings
     from wrighty.services.sandboxes import ChecksIn
+    from wrighty.services.settings import ReadSettings
 
 # Reads the read settings of the wrighty.json that the working directory and --config name
 # without the config's models, where it vouches for the file; None where it does not.
