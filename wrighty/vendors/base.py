@@ -496,7 +496,9 @@ class StatePath:
     must leave writable for the CLI to start, resume and report usage."""
 
     path: Path
-    folder: bool = True  # False: a single file (a sandbox must create it before binding it)
+    # False: a single file, which the CLI replaces (it writes a new file beside it and renames
+    # it over): a sandbox cannot leave it writable without its whole folder, and does not.
+    folder: bool = True
 
 
 class Vendor(ABC):
@@ -511,6 +513,10 @@ class Vendor(ABC):
     program_setting = "executable"
     takes_permission = True
     resumable = True
+    # The variables the CLI reads for its authentication, its provider's endpoint and its
+    # state folder (state_paths): wrighty's sandbox passes these, and no other of the worker's,
+    # in by name when the worker has them (docs/sandbox.md#the-environment).
+    sandbox_variables: tuple[str, ...] = ()
 
     def program(self, written: AgentProgram) -> str:
         return written.executable or self.default_executable
