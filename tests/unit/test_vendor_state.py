@@ -5,6 +5,7 @@ permission flags inside wrighty's own sandbox (docs/vendors.md, "The vendors' ow
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -294,3 +295,17 @@ def test_claudes_sandbox_writes_its_folder_and_leaves_its_settings_file_as_it_is
     assert preflight.vendor_state(given) == (tmp_path / "c",)
     command = AgentPlan("coder", "command", "run", {}, COMMAND)
     assert preflight.vendor_state(command) == ()
+
+
+@pytest.mark.parametrize("page", ["docs/sandbox.md", "docs/vendors.md"])
+@pytest.mark.parametrize("vendor", ["claude", "codex", "gemini"])
+def test_the_docs_list_each_vendors_variables_as_its_adapter_names_them(
+    page: str, vendor: str
+) -> None:
+    first = VENDORS[vendor].sandbox_variables[0]
+    text = (Path(__file__).resolve().parents[2] / page).read_text()
+    [row] = [
+        line for line in text.splitlines() if line.startswith(f"| `{vendor}` |") and first in line
+    ]
+    listed = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", row))
+    assert listed == set(VENDORS[vendor].sandbox_variables)
