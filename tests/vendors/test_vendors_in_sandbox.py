@@ -3,7 +3,7 @@ docs/vendors.md#the-vendors-own-sandboxes), run by a real `wrighty worker start 
 
 Each worker has `worker.sandbox` bubblewrap on. The CLI's key, its provider's address and its
 state folder are in the worker's own environment, not in the agent's `env`: the sandbox passes
-them in by name, as its vendor's (and nothing else of the worker's). As in
+them in by name, as its vendor's variables (without them each run fails, `auth`). As in
 test_verify_vendors.py, the first run writes 41 with the CLI's own tool, the check (which runs
 in the same sandbox) fails, and a fix turn resumes the same session inside the sandbox, writes
 42 and ends done. Both runs' usage is recorded.
