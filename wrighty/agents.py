@@ -80,6 +80,12 @@ class AgentPlan:
         budget = self.vendor.budget_flags(max_cost_usd) if max_cost_usd is not None else ()
         return (*self.permission_flags(), *budget, *self.args)
 
+    @property
+    def sandbox_variables(self) -> tuple[str, ...]:
+        """The worker's variables its sandbox passes in by name: the vendor CLI's own, for its
+        authentication, its provider and its state (none for a command agent)."""
+        return self.vendor.sandbox_variables if isinstance(self.vendor, Vendor) else ()
+
     def sandbox_problem(self, env: Mapping[str, str]) -> str | None:
         """Why the vendor's own sandbox cannot work for this agent under ``env`` (the worker's
         environment plus the agent's), or None."""

@@ -1,20 +1,24 @@
 """What each vendor adapter says a sandbox must know: the files and folders its CLI writes for
-its sessions, and its permission flags inside wrighty's own sandbox (docs/vendors.md, "The
-vendors' own sandboxes")."""
+its sessions, the variables its CLI reads for its authentication and its provider, and its
+permission flags inside wrighty's own sandbox (docs/vendors.md, "The vendors' own sandboxes")."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from wrighty.agents import AgentPlan
+from wrighty.domain.sandbox import Profile
 from wrighty.errors import WrightyError
+from wrighty.supervisor.sandboxing import SandboxMaker
 from wrighty.vendors import codex as codex_module
 from wrighty.vendors.base import StatePath
 from wrighty.vendors.registry import COMMAND, VENDORS
 from wrighty.worker import preflight
+from wrighty.worker.prepare import agent_sandbox
 
 HOME = Path("/home/ada")
 
@@ -160,3 +164,148 @@ def test_a_worker_refuses_a_codex_agent_whose_sandbox_cannot_run(
     preflight.refuse_broken_vendor_sandbox(inside, {"PATH": str(system)})
     claude = AgentPlan("c", "claude", "claude", {}, VENDORS["claude"])
     preflight.refuse_broken_vendor_sandbox(claude, {"PATH": str(system), "HOME": str(slash_tmp)})
+
+
+# --- What an agent's sandbox passes in of the worker's environment --------------------------
+
+# Every vendor's own variables, set in the worker's environment, beside others of the worker's.
+VENDOR_VALUES = {
+    name: f"value-of-{name}" for vendor in VENDORS.values() for name in vendor.sandbox_variables
+}
+WORKER_ENV = {
+    **VENDOR_VALUES,
+    "PATH": "/usr/bin",
+    "HOME": str(HOME),
+    "LC_ALL": "C.UTF-8",
+    "GITHUB_TOKEN": "ghp-worker-token",
+    "AWS_SECRET_ACCESS_KEY": "aws-worker-secret",
+    "GOOGLE_APPLICATION_CREDENTIALS": "/home/ada/key.json",
+    "PGPASSWORD": "pg-worker-secret",
+}
+GIVEN = {"WRIGHTY_RUN_ID": "run-1", "WRIGHTY_ITEM_ID": "7"}  # the run's own
+
+
+def maker(tmp_path: Path) -> SandboxMaker:
+    return SandboxMaker(
+        Profile(env=("PGPASSWORD",)),
+        "worker.sandbox",
+        project_root=tmp_path,
+        state_dir=tmp_path / ".wrighty",
+        home=tmp_path / "home",
+    )
+
+
+def agent_environment(tmp_path: Path, adapter: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """What the agent's program gets in its sandbox, and bubblewrap's own argv."""
+    vendor = VENDORS.get(adapter, COMMAND)
+    plan = AgentPlan("coder", adapter, adapter, {"TMPDIR": "/scratch"}, vendor)
+    given = {**plan.env, **GIVEN}
+    sandbox = agent_sandbox(maker(tmp_path), plan, tmp_path, given)
+    assert sandbox is not None
+    return sandbox.environment({**WORKER_ENV, **given}), sandbox.prefix
+
+
+BASE = {"PATH", "HOME", "LC_ALL", "PGPASSWORD", "TMPDIR", *GIVEN}  # PGPASSWORD: the profile's
+
+
+@pytest.mark.parametrize(
+    ("vendor", "own"),
+    [
+        (
+            "claude",
+            {
+                "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+                "ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK", "AWS_BEARER_TOKEN_BEDROCK",
+                "CLAUDE_CODE_USE_VERTEX", "ANTHROPIC_VERTEX_PROJECT_ID", "CLAUDE_CONFIG_DIR",
+            },
+        ),
+        (
+            "codex",
+            {"OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN", "OPENAI_BASE_URL",
+             "CODEX_HOME"},
+        ),
+        (
+            "gemini",
+            {
+                "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
+                "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+                "GEMINI_CLI_HOME",
+            },
+        ),
+    ],
+)  # fmt: skip
+def test_an_agents_sandbox_passes_its_vendors_own_variables_and_no_others(
+    tmp_path: Path, vendor: str, own: set[str]
+) -> None:
+    environment, argv = agent_environment(tmp_path, vendor)
+    assert own <= set(environment)
+    assert set(environment) == BASE | set(VENDORS[vendor].sandbox_variables)
+    for name in set(environment) - BASE:
+        assert environment[name] == f"value-of-{name}"
+    others = set(VENDOR_VALUES) - set(VENDORS[vendor].sandbox_variables)
+    assert others & {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"}
+    assert not others & set(environment)
+    # no value goes on bubblewrap's command line, which every user of the machine can read
+    assert not [word for word in argv if "value-of-" in word or "secret" in word]
+
+
+def test_a_command_agents_sandbox_passes_no_vendors_variables(tmp_path: Path) -> None:
+    environment, _ = agent_environment(tmp_path, "command")
+    assert set(environment) == BASE
+
+
+def test_a_vendor_variable_the_worker_lacks_is_not_made_up(tmp_path: Path) -> None:
+    plan = AgentPlan("coder", "claude", "claude", {}, VENDORS["claude"])
+    sandbox = agent_sandbox(maker(tmp_path), plan, tmp_path, GIVEN)
+    assert sandbox is not None
+    assert sandbox.environment({"HOME": str(HOME), "ANTHROPIC_API_KEY": "k", **GIVEN}) == {
+        "HOME": str(HOME), "ANTHROPIC_API_KEY": "k", **GIVEN,
+    }  # fmt: skip
+
+
+def test_a_checks_sandbox_gets_none_of_the_vendors_variables(tmp_path: Path) -> None:
+    check = maker(tmp_path).at(tmp_path, passed=("WRIGHTY_ITEM_ID", "WRIGHTY_CHECK_NAME"))
+    environment = check.environment({**WORKER_ENV, "WRIGHTY_ITEM_ID": "7"})
+    assert set(environment) == {"PATH", "HOME", "LC_ALL", "PGPASSWORD", "WRIGHTY_ITEM_ID"}
+
+
+def test_no_sandbox_configured_means_none(tmp_path: Path) -> None:
+    plan = AgentPlan("coder", "claude", "claude", {}, VENDORS["claude"])
+    assert agent_sandbox(None, plan, tmp_path, GIVEN) is None
+
+
+# --- What a sandbox leaves writable of a vendor's state -------------------------------------
+
+
+def test_claudes_sandbox_writes_its_folder_and_leaves_its_settings_file_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code replaces ~/.claude.json (a new file renamed over it), which no mount of the
+    file alone allows: only its folder is writable, made when missing."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".claude.json").write_text("{}")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    plan = AgentPlan("coder", "claude", "claude", {}, VENDORS["claude"])
+    assert preflight.vendor_state(plan) == (home / ".claude",)
+    assert (home / ".claude").is_dir()
+    given = AgentPlan("coder", "claude", "claude", {"CLAUDE_CONFIG_DIR": str(tmp_path / "c")},
+                      VENDORS["claude"])  # fmt: skip
+    assert preflight.vendor_state(given) == (tmp_path / "c",)
+    command = AgentPlan("coder", "command", "run", {}, COMMAND)
+    assert preflight.vendor_state(command) == ()
+
+
+@pytest.mark.parametrize("page", ["docs/sandbox.md", "docs/vendors.md"])
+@pytest.mark.parametrize("vendor", ["claude", "codex", "gemini"])
+def test_the_docs_list_each_vendors_variables_as_its_adapter_names_them(
+    page: str, vendor: str
+) -> None:
+    first = VENDORS[vendor].sandbox_variables[0]
+    text = (Path(__file__).resolve().parents[2] / page).read_text()
+    [row] = [
+        line for line in text.splitlines() if line.startswith(f"| `{vendor}` |") and first in line
+    ]
+    listed = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", row))
+    assert listed == set(VENDORS[vendor].sandbox_variables)

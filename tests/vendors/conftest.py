@@ -202,6 +202,8 @@ class VendorProject:
     root: Path
     home: Path
     workers: list[subprocess.Popen[str]] = field(default_factory=list)
+    # More variables of the worker's own environment (not an agent's env), after HOME's.
+    environ: dict[str, str] = field(default_factory=dict)
 
     @property
     def env(self) -> dict[str, str]:
@@ -213,6 +215,7 @@ class VendorProject:
             "XDG_DATA_HOME": str(self.home / ".local" / "share"),
             "XDG_STATE_HOME": str(self.home / ".local" / "state"),
             "XDG_CACHE_HOME": str(self.home / ".cache"),
+            **self.environ,
         }
 
     def wrighty(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

@@ -61,7 +61,8 @@ class BubblewrapProfile(_Section):
         default_factory=list,
         max_length=MAX_SANDBOX_PATHS,
         description="More of the worker's environment variables passed in, by name, besides "
-        "PATH, HOME, the locale, the terminal, the agent's env and the run's own.",
+        "PATH, HOME, the locale, the terminal, the agent's env, the run's own and, to a vendor "
+        "agent's runs, its CLI's key, provider and state variables.",
     )
 
 

@@ -492,11 +492,13 @@ class PermissionFlags:
 @dataclass(frozen=True)
 class StatePath:
     """A file or a folder that a vendor CLI writes for its sessions (its settings, its
-    transcripts, its own databases), as the agent's environment places it: what a sandbox
-    must leave writable for the CLI to start, resume and report usage."""
+    transcripts, its own databases), as the agent's environment places it: a sandbox leaves
+    its folders writable for the CLI to start, resume and report usage."""
 
     path: Path
-    folder: bool = True  # False: a single file (a sandbox must create it before binding it)
+    # False: a single file, which the CLI replaces (it writes a new file beside it and renames
+    # it over): a sandbox cannot leave it writable without its whole folder, and does not.
+    folder: bool = True
 
 
 class Vendor(ABC):
@@ -511,6 +513,10 @@ class Vendor(ABC):
     program_setting = "executable"
     takes_permission = True
     resumable = True
+    # The variables the CLI reads for its authentication, its provider's endpoint and its
+    # state folder (state_paths): wrighty's sandbox passes them into the CLI's runs by name,
+    # those the worker has, beside the few every program gets (docs/sandbox.md#the-environment).
+    sandbox_variables: tuple[str, ...] = ()
 
     def program(self, written: AgentProgram) -> str:
         return written.executable or self.default_executable

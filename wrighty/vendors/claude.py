@@ -367,6 +367,27 @@ class Claude(Vendor):
         full=("--dangerously-skip-permissions",),
     )
     _headless = ("-p", "--output-format", "stream-json", "--verbose")
+    sandbox_variables = (
+        # Anthropic's API: a key, a bearer token or a subscription's token, and its endpoint
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_CUSTOM_HEADERS",
+        # the model through Amazon Bedrock, Google Vertex AI or Microsoft Foundry
+        "CLAUDE_CODE_USE_BEDROCK",
+        "ANTHROPIC_BEDROCK_BASE_URL",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "CLAUDE_CODE_USE_VERTEX",
+        "ANTHROPIC_VERTEX_BASE_URL",
+        "ANTHROPIC_VERTEX_PROJECT_ID",
+        "CLOUD_ML_REGION",
+        "CLAUDE_CODE_USE_FOUNDRY",
+        "ANTHROPIC_FOUNDRY_API_KEY",
+        "ANTHROPIC_FOUNDRY_BASE_URL",
+        "ANTHROPIC_FOUNDRY_RESOURCE",
+        "CLAUDE_CONFIG_DIR",  # its state
+    )
 
     def start_argv(
         self, executable: str, session_id: str | None, extra: Sequence[str]

@@ -149,6 +149,16 @@ class Codex(Vendor):
         enclosed_workspace=("--sandbox", "danger-full-access"),
     )
     _headless = ("exec", "--json", "--skip-git-repo-check")
+    sandbox_variables = (
+        # OpenAI's API (its built-in provider): a key or an access token, and its endpoint
+        "OPENAI_API_KEY",
+        "CODEX_API_KEY",
+        "CODEX_ACCESS_TOKEN",
+        "OPENAI_BASE_URL",
+        "OPENAI_ORGANIZATION",
+        "CODEX_CA_CERTIFICATE",  # the certificate authority its provider's TLS is checked with
+        "CODEX_HOME",  # its state
+    )
 
     def start_argv(
         self, executable: str, session_id: str | None, extra: Sequence[str]

@@ -188,6 +188,23 @@ class Gemini(Vendor):
         full=("--approval-mode", "yolo"),
     )
     _headless = ("--output-format", "stream-json", "--skip-trust")
+    sandbox_variables = (
+        # the Gemini API: a key and its endpoint
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+        "GEMINI_API_KEY_AUTH_MECHANISM",
+        "GEMINI_CLI_CUSTOM_HEADERS",
+        "GEMINI_DEFAULT_AUTH_TYPE",
+        # Vertex AI, or Gemini Code Assist with an access token
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_VERTEX_BASE_URL",
+        "GOOGLE_CLOUD_PROJECT",
+        "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_GENAI_USE_GCA",
+        "GOOGLE_CLOUD_ACCESS_TOKEN",
+        "GEMINI_CLI_HOME",  # its state
+    )
 
     def start_argv(
         self, executable: str, session_id: str | None, extra: Sequence[str]

@@ -46,18 +46,17 @@ def sandbox_or_refuse(
 
 def vendor_state(plan: AgentPlan) -> tuple[Path, ...]:
     """What the agent's vendor CLI writes for its sessions (docs/vendors.md), writable in the
-    sandbox: its folders, made when missing (the CLI would make them at its first run); a file
-    it has not made yet is left out (the CLI cannot make it inside: docs/sandbox.md)."""
+    sandbox: its folders, made when missing (the CLI would make them at its first run). A
+    single file stays as it is: a CLI replaces it, writing a new file beside it and renaming
+    it over, which neither a read-only folder nor a mount on the file allows (Claude Code's
+    ~/.claude.json, docs/sandbox.md#the-vendors)."""
     if not isinstance(plan.vendor, Vendor):
         return ()
-    places = []
-    for state in plan.vendor.state_paths({**os.environ, **plan.env}):
-        if state.folder:
-            state.path.mkdir(parents=True, exist_ok=True)
-        elif not state.path.exists():
-            continue
-        places.append(state.path)
-    return tuple(places)
+    states = plan.vendor.state_paths({**os.environ, **plan.env})
+    folders = [state.path for state in states if state.folder]
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+    return tuple(folders)
 
 
 def refuse_broken_vendor_sandbox(plan: AgentPlan, environ: Mapping[str, str]) -> None:

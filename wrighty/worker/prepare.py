@@ -11,15 +11,18 @@ from __future__ import annotations
 import os
 import secrets
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from wrighty.agents import AgentPlan
 from wrighty.domain import budgets, decisions, handoff, machine, review, verify
 from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import settle
 from wrighty.domain.model import NewRun, Run, Session
 from wrighty.domain.outcomes import RunKind
 from wrighty.domain.run_kind import RUN_KIND_VARIABLE, AgentRunKind, agent_run_kind, stdin_text
+from wrighty.domain.sandbox import Sandbox
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import printable
 from wrighty.domain.transitions import OPERATOR_REQUEUE
@@ -30,6 +33,7 @@ from wrighty.domain.worker_events import WorkerEvent
 from wrighty.services.resume import resume_facts
 from wrighty.services.runlogs import logs_of
 from wrighty.supervisor.process import LaunchSpec, stop_earlier_run
+from wrighty.supervisor.sandboxing import SandboxMaker
 from wrighty.vendors.base import VendorError
 from wrighty.worker.life import ClaimLife
 from wrighty.worker.meter import RunMeter
@@ -305,7 +309,6 @@ def _launch_spec(
     }
     if start.session_id is not None:
         given["WRIGHTY_SESSION_ID"] = start.session_id
-    maker = life.setting.sandbox
     return LaunchSpec(
         argv=start.argv,
         cwd=start.workspace,
@@ -313,8 +316,19 @@ def _launch_spec(
         task=task,
         log_dir=logs_of(life.setting.state_dir, claimed.id, run_id),
         marker=("WRIGHTY_RUN_ID", run_id),
-        sandbox=maker.at(start.workspace, passed=given) if maker is not None else None,
+        sandbox=agent_sandbox(life.setting.sandbox, life.plan, start.workspace, given),
     )
+
+
+def agent_sandbox(
+    maker: SandboxMaker | None, plan: AgentPlan, workspace: Path, given: Mapping[str, str]
+) -> Sandbox | None:
+    """An agent run's sandbox in ``workspace`` (None: none configured). Of the worker's
+    variables it passes in those the run is ``given`` (the agent's env, the run's own) and its
+    vendor CLI's own (docs/sandbox.md#the-environment); a check's sandbox gets none of these."""
+    if maker is None:
+        return None
+    return maker.at(workspace, passed=(*given, *plan.sandbox_variables))
 
 
 def _stop_earlier_runs(life: ClaimLife, run_id: str) -> bool:
