@@ -47,17 +47,43 @@ def sandbox_or_refuse(
 ) -> SandboxMaker | None:
     """The sandbox the worker's agent and its checks run in (None: none configured). One
     that cannot start on this machine refuses the worker: never silently unsandboxed."""
+    maker = sandbox_maker(
+        config, plan, project_root=project_root, state_dir=state_dir,
+        config_path=config_path, store=store,
+    )  # fmt: skip
+    if maker is None:
+        return None
+    problem = sandbox_problem(maker.profile.program)
+    if problem is not None:
+        raise WrightyError(sandbox_refusal(maker.setting, maker.profile.program, problem))
+    return maker
+
+
+def sandbox_refusal(setting: str, program: str, problem: str) -> str:
+    """The line that says a sandbox cannot start here, and what to do about it."""
+    return (
+        f"{setting}: bubblewrap {program!r} {problem}; install it (Debian: apt-get install "
+        f'bubblewrap), set {setting}.program to its path, or set {setting} to "none" to run '
+        "unsandboxed (docs/sandbox.md)"
+    )
+
+
+def sandbox_maker(
+    config: WrightyConfig,
+    plan: AgentPlan,
+    *,
+    project_root: Path,
+    state_dir: Path,
+    config_path: Path | None,
+    store: StoreTarget | None,
+) -> SandboxMaker | None:
+    """The sandbox ``plan``'s runs and checks get, with every mount a worker's has (the
+    project, its hidden state folder and store, the home folder and its secrets, the
+    vendor's state); None: none configured. It does not ask whether it starts."""
     chosen = sandbox_profile(config, plan.name)
     if chosen is None:
         return None
     setting, profile = chosen
-    problem = sandbox_problem(profile.program)
-    if problem is not None:
-        raise WrightyError(
-            f"{setting}: bubblewrap {profile.program!r} {problem}; install it (Debian: "
-            f"apt-get install bubblewrap), set {setting}.program to its path, or set "
-            f'{setting} to "none" to run unsandboxed (docs/sandbox.md)'
-        )
     home = Path(os.environ.get("HOME") or Path.home())
     hidden: tuple[Path, ...] = ()
     if store is not None and store.sqlite_path is not None:
