@@ -25,8 +25,8 @@ Usage: python bench/landing_real.py [--mirror DIR] [--base SHA] [--last SHA] [--
        [--keep DIR] [--sandbox]
 
 With ``--sandbox`` the project's `worker.sandbox` is bubblewrap (network host; the agent's log
-writable and its two variables passed): every agent run and every check of the workers runs
-sandboxed (the landing's own checks run as the worker, docs/sandbox.md).
+and its commits file writable, its two variables passed): every agent run and every check of
+the workers runs sandboxed (the landing's own checks run as the worker, docs/sandbox.md).
 
 The default repository is hukkin/tomli (its mirror from `fetch github:hukkin/tomli`), the 12
 first-parent commits after 0724e2a up to 0b15882 (tomli 2.2.1 to 2.3.0), checked with
@@ -151,10 +151,12 @@ def make_project(
     settings["completion"] = {"review": "person", "integrate": "merge",
                               "reviewAfterFix": args.review_after_fix}  # fmt: skip
     if args.sandbox:  # every agent run and worker check under bubblewrap (docs/sandbox.md)
-        log = where.parent / "agent.jsonl"
-        log.touch()  # a writable path must exist when a run starts
+        # The agent's log and its commits (the sandbox's /tmp is its own): each must exist
+        # when a run starts; commits.json is written below.
+        (where.parent / "agent.jsonl").touch()
+        shown = [str(where.parent / name) for name in ("agent.jsonl", "commits.json")]
         settings["worker"]["sandbox"] = {
-            "kind": "bubblewrap", "writable": [str(log)],
+            "kind": "bubblewrap", "writable": shown,
             "env": ["LANDING_AGENT_LOG", "LANDING_AGENT_COMMITS"],
         }  # fmt: skip
     (where / "wrighty.json").write_text(json.dumps(settings, indent=2) + "\n")
