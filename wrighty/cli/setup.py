@@ -137,8 +137,8 @@ def agents(
     plans = [plan_agent(config, name, project_root=root) for name in names]
     sandboxes = agent_sandboxes(
         config, plans, check=check, project_root=root, state_dir=root / STATE_DIRNAME,
-        config_path=config_path,
-        store=app_ctx.store_target() if config_path is not None else None,
+        config_path=config_path,  # the store's file is hidden in --check's sandboxes
+        store=app_ctx.store_target() if check and config_path is not None else None,
     )  # fmt: skip
     rows = []
     for plan, sandbox in zip(plans, sandboxes, strict=True):
