@@ -22,7 +22,11 @@ overhead per item outside the checks: the time its landings held it (from each
 
 Usage: python bench/landing_real.py [--mirror DIR] [--base SHA] [--last SHA] [--workers 2]
        [--accept queue|arrival|landed] [--accept-wait SECONDS] [--review-after-fix auto|person]
-       [--keep DIR]
+       [--keep DIR] [--sandbox]
+
+With ``--sandbox`` the project's `worker.sandbox` is bubblewrap (network host; the agent's log
+and its commits file writable, its two variables passed): every agent run and every check of
+the workers runs sandboxed (the landing's own checks run as the worker, docs/sandbox.md).
 
 The default repository is hukkin/tomli (its mirror from `fetch github:hukkin/tomli`), the 12
 first-parent commits after 0724e2a up to 0b15882 (tomli 2.2.1 to 2.3.0), checked with
@@ -146,6 +150,15 @@ def make_project(
                           "maxFixTurns": 2}  # fmt: skip
     settings["completion"] = {"review": "person", "integrate": "merge",
                               "reviewAfterFix": args.review_after_fix}  # fmt: skip
+    if args.sandbox:  # every agent run and worker check under bubblewrap (docs/sandbox.md)
+        # The agent's log and its commits (the sandbox's /tmp is its own): each must exist
+        # when a run starts; commits.json is written below.
+        (where.parent / "agent.jsonl").touch()
+        shown = [str(where.parent / name) for name in ("agent.jsonl", "commits.json")]
+        settings["worker"]["sandbox"] = {
+            "kind": "bubblewrap", "writable": shown,
+            "env": ["LANDING_AGENT_LOG", "LANDING_AGENT_COMMITS"],
+        }  # fmt: skip
     (where / "wrighty.json").write_text(json.dumps(settings, indent=2) + "\n")
     with open(where / ".git" / "info" / "exclude", "a", encoding="utf-8") as exclude:
         exclude.write("wrighty.json\n")
@@ -298,6 +311,9 @@ def main() -> None:
                         help="`wrighty accept --wait`: 0, a worker lands it")  # fmt: skip
     parser.add_argument("--review-after-fix", choices=["auto", "person"], default="auto")
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--sandbox", action="store_true",
+                        help="run every agent and worker check under bubblewrap "
+                        "(worker.sandbox)")  # fmt: skip
     parser.add_argument("--keep", type=Path, help="make the scratch directory here and keep it")
     args = parser.parse_args()
     check = CHECK

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from wrighty.agents import AgentInfo
     from wrighty.domain.budgets import AgentHold
     from wrighty.domain.classify import Classification
+    from wrighty.domain.sandbox import SandboxStatus
     from wrighty.domain.scheduling import Wait
     from wrighty.services.items import ItemDetail, WaitingItem
     from wrighty.services.usage import UsageReport
@@ -399,11 +400,14 @@ def _print_events(console: Console, events: list[Event]) -> None:
     console.print(Trimmed(table))
 
 
-def agents_table(rows: list[tuple[AgentInfo, Classification | None]]) -> Table:
+def agents_table(
+    rows: list[tuple[AgentInfo, Classification | None, SandboxStatus | None]],
+) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("AGENT", "ADAPTER", "INSTALLED", "VERSION", "PERMISSION FLAGS", "CHECK"):
+    columns = ("AGENT", "ADAPTER", "INSTALLED", "VERSION", "PERMISSION FLAGS", "SANDBOX", "CHECK")
+    for column in columns:
         table.add_column(column)
-    for info, check in rows:
+    for info, check, sandbox in rows:
         plan = info.plan
         installed = outside(info.path, style="green") if info.path else Text("no", style="red")
         flags = " ".join(plan.permission_flags()) or "-"
@@ -414,6 +418,19 @@ def agents_table(rows: list[tuple[AgentInfo, Classification | None]]) -> Table:
             installed,
             outside(info.version or "-"),
             outside(flags),
+            _sandbox_cell(sandbox),
             outcome,
         )
     return table
+
+
+def _sandbox_cell(sandbox: SandboxStatus | None) -> Text:
+    """``none``, or the sandbox, the setting that chose it and whether it starts here."""
+    if sandbox is None:
+        return Text("none")
+    cell = outside(f"{sandbox.describe()}, {sandbox.setting}:")
+    if sandbox.problem is None:
+        cell.append(" works" + (" (checked)" if sandbox.checked else ""), style="green")
+    else:
+        cell.append(" cannot start", style="red")
+    return cell

@@ -102,16 +102,24 @@ def agents(
     ] = None,
     check: Annotated[
         bool,
-        typer.Option("--check", help="Run each installed agent once for real on a tiny task."),
+        typer.Option(
+            "--check",
+            help="Run each installed agent once for real on a tiny task, and start each "
+            "agent's sandbox with every mount of a run.",
+        ),
     ] = False,
     yes: Annotated[
         bool, typer.Option("--yes", help="Confirm --check: a real run may spend usage.")
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """The agents wrighty knows: installed where, which version, with which permission flags."""
+    """The agents wrighty knows: installed where, which version, with which permission flags,
+    in which sandbox (and whether it starts here)."""
     from wrighty.agents import describe_agent, plan_agent, probe_agent
     from wrighty.config import WrightyConfig, find_config
+    from wrighty.config_file import STATE_DIRNAME
+    from wrighty.services.sandboxes import sandbox_refusal
+    from wrighty.worker.sandbox_check import agent_sandboxes
 
     if check and not yes:
         raise WrightyError(
@@ -119,24 +127,36 @@ def agents(
             "add --yes to go ahead"
         )
     app_ctx = app_context(ctx)
-    if find_config(app_ctx.cwd, app_ctx.config_option) is None:
+    config_path = find_config(app_ctx.cwd, app_ctx.config_option)
+    if config_path is None:
         config, root = WrightyConfig(), app_ctx.cwd  # outside a project: built-in defaults
     else:
         loaded = app_ctx.config()  # a broken wrighty.json is reported, not ignored
-        config, root = loaded.config, loaded.root
+        config, root, config_path = loaded.config, loaded.root, loaded.path
     names = [agent] if agent else [n for n in config.agent_names() if n != "command"]
     plans = [plan_agent(config, name, project_root=root) for name in names]
+    sandboxes = agent_sandboxes(
+        config, plans, check=check, project_root=root, state_dir=root / STATE_DIRNAME,
+        config_path=config_path,  # the store's file is hidden in --check's sandboxes
+        store=app_ctx.store_target() if check and config_path is not None else None,
+    )  # fmt: skip
     rows = []
-    for plan in plans:
+    for plan, sandbox in zip(plans, sandboxes, strict=True):
         info = describe_agent(plan)
-        rows.append((info, probe_agent(plan) if check and info.path else None))
+        rows.append((info, probe_agent(plan) if check and info.path else None, sandbox))
     if as_json:
-        print_json([agent_json(info, result) for info, result in rows])
+        print_json([agent_json(info, result, sandbox) for info, result, sandbox in rows])
     else:
         from wrighty.cli.render import agents_table
 
         console().print(agents_table(rows))
-    if any(r is not None and r.outcome_class is not OutcomeClass.SUCCEEDED for _, r in rows):
+    broken = [(info.plan.name, s) for info, _, s in rows if s is not None and s.problem]
+    for name, sandbox in broken:
+        line = sandbox_refusal(sandbox.setting, sandbox.profile.program, sandbox.problem or "")
+        typer.echo(printable_line(f"wrighty: agent {name!r}: {line}"), err=True)
+    if any(r is not None and r.outcome_class is not OutcomeClass.SUCCEEDED for _, r, _ in rows):
+        raise typer.Exit(1)
+    if check and broken:
         raise typer.Exit(1)
 
 

@@ -37,6 +37,7 @@ from wrighty.config.problems import (
     problems_from,
     read_json,
 )
+from wrighty.config.sandbox_settings import BubblewrapProfile
 from wrighty.config.translate import fix_turns_limit, zone_named
 from wrighty.domain.adapters import ADAPTERS, COMMAND_ADAPTER, VENDOR_ADAPTERS
 from wrighty.domain.leases import heartbeat_limit
@@ -365,8 +366,39 @@ def check_program_problems(config: WrightyConfig, *, agent: str | None = None) -
 
 def config_warnings(config: WrightyConfig) -> list[Problem]:
     """What `config validate` tells of a valid file without refusing it: a check's program
-    missing here (``check_program_problems``), an agent whose failed checks get no fix turn."""
-    return check_program_problems(config) + no_fix_turn_problems(config)
+    missing here (``check_program_problems``), an agent whose failed checks get no fix turn,
+    a sandbox that cannot start here."""
+    return check_program_problems(config) + no_fix_turn_problems(config) + sandbox_problems(config)
+
+
+def sandbox_problems(config: WrightyConfig) -> list[Problem]:
+    """The bubblewrap sandboxes of the file that cannot start on this machine (each program
+    probed once): a worker whose agent runs in one refuses to start (docs/sandbox.md)."""
+    from wrighty.supervisor.sandboxing import sandbox_problem
+
+    located: list[tuple[tuple[str, ...], object]] = [(("worker", "sandbox"), config.worker.sandbox)]
+    located += [
+        (("agents", name, "sandbox"), agent.sandbox) for name, agent in config.agents.items()
+    ]
+    problems: list[Problem] = []
+    found: dict[str, str | None] = {}
+    for where, setting in located:
+        if not isinstance(setting, BubblewrapProfile):
+            continue
+        program = setting.program
+        if program not in found:
+            found[program] = sandbox_problem(program)
+        problem = found[program]
+        if problem is not None:
+            problems.append(
+                Problem(
+                    json_path(*where),
+                    f"bubblewrap {program!r} {problem}, so a worker whose agent runs in this "
+                    "sandbox refuses to start on this machine; install it (Debian: apt-get "
+                    "install bubblewrap) or set program to its path",
+                )
+            )
+    return problems
 
 
 def no_fix_turn_problems(config: WrightyConfig) -> list[Problem]:

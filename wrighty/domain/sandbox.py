@@ -72,6 +72,20 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class SandboxStatus:
+    """An agent's sandbox as `wrighty agents` tells it: the setting that chose it, its
+    profile, and whether it starts on this machine."""
+
+    setting: str  # worker.sandbox, agents.<name>.sandbox
+    profile: Profile
+    problem: str | None  # why it cannot start here, after the program's name; None: it starts
+    checked: bool = False  # started with every mount of a run (`wrighty agents --check`)
+
+    def describe(self) -> str:
+        return f"bubblewrap (network {self.profile.network})"
+
+
+@dataclass(frozen=True)
 class GitPlaces:
     """git's folders around a workspace: what a commit in it needs, and what it must not
     change."""

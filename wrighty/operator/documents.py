@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from wrighty.domain.health import VerificationFigures
     from wrighty.domain.ledger import AgentSpending, Spend, Spending
     from wrighty.domain.outbox import OutboxFigures, StoredNotice
+    from wrighty.domain.sandbox import SandboxStatus
     from wrighty.domain.scheduling import Wait
     from wrighty.domain.usage import Limit, Usage
     from wrighty.domain.workspaces import Workspace
@@ -463,7 +464,9 @@ def waiting_item_json(entry: WaitingItem, total: Usage, verified: bool | None) -
     }
 
 
-def agent_json(info: AgentInfo, check: Classification | None) -> dict[str, Any]:
+def agent_json(
+    info: AgentInfo, check: Classification | None, sandbox: SandboxStatus | None = None
+) -> dict[str, Any]:
     plan = info.plan
     return {
         "name": plan.name,
@@ -475,6 +478,7 @@ def agent_json(info: AgentInfo, check: Classification | None) -> dict[str, Any]:
         "permission": plan.permission if plan.vendor.takes_permission else None,
         "permission_flags": list(plan.permission_flags()),
         "resume": plan.can_resume,
+        "sandbox": None if sandbox is None else sandbox_json(sandbox),
         "check": None
         if check is None
         else {
@@ -482,6 +486,19 @@ def agent_json(info: AgentInfo, check: Classification | None) -> dict[str, Any]:
             "confidence": check.confidence.value,
             "summary": check.summary,
         },
+    }
+
+
+def sandbox_json(sandbox: SandboxStatus) -> dict[str, Any]:
+    profile = sandbox.profile
+    return {
+        "kind": "bubblewrap",
+        "setting": sandbox.setting,
+        "program": profile.program,
+        "network": profile.network,
+        "works": sandbox.problem is None,
+        "problem": sandbox.problem,
+        "checked": sandbox.checked,
     }
 
 

@@ -39,12 +39,12 @@ class Around:
     home: Path = field(default_factory=lambda: Path(os.environ.get("HOME") or Path.home()))
 
 
-def unstartable(setting: str, profile: Profile, problem: str) -> WrightyError:
-    """The one line that refuses a command whose sandbox cannot start."""
-    return WrightyError(
-        f"{setting}: bubblewrap {profile.program!r} {problem}; install it (Debian: "
-        f"apt-get install bubblewrap), set {setting}.program to its path, or set "
-        f'{setting} to "none" to run unsandboxed (docs/sandbox.md)'
+def sandbox_refusal(setting: str, program: str, problem: str) -> str:
+    """The line that says a sandbox cannot start here, and what to do about it."""
+    return (
+        f"{setting}: bubblewrap {program!r} {problem}; install it (Debian: apt-get install "
+        f'bubblewrap), set {setting}.program to its path, or set {setting} to "none" to run '
+        "unsandboxed (docs/sandbox.md)"
     )
 
 
@@ -63,7 +63,7 @@ def make_sandbox(
     setting, profile = chosen
     problem = probe(profile.program)
     if problem is not None:
-        raise unstartable(setting, profile, problem)
+        raise WrightyError(sandbox_refusal(setting, profile.program, problem))
     hidden: tuple[Path, ...] = ()
     if around.sqlite_path is not None:
         database = around.sqlite_path.absolute()
@@ -118,7 +118,12 @@ class CheckSandboxes:
 
 
 def agent_sandbox(
-    config: WrightyConfig, agent: str, around: Around, *, writable: tuple[Path, ...] = ()
+    config: WrightyConfig,
+    agent: str,
+    around: Around,
+    *,
+    writable: tuple[Path, ...] = (),
+    probe: Callable[[str], str | None] = sandbox_problem,
 ) -> SandboxMaker | None:
     """The sandbox ``agent``'s runs start in (agents.<name>.sandbox or worker.sandbox)."""
-    return make_sandbox(sandbox_profile(config, agent), around, writable=writable)
+    return make_sandbox(sandbox_profile(config, agent), around, writable=writable, probe=probe)

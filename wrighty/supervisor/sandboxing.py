@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -60,11 +60,22 @@ def sandbox_problem(program: str) -> str | None:
     """Why bubblewrap cannot run a program here (not installed, user namespaces refused...),
     in words that follow the program's name; None when it can: it starts a sandboxed
     `true`."""
+    return _start_problem([program, "--ro-bind", "/", "/", "--unshare-pid", "--", "true"])
+
+
+def sandboxed_start_problem(sandbox: Sandbox, environ: Mapping[str, str]) -> str | None:
+    """Why ``sandbox`` (with every mount of a real run: ``SandboxMaker.at``) cannot start a
+    program, in words that follow the bubblewrap program's name; None when a sandboxed
+    `true` ends well in it. ``environ`` is filtered as a run's is."""
+    return _start_problem(list(sandbox.argv(["true"])), sandbox.environment(environ))
+
+
+def _start_problem(argv: list[str], env: Mapping[str, str] | None = None) -> str | None:
+    program = argv[0]
     try:
         done = subprocess.run(
-            [program, "--ro-bind", "/", "/", "--unshare-pid", "--", "true"],
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
-            timeout=PROBE_TIMEOUT_SECONDS,
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+            timeout=PROBE_TIMEOUT_SECONDS, env=None if env is None else dict(env),
         )  # fmt: skip
     except FileNotFoundError:
         return "is not installed" if os.sep not in program else "does not exist"

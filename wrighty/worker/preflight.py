@@ -44,6 +44,15 @@ def sandbox_or_refuse(
     return agent_sandbox(config, plan.name, around, writable=vendor_state(plan))
 
 
+def sandbox_maker(config: WrightyConfig, plan: AgentPlan, around: Around) -> SandboxMaker | None:
+    """The sandbox ``plan``'s runs get, with every mount a worker's has (the project, its
+    hidden state folder and store, the home folder and its secrets, the vendor's state); None:
+    none configured. It does not ask whether it starts."""
+    return agent_sandbox(
+        config, plan.name, around, writable=vendor_state(plan), probe=lambda _: None
+    )
+
+
 def vendor_state(plan: AgentPlan) -> tuple[Path, ...]:
     """What the agent's vendor CLI writes for its sessions (docs/vendors.md), writable in the
     sandbox: its folders, made when missing (the CLI would make them at its first run). A
