@@ -68,6 +68,14 @@ def project_at(
     )  # fmt: skip
 
 
+def in_review(project: ProjectOnDisk) -> int:
+    """A new item, worked by a real worker and waiting for review."""
+    item_id = project.plant("Add the feature.", title="Feature")
+    assert project.worker("--once").returncode == 0
+    assert project.get(item_id).state is ItemState.REVIEW
+    return item_id
+
+
 def set_verify_sandbox(project: ProjectOnDisk, value: object) -> None:
     document = json.loads(project.config.read_text())
     document["verify"]["sandbox"] = value
@@ -90,9 +98,7 @@ def test_wrighty_verify_runs_the_checks_in_the_sandbox_and_verify_sandbox_none_d
     tmp_path: Path, store_url: str | None, loopback: str
 ) -> None:
     project = project_at(tmp_path, store_url, loopback)
-    item_id = project.plant("Add the feature.", title="Feature")
-    assert project.worker("--once").returncode == 0
-    assert project.get(item_id).state is ItemState.REVIEW
+    item_id = in_review(project)
     before = fingerprint(watched(project.root))
 
     by_hand = run(project, "verify", str(item_id))
@@ -114,8 +120,7 @@ def test_a_verify_sandbox_that_cannot_start_refuses_wrighty_verify_with_one_line
     tmp_path: Path, store_url: str | None, loopback: str
 ) -> None:
     project = project_at(tmp_path, store_url, loopback)
-    item_id = project.plant("Add the feature.", title="Feature")
-    assert project.worker("--once").returncode == 0
+    item_id = in_review(project)
     set_verify_sandbox(project, {"kind": "bubblewrap", "program": str(tmp_path / "no-bwrap")})
     before = fingerprint(watched(project.root))
 

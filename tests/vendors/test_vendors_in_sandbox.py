@@ -21,18 +21,17 @@ from tests.vendors.conftest import (
     VendorProject,
     claude_agent,
     codex_agent,
-    read,
-    shell,
-    write,
     write_file,
 )
 from tests.vendors.gemini_provider import GeminiProvider
 from tests.vendors.openai_provider import OpenAIProvider
-from tests.vendors.provider import USAGE_TURNS, Provider, Turn
+from tests.vendors.provider import Provider
 from tests.vendors.test_codex_gemini import gemini_agent
 from tests.vendors.test_verify_vendors import (
     CHECK_SCRIPT,
     PROMPT,
+    claude_fixes_its_answer,
+    codex_fixes_its_answer,
     configured,
     first_turn_fails_its_check,
     fix_turn_passes,
@@ -102,23 +101,8 @@ def test_claude_starts_and_resumes_its_session_in_the_sandbox(
         del agents["claude"]["env"]["CLAUDE_CONFIG_DIR"]
         settings.write_text(CLAUDE_SETTINGS)
     sandboxed(vendor_project, agents, moved)
-    item_id = vendor_project.create(PROMPT)
+    item_id, session_id, _ = claude_fixes_its_answer(vendor_project, provider)
     workspace = workspace_of(vendor_project, item_id).resolve()
-    answer = workspace / "answer.txt"
-    provider.mode = "script"
-    provider.script = [
-        Turn(USAGE_TURNS[0], text="Writing.", call=write(answer, "41\n")),
-        Turn(USAGE_TURNS[1], text="Written."),
-    ]
-    first = first_turn_fails_its_check(vendor_project, item_id)
-    session_id = first["session"]["session_id"]
-    provider.script = [
-        Turn(USAGE_TURNS[0], text="Reading.", call=read(answer)),
-        Turn(USAGE_TURNS[0], text="Fixing.", call=write(answer, "42\n")),
-        Turn(USAGE_TURNS[1], text="Fixed."),
-    ]
-    fix_turn_passes(vendor_project, item_id, session_id)
-    assert provider.script == [], "the fix turn did not run its script to the end"
     ran_sandboxed_with_usage(vendor_project, item_id)
     # the session's transcript is where the worker's environment puts Claude Code's folder
     assert VENDORS["claude"].transcript(session_id, workspace, vendor_project.env) is not None
@@ -133,15 +117,7 @@ def test_codex_starts_and_resumes_its_thread_in_the_sandbox(
     agents["codex"]["args"] += ["-m", CODEX_MODEL]
     del agents["codex"]["env"]["TMPDIR"]  # the sandbox's /tmp is its own
     sandboxed(vendor_project, agents, ("CODEX_API_KEY", "CODEX_HOME"))
-    item_id = vendor_project.create(PROMPT)
-    openai_provider.mode = "script"
-    openai_provider.script = [shell("printf '41\\n' > answer.txt"), "Written."]
-    first = first_turn_fails_its_check(vendor_project, item_id)
-    thread_id = first["session"]["session_id"]
-    asked = len(openai_provider.requests)
-    openai_provider.script = [shell("printf '42\\n' > answer.txt"), "Fixed."]
-    fix_turn_passes(vendor_project, item_id, thread_id)
-    assert openai_provider.script == [], "the fix turn did not run its script to the end"
+    item_id, thread_id, asked = codex_fixes_its_answer(vendor_project, openai_provider)
     assert {h.get("session-id") for h in openai_provider.headers[asked:]} == {thread_id}
     ran_sandboxed_with_usage(vendor_project, item_id)
 

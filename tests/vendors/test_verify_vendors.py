@@ -141,29 +141,36 @@ def assert_feedback(texts: list[str]) -> None:
 # --- Claude Code ----------------------------------------------------------------------------
 
 
-def test_claude_fixes_its_work_in_the_same_session_from_the_checks_feedback(
-    vendor_project: VendorProject, provider: Provider
-) -> None:
-    wrapper, log = argv_wrapper(vendor_project.home, "claude")
-    configured(vendor_project, claude_agent(provider, vendor_project.home, executable=str(wrapper)))
-    item_id = vendor_project.create(PROMPT)
-    answer = workspace_of(vendor_project, item_id).resolve() / "answer.txt"
+def claude_fixes_its_answer(project: VendorProject, provider: Provider) -> tuple[int, str, int]:
+    """A new item's first Claude Code turn writes 41 and fails its check; its fix turn, in the
+    same session, reads it, writes 42 and passes: the item, the session, and how many requests
+    came before the fix turn's."""
+    item_id = project.create(PROMPT)
+    answer = workspace_of(project, item_id).resolve() / "answer.txt"
     provider.mode = "script"
     provider.script = [
         Turn(USAGE_TURNS[0], text="Writing.", call=write(answer, "41\n")),
         Turn(USAGE_TURNS[1], text="Written."),
     ]
-    first = first_turn_fails_its_check(vendor_project, item_id)
+    first = first_turn_fails_its_check(project, item_id)
     session_id = first["session"]["session_id"]
     asked = len(provider.requests)
-
     provider.script = [
         Turn(USAGE_TURNS[0], text="Reading.", call=read(answer)),
         Turn(USAGE_TURNS[0], text="Fixing.", call=write(answer, "42\n")),
         Turn(USAGE_TURNS[1], text="Fixed."),
     ]
-    fix_turn_passes(vendor_project, item_id, session_id)
+    fix_turn_passes(project, item_id, session_id)
     assert provider.script == [], "the fix turn did not run its script to the end"
+    return item_id, session_id, asked
+
+
+def test_claude_fixes_its_work_in_the_same_session_from_the_checks_feedback(
+    vendor_project: VendorProject, provider: Provider
+) -> None:
+    wrapper, log = argv_wrapper(vendor_project.home, "claude")
+    configured(vendor_project, claude_agent(provider, vendor_project.home, executable=str(wrapper)))
+    _, session_id, asked = claude_fixes_its_answer(vendor_project, provider)
 
     fresh, resumed = started_argvs(log)
     assert f"--session-id={session_id}" in fresh
@@ -176,6 +183,24 @@ def test_claude_fixes_its_work_in_the_same_session_from_the_checks_feedback(
 # --- Codex ----------------------------------------------------------------------------------
 
 
+def codex_fixes_its_answer(
+    project: VendorProject, provider: OpenAIProvider
+) -> tuple[int, str, int]:
+    """A new item's first Codex turn writes 41 and fails its check; its fix turn, in the same
+    thread, writes 42 and passes: the item, the thread, and how many requests came before
+    the fix turn's."""
+    item_id = project.create(PROMPT)
+    provider.mode = "script"
+    provider.script = [shell("printf '41\\n' > answer.txt"), "Written."]
+    first = first_turn_fails_its_check(project, item_id)
+    thread_id = first["session"]["session_id"]
+    asked = len(provider.requests)
+    provider.script = [shell("printf '42\\n' > answer.txt"), "Fixed."]
+    fix_turn_passes(project, item_id, thread_id)
+    assert provider.script == [], "the fix turn did not run its script to the end"
+    return item_id, thread_id, asked
+
+
 def test_codex_fixes_its_work_in_the_same_thread_from_the_checks_feedback(
     vendor_project: VendorProject, openai_provider: OpenAIProvider
 ) -> None:
@@ -183,16 +208,7 @@ def test_codex_fixes_its_work_in_the_same_thread_from_the_checks_feedback(
     agents = codex_agent(openai_provider, vendor_project.home, executable=str(wrapper))
     agents["codex"]["args"] += ["-m", CODEX_MODEL]
     configured(vendor_project, agents)
-    item_id = vendor_project.create(PROMPT)
-    openai_provider.mode = "script"
-    openai_provider.script = [shell("printf '41\\n' > answer.txt"), "Written."]
-    first = first_turn_fails_its_check(vendor_project, item_id)
-    thread_id = first["session"]["session_id"]
-    asked = len(openai_provider.requests)
-
-    openai_provider.script = [shell("printf '42\\n' > answer.txt"), "Fixed."]
-    fix_turn_passes(vendor_project, item_id, thread_id)
-    assert openai_provider.script == [], "the fix turn did not run its script to the end"
+    _, thread_id, asked = codex_fixes_its_answer(vendor_project, openai_provider)
 
     fresh, resumed = started_argvs(log)
     assert "resume" not in fresh
