@@ -35,9 +35,10 @@ ERROR = timedelta(seconds=MAX_ROUND_TRIP_SECONDS / 2 + 0.01)
 RETRY_SECONDS = 1.2  # processCrash.initialRetryMinutes 0.02
 
 
-# The correct worker's agent: waits until the test opens the gate (for two minutes at the most),
-# then runs the example agent. So the correct worker, which starts first, cannot take every
-# item before the skewed one has started, however slowly a loaded machine starts it.
+# Each worker's agent waits until the test opens its gate (for two minutes at the most), then
+# runs the example agent. So the correct worker, which starts first, cannot take every item
+# before the skewed one has started, however slowly a loaded machine starts it; and both hold
+# claims while the test reads the fleet.
 GATED = """#!/bin/sh
 for _ in $(seq 1200); do [ -e "$SKEW_TEST_GATE" ] && break; sleep 0.1; done
 exec "$@"
@@ -85,8 +86,7 @@ def wrighty(project: Path, env: dict[str, str], *args: str) -> Any:
 
 
 def start_worker(project: Path, env: dict[str, str], log: Path) -> subprocess.Popen[str]:
-    # Idle for 10 s before it stops: both workers must still be registered when `workers` and
-    # `status` read the fleet, however slowly a loaded machine starts those commands.
+    # It stops once idle for 10 s, when its items are done (the crash's retry is due sooner).
     return subprocess.Popen(
         [sys.executable, "-m", "wrighty", "worker", "start", "--concurrency", "2",
          "--idle-timeout", "10s", "--json"],
@@ -107,9 +107,9 @@ def test_a_worker_ten_minutes_off_keeps_the_fleets_time(tmp_path: Path, skew: st
         store = PostgresStore.open(url, create=True)
         try:
             began = store.store_time()
-            gate = tmp_path / "gate"
+            gate, gate_b = tmp_path / "gate", tmp_path / "gate-b"
             correct, correct_env = installation(tmp_path, "site-a", url, gate=gate)
-            off, off_env = installation(tmp_path, "site-b", url)
+            off, off_env = installation(tmp_path, "site-b", url, gate=gate_b)
             off_env = skewed_env(off_env, skew)
             for n in range(4):
                 slow = NewItem(f"slow {n}", "wrighty-example: slow 2", None, None, None,
@@ -135,9 +135,12 @@ def test_a_worker_ten_minutes_off_keeps_the_fleets_time(tmp_path: Path, skew: st
                 wait_for(
                     lambda: _skewed_ran(store), timeout=120, what="the skewed worker's first run"
                 )
-                gate.touch()
+                # Both read while every agent waits at its gate: both workers hold claims, so
+                # both are live and registered however slowly a loaded machine runs the reads.
                 listed = wrighty(correct, correct_env, "workers", "--json")
                 status = wrighty(correct, correct_env, "status", "--json")
+                gate.touch()
+                gate_b.touch()
                 for worker in (a, b):
                     _, err = worker.communicate(timeout=120)
                     assert worker.returncode == 0, err
