@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.conftest import postgres_schema
 from tests.github.fake_api import FakeGitHub, serving
 
 
@@ -21,3 +22,14 @@ def github() -> Iterator[ServedGitHub]:
     fake = FakeGitHub()
     with serving(fake) as url:
         yield ServedGitHub(fake, url)
+
+
+@pytest.fixture
+def store_url(backend: str) -> Iterator[str | None]:
+    """Each store in turn: None for the project's own SQLite file, a PostgreSQL schema of the
+    test's own (as tests/integration/conftest.py's)."""
+    if backend == "sqlite":
+        yield None
+        return
+    with postgres_schema() as url:
+        yield url

@@ -54,6 +54,7 @@ class FakeGitHub:
     requests: list[Recorded] = field(default_factory=list)
     fault: str | None = None
     fault_times: int | None = None  # how many requests the fault answers (None: all)
+    fault_pages: frozenset[int] | None = None  # the pages it answers (None: every page)
     retry_after: int = 1
     remaining: int = RATE_LIMIT
     reset_at: int = 0
@@ -131,7 +132,7 @@ class FakeGitHub:
 
         if request.headers.get("authorization") != f"Bearer {self.token}":
             return answer(JSONResponse({"message": "Bad credentials"}, status_code=401))
-        fault = self._take_fault()
+        fault = self._take_fault(int(query.get("page", "1") or "1"))
         if fault == "hang":
             await asyncio.sleep(3600)
         if fault == "5xx":
@@ -171,8 +172,10 @@ class FakeGitHub:
             body = b'[{"number": 1, "title": '
         return answer(Response(body, headers=headers, media_type="application/json"))
 
-    def _take_fault(self) -> str | None:
+    def _take_fault(self, page: int) -> str | None:
         with self.lock:
+            if self.fault_pages is not None and page not in self.fault_pages:
+                return None
             if self.fault is None or self.fault_times is None:
                 return self.fault
             if self.fault_times <= 0:

@@ -41,11 +41,15 @@ USER_AGENT = "wrighty-source"
 
 class GitHubError(WrightyError):
     """A sync that could not read the repository's issues, in wrighty's words (never the
-    token). ``rate_limited``: GitHub's rate limit stopped it."""
+    token). ``rate_limited``: GitHub's rate limit stopped it (``until``: the primary limit's
+    reset, when it was that one)."""
 
-    def __init__(self, message: str, *, rate_limited: bool = False) -> None:
+    def __init__(
+        self, message: str, *, rate_limited: bool = False, until: datetime | None = None
+    ) -> None:
         super().__init__(message)
         self.rate_limited = rate_limited
+        self.until = until  # a spent rate limit's reset
 
 
 @dataclass(frozen=True)
@@ -213,7 +217,9 @@ class GitHubClient:
             return
         wait = listing.rate_reset.timestamp() - self.clock()
         if wait > self.max_wait:
-            raise GitHubError(rate_spent(listing.rate_reset), rate_limited=True)
+            raise GitHubError(
+                rate_spent(listing.rate_reset), rate_limited=True, until=listing.rate_reset
+            )
         self.sleep(max(wait, 0.0))
 
     def _refusal(self, status: int, listing: Listing) -> GitHubError:
@@ -223,7 +229,9 @@ class GitHubClient:
                 f"GitHub refused the token in ${self.token_env} (401): set a valid token there"
             )
         if status in (403, 429) and listing.rate_remaining == 0 and listing.rate_reset:
-            return GitHubError(rate_spent(listing.rate_reset), rate_limited=True)
+            return GitHubError(
+                rate_spent(listing.rate_reset), rate_limited=True, until=listing.rate_reset
+            )
         if status == 403:
             return GitHubError(
                 f"GitHub refused to list {repo}'s issues (403): the token in "
