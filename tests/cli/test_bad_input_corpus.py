@@ -3172,6 +3172,32 @@ CASES: list[Case] = [
         "sources.pollSeconds: ",
         setup=sources(github(), pollSeconds=0),
     ),
+    Case("sources-sync-none-configured", ("sources", "sync"), "no sources are configured"),
+    Case(
+        "sources-sync-unknown-name",
+        ("sources", "sync", "nope"),
+        "no source named 'nope' (known: acme/widgets)",
+        setup=sources(github()),
+    ),
+    Case(
+        "sources-sync-token-unset",
+        ("sources", "sync"),
+        "source acme/widgets: $WIDGETS_TOKEN is not set",
+        setup=sources(github(tokenEnv="WIDGETS_TOKEN", apiUrl="http://127.0.0.1:9")),
+    ),
+    Case(
+        "sources-sync-token-blank",
+        ("sources", "sync"),
+        "source acme/widgets: $WIDGETS_TOKEN is not set",
+        setup=sources(github(tokenEnv="WIDGETS_TOKEN", apiUrl="http://127.0.0.1:9")),
+        env=("WIDGETS_TOKEN= ",),
+    ),
+    Case(
+        "sources-json-before-sync",
+        ("sources", "--json", "sync"),
+        "--json goes after the subcommand",
+        setup=sources(github()),
+    ),
 ]
 
 
