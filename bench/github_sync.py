@@ -9,13 +9,19 @@ nothing changed, and a third after one issue was edited. For each it prints the 
 how many were answered 304, the core rate limit spent, the items created and updated, and the
 command's wall time.
 
-Usage: python bench/github_sync.py [--issues 1000] [--store URL]
+Then (unless ``--pickups 0``) a real `wrighty worker start` with `sources.pollSeconds`
+``--poll``: an issue is labelled (added) at a random moment, ``--pickups`` times, and the time
+until the worker says `source-synced` for it is measured: p50, p90 and max, against the poll.
+
+Usage: python bench/github_sync.py [--issues 1000] [--store URL] [--pickups 20] [--poll 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.github.fake_api import RATE_LIMIT, TOKEN, FakeGitHub, serving
-from tests.integration.worker_process import ProjectOnDisk, make_project
+from tests.integration.worker_process import LiveWorker, ProjectOnDisk, make_project
 
 REPO = "acme/widgets"
 
@@ -42,6 +48,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--issues", type=int, default=1000)
     parser.add_argument("--store", default=None, help="a PostgreSQL URL (default: SQLite)")
+    parser.add_argument("--pickups", type=int, default=20)
+    parser.add_argument("--poll", type=float, default=2.0)
     args = parser.parse_args()
     fake = FakeGitHub()
     for number in range(1, args.issues + 1):
@@ -67,6 +75,32 @@ def main() -> None:
                 f"{len(report['created']):>8} {len(report['updated']):>8} {seconds:>8.2f}"  # type: ignore[arg-type]
             )
         print(f"rate limit left: {fake.remaining} of {RATE_LIMIT}")
+        if args.pickups:
+            pickups(fake, project, args.pickups, args.poll)
+
+
+def pickups(fake: FakeGitHub, project: ProjectOnDisk, count: int, poll: float) -> None:
+    """Seconds from an issue's label to its item, as a worker with ``poll`` syncs."""
+    document = json.loads(project.config.read_text())
+    document["sources"]["pollSeconds"] = poll
+    project.config.write_text(json.dumps(document))
+    worker = LiveWorker(project)
+    waits = []
+    try:
+        worker.until("started")
+        for number in range(100_001, 100_001 + count):
+            time.sleep(random.uniform(0, poll))
+            labelled = time.monotonic()
+            fake.add_issue(REPO, number, f"New issue {number}", "Print hello.")
+            worker.until("source-synced", created=1)
+            waits.append(time.monotonic() - labelled)
+    finally:
+        worker.process.terminate()
+        worker.finish()
+    waits.sort()
+    p50, p90 = statistics.median(waits), waits[int(0.9 * (len(waits) - 1))]
+    print(f"new labelled issue -> item, pollSeconds {poll:g}, {count} issues: p50 {p50:.2f} s, "
+          f"p90 {p90:.2f} s, max {waits[-1]:.2f} s")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ syncs them on its own every `sources.pollSeconds`; the work is services/sources.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -89,13 +89,9 @@ def _list(ctx: typer.Context, *, as_json: bool) -> None:
 def _health_json(
     settings: SourceSettings, state: SourceState, poll: float, now: datetime
 ) -> dict[str, Any]:
-    from wrighty.domain.sources import next_sync_in
+    from wrighty.domain.sources import next_sync_at
 
-    due = None
-    if state.attempted_at is not None:
-        due = state.attempted_at + timedelta(seconds=next_sync_in(poll, state.failures))
-    if state.rate_remaining == 0 and state.rate_reset is not None and state.rate_reset > now:
-        due = max(due or state.rate_reset, state.rate_reset)
+    due = next_sync_at(state, poll)
     label = "now" if due is None or due <= now else local_time(due)
     return {
         "name": settings.name,

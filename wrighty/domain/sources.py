@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from wrighty.domain.model import DEFAULT_PRIORITY, MAX_TITLE_LENGTH, Change, Item
@@ -295,6 +295,18 @@ def pages_of(text: str | None) -> tuple[str, Pages]:
 
 
 MAX_BACKOFF_SECONDS = 3600.0
+
+
+def next_sync_at(state: SourceState, poll_seconds: float) -> datetime | None:
+    """When a worker syncs the source next (None: now, never tried): ``poll_seconds`` after
+    the last attempt, longer while it fails (`next_sync_in`), and not before a spent rate
+    limit's reset."""
+    due = None
+    if state.attempted_at is not None:
+        due = state.attempted_at + timedelta(seconds=next_sync_in(poll_seconds, state.failures))
+    if state.rate_remaining == 0 and state.rate_reset is not None:
+        due = state.rate_reset if due is None else max(due, state.rate_reset)
+    return due
 
 
 def next_sync_in(poll_seconds: float, failures: int) -> float:
