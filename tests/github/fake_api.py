@@ -55,6 +55,7 @@ class FakeGitHub:
     fault: str | None = None
     fault_times: int | None = None  # how many requests the fault answers (None: all)
     fault_pages: frozenset[int] | None = None  # the pages it answers (None: every page)
+    hidden: set[int] = field(default_factory=set)  # open issues the list misses (a shift)
     retry_after: int = 1
     remaining: int = RATE_LIMIT
     reset_at: int = 0
@@ -104,7 +105,8 @@ class FakeGitHub:
         chosen = [
             issue
             for issue in found
-            if (state == "all" or issue["state"] == state)
+            if issue["number"] not in self.hidden
+            and (state == "all" or issue["state"] == state)
             and labels <= {label["name"] for label in issue["labels"]}
         ]
         return sorted(chosen, key=lambda issue: -int(issue["number"]))
@@ -195,9 +197,37 @@ class FakeGitHub:
             links += [f'<{to(1)}>; rel="first"', f'<{to(page - 1)}>; rel="prev"']
         return {"Link": ", ".join(links)} if links else {}
 
+    async def issue_route(self, request: Request) -> Response:
+        """`GET /repos/{owner}/{repo}/issues/{number}`: one issue (or pull request), 404 when
+        there is none; faults and the token as the list's."""
+        repo = f"{request.path_params['owner']}/{request.path_params['repo']}"
+        number = int(request.path_params["number"])
+        status = 200
+        if request.headers.get("authorization") != f"Bearer {self.token}":
+            status = 401
+        fault = self._take_fault(0) if status == 200 else None
+        with self.lock:
+            found = self.issues.get(repo, {}).get(number)
+            if status == 200 and fault is None:
+                self.remaining -= 1
+            if fault == "5xx":
+                status = 502
+            elif found is None and status == 200:
+                status = 404
+            self.requests.append(Recorded(request.method, request.url.path, {}, status, False))
+        if status != 200:
+            return JSONResponse({"message": "no"}, status_code=status,
+                                headers=self._limit_headers())  # fmt: skip
+        return JSONResponse(found, headers=self._limit_headers())
+
     def app(self) -> Starlette:
         return Starlette(
-            routes=[Route("/repos/{owner}/{repo}/issues", self.issues_route, methods=["GET"])]
+            routes=[
+                Route("/repos/{owner}/{repo}/issues", self.issues_route, methods=["GET"]),
+                Route(
+                    "/repos/{owner}/{repo}/issues/{number:int}", self.issue_route, methods=["GET"]
+                ),
+            ]
         )
 
 

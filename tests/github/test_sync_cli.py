@@ -122,6 +122,23 @@ def test_an_edit_updates_and_a_close_cancels_only_items_that_have_not_started(
     assert shown(proj, four)["state"] == "cancelled"
 
 
+def test_an_issue_the_pages_missed_is_asked_alone_before_its_item_is_cancelled(
+    tmp_path: Path, github: ServedGitHub, store_url: str | None
+) -> None:
+    for number in (1, 2, 3):
+        github.fake.add_issue(REPO, number, f"Issue {number}")
+    proj = project(tmp_path, github, store_url)
+    created = {entry["issue"]: entry["item_id"] for entry in synced(proj)["created"]}
+    github.fake.hidden = {2}  # still open with the label: the list shifted past it
+    github.fake.edit_issue(REPO, 3, state="closed")
+    before = github.fake.counted()
+    report = synced(proj)
+    assert [e["issue"] for e in report["cancelled"]] == [3]
+    assert shown(proj, created[2])["state"] == "queued"
+    asked = [r.path for r in github.fake.requests[before:] if r.path.endswith(("/2", "/3"))]
+    assert sorted(asked) == ["/repos/acme/widgets/issues/2", "/repos/acme/widgets/issues/3"]
+
+
 def test_a_thousand_issues_sync_in_ten_requests_and_again_in_ten_304s(
     tmp_path: Path, github: ServedGitHub, store_url: str | None
 ) -> None:

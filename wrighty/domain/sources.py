@@ -230,7 +230,11 @@ def plan_sync(
     create, update, cancel = [], [], []
     unchanged = started = 0
     listed: set[str] = set(kept)
+    seen: set[str] = set()
     for issue in wanted:
+        if issue.key in seen:  # on two pages: they shifted while they were read
+            continue
+        seen.add(issue.key)
         listed.add(issue.key)
         item = items.get(issue.key)
         if item is None:

@@ -82,16 +82,12 @@ def sync_source(
     """Sync ``settings``' source into ``store`` (module docstring). WrightyError, having
     written no item, when its token is missing or the tracker cannot be read; then (unless
     ``dry_run``) the source's state records the error."""
-    state, listing, issues, kept, pages = _read(
+    state, listing, plan, existing, pages = _read(
         store, settings, environ=environ, now=now, dry_run=dry_run, make_client=make_client
     )
     report = SyncReport(settings.name, dry_run, requests=listing.requests)
     report.rate_remaining = listing.rate_remaining
     report.not_modified = sum(1 for page in listing.pages if page.documents is None)
-    prefix = settings.prefix
-    wanted = [issue_item(prefix, issue, settings.priority_labels) for issue in issues]
-    existing = store.list_imported(prefix + "#")
-    plan = plan_sync(wanted, existing, unchanged_keys=[issue_key(prefix, n) for n in kept])
     report.unchanged, report.left_alone = plan.unchanged, plan.started_changed
     if dry_run:
         report.created = [(issue.number, None) for issue in plan.create]
@@ -124,10 +120,9 @@ def _read(
     now: datetime,
     dry_run: bool,
     make_client: MakeClient,
-) -> tuple[SourceState, Listing, list[SourceIssue], list[int], Pages]:
-    """The source's state, every page of its issues, the issues read, the numbers of those
-    on unchanged pages, and the pages to keep; WrightyError (recorded unless dry) when they
-    cannot be read."""
+) -> tuple[SourceState, Listing, SyncPlan, list[Item], Pages]:
+    """The source's state, every page of its issues, the plan, the source's items and the
+    pages to keep; WrightyError (recorded unless dry) when they cannot be read."""
     token = environ.get(settings.token_env, "")
     if not token.strip():
         raise WrightyError(
@@ -138,14 +133,40 @@ def _read(
     if state.rate_remaining == 0 and state.rate_reset is not None and state.rate_reset > now:
         raise WrightyError(f"source {settings.name}: {rate_spent(state.rate_reset)}")
     pages = state.pages if state.settings == settings.fingerprint else ()
+    client = make_client(settings, token)
     try:
-        listing = make_client(settings, token).open_issues([etag for etag, _ in pages])
+        listing = client.open_issues([etag for etag, _ in pages])
         issues, kept, stored = _issues(listing, pages)
+        prefix = settings.prefix
+        wanted = [issue_item(prefix, issue, settings.priority_labels) for issue in issues]
+        existing = list(store.list_imported(prefix + "#"))
+        plan = plan_sync(wanted, existing, unchanged_keys=[issue_key(prefix, n) for n in kept])
+        plan = _still_open(client, listing, settings, plan)
     except GitHubError as error:
         if not dry_run:
             store.write_source(_failed(state, error, now))
         raise WrightyError(f"source {settings.name}: {error}") from None
-    return state, listing, issues, kept, stored
+    return state, listing, plan, existing, stored
+
+
+def _still_open(
+    client: GitHubClient, listing: Listing, settings: SourceSettings, plan: SyncPlan
+) -> SyncPlan:
+    """``plan`` without the cancels of issues that, asked alone, are open with the labels:
+    the pages shifted while they were read (an issue closed or opened meanwhile) and missed
+    them. One request per item to cancel, before anything is written."""
+    cancel = []
+    for item in plan.cancel:
+        document = client.issue(_number(item), listing)
+        try:
+            issue = issue_of(document) if isinstance(document, dict) else None
+        except BadIssue:
+            issue = None
+        state = document.get("state") if isinstance(document, dict) else None
+        if issue is None or state != "open" or not set(settings.labels) <= set(issue.labels):
+            cancel.append(item)
+    kept = len(plan.cancel) - len(cancel)
+    return dataclasses.replace(plan, cancel=tuple(cancel), unchanged=plan.unchanged + kept)
 
 
 def _write(

@@ -129,19 +129,47 @@ class GitHubClient:
                 return listing
             page += 1
 
+    def issue(self, number: int, listing: Listing) -> object | None:
+        """Issue ``number``'s JSON, asked alone (one request, counted in ``listing``), or
+        None when GitHub has none (404, 410: deleted or moved). A sync asks it before it
+        cancels the issue's item: an issue the pages missed (they shifted while they were
+        read) is not taken for closed."""
+        url = f"{self.place.api_url.rstrip('/')}/repos/{self.place.repo}/issues/{number}"
+        status, _, body = self._ask(listing, url, None, missing_ok=True)
+        if status in (404, 410):
+            return None
+        try:
+            document: object = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            raise GitHubError(
+                f"GitHub's answer for issue #{number} of {self.place.repo} is not the JSON it "
+                "documents; wrighty tries again later"
+            ) from None
+        return document
+
     def _page(self, listing: Listing, page: int, etag: str | None) -> tuple[Page, bool]:
+        status, headers, body = self._ask(listing, self.place.page_url(page), etag)
+        if status == 304:
+            return Page(etag or "", None), False
+        documents = self._documents(body, page)
+        found = _NEXT.search(headers.get("Link", "") or "")
+        self._wait_if_spent(listing, more=found is not None)
+        return Page(headers.get("ETag", "") or "", documents), found is not None
+
+    def _ask(
+        self, listing: Listing, url: str, etag: str | None, *, missing_ok: bool = False
+    ) -> tuple[int, Message, bytes]:
+        """GET ``url``: its answer when it is 200, 304 (to ``etag``) or, ``missing_ok``, 404
+        or 410; a secondary rate limit waited out when short; GitHubError otherwise."""
         waits = 0
         while True:
-            status, headers, body = self._get(self.place.page_url(page), etag)
+            status, headers, body = self._get(url, etag)
             listing.requests += 1
             self._note_limit(listing, headers)
-            if status == 304 and etag is not None:
-                return Page(etag, None), False
-            if status == 200:
-                documents = self._documents(body, page)
-                found = _NEXT.search(headers.get("Link", "") or "")
-                self._wait_if_spent(listing, more=found is not None)
-                return Page(headers.get("ETag", "") or "", documents), found is not None
+            if status == 200 or (status == 304 and etag is not None):
+                return status, headers, body
+            if missing_ok and status in (404, 410):
+                return status, headers, body
             retry_after = _seconds(headers.get("Retry-After"))
             if status in (403, 429) and retry_after is not None:
                 if retry_after > self.max_wait or waits >= MAX_SECONDARY_WAITS:
