@@ -105,3 +105,23 @@ def test_a_long_secondary_limit_stops_the_walk(github: ServedGitHub) -> None:
         client(github, sleep=lambda s: None).open_issues([])
     assert raised.value.rate_limited
     assert github.fake.counted() == 1
+
+
+def test_a_limit_spent_midway_is_waited_out_when_its_reset_is_near(github: ServedGitHub) -> None:
+    many(github, 150)
+    fake = github.fake
+    fake.remaining, fake.reset_at = 1, 1_000_030
+
+    def reset(seconds: float) -> None:  # the wait: the limit is new again after it
+        waited.append(seconds)
+        fake.remaining = 5000
+
+    waited: list[float] = []
+    listing = client(github, sleep=reset, clock=lambda: 1_000_000.0).open_issues([])
+    assert waited == [30.0]
+    assert sum(len(page.documents or []) for page in listing.pages) == 150
+    fake.remaining, fake.reset_at = 1, 1_000_000 + 3600
+    with pytest.raises(GitHubError, match="rate limit is spent until") as raised:
+        client(github, sleep=reset, clock=lambda: 1_000_000.0).open_issues([])
+    assert raised.value.until is not None
+    assert waited == [30.0]  # an hour is not waited: the sync stops
