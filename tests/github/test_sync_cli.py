@@ -193,6 +193,11 @@ def test_a_fault_is_one_line_writes_no_item_and_shows_in_sources(
     assert says in listed
     for output in (done.stdout, done.stderr, listed, proj.wrighty("sources", "--json")):
         assert TOKEN not in output
+    status = json.loads(run(proj, "status", "--json").stdout)
+    warned = [w["message"] for w in status["warnings"] if w["check"] == "source_failing"]
+    assert len(warned) == 1
+    assert warned[0].startswith("source widgets: its last sync failed: ")
+    assert says in warned[0]
     if fault == "spent":  # no request until the limit's reset
         before = github.fake.counted()
         again = run(proj, "sources", "sync")
