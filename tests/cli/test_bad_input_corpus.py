@@ -112,6 +112,16 @@ def notify(section: object) -> Setup:
     return config_json({"notify": section})
 
 
+def sources(*trackers: dict[str, object], **more: object) -> Setup:
+    """wrighty.json's sources section with these trackers (docs/sources.md)."""
+    return config_json({"sources": {"trackers": list(trackers), **more}})
+
+
+def github(**settings: object) -> dict[str, object]:
+    """A GitHub source of the sources section, with ``settings`` over a valid one's."""
+    return {"kind": "github", "repo": "acme/widgets", "labels": ["wrighty"], **settings}
+
+
 def verify(section: object, **more: object) -> Setup:
     return config_json({"verify": section, **more})
 
@@ -3065,6 +3075,128 @@ CASES: list[Case] = [
         ("show", "1"),
         "item 1: its crash_retries does not read",
         setup=stored("UPDATE items SET crash_retries = -1"),
+    ),
+    Case(
+        "config-sources-not-an-object",
+        ("list",),
+        "sources: ",
+        setup=config_json({"sources": [github()]}),
+    ),
+    Case(
+        "config-source-kind-unknown",
+        ("list",),
+        "sources.trackers.0",
+        setup=sources(github(kind="jira")),
+    ),
+    Case(
+        "config-source-without-repo",
+        ("list",),
+        "sources.trackers.0.repo: ",
+        setup=sources({"kind": "github", "labels": ["wrighty"]}),
+    ),
+    Case(
+        "config-source-repo-without-owner",
+        ("list",),
+        "sources.trackers.0.repo: ",
+        setup=sources(github(repo="widgets")),
+    ),
+    Case(
+        "config-source-without-labels",
+        ("list",),
+        "sources.trackers.0.labels: ",
+        setup=sources(github(labels=[])),
+    ),
+    Case(
+        "config-source-label-with-a-comma",
+        ("list",),
+        "is not a label: 1 to 50 printable characters without a comma",
+        setup=sources(github(labels=["a,b"])),
+    ),
+    Case(
+        "config-source-token-env-not-a-name",
+        ("list",),
+        "sources.trackers.0.tokenEnv: ",
+        setup=sources(github(tokenEnv=f"ghp_{SECRET}-x")),
+    ),
+    Case(
+        "config-source-api-url-plain-http-elsewhere",
+        ("list",),
+        "the token would cross the network in clear",
+        setup=sources(github(apiUrl="http://github.example.com")),
+    ),
+    Case(
+        "config-source-api-url-with-credentials",
+        ("list",),
+        "must not hold a user name or password",
+        setup=sources(github(apiUrl=f"https://me:{SECRET}@api.github.com")),
+    ),
+    Case(
+        "config-source-api-url-not-a-url",
+        ("list",),
+        "must be an https:// URL with a host",
+        setup=sources(github(apiUrl="api.github.com")),
+    ),
+    Case(
+        "config-source-priority-not-a-priority",
+        ("list",),
+        "'urgent': 'P7' is not a priority: give P0 to P3",
+        setup=sources(github(priorityLabels={"urgent": "P7"})),
+    ),
+    Case(
+        "config-source-unknown-agent",
+        ("list",),
+        "sources.trackers[0].agent: unknown agent 'nobody'",
+        setup=sources(github(agent="nobody")),
+    ),
+    Case(
+        "config-source-two-for-one-repo",
+        ("list",),
+        "one source per repository",
+        setup=sources(github(), github(name="again", labels=["other"])),
+    ),
+    Case(
+        "config-source-two-with-one-name",
+        ("list",),
+        "'same' is also sources.trackers[0]'s name",
+        setup=sources(github(name="same"), github(name="same", repo="acme/other")),
+    ),
+    Case(
+        "config-source-unknown-key",
+        ("list",),
+        "sources.trackers.0.token: ",
+        setup=sources(github(token=SECRET)),
+    ),
+    Case(
+        "config-sources-poll-zero",
+        ("list",),
+        "sources.pollSeconds: ",
+        setup=sources(github(), pollSeconds=0),
+    ),
+    Case("sources-sync-none-configured", ("sources", "sync"), "no sources are configured"),
+    Case(
+        "sources-sync-unknown-name",
+        ("sources", "sync", "nope"),
+        "no source named 'nope' (known: acme/widgets)",
+        setup=sources(github()),
+    ),
+    Case(
+        "sources-sync-token-unset",
+        ("sources", "sync"),
+        "source acme/widgets: $WIDGETS_TOKEN is not set",
+        setup=sources(github(tokenEnv="WIDGETS_TOKEN", apiUrl="http://127.0.0.1:9")),
+    ),
+    Case(
+        "sources-sync-token-blank",
+        ("sources", "sync"),
+        "source acme/widgets: $WIDGETS_TOKEN is not set",
+        setup=sources(github(tokenEnv="WIDGETS_TOKEN", apiUrl="http://127.0.0.1:9")),
+        env=("WIDGETS_TOKEN= ",),
+    ),
+    Case(
+        "sources-json-before-sync",
+        ("sources", "--json", "sync"),
+        "--json goes after the subcommand",
+        setup=sources(github()),
     ),
 ]
 

@@ -243,7 +243,7 @@ def test_minutes_accept_fractions() -> None:
         (
             {"color": "blue"},
             "color: unknown key (allowed here: $schema, schemaVersion, store, worker, status, "
-            "agents, budgets, limits, notify, serve, verify, completion, pricing)",
+            "agents, budgets, limits, notify, serve, verify, completion, sources, pricing)",
         ),
         (
             {"agents": {"helper": {}}},

@@ -70,6 +70,7 @@ LAYERS: dict[str, set[str]] = {
     },
     "services/": {
         "config_file.py",
+        "sources/",
         "workproduct/",
         "notify/",
         "agents.py",
@@ -107,6 +108,7 @@ LAYERS: dict[str, set[str]] = {
         "inputs.py",
         "errors.py",
     },
+    "sources/": {"errors.py"},
     "store/": {"domain/", "files.py", "errors.py"},
     "supervisor/": {"domain/", "files.py"},
     "vendors/": {"plugins.py", "domain/"},

@@ -61,6 +61,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "usage": ("wrighty.cli.usage", "usage"),
     "providers": ("wrighty.cli.providers", "providers_app"),
     "notify": ("wrighty.cli.notify", "notify_app"),
+    "sources": ("wrighty.cli.sources", "sources_app"),
     "agents": ("wrighty.cli.setup", "agents"),
     "finish": ("wrighty.cli.worker", "finish"),
     "fail": ("wrighty.cli.worker", "fail"),

@@ -33,6 +33,7 @@ WARNING_CHECKS = (
     "unserved_agent",
     "clock_skew",
     "held_workers",
+    "source_failing",
 )
 
 

@@ -80,6 +80,7 @@ from wrighty.config.sandbox_settings import (
 from wrighty.config.section import (
     ENV_NAME_PATTERN,
 )
+from wrighty.config.source_settings import SourcesSettings
 from wrighty.config.translate import (
     agent_checks,
     agent_circuit,
@@ -91,6 +92,7 @@ from wrighty.config.translate import (
     limits_of,
     pricing_of,
     sandbox_profile,
+    sources_of,
     thresholds_of,
     usage_policy_of,
     verify_policy,
@@ -144,6 +146,7 @@ __all__ = [
     "NotifySettings",
     "Problem",
     "ProcessCrashPolicy",
+    "SourcesSettings",
     "StatusSettings",
     "StoreSettings",
     "UrlEntry",
@@ -176,6 +179,7 @@ __all__ = [
     "read_json",
     "sandbox_of",
     "sandbox_profile",
+    "sources_of",
     "thresholds_of",
     "url_scheme",
     "usage_policy_of",

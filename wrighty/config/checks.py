@@ -38,6 +38,7 @@ from wrighty.config.problems import (
     read_json,
 )
 from wrighty.config.sandbox_settings import BubblewrapProfile
+from wrighty.config.source_settings import source_problems
 from wrighty.config.translate import fix_turns_limit, zone_named
 from wrighty.domain.adapters import ADAPTERS, COMMAND_ADAPTER, VENDOR_ADAPTERS
 from wrighty.domain.leases import heartbeat_limit
@@ -185,6 +186,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
     problems.extend(_notify_shape_problems(config.notify))
     problems.extend(_verify_problems(config))
     problems.extend(_completion_problems(config.completion))
+    problems.extend(Problem(*p) for p in source_problems(config.sources, config.agent_names()))
     if worker.default_agent not in config.agent_names():
         problems.append(
             Problem(

@@ -21,6 +21,7 @@ from wrighty.config.sandbox_settings import (
     SandboxSetting,
 )
 from wrighty.config.section import Section as _Section
+from wrighty.config.source_settings import SourcesSettings
 from wrighty.config_file import DEFAULT_STORE_URL
 from wrighty.domain.adapters import ADAPTERS
 from wrighty.domain.durations import (
@@ -626,6 +627,10 @@ class WrightyConfig(_Section):
         default_factory=CompletionSettings,
         description="Branches and commits of worktree items (worker.workspaceMode worktree): "
         "docs/work-product.md.",
+    )
+    sources: SourcesSettings = Field(
+        default_factory=SourcesSettings,
+        description="Trackers whose labelled issues become items (docs/sources.md).",
     )
     pricing: dict[str, ModelPrice] = Field(
         default_factory=dict,

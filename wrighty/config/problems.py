@@ -274,9 +274,10 @@ def echo_value(value: object, loc: tuple[Any, ...]) -> str:
 def _may_hold_secrets(loc: tuple[Any, ...]) -> bool:
     """`agents` (env values, arguments, commands), the notify sinks (URLs carry tokens), the
     checks' argv, the integration command's, completion.remote and serve.publicUrl (where a
-    URL, token and all, may be written by mistake)."""
+    URL, token and all, may be written by mistake), and `sources` (a token written where its
+    variable's name goes, or in an apiUrl)."""
     return (
-        loc[:1] == ("agents",)
+        loc[:1] in (("agents",), ("sources",))
         or loc[:2]
         in (
             ("notify", "urls"),

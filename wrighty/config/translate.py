@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from wrighty.domain.health import Thresholds
     from wrighty.domain.retry import CrashPolicy, UsagePolicy
     from wrighty.domain.sandbox import Profile
+    from wrighty.domain.sources import SourceSettings
     from wrighty.domain.verify import Check, VerifyPolicy
     from wrighty.domain.work_product import Completion
 
@@ -287,3 +288,25 @@ def digest_time_of(settings: NotifySettings) -> time | None:
     from wrighty.domain.morning import parse_digest_time
 
     return None if settings.digest is None else parse_digest_time(settings.digest)
+
+
+def sources_of(config: WrightyConfig) -> tuple[SourceSettings, ...]:
+    """The trackers of wrighty.json's sources section, as a sync reads them (docs/sources.md)."""
+    from wrighty.domain.sources import SourceSettings
+
+    return tuple(
+        SourceSettings(
+            name=tracker.shown_name,
+            repo=tracker.repo,
+            labels=tuple(tracker.labels),
+            token_env=tracker.token_env,
+            api_url=tracker.api_url,
+            priority_labels={
+                label: int(priority[1:]) for label, priority in tracker.priority_labels.items()
+            },
+            agent=tracker.agent,
+            queue=tracker.queue,
+            timeout_seconds=tracker.timeout_seconds,
+        )
+        for tracker in config.sources.trackers
+    )

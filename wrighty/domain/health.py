@@ -285,11 +285,14 @@ def concerns(
     unserved: Collection[Unserved] = (),
     skewed: Collection[WorkerRow] = (),
     held: Collection[WorkerRow] = (),
+    failing_sources: Collection[tuple[str, str]] = (),
 ) -> list[Concern]:
     """What looks wrong that no threshold that was set already reports as a problem;
     ``unserved``: the agents whose items no live worker runs (`unserved_agents`); ``skewed``:
     the live workers whose clock is off by more than the bound (`domain/clocks.skewed`);
-    ``held``: the live workers that hold, as their machine cannot start runs (docs/worker.md)."""
+    ``held``: the live workers that hold, as their machine cannot start runs (docs/worker.md);
+    ``failing_sources``: (name, error) of each tracker source whose last sync failed
+    (docs/sources.md)."""
     found: list[Concern] = []
     if thresholds.max_expired_leases is None and figures.expired_leases:
         found.append(
@@ -324,6 +327,8 @@ def concerns(
     for row in held:
         name = f"{row.worker_id} ({row.label})" if row.label else row.worker_id
         found.append(Concern("held_workers", f"worker {name} claims nothing: {row.held_reason}"))
+    for name, error in failing_sources:
+        found.append(Concern("source_failing", f"source {name}: its last sync failed: {error}"))
     if workers.dead:
         found.append(
             Concern(

@@ -45,6 +45,9 @@ class WorkerEvent(StrEnum):
     LANDING = "landing"
     LANDING_ENDED = "landing-ended"
     LANDING_FAILED = "landing-failed"  # the landing thread met an error; it tries again later
+    # The sources' periodic sync (docs/sources.md): a sync that changed items, a failure.
+    SOURCE_SYNCED = "source-synced"
+    SOURCE_FAILED = "source-failed"  # said once, until the source syncs again
     # When wrighty or the store fails.
     STORE_UNREACHABLE = "store-unreachable"
     CLAIM_FAILED = "claim-failed"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from wrighty.domain.budgets import Budgets
@@ -184,6 +184,7 @@ def status_report(
     seen = health_concerns(
         figures, workers=counts, thresholds=thresholds, unserved=unserved,
         skewed=[view.row for view in workers if view.clock_skewed], held=held,
+        failing_sources=_failing_sources(store, now),
     )  # fmt: skip
     spent, lifetime = _ledger(store, ledger, now) if ledger is not None else (None, None)
     return StatusReport(
@@ -200,6 +201,21 @@ def status_report(
         outbox=outbox,
         unserved=unserved,
     )
+
+
+SOURCE_FAILURE_SHOWN = timedelta(days=1)
+
+
+def _failing_sources(store: Store, now: datetime) -> list[tuple[str, str]]:
+    """(name, error) of each source whose last sync, tried within the last day, failed: a
+    source taken out of wrighty.json is no longer tried, and its warning goes after a day."""
+    return [
+        (state.name, state.last_error)
+        for state in store.list_sources()
+        if state.last_error is not None
+        and state.attempted_at is not None
+        and now - state.attempted_at < SOURCE_FAILURE_SHOWN
+    ]
 
 
 def _counting_cycles(store: Store, figures: QueueFigures) -> QueueFigures:

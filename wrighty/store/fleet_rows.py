@@ -1,7 +1,7 @@
 """The fleet's rows and the domain (the other half of the boundary rows.py is): the worker
-registry, provider circuits and the notification outbox, each value checked as it is read
-(`Fields`). Their domain types are loaded by the mappers themselves, by the commands that show
-or keep them, not by every store."""
+registry, provider circuits, the notification outbox and the sources' state, each value
+checked as it is read (`Fields`). Their domain types are loaded by the mappers themselves, by
+the commands that show or keep them, not by every store."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from wrighty.domain.circuits import Circuit
     from wrighty.domain.health import WorkerRow
     from wrighty.domain.outbox import Delivered, Notice, OutboxFigures, StoredNotice
+    from wrighty.domain.sources import SourceState
 
 
 # -- the worker registry ----------------------------------------------------------------------
@@ -171,4 +172,40 @@ def outbox_figures_from_row(row: Any) -> OutboxFigures:
         pending=row["pending"],
         oldest_pending_at=aggregate(row).time("oldest_pending_at"),
         given_up=row["given_up"],
+    )
+
+
+# -- the sources' state (docs/sources.md) ------------------------------------------------------
+
+
+def source_params(state: SourceState) -> dict[str, Any]:
+    from wrighty.domain.sources import pages_json
+
+    return {
+        "name": state.name,
+        "synced_at": to_db_time(state.synced_at),
+        "attempted_at": to_db_time(state.attempted_at),
+        "rate_remaining": state.rate_remaining,
+        "rate_reset": to_db_time(state.rate_reset),
+        "last_error": state.last_error,
+        "failures": state.failures,
+        "pages": pages_json(state.settings, state.pages),
+    }
+
+
+def source_from_row(row: Any) -> SourceState:
+    from wrighty.domain.sources import SourceState, pages_of
+
+    read = Fields(row, "source", row["name"])
+    settings, pages = pages_of(read.text("pages"))
+    return SourceState(
+        name=read.text("name"),
+        synced_at=read.time("synced_at"),
+        attempted_at=read.time("attempted_at"),
+        rate_remaining=read.optional_integer("rate_remaining"),
+        rate_reset=read.time("rate_reset"),
+        last_error=read.optional_text("last_error"),
+        failures=read.integer("failures", 0, MAX_STORED_COUNT),
+        settings=settings,
+        pages=pages,
     )

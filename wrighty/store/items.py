@@ -80,6 +80,10 @@ class ItemsSql(SqlBase):
         rows = self._rows("select_imported", {"keys": json.dumps(sorted(set(keys)))})
         return {item.import_key or "": item for item in self._read_all(rows, item_from_row)}
 
+    def list_imported(self, prefix: str) -> Rows[Item]:
+        rows = self._rows("select_imported_from", {"prefix": prefix, "length": len(prefix)})
+        return self._read_all(rows, item_from_row)
+
     def get_item(self, item_id: int) -> Item | None:
         rows = self._rows("select_item", {"id": item_id})
         return item_from_row(rows[0]) if rows else None

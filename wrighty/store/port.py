@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the contract names every aggregate; a read imports only wha
     from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, NewRun, Run, Session
     from wrighty.domain.notices import Source
     from wrighty.domain.outbox import Delivered, Notice, OutboxFigures, StoredNotice
+    from wrighty.domain.sources import SourceState
     from wrighty.domain.states import ItemState
     from wrighty.domain.usage import LedgerEntry, Usage
 
@@ -91,6 +92,11 @@ class Store(Protocol):
 
     def find_imported(self, keys: Collection[str]) -> dict[str, Item]:
         """The items `wrighty import` made for these import keys, by key."""
+        ...
+
+    def list_imported(self, prefix: str) -> Rows[Item]:
+        """The items whose import key begins with ``prefix`` (a tracker source's items: its
+        `github:owner/name#`), oldest first."""
         ...
 
     def list_dependencies(self, item_id: int | None = None) -> list[Dependency]:
@@ -396,6 +402,18 @@ class Store(Protocol):
     def outbox_figures(self) -> OutboxFigures: ...
 
     # -- wake-ups (worker.wakeUps) -------------------------------------------------------------
+
+    def get_source(self, name: str) -> SourceState | None:
+        """What the last sync of source ``name`` left (docs/sources.md), or None."""
+        ...
+
+    def list_sources(self) -> Rows[SourceState]:
+        """Every source's state, by name."""
+        ...
+
+    def write_source(self, state: SourceState) -> None:
+        """Record a source's state whole (the latest sync's), replacing the one before."""
+        ...
 
     def next_retry_due(self, *, after: datetime) -> datetime | None:
         """The earliest due time of a retry-scheduled item that is strictly later than

@@ -22,6 +22,7 @@ from wrighty.store.landings import LandingsSql
 from wrighty.store.ledger import LedgerSql
 from wrighty.store.outbox import OutboxSql
 from wrighty.store.registry import RegistrySql
+from wrighty.store.sources import SourcesSql
 from wrighty.store.sqlbase import Tx
 from wrighty.store.sqlfiles import migrations, read_sql
 
@@ -29,7 +30,7 @@ from wrighty.store.sqlfiles import migrations, read_sql
 Opening = Literal["created", "migrated", "opened"]
 
 
-class SqlStore(LandingsSql, ChecksSql, LedgerSql, RegistrySql, CircuitsSql, OutboxSql):
+class SqlStore(LandingsSql, ChecksSql, LedgerSql, RegistrySql, CircuitsSql, OutboxSql, SourcesSql):
     """The Store port, given a dialect's transactions and named queries."""
 
     opened: Opening = "opened"

@@ -71,6 +71,7 @@ from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.registry import Presence
 from wrighty.worker.run import work
 from wrighty.worker.set_aside import SetAside
+from wrighty.worker.sources import source_sync
 from wrighty.worker.wakeup import WakeUps
 from wrighty.workproduct.worktree import CurrentDirectoryLock
 
@@ -264,6 +265,8 @@ class Worker:
         self._say_concurrency(options)
         self._presence.runs(agent_name)
         self._start_delivery()
+        self._sources = source_sync(self._config, self._store, self._now, self._emit,
+                                    woke=self._wake.set, wanted=not options.item_id)  # fmt: skip
         self._beat(force=True)
         handled = HandledItems(options.max_items)
         slots: list[threading.Thread] = []
@@ -484,6 +487,8 @@ class Worker:
         directory and of the registry."""
         if self._wake_ups is not None:  # nothing more is claimed
             self._wake_ups.stop()
+        if self._sources is not None:  # nor synced
+            self._sources.stop(timeout=self._config.worker.poll_seconds)
         self._beat(force=self._stop_requested.is_set())
         for slot in slots:
             while slot.is_alive():

@@ -496,3 +496,29 @@ WHERE item_id = :item_id
 -- The landings of the items in landing (the board's, in its snapshot: Store.list_open_items).
 SELECT landings.* FROM landings JOIN items ON items.id = landings.item_id
 WHERE items.state = 'landing';
+
+-- name: select_source
+SELECT * FROM sources WHERE name = :name;
+
+-- name: select_sources
+SELECT * FROM sources ORDER BY name;
+
+-- name: upsert_source
+INSERT INTO sources (name, synced_at, attempted_at, rate_remaining, rate_reset, last_error,
+                     failures, pages)
+VALUES (:name, :synced_at, :attempted_at, :rate_remaining, :rate_reset, :last_error, :failures,
+        :pages)
+ON CONFLICT (name) DO UPDATE
+SET synced_at = excluded.synced_at,
+    attempted_at = excluded.attempted_at,
+    rate_remaining = excluded.rate_remaining,
+    rate_reset = excluded.rate_reset,
+    last_error = excluded.last_error,
+    failures = excluded.failures,
+    pages = excluded.pages;
+
+-- name: select_imported_from
+-- The items whose import key begins with a source's prefix (github:owner/name#), oldest first.
+SELECT * FROM items
+WHERE import_key IS NOT NULL AND substr(import_key, 1, :length) = :prefix
+ORDER BY id;

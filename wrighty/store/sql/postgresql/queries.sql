@@ -64,6 +64,9 @@ SET state = :state,
     max_cost_usd = :max_cost_usd,
     max_tokens = :max_tokens,
     priority = :priority,
+    title = :title,
+    body = :body,
+    import_fingerprint = :import_fingerprint,
     updated_at = :updated_at
 WHERE id = :id
   AND state NOT IN ('done', 'cancelled')
