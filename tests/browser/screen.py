@@ -28,9 +28,15 @@ STICKING_OUT = """() => {
 }"""
 
 
+# A page is drawn once it has loaded and its run's log, if it shows one, has begun (the log's
+# data-state is set when its stream starts: wrighty.js's followLog).
+DRAWN = """() => { const log = document.getElementById('log');
+  return document.readyState === 'complete' && (!log || log.hasAttribute('data-state')); }"""
+
+
 def sideways(page: Any) -> str:
-    """ "" when the page, fully loaded, is no wider than the screen; else what sticks out."""
-    page.wait_for_function("() => document.readyState === 'complete'")
+    """When the page, fully drawn, is no wider than the screen: "". Else what sticks out."""
+    page.wait_for_function(DRAWN)
     wide, width, out, sheets = page.evaluate(STICKING_OUT)
     if wide <= width:
         return ""
