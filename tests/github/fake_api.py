@@ -135,8 +135,8 @@ class FakeGitHub:
         if request.headers.get("authorization") != f"Bearer {self.token}":
             return answer(JSONResponse({"message": "Bad credentials"}, status_code=401))
         fault = self._take_fault(int(query.get("page", "1") or "1"))
-        if fault == "hang":
-            await asyncio.sleep(3600)
+        if fault == "hang":  # never answers: the client's deadline must end it
+            await asyncio.Event().wait()
         if fault == "5xx":
             return answer(JSONResponse({"message": "Server Error"}, status_code=502))
         if fault == "secondary":
