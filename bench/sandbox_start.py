@@ -81,9 +81,7 @@ def make_project(scratch: Path, program: str) -> tuple[Path, Path, SandboxMaker]
     git(root, "worktree", "add", "-q", "-b", "wrighty/1-bench", str(worktree))
     loaded = load_config(root / "wrighty.json")
     plan = plan_agent(loaded.config, "noop", project_root=root)
-    maker = sandbox_maker(
-        loaded.config, plan, Around(root, state, loaded.path, state / "wrighty.db")
-    )
+    maker = sandbox_maker(loaded.config, plan, Around(root, loaded.path, state / "wrighty.db"))
     assert maker is not None
     return root, worktree, maker
 

@@ -218,7 +218,7 @@ def test_check_sandboxes_start_each_program_once_and_refuse_one_that_cannot(
             "c": {"adapter": "command", "command": ["x"], "sandbox": "none"},
         },
     }
-    around = Around(tmp_path, tmp_path / ".wrighty", None, None, home=tmp_path / "home")
+    around = Around(tmp_path, None, None, home=tmp_path / "home")
     started: list[str] = []
 
     def probe(program: str) -> str | None:

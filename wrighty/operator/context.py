@@ -117,12 +117,11 @@ class AppContext:
     def check_sandboxes(self) -> ChecksIn:
         """Each agent's checks' sandbox (verify.sandbox, docs/sandbox.md), every configured
         one seen to start on this machine first: WrightyError (exit 2) when one cannot."""
-        from wrighty.config import STATE_DIRNAME
         from wrighty.services.sandboxes import Around, CheckSandboxes
 
         loaded = self.config()
         target = self.store_target()
-        around = Around(loaded.root, loaded.root / STATE_DIRNAME, loaded.path, target.sqlite_path)
+        around = Around(loaded.root, loaded.path, target.sqlite_path)
         return CheckSandboxes(loaded.config, around).of
 
     def store_target(self) -> StoreTarget:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wrighty.config import WrightyConfig, sandbox_profile
+from wrighty.config import STATE_DIRNAME, WrightyConfig, sandbox_profile
 from wrighty.config.translate import check_sandbox_profile
 from wrighty.domain.sandbox import Profile
 from wrighty.errors import WrightyError
@@ -33,10 +33,13 @@ class Around:
     wrighty.json (read-only), a SQLite store's file (hidden) and the person's home."""
 
     project_root: Path
-    state_dir: Path
     config_path: Path | None
     sqlite_path: Path | None
     home: Path = field(default_factory=lambda: Path(os.environ.get("HOME") or Path.home()))
+
+    @property
+    def state_dir(self) -> Path:
+        return self.project_root / STATE_DIRNAME
 
 
 def sandbox_refusal(setting: str, program: str, problem: str) -> str:

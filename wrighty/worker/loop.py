@@ -239,10 +239,8 @@ class Worker:
         agent_name = options.agent or self._config.worker.default_agent
         plan = plan_agent(self._config, agent_name, project_root=self._project_root)
         preflight.refuse_unrunnable(plan)
-        around = Around(
-            self._project_root, self._state_dir, self._config_path,
-            self._store_target.sqlite_path if self._store_target is not None else None,
-        )  # fmt: skip
+        sqlite = self._store_target.sqlite_path if self._store_target is not None else None
+        around = Around(self._project_root, self._config_path, sqlite)
         sandbox = preflight.sandbox_or_refuse(self._config, plan, around)
         self._check_sandboxes = CheckSandboxes(self._config, around).of
         # wrighty's sandbox encloses the vendor's own, turned off inside it (docs/vendors.md)

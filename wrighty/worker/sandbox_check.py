@@ -43,7 +43,7 @@ def agent_sandboxes(
         problem = problems[profile.program]
         if check and problem is None:
             sqlite = store.sqlite_path if store is not None else None
-            around = Around(project_root, state_dir, config_path, sqlite)
+            around = Around(project_root, config_path, sqlite)
             maker = sandbox_maker(config, plan, around)
             assert maker is not None  # a profile was chosen
             with _workspace(config, project_root, state_dir) as workspace:
