@@ -29,6 +29,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.github.fake_talk import Talk, routes
+
 TOKEN = "ghp_fake-test-token-0123456789abcdef"
 RATE_LIMIT = 5000
 
@@ -60,6 +62,8 @@ class FakeGitHub:
     remaining: int = RATE_LIMIT
     reset_at: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    talk: Talk = field(default_factory=Talk)  # comments, permissions, pull requests
+    recorded = Recorded
 
     def add_issue(
         self,
@@ -224,6 +228,7 @@ class FakeGitHub:
         return Starlette(
             routes=[
                 Route("/repos/{owner}/{repo}/issues", self.issues_route, methods=["GET"]),
+                *routes(self),
                 Route(
                     "/repos/{owner}/{repo}/issues/{number:int}", self.issue_route, methods=["GET"]
                 ),

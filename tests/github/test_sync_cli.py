@@ -84,11 +84,15 @@ def test_labelled_issues_become_items_once(
     assert "issue acme/widgets#2" in login["body"]
     assert "Use the schema." in login["body"]
     assert sorted(login["labels"]) == ["urgent", "wrighty"]
-    # The same repository again: every page unchanged, answered 304, nothing created.
+    # The same repository again: every page unchanged, answered 304, nothing created; the
+    # status comments say what they said (nothing posted), and no new comment (304).
     before = fake.counted()
     again = synced(proj)
     assert (again["created"], again["unchanged"], again["not_modified"]) == ([], 2, 1)
-    assert [r.status for r in fake.requests[before:]] == [304]
+    assert [(r.path, r.status) for r in fake.requests[before:]] == [
+        (f"/repos/{REPO}/issues", 304),
+        (f"/repos/{REPO}/issues/comments", 304),
+    ]
     assert len(items(proj)) == 2
 
 
@@ -144,7 +148,8 @@ def test_a_thousand_issues_sync_in_ten_requests_and_again_in_ten_304s(
 ) -> None:
     for number in range(1, 1001):
         github.fake.add_issue(REPO, number, f"Issue {number}", "text")
-    proj = project(tmp_path, github, store_url)
+    # The issues alone (the status comments would be a comment each: test_conversation.py).
+    proj = project(tmp_path, github, store_url, statusComments=False, answers=False)
     first = synced(proj)
     assert (len(first["created"]), first["requests"]) == (1000, 10)
     spent = first["rate_limit_remaining"]
@@ -169,7 +174,7 @@ def test_a_dry_run_says_what_it_would_do_and_writes_nothing(
 @pytest.mark.parametrize(
     ("fault", "says"),
     [
-        ("5xx", "GitHub answered 502 (a server error) listing acme/widgets's issues"),
+        ("5xx", "GitHub answered 502 (a server error) when asked to list acme/widgets's issues"),
         ("hang", "did not answer within 0.5s"),
         ("malformed", "is not the JSON list it documents"),
         ("spent", "GitHub's rate limit is spent until"),

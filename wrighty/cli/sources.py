@@ -18,8 +18,13 @@ from wrighty.errors import WrightyError
 from wrighty.richtext import local_time
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from wrighty.domain.sources import SourceSettings, SourceState
+    from wrighty.operator.context import AppContext
+    from wrighty.services.conversation import Conversation, TalkReport
     from wrighty.services.sources import SyncReport
+    from wrighty.store.port import Store
 
 sources_app = typer.Typer(
     cls=WrightyGroup, invoke_without_command=True, subcommand_metavar="[COMMAND [ARGS]...]"
@@ -126,19 +131,14 @@ def sync(
     edited ones update items that have not started, closed ones cancel them."""
     from wrighty.services.sources import sync_source
 
-    configured, _ = _configured(ctx)
-    if not configured:
-        raise WrightyError(NO_SOURCES)
-    if name is not None:
-        configured = tuple(s for s in configured if s.name == name)
-        if not configured:
-            known = ", ".join(s.name for s in _configured(ctx)[0])
-            raise WrightyError(f"no source named {name!r} (known: {known})")
+    configured = _selected(ctx, name)
     app_ctx = app_context(ctx)
     default_agent = app_ctx.config().config.worker.default_agent
     reports: list[SyncReport] = []
+    talked: list[tuple[str, TalkReport]] = []
     errors: list[str] = []
     with app_ctx.store() as store:
+        talk = None if dry_run else _talker(app_ctx, store)
         for settings in configured:
             try:
                 reports.append(
@@ -151,17 +151,90 @@ def sync(
                         default_agent=default_agent,
                     )
                 )
+                if talk is not None:
+                    talked.append((settings.name, talk(settings).turn(now=app_ctx.now())))
             except WrightyError as error:
                 errors.append(str(error))
+    _print_sync(reports, talked, errors, dry_run=dry_run, as_json=as_json)
+    if errors:
+        raise WrightyError("; ".join(errors))
+
+
+def _selected(ctx: typer.Context, name: str | None) -> tuple[SourceSettings, ...]:
+    configured, _ = _configured(ctx)
+    if not configured:
+        raise WrightyError(NO_SOURCES)
+    if name is None:
+        return configured
+    chosen = tuple(s for s in configured if s.name == name)
+    if not chosen:
+        known = ", ".join(s.name for s in configured)
+        raise WrightyError(f"no source named {name!r} (known: {known})")
+    return chosen
+
+
+def _print_sync(
+    reports: list[SyncReport],
+    talked: list[tuple[str, TalkReport]],
+    errors: list[str],
+    *,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     if as_json:
         print_json({"dry_run": dry_run, "sources": [_report_json(r) for r in reports],
+                    "talked": [_talk_json(name, r) for name, r in talked],
                     "errors": errors})  # fmt: skip
     else:
         for report in reports:
             for line in _report_lines(report):
                 typer.echo(printable_line(line))
-    if errors:
-        raise WrightyError("; ".join(errors))
+        for name, done in talked:
+            for line in _talk_lines(name, done):
+                typer.echo(printable_line(line))
+
+
+def _talker(app_ctx: AppContext, store: Store) -> Callable[[SourceSettings], Conversation]:
+    """Each source's conversation, answers acted on at the operator's desk."""
+    import time
+
+    from wrighty.installation import installation_id
+    from wrighty.operator.answers import tracker_act
+    from wrighty.services.conversation import Viewer, conversation_of
+
+    loaded = app_ctx.config()
+    config = loaded.config
+    viewer = Viewer(store, loaded.root, installation_id(), config.worker.default_agent,
+                    config.serve.public_url)  # fmt: skip
+    act = tracker_act(app_ctx, store)
+
+    def talk(settings: SourceSettings) -> Conversation:
+        return conversation_of(
+            store, settings, os.environ, view_of=viewer, act=act, clock=time.monotonic
+        )
+
+    return talk
+
+
+def _talk_json(name: str, report: TalkReport) -> dict[str, Any]:
+    return {
+        "source": name,
+        "comments_posted": report.posted,
+        "comments_edited": report.edited,
+        "answered": report.answered,
+        "pulls": report.pulls,
+        "requests": report.requests,
+    }
+
+
+def _talk_lines(name: str, report: TalkReport) -> list[str]:
+    lines = [f"{name}: answered {said}" for said in report.answered]
+    lines += [f"{name}: {said}" for said in report.pulls]
+    lines.append(
+        f"{name}: status comments {len(report.posted)} posted, {len(report.edited)} edited; "
+        f"{report.requests} requests"
+    )
+    return lines
 
 
 def _report_json(report: SyncReport) -> dict[str, Any]:

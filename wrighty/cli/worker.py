@@ -72,6 +72,7 @@ def worker_start(
 ) -> None:
     """Claim queued items and run their agent until stopped (Ctrl-C stops cleanly)."""
     from wrighty.installation import installation_id
+    from wrighty.operator.answers import tracker_act
     from wrighty.supervisor.linux import become_subreaper
     from wrighty.worker.loop import Worker, WorkerOptions
     from wrighty.worker.signals import StopOnSignals
@@ -98,6 +99,7 @@ def worker_start(
             now=app_ctx.now,
             clock=app_ctx.store_clock,
             store_target=app_ctx.store_target(),
+            act=tracker_act(app_ctx, store),
         )
         # First SIGINT/SIGTERM: stop claiming and settle the running agents cleanly. Second:
         # force (KeyboardInterrupt).

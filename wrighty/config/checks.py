@@ -39,7 +39,7 @@ from wrighty.config.problems import (
 )
 from wrighty.config.sandbox_settings import BubblewrapProfile
 from wrighty.config.source_settings import source_problems
-from wrighty.config.translate import fix_turns_limit, zone_named
+from wrighty.config.translate import fix_turns_limit, pull_request_problems, zone_named
 from wrighty.domain.adapters import ADAPTERS, COMMAND_ADAPTER, VENDOR_ADAPTERS
 from wrighty.domain.leases import heartbeat_limit
 from wrighty.domain.scheduling import LABEL_PATTERN
@@ -187,6 +187,7 @@ def _cross_checks(config: WrightyConfig) -> list[Problem]:
     problems.extend(_verify_problems(config))
     problems.extend(_completion_problems(config.completion))
     problems.extend(Problem(*p) for p in source_problems(config.sources, config.agent_names()))
+    problems.extend(Problem(*p) for p in pull_request_problems(config))
     if worker.default_agent not in config.agent_names():
         problems.append(
             Problem(

@@ -21,7 +21,7 @@ from wrighty.config.sandbox_settings import (
     SandboxSetting,
 )
 from wrighty.config.section import Section as _Section
-from wrighty.config.source_settings import SourcesSettings
+from wrighty.config.source_settings import PullRequestSettings, SourcesSettings
 from wrighty.config_file import DEFAULT_STORE_URL
 from wrighty.domain.adapters import ADAPTERS
 from wrighty.domain.durations import (
@@ -526,11 +526,17 @@ class CompletionSettings(_Section):
         le=MAX_MAX_REJECTIONS,
         description="How many times `wrighty reject` may send one item back to its agent.",
     )
-    integrate: Literal["none", "merge", "push", "command"] = Field(
+    integrate: Literal["none", "merge", "push", "command", "github-pr"] = Field(
         "none",
         description="What accepting an item does with its branch (docs/work-product.md"
         "#integration): nothing (none), merge it into the project's checked-out branch, push it "
-        "to `remote`, or run integrateCommand.",
+        "to `remote`, run integrateCommand, or push it and open a pull request (github-pr, "
+        "docs/sources.md#a-pull-request-as-the-integration).",
+    )
+    pull_request: PullRequestSettings | None = Field(
+        None,
+        description="integrate github-pr: the repository pull requests are opened in (default: "
+        "the one GitHub source's).",
     )
     merge: Literal["ff", "ff-only", "no-ff"] = Field(
         "ff",

@@ -4,6 +4,7 @@ them (docs/sources.md)."""
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -17,6 +18,7 @@ SOURCE_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
 # A GitHub label: any text but a comma (the issues list takes them comma-separated).
 LABEL_TEXT_PATTERN = r"^[^,\x00-\x1f]{1,50}$"
 PRIORITY_NAME_PATTERN = r"^P[0-3]$"
+LOGIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}$"
 DEFAULT_POLL_SECONDS = 300
 DEFAULT_API_URL = "https://api.github.com"
 
@@ -62,6 +64,37 @@ class GitHubSourceSettings(_Section):
     timeout_seconds: float = Field(
         30, gt=0, le=300, description="How long one request to the API may take."
     )
+    status_comments: bool = Field(
+        True,
+        description="Whether each item keeps one comment on its issue saying where it stands "
+        "(edited in place as it moves).",
+    )
+    answers: bool = Field(
+        True,
+        description="Whether `/wrighty accept|reject|retry|handoff|cancel|priority` comments "
+        "by trusted authors act on the issue's item.",
+    )
+    trusted_authors: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="GitHub logins whose answers act, besides the people with write access.",
+        json_schema_extra={"items": {"pattern": LOGIN_PATTERN}},
+    )
+    trust_collaborators: bool = Field(
+        True,
+        description="Whether people with write access to the repository (GitHub is asked, "
+        "and believed for 10 minutes) may answer.",
+    )
+
+    @field_validator("trusted_authors")
+    @classmethod
+    def _logins_read(cls, value: list[str]) -> list[str]:
+        for login in value:
+            if not re.fullmatch(LOGIN_PATTERN, login):
+                raise ValueError(
+                    f"{login[:60]!r} is not a GitHub login: letters, digits and -, at most 39"
+                )
+        return value
 
     @field_validator("labels")
     @classmethod
@@ -90,6 +123,28 @@ class GitHubSourceSettings(_Section):
     @property
     def shown_name(self) -> str:
         return self.name or self.repo
+
+
+class PullRequestSettings(_Section):
+    """completion.pullRequest: where completion.integrate github-pr opens pull requests."""
+
+    repo: str = Field(..., pattern=REPO_PATTERN, description="The repository, owner/name.")
+    token_env: str = Field(
+        "GITHUB_TOKEN",
+        pattern=ENV_NAME_PATTERN,
+        description="The environment variable holding a token that may open pull requests.",
+    )
+    api_url: str = Field(DEFAULT_API_URL, max_length=300, description="The REST API's base URL.")
+    draft: bool = Field(False, description="Whether pull requests are opened as drafts.")
+    timeout_seconds: float = Field(
+        30, gt=0, le=300, description="How long one request to the API may take."
+    )
+
+    @field_validator("api_url")
+    @classmethod
+    def _api_url_reads(cls, value: str) -> str:
+        check_api_url(value)
+        return value.rstrip("/")
 
 
 class SourcesSettings(_Section):

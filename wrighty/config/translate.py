@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from wrighty.domain.health import Thresholds
     from wrighty.domain.retry import CrashPolicy, UsagePolicy
     from wrighty.domain.sandbox import Profile
-    from wrighty.domain.sources import SourceSettings
+    from wrighty.domain.sources import PullRequestPlace, SourceSettings
     from wrighty.domain.verify import Check, VerifyPolicy
     from wrighty.domain.work_product import Completion
 
@@ -307,6 +307,45 @@ def sources_of(config: WrightyConfig) -> tuple[SourceSettings, ...]:
             agent=tracker.agent,
             queue=tracker.queue,
             timeout_seconds=tracker.timeout_seconds,
+            status_comments=tracker.status_comments,
+            answers=tracker.answers,
+            trusted=tuple(tracker.trusted_authors),
+            trust_collaborators=tracker.trust_collaborators,
         )
         for tracker in config.sources.trackers
     )
+
+
+def pull_request_of(config: WrightyConfig) -> PullRequestPlace | None:
+    """Where completion.integrate github-pr opens pull requests: completion.pullRequest, or
+    the one GitHub source's repository (None: not github-pr, or nowhere is said)."""
+    from wrighty.domain.sources import PullRequestPlace
+
+    completion = config.completion
+    if completion.integrate != "github-pr":
+        return None
+    given = completion.pull_request
+    if given is not None:
+        return PullRequestPlace(
+            given.repo, given.api_url, given.token_env, given.draft, given.timeout_seconds
+        )
+    trackers = config.sources.trackers
+    if len(trackers) != 1:
+        return None
+    tracker = trackers[0]
+    return PullRequestPlace(
+        tracker.repo, tracker.api_url, tracker.token_env, False, tracker.timeout_seconds
+    )
+
+
+def pull_request_problems(config: WrightyConfig) -> list[tuple[str, str]]:
+    """integrate github-pr with nowhere to open its pull requests."""
+    if config.completion.integrate != "github-pr" or pull_request_of(config) is not None:
+        return []
+    return [
+        (
+            "completion.pullRequest",
+            'is required when completion.integrate is "github-pr" and sources.trackers does '
+            'not name exactly one repository: give {"repo": "owner/name"}',
+        )
+    ]

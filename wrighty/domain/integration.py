@@ -32,7 +32,7 @@ from wrighty.domain.text import clip, plural, printable, printable_line
 if TYPE_CHECKING:
     from wrighty.domain.check_evidence import CheckEvidence
 
-IntegrateKind = Literal["none", "merge", "push", "command"]
+IntegrateKind = Literal["none", "merge", "push", "command", "github-pr"]
 MergeMode = Literal["ff", "ff-only", "no-ff"]
 
 DEFAULT_REMOTE = "origin"

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 from wrighty.domain import suggestions
 from wrighty.domain.claims import ClaimRequest, Settlement, worker_actor
+from wrighty.domain.conversation import PULL_OPEN
 from wrighty.domain.model import (
     ACCEPTED,
     BRANCH_NAME,
@@ -255,6 +256,13 @@ def back_to_review(claimed: Item, landing: Landing, why: str, *, at: datetime) -
         claimed, ItemState.REVIEW, at=at, reason_code=INTEGRATION_FAILED,
         reason=f"it did not land: {why}", next_action=suggestions.accept(claimed.id),
     )  # fmt: skip
+    return LandingChange(change, dataclasses.replace(landing, step=Step.WAITING))
+
+
+def pull_opened(claimed: Item, landing: Landing, words: str, *, at: datetime) -> LandingChange:
+    """landing -> review: its pull request is open (completion.integrate github-pr), and its
+    merge, seen by the sync, finishes it (docs/sources.md#a-pull-request-as-the-integration)."""
+    change = _leave(claimed, ItemState.REVIEW, at=at, reason_code=PULL_OPEN, reason=words)
     return LandingChange(change, dataclasses.replace(landing, step=Step.WAITING))
 
 

@@ -63,6 +63,11 @@ class SourceSettings:
     agent: str | None = None
     queue: bool = True
     timeout_seconds: float = 30.0
+    # Talking on the issue (docs/sources.md#talking-on-the-issue).
+    status_comments: bool = True
+    answers: bool = True
+    trusted: tuple[str, ...] = ()
+    trust_collaborators: bool = True
 
     @property
     def prefix(self) -> str:
@@ -77,6 +82,18 @@ class SourceSettings:
             [self.api_url, self.repo, self.labels, sorted(self.priority_labels.items())]
         )
         return hashlib.sha256(said.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class PullRequestPlace:
+    """Where completion.integrate github-pr opens pull requests (never the token: only the
+    name of the variable that holds it)."""
+
+    repo: str
+    api_url: str
+    token_env: str
+    draft: bool = False
+    timeout_seconds: float = 30.0
 
 
 class BadIssue(ValueError):
@@ -272,6 +289,10 @@ class SourceState:
     failures: int = 0  # syncs failed in a row: the back-off grows with them
     settings: str = ""  # the fingerprint of the settings the pages were listed under
     pages: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (ETag, issue numbers) per page
+    # Where the reading of the repository's comments stands (docs/sources.md#answers): the
+    # time the last read asked from, and its first page's ETag.
+    answers_since: datetime | None = None
+    answers_etag: str | None = None
 
 
 Pages = tuple[tuple[str, tuple[int, ...]], ...]

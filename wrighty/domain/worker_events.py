@@ -48,6 +48,7 @@ class WorkerEvent(StrEnum):
     # The sources' periodic sync (docs/sources.md): a sync that changed items, a failure.
     SOURCE_SYNCED = "source-synced"
     SOURCE_FAILED = "source-failed"  # said once, until the source syncs again
+    SOURCE_ANSWERED = "source-answered"  # answers acted on, pull requests that finished
     # When wrighty or the store fails.
     STORE_UNREACHABLE = "store-unreachable"
     CLAIM_FAILED = "claim-failed"

@@ -12,6 +12,7 @@ of the agent in the item's session; what a person must decide goes back to revie
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -39,7 +40,8 @@ from wrighty.domain.verify import (
     on_base,
 )
 from wrighty.domain.work_product import Completion, merge_message
-from wrighty.errors import UnreadableError
+from wrighty.errors import UnreadableError, WrightyError
+from wrighty.services.pulls import PullOpener
 from wrighty.services.sandboxes import CHECK_VARIABLES
 from wrighty.store.port import Store
 from wrighty.supervisor.checks import CheckSpec, Keep, run_check
@@ -98,6 +100,8 @@ class Lander:
     # Where an agent's items' checks and integration command run (services/sandboxes.py,
     # verify.sandbox); None: as the lander.
     checks_in: Callable[[str], SandboxMaker | None] = lambda _: None
+    # completion.integrate github-pr: what opens an item's pull request (services/pulls.py).
+    pulls: PullOpener | None = None
 
     def sandbox(self, item: Item) -> SandboxMaker | None:
         return self.checks_in(item.agent or "")
@@ -256,11 +260,13 @@ def _integrate(
         how = "it was there already" if not moved else _how(lander)
         words = f"landed on {landing.target} as {intent[: moves.SHORT]} ({how}){checked}"
         return moves.landed(claimed, landing, words, at=lander.now())
+    said = _summary(lander, claimed, session, landing)
     target = IntegrationTarget(
         claimed.id, claimed.title, session.branch, landing.target_commit,
-        Path(session.workspace), _summary(lander, claimed, session, landing),
-        attempt=landing.attempt,
+        Path(session.workspace), said, attempt=landing.attempt,
     )  # fmt: skip
+    if integration.kind == "github-pr":
+        return _pull_request(lander, claimed, landing, target, checked)
     done = integrate(
         lander.project_root, integration, target, author_name=lander.completion.author_name,
         author_email=lander.completion.author_email, hooks=lander.completion.hooks == "run",
@@ -268,6 +274,25 @@ def _integrate(
     )  # fmt: skip
     words = f"{done.words or 'integrated'}{checked}"
     return moves.landed(claimed, landing, words, at=lander.now())
+
+
+def _pull_request(
+    lander: Lander, claimed: Item, landing: Landing, target: IntegrationTarget, checked: str
+) -> LandingChange:
+    """Push the checked branch to completion.remote and open (or update) its pull request;
+    the item waits in review for its merge."""
+    if lander.pulls is None:
+        raise LandingError("completion.integrate github-pr has no repository to open it in")
+    pushing = dataclasses.replace(lander.completion.integration, kind="push")
+    integrate(lander.project_root, pushing, target, hooks=lander.completion.hooks == "run")
+    try:
+        pull = lander.pulls(
+            claimed, branch=target.branch or "", target=landing.target, summary=target.summary
+        )
+    except WrightyError as refused:
+        raise IntegrationError(f"the branch was pushed, but {refused}") from None
+    words = f"pull request #{pull.number} is open: {pull.url}{checked}"
+    return moves.pull_opened(claimed, landing, words, at=lander.now())
 
 
 def _how(lander: Lander) -> str:
@@ -513,7 +538,12 @@ def lander_from(
     notify, each move out of landing writes its notice, with serve.publicUrl's link.
     ``checks_in``: each agent's checks' sandbox (services/sandboxes.CheckSandboxes.of)."""
     from wrighty.config import STATE_DIRNAME
-    from wrighty.config.translate import agent_checks, completion_of, lease_terms_of
+    from wrighty.config.translate import (
+        agent_checks,
+        completion_of,
+        lease_terms_of,
+        pull_request_of,
+    )
     from wrighty.domain.verify import select_checks
     from wrighty.domain.verify_limits import DEFAULT_FEEDBACK_BYTES, DEFAULT_FIX_TURNS
     from wrighty.installation import installation_id
@@ -527,6 +557,7 @@ def lander_from(
     notify = None
     if config.notify.enabled:
         notify = Source(here, worker_id if worker else None, config.serve.public_url)
+    place = pull_request_of(config)
     return Lander(
         store=store,
         project_root=project_root,
@@ -544,6 +575,7 @@ def lander_from(
         notify=notify,
         told=told,
         checks_in=checks_in,
+        pulls=None if place is None else PullOpener(place, store, os.environ),
     )
 
 

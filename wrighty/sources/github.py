@@ -135,7 +135,7 @@ class GitHubClient:
         cancels the issue's item: an issue the pages missed (they shifted while they were
         read) is not taken for closed."""
         url = f"{self.place.api_url.rstrip('/')}/repos/{self.place.repo}/issues/{number}"
-        status, _, body = self._ask(listing, url, None, missing_ok=True)
+        status, _, body = self.ask(listing, url, None, missing_ok=True)
         if status in (404, 410):
             return None
         try:
@@ -148,7 +148,7 @@ class GitHubClient:
         return document
 
     def _page(self, listing: Listing, page: int, etag: str | None) -> tuple[Page, bool]:
-        status, headers, body = self._ask(listing, self.place.page_url(page), etag)
+        status, headers, body = self.ask(listing, self.place.page_url(page), etag)
         if status == 304:
             return Page(etag or "", None), False
         documents = self._documents(body, page)
@@ -156,17 +156,26 @@ class GitHubClient:
         self._wait_if_spent(listing, more=found is not None)
         return Page(headers.get("ETag", "") or "", documents), found is not None
 
-    def _ask(
-        self, listing: Listing, url: str, etag: str | None, *, missing_ok: bool = False
+    def ask(
+        self,
+        listing: Listing,
+        url: str,
+        etag: str | None,
+        *,
+        missing_ok: bool = False,
+        method: str = "GET",
+        payload: object = None,
+        doing: str | None = None,
     ) -> tuple[int, Message, bytes]:
-        """GET ``url``: its answer when it is 200, 304 (to ``etag``) or, ``missing_ok``, 404
-        or 410; a secondary rate limit waited out when short; GitHubError otherwise."""
+        """``method`` ``url`` (``payload`` as its JSON body): its answer when it is 2xx, 304
+        (to ``etag``) or, ``missing_ok``, 404 or 410; a secondary rate limit waited out when
+        short; GitHubError otherwise, ``doing`` naming what was asked (listing the issues)."""
         waits = 0
         while True:
-            status, headers, body = self._get(url, etag)
+            status, headers, body = self._send(method, url, etag, payload)
             listing.requests += 1
             self._note_limit(listing, headers)
-            if status == 200 or (status == 304 and etag is not None):
+            if 200 <= status < 300 or (status == 304 and etag is not None):
                 return status, headers, body
             if missing_ok and status in (404, 410):
                 return status, headers, body
@@ -181,14 +190,19 @@ class GitHubClient:
                 waits += 1
                 self.sleep(retry_after)
                 continue
-            raise self._refusal(status, listing)
+            raise self._refusal(status, listing, doing or f"list {self.place.repo}'s issues")
 
-    def _get(self, url: str, etag: str | None) -> tuple[int, Message, bytes]:
-        request = urllib.request.Request(url, method="GET")  # noqa: S310 - http(s): config
+    def _send(
+        self, method: str, url: str, etag: str | None, payload: object
+    ) -> tuple[int, Message, bytes]:
+        data = None if payload is None else json.dumps(payload).encode()
+        request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - config
         request.add_header("Authorization", f"Bearer {self.token}")
         request.add_header("Accept", "application/vnd.github+json")
         request.add_header("X-GitHub-Api-Version", "2022-11-28")
         request.add_header("User-Agent", USER_AGENT)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
         if etag:
             request.add_header("If-None-Match", etag)
         where = f"GitHub ({self.place.api_url})"
@@ -250,7 +264,7 @@ class GitHubClient:
             )
         self.sleep(max(wait, 0.0))
 
-    def _refusal(self, status: int, listing: Listing) -> GitHubError:
+    def _refusal(self, status: int, listing: Listing, doing: str) -> GitHubError:
         repo = self.place.repo
         if status == 401:
             return GitHubError(
@@ -262,8 +276,8 @@ class GitHubClient:
             )
         if status == 403:
             return GitHubError(
-                f"GitHub refused to list {repo}'s issues (403): the token in "
-                f"${self.token_env} may lack access to it"
+                f"GitHub refused to {doing} (403): the token in ${self.token_env} may lack "
+                "access to it"
             )
         if status == 404:
             return GitHubError(
@@ -271,10 +285,10 @@ class GitHubClient:
             )
         if status >= 500:
             return GitHubError(
-                f"GitHub answered {status} (a server error) listing {repo}'s issues; "
+                f"GitHub answered {status} (a server error) when asked to {doing}; "
                 "wrighty tries again later"
             )
-        return GitHubError(f"GitHub answered {status} listing {repo}'s issues")
+        return GitHubError(f"GitHub answered {status} when asked to {doing}")
 
 
 def rate_spent(reset: datetime) -> str:

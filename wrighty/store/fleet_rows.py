@@ -6,6 +6,7 @@ the commands that show or keep them, not by every store."""
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from wrighty.errors import UnreadableError
@@ -21,6 +22,7 @@ from wrighty.store.fields import (
 # import them, so that a read of items (`wrighty list`) loads none of them.
 if TYPE_CHECKING:
     from wrighty.domain.circuits import Circuit
+    from wrighty.domain.conversation import AnswerRecord, TrackerItem
     from wrighty.domain.health import WorkerRow
     from wrighty.domain.outbox import Delivered, Notice, OutboxFigures, StoredNotice
     from wrighty.domain.sources import SourceState
@@ -208,4 +210,115 @@ def source_from_row(row: Any) -> SourceState:
         failures=read.integer("failures", 0, MAX_STORED_COUNT),
         settings=settings,
         pages=pages,
+        answers_since=read.time("answers_since"),
+        answers_etag=_etag(read, "answers_etag"),
+    )
+
+
+def _etag(read: Fields, name: str) -> str | None:
+    """An ETag as stored: printable ASCII of bounded length (it goes back into a header)."""
+    value = read.optional_text(name)
+    if value is not None and (len(value) > MAX_ETAG_CHARS or not _HEADER_SAFE.fullmatch(value)):
+        read.refuse(name, "it is not an ETag")
+        return None
+    return value
+
+
+# -- talking on a tracker (docs/sources.md#talking-on-the-issue) -------------------------------
+
+MAX_ETAG_CHARS = 200
+MAX_ANSWER_RESULT_CHARS = 4000
+_HEADER_SAFE = re.compile(r"[\x21-\x7e ]*")
+_DIGEST = re.compile(r"[0-9a-f]{32}")
+_REPO = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+MAX_GITHUB_ID = 2**53
+
+
+def tracker_item_params(record: TrackerItem) -> dict[str, Any]:
+    return {
+        "item_id": record.item_id,
+        "comment_id": record.comment_id,
+        "comment_digest": record.comment_digest,
+        "pull_repo": record.pull_repo,
+        "pull_number": record.pull_number,
+        "pull_url": record.pull_url,
+        "pull_state": record.pull_state,
+        "pull_etag": record.pull_etag,
+    }
+
+
+def tracker_item_from_row(row: Any) -> TrackerItem:
+    from wrighty.domain.conversation import PULL_STATES, TrackerItem
+
+    read = Fields(row, "tracker item", row["item_id"])
+    digest = read.optional_text("comment_digest")
+    if digest is not None and not _DIGEST.fullmatch(digest):
+        read.refuse("comment_digest", "it is not a digest")
+        digest = None
+    repo = read.optional_text("pull_repo")
+    if repo is not None and not _REPO.fullmatch(repo):
+        read.refuse("pull_repo", "it is not a repository's owner/name")
+        repo = None
+    url = read.optional_text("pull_url")
+    if url is not None and (len(url) > 2000 or not url.startswith(("https://", "http://"))
+                            or not _HEADER_SAFE.fullmatch(url) or " " in url):  # fmt: skip
+        read.refuse("pull_url", "it is not a pull request's URL")
+        url = None
+    state = read.optional_text("pull_state")
+    if state is not None and state not in PULL_STATES:
+        read.refuse("pull_state", f"it is not one of {', '.join(PULL_STATES)}")
+        state = None
+    return TrackerItem(
+        item_id=read.integer("item_id", 1, MAX_GITHUB_ID),
+        comment_id=read.optional_integer("comment_id", 1, MAX_GITHUB_ID),
+        comment_digest=digest,
+        pull_repo=repo,
+        pull_number=read.optional_integer("pull_number", 1, MAX_GITHUB_ID),
+        pull_url=url,
+        pull_state=state,
+        pull_etag=_etag(read, "pull_etag"),
+    )
+
+
+def answer_params(record: AnswerRecord) -> dict[str, Any]:
+    return {
+        "source": record.source,
+        "comment_id": record.comment_id,
+        "issue": record.issue,
+        "item_id": record.item_id,
+        "author": record.author,
+        "action": record.action,
+        "step": record.step,
+        "seen": record.seen,
+        "result": record.result,
+    }
+
+
+def answer_from_row(row: Any) -> AnswerRecord:
+    from wrighty.domain.conversation import ACTED, ANSWERED, TAKEN, AnswerRecord
+
+    read = Fields(row, "answer", row["comment_id"])
+    author = read.text("author")
+    if not _LOGIN.fullmatch(author):
+        read.refuse("author", "it is not a GitHub login")
+    step = read.text("step")
+    if step not in (TAKEN, ACTED, ANSWERED):
+        read.refuse("step", "it is not taken, acted or answered")
+    action = read.text("action")
+    if not re.fullmatch(r"[a-z?][a-z0-9_-]{0,40}", action):
+        read.refuse("action", "it is not an action's name")
+    result = read.optional_text("result")
+    if result is not None and len(result) > MAX_ANSWER_RESULT_CHARS:
+        read.refuse("result", "it is longer than an answer's result")
+    return AnswerRecord(
+        source=read.text("source"),
+        comment_id=read.integer("comment_id", 1, MAX_GITHUB_ID),
+        issue=read.integer("issue", 1, MAX_GITHUB_ID),
+        item_id=read.optional_integer("item_id", 1, MAX_GITHUB_ID),
+        author=author,
+        action=action,
+        step=step,
+        seen=read.optional_text("seen"),
+        result=result,
     )

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the contract names every aggregate; a read imports only wha
     from wrighty.domain.check_evidence import BaseCheck, CheckRecord
     from wrighty.domain.circuits import Circuit
     from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
+    from wrighty.domain.conversation import AnswerRecord, TrackerItem
     from wrighty.domain.health import QueueFigures, WorkerRow
     from wrighty.domain.landing import Landing, LandingChange
     from wrighty.domain.model import Change, Dependency, Event, Item, NewItem, NewRun, Run, Session
@@ -412,7 +413,40 @@ class Store(Protocol):
         ...
 
     def write_source(self, state: SourceState) -> None:
-        """Record a source's state whole (the latest sync's), replacing the one before."""
+        """Record a source's state whole (the latest sync's), replacing the one before, but
+        for where the reading of its comments stands (`write_answers_cursor`)."""
+        ...
+
+    # -- talking on a tracker (docs/sources.md#talking-on-the-issue) --------------------------
+
+    def get_tracker_item(self, item_id: int) -> TrackerItem | None:
+        """What wrighty wrote about the item on its tracker (its status comment, its pull
+        request), or None."""
+        ...
+
+    def list_open_pulls(self) -> Rows[TrackerItem]:
+        """The items whose pull request is open, by item id."""
+        ...
+
+    def write_tracker_item(self, record: TrackerItem) -> None:
+        """Record what wrighty wrote about the item, replacing what was recorded."""
+        ...
+
+    def take_answer(self, record: AnswerRecord) -> bool:
+        """Record an answer read on a tracker, unless its comment is recorded already;
+        whether it was (only then does the reader act on it)."""
+        ...
+
+    def update_answer(self, record: AnswerRecord) -> None:
+        """Record an answer's next step and result."""
+        ...
+
+    def unfinished_answers(self, source: str) -> Rows[AnswerRecord]:
+        """The source's answers not yet answered on the tracker, by comment id."""
+        ...
+
+    def write_answers_cursor(self, name: str, since: datetime | None, etag: str | None) -> None:
+        """Where the reading of source ``name``'s comments stands (its row must exist)."""
         ...
 
     def next_retry_due(self, *, after: datetime) -> datetime | None:

@@ -25,12 +25,15 @@ from wrighty.store.registry import RegistrySql
 from wrighty.store.sources import SourcesSql
 from wrighty.store.sqlbase import Tx
 from wrighty.store.sqlfiles import migrations, read_sql
+from wrighty.store.tracker import TrackerSql
 
 # What opening found: a store it created, one it migrated, or one already up to date.
 Opening = Literal["created", "migrated", "opened"]
 
 
-class SqlStore(LandingsSql, ChecksSql, LedgerSql, RegistrySql, CircuitsSql, OutboxSql, SourcesSql):
+class SqlStore(
+    LandingsSql, ChecksSql, LedgerSql, RegistrySql, CircuitsSql, OutboxSql, SourcesSql, TrackerSql
+):
     """The Store port, given a dialect's transactions and named queries."""
 
     opened: Opening = "opened"

@@ -71,7 +71,7 @@ from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.registry import Presence
 from wrighty.worker.run import work
 from wrighty.worker.set_aside import SetAside
-from wrighty.worker.sources import source_sync
+from wrighty.worker.sources import Act, source_sync
 from wrighty.worker.wakeup import WakeUps
 from wrighty.workproduct.worktree import CurrentDirectoryLock
 
@@ -129,10 +129,11 @@ class Worker:
         agent_env: dict[str, str] | None = None,
         clock: StoreClock | None = None,
         store_target: StoreTarget | None = None,
+        act: Act | None = None,
     ) -> None:
         """``now``: the fleet's time (on PostgreSQL, ``clock.now``: the database's clock, which
-        ``clock`` measures again at each heartbeat, docs/fleet.md)."""
-        self._store = store
+        ``clock`` measures again at each heartbeat, docs/fleet.md); ``act``: answers' (sources)."""
+        self._store, self._act = store, act
         self._clock = clock
         self._config = loaded.config
         self._budgets = budgets_of(loaded.config)
@@ -264,7 +265,8 @@ class Worker:
         self._presence.runs(agent_name)
         self._start_delivery()
         self._sources = source_sync(self._config, self._store, self._now, self._emit,
-                                    woke=self._wake.set, wanted=not options.item_id)  # fmt: skip
+            woke=self._wake.set, wanted=not options.item_id, act=self._act,
+            root=self._project_root, installation_id=self._installation_id)  # fmt: skip
         self._beat(force=True)
         handled = HandledItems(options.max_items)
         slots: list[threading.Thread] = []

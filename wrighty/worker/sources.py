@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 
 from wrighty.config import WrightyConfig, sources_of
+from wrighty.config.translate import pull_request_of
 from wrighty.domain.sources import SourceSettings, SourceState, next_sync_at
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import WrightyError
+from wrighty.services.conversation import Act, Conversation, TalkReport, Viewer, conversation_of
+from wrighty.services.pulls import pull_watch
 from wrighty.services.sources import sync_source
 from wrighty.store.port import Store
 
@@ -39,8 +44,11 @@ class SourceSync:
         now: Callable[[], datetime],
         emit: Emit,
         woke: Callable[[], None],
+        talk: Callable[[SourceSettings], Conversation] | None = None,
     ) -> None:
         self._store = store
+        self._talk = talk  # a source's conversation (its status comments, answers, pulls)
+        self._conversations: dict[str, Conversation] = {}
         self._sources = sources
         self._poll = poll_seconds
         self._default_agent = default_agent
@@ -85,20 +93,40 @@ class SourceSync:
 
     def _sync(self, settings: SourceSettings) -> None:
         try:
-            report = sync_source(
-                self._store, settings, environ=os.environ, now=self._now(),
-                default_agent=self._default_agent,
-            )  # fmt: skip
+            report = None
+            if settings.labels:  # (a pull requests' watch has none: it lists no issues)
+                report = sync_source(
+                    self._store, settings, environ=os.environ, now=self._now(),
+                    default_agent=self._default_agent,
+                )  # fmt: skip
+            talked = self._conversation(settings)
         except (WrightyError, OSError) as error:
             self._failed(settings, str(error))
             return
         self._said.pop(settings.name, None)
+        if talked is not None and (talked.answered or talked.pulls):
+            self._emit(
+                WorkerEvent.SOURCE_ANSWERED, source=settings.name, answered=talked.answered,
+                pulls=talked.pulls,
+            )  # fmt: skip
+            self._woke()
+        if report is None:
+            return
         if report.created or report.updated or report.cancelled:
             self._emit(
                 WorkerEvent.SOURCE_SYNCED, source=settings.name, created=len(report.created),
                 updated=len(report.updated), cancelled=len(report.cancelled),
             )  # fmt: skip
             self._woke()
+
+    def _conversation(self, settings: SourceSettings) -> TalkReport | None:
+        """One pass of the source's conversation, when it has one."""
+        if self._talk is None:
+            return None
+        conversation = self._conversations.get(settings.name)
+        if conversation is None:
+            conversation = self._conversations[settings.name] = self._talk(settings)
+        return conversation.turn(now=self._now())
 
     def _failed(self, settings: SourceSettings, error: str) -> None:
         if self._said.get(settings.name) == error:
@@ -115,15 +143,36 @@ def source_sync(
     *,
     woke: Callable[[], None],
     wanted: bool = True,
+    act: Act | None = None,
+    root: Path | None = None,
+    installation_id: str = "",
 ) -> SourceSync | None:
-    """The worker's periodic sync of wrighty.json's sources, started; None without any, or
-    when not ``wanted`` (a worker started for one item syncs nothing)."""
+    """The worker's periodic sync of wrighty.json's sources, started, with their
+    conversations (their status comments, the answers ``act`` acts on, the pull requests of
+    completion.integrate github-pr); None without any, or when not ``wanted`` (a worker
+    started for one item syncs nothing)."""
     sources = sources_of(config)
+    place = pull_request_of(config)
+    if place is not None and all(source.repo != place.repo for source in sources):
+        sources = (*sources, pull_watch(place))
     if not sources or not wanted:
         return None
+    talk = None
+    if root is not None:
+        viewer = Viewer(store, root, installation_id, config.worker.default_agent,
+                        config.serve.public_url)  # fmt: skip
+
+        def talk(settings: SourceSettings) -> Conversation:
+            return conversation_of(
+                store, settings, os.environ, view_of=viewer, act=act, clock=time.monotonic
+            )
+
     syncing = SourceSync(
         store, sources, poll_seconds=config.sources.poll_seconds,
-        default_agent=config.worker.default_agent, now=now, emit=emit, woke=woke,
+        default_agent=config.worker.default_agent, now=now, emit=emit, woke=woke, talk=talk,
     )  # fmt: skip
     syncing.start()
     return syncing
+
+
+__all__ = ["Act", "SourceSync", "source_sync"]

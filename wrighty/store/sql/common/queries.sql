@@ -522,3 +522,43 @@ SET synced_at = excluded.synced_at,
 SELECT * FROM items
 WHERE import_key IS NOT NULL AND substr(import_key, 1, :length) = :prefix
 ORDER BY id;
+
+-- name: select_tracker_item
+SELECT * FROM tracker_items WHERE item_id = :item_id;
+
+-- name: select_open_pulls
+-- The items whose pull request is open (docs/sources.md#a-pull-request-as-the-integration).
+SELECT * FROM tracker_items WHERE pull_state = 'open' ORDER BY item_id;
+
+-- name: upsert_tracker_item
+INSERT INTO tracker_items (item_id, comment_id, comment_digest, pull_repo, pull_number,
+                           pull_url, pull_state, pull_etag)
+VALUES (:item_id, :comment_id, :comment_digest, :pull_repo, :pull_number, :pull_url,
+        :pull_state, :pull_etag)
+ON CONFLICT (item_id) DO UPDATE
+SET comment_id = excluded.comment_id,
+    comment_digest = excluded.comment_digest,
+    pull_repo = excluded.pull_repo,
+    pull_number = excluded.pull_number,
+    pull_url = excluded.pull_url,
+    pull_state = excluded.pull_state,
+    pull_etag = excluded.pull_etag;
+
+-- name: insert_answer
+-- An answer taken: once per comment id, however often it is read.
+INSERT INTO tracker_answers (source, comment_id, issue, item_id, author, action, step, seen,
+                             result)
+VALUES (:source, :comment_id, :issue, :item_id, :author, :action, :step, :seen, :result)
+ON CONFLICT (source, comment_id) DO NOTHING;
+
+-- name: update_answer
+UPDATE tracker_answers SET step = :step, result = :result
+WHERE source = :source AND comment_id = :comment_id;
+
+-- name: select_unfinished_answers
+SELECT * FROM tracker_answers WHERE source = :source AND step <> 'answered'
+ORDER BY comment_id;
+
+-- name: update_source_answers
+UPDATE sources SET answers_since = :answers_since, answers_etag = :answers_etag
+WHERE name = :name;
