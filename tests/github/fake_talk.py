@@ -219,8 +219,14 @@ def routes(fake: Any) -> list[Route]:
             return JSONResponse({"message": "Not Found"}, status_code=404)
         return answer(request, document, etag=request.method == "GET")
 
+    async def user(request: Request) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        return answer(request, {"login": "wrighty-bot"})
+
     base = "/repos/{owner}/{repo}"
     return [
+        Route("/user", user, methods=["GET"]),
         Route(f"{base}/issues/comments", repo_comments, methods=["GET"]),
         Route(f"{base}/issues/comments/{{comment_id:int}}", comment, methods=["PATCH"]),
         Route(f"{base}/issues/{{number:int}}/comments", issue_comments, methods=["GET", "POST"]),

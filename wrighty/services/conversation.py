@@ -89,6 +89,7 @@ class Conversation:
     act: Act | None = None
     clock: Callable[[], float] = lambda: 0.0
     permissions: dict[str, tuple[str, float]] = field(default_factory=dict)
+    me: str | None = None  # the login wrighty's token writes as ("": GitHub did not say)
 
     def turn(self, *, now: datetime) -> TalkReport:
         """One pass: the pull requests, the answers, then every status comment."""
@@ -129,10 +130,15 @@ class Conversation:
             )
 
     def _find_ours(self, number: int, marker: str) -> int | None:
-        """The comment on issue ``number`` that begins with ``marker`` (posted by a pass that
-        died before it recorded it), or None."""
+        """The comment on issue ``number`` that wrighty's token wrote and that begins with
+        ``marker`` (posted by a pass that died before it recorded it), or None. Anyone can
+        write a marker: a comment by anyone else is never taken for wrighty's (nor edited)."""
+        if self.me is None:
+            self.me = self.talk.whoami() or ""
+        if not self.me:
+            return None
         for comment in self.talk.issue_comments(number):
-            if comment.body.startswith(marker):
+            if comment.author == self.me and comment.body.startswith(marker):
                 return comment.id
         return None
 

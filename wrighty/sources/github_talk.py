@@ -135,6 +135,15 @@ class GitHubTalk:
         )  # fmt: skip
         return status not in (404, 410)
 
+    def whoami(self) -> str | None:
+        """The login the token speaks as (None: GitHub does not say, as for an app's token)."""
+        url = f"{self.client.place.api_url.rstrip('/')}/user"
+        status, _, body = self.client.ask(
+            self.listing, url, None, missing_ok=True, doing="say whose token it is"
+        )  # fmt: skip
+        login = _field(self._json(body, "the token's user"), "login") if status == 200 else None
+        return login if isinstance(login, str) and LOGIN.fullmatch(login) else None
+
     def permission(self, login: str) -> str:
         """What ``login`` may do in the repository: admin, maintain, write, triage, read or
         none (GitHub answers 404 for someone who is not a collaborator)."""
