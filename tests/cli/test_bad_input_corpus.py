@@ -558,14 +558,15 @@ CASES: list[Case] = [
             (
                 "integrate-unknown",
                 ("list",),
-                "completion.integrate: must be 'none', 'merge', 'push' or 'command' (got the "
-                'string "pull")',
+                "completion.integrate: must be 'none', 'merge', 'push', 'command' or 'github-pr' "
+                '(got the string "pull")',
                 completion({"integrate": "pull"}),
             ),
             (
                 "integrate-not-a-string",
                 ("list",),
-                "completion.integrate: must be 'none', 'merge', 'push' or 'command' (got true)",
+                "completion.integrate: must be 'none', 'merge', 'push', 'command' or 'github-pr' "
+                "(got true)",
                 completion({"integrate": True}),
             ),
             (
@@ -3171,6 +3172,86 @@ CASES: list[Case] = [
         ("list",),
         "sources.pollSeconds: ",
         setup=sources(github(), pollSeconds=0),
+    ),
+    Case(
+        "config-source-status-comments-not-a-bool",
+        ("list",),
+        "sources.trackers.0.statusComments: ",
+        setup=sources(github(statusComments="yes")),
+    ),
+    Case(
+        "config-source-answers-not-a-bool",
+        ("list",),
+        "sources.trackers.0.answers: ",
+        setup=sources(github(answers=1)),
+    ),
+    Case(
+        "config-source-trusted-author-not-a-login",
+        ("list",),
+        "is not a GitHub login",
+        setup=sources(github(trustedAuthors=["alice", "bob; rm -rf /"])),
+    ),
+    Case(
+        "config-source-trusted-authors-not-a-list",
+        ("list",),
+        "sources.trackers.0.trustedAuthors: ",
+        setup=sources(github(trustedAuthors="alice")),
+    ),
+    Case(
+        "config-source-trust-collaborators-not-a-bool",
+        ("list",),
+        "sources.trackers.0.trustCollaborators: ",
+        setup=sources(github(trustCollaborators="no")),
+    ),
+    Case(
+        "config-completion-github-pr-nowhere",
+        ("list",),
+        'completion.pullRequest: is required when completion.integrate is "github-pr"',
+        setup=completion({"integrate": "github-pr"}),
+    ),
+    Case(
+        "config-completion-github-pr-two-sources",
+        ("list",),
+        "completion.pullRequest: is required",
+        setup=config_json(
+            {
+                "completion": {"integrate": "github-pr"},
+                "sources": {"trackers": [github(), github(repo="acme/other", name="other")]},
+            }
+        ),
+    ),
+    Case(
+        "config-completion-pull-request-plain-http-elsewhere",
+        ("list",),
+        "the token would cross the network in clear",
+        setup=completion(
+            {
+                "integrate": "github-pr",
+                "pullRequest": {"repo": "acme/widgets", "apiUrl": "http://github.example.com"},
+            }
+        ),
+    ),
+    Case(
+        "config-completion-pull-request-repo-bad",
+        ("list",),
+        "completion.pullRequest.repo: ",
+        setup=completion({"integrate": "github-pr", "pullRequest": {"repo": "../../etc"}}),
+    ),
+    Case(
+        "config-completion-pull-request-unknown-key",
+        ("list",),
+        "completion.pullRequest.token: ",
+        setup=completion(
+            {"integrate": "github-pr", "pullRequest": {"repo": "acme/widgets", "token": SECRET}}
+        ),
+    ),
+    Case(
+        "config-completion-pull-request-draft-not-a-bool",
+        ("list",),
+        "completion.pullRequest.draft: ",
+        setup=completion(
+            {"integrate": "github-pr", "pullRequest": {"repo": "acme/widgets", "draft": "no"}}
+        ),
     ),
     Case("sources-sync-none-configured", ("sources", "sync"), "no sources are configured"),
     Case(

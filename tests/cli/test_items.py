@@ -8,6 +8,7 @@ import pytest
 from tests.cli.conftest import wrighty
 
 SHOW_KEYS = {
+    "pull_request",
     "id", "title", "state", "agent", "generation", "reason_code", "queued_at", "not_before",
     "created_at", "updated_at", "body", "timeout_seconds", "workspace", "claimed_by",
     "lease_expires_at", "reason", "next_action", "crash_retries", "crash_retry", "requeues",

@@ -35,6 +35,7 @@ class Talk:
     pulls: dict[int, dict[str, Any]] = field(default_factory=dict)  # by number
     next_id: int = 1000
     next_pull: int = 500
+    stamp: str | None = None  # the time comments are written at (None: now)
     hang_after_post: bool = False
     posted: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -46,7 +47,7 @@ class Talk:
 
     def _add(self, repo: str, issue: int, login: str, body: str) -> int:
         self.next_id += 1
-        stamp = _now()
+        stamp = self.stamp or _now()
         self.comments[self.next_id] = {
             "id": self.next_id,
             "body": body,

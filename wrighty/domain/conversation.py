@@ -13,8 +13,13 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from wrighty.domain.model import PULL_OPEN
 from wrighty.domain.states import ItemState
+
+if TYPE_CHECKING:
+    from wrighty.domain.model import Item
 from wrighty.domain.text import clip, printable
 
 # What a status comment and an answer carry first, so that wrighty finds its own comments (a
@@ -31,7 +36,7 @@ MAX_NOTE_CHARS = 2000
 ACTIONS = ("accept", "reject", "retry", "handoff", "cancel", "priority")
 # The permissions GitHub names that may answer (write access and above).
 ANSWERING = frozenset({"admin", "maintain", "write"})
-_COMMAND = re.compile(r"/wrighty(?:[ \t]+(\S+))?[ \t]*(.*)")
+_COMMAND = re.compile(r"/wrighty(?:[ \t]+(\S+)[ \t]*(.*))?")
 _PRIORITY = re.compile(r"[Pp]([0-3])")
 _AGENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -76,7 +81,7 @@ def read_answer(body: str) -> Answer | None:
     if first is None:
         return None
     action = (first.group(1) or "").lower()
-    rest = "\n".join([first.group(2), *lines[1:]]).strip()
+    rest = "\n".join([first.group(2) or "", *lines[1:]]).strip()
     if action not in ACTIONS:
         known = ", ".join(f"/wrighty {name}" for name in ACTIONS)
         return Answer(action or "?", problem=f"wrighty answers {known}")
@@ -218,9 +223,6 @@ _SAYS: dict[ItemState, Callable[[StatusView], list[str]]] = {
 }
 
 
-PULL_OPEN = "pull-request-open"
-
-
 def _reason(view: StatusView) -> str:
     return quoted(view.reason) if view.reason else ""
 
@@ -277,3 +279,9 @@ class AnswerRecord:
     step: str
     seen: str | None
     result: str | None
+
+
+def item_version(item: Item) -> str:
+    """What an answer taken records of its item, to tell later whether it moved since: its
+    state, generation, rejections and last change, to the microsecond."""
+    return f"{item.state.value}|{item.generation}|{item.rejections}|{item.updated_at.isoformat()}"

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Literal
 
 from wrighty.domain import suggestions
 from wrighty.domain.claims import ClaimRequest, Settlement, worker_actor
-from wrighty.domain.conversation import PULL_OPEN
 from wrighty.domain.model import (
     ACCEPTED,
     BRANCH_NAME,
@@ -37,6 +36,7 @@ from wrighty.domain.model import (
     LANDING_GAVE_UP,
     LANDING_RELEASED,
     LANDING_STARTED,
+    PULL_OPEN,
     READY_FOR_REVIEW,
     Change,
     Item,

@@ -45,6 +45,9 @@ INTEGRATION_FAILED = "integration-failed"
 LANDING_STARTED = "landing-started"
 LANDING_RELEASED = "landing-released"
 LANDED = "landed"
+# Landed as a pull request that is open (completion.integrate github-pr): the item waits in
+# review for its merge (docs/sources.md#a-pull-request-as-the-integration).
+PULL_OPEN = "pull-request-open"
 LANDING_CONFLICT = "landing-conflict"
 LANDING_CHECKS_FAILED = "landing-checks-failed"
 LANDING_GAVE_UP = "landing-gave-up"

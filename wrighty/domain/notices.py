@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from wrighty.domain import suggestions
 from wrighty.domain.links import item_link
-from wrighty.domain.model import LANDED, Change
+from wrighty.domain.model import LANDED, PULL_OPEN, Change
 from wrighty.domain.outbox import Delivered, Notice, StoredNotice
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, printable_line
@@ -110,6 +110,8 @@ def _landing_events(change: Change) -> list[str]:
     after = change.after
     if after.state is ItemState.DONE and after.reason_code == LANDED:
         return [LANDED_EVENT]
+    if after.state is ItemState.REVIEW and after.reason_code == PULL_OPEN:
+        return []  # its pull request is open: a review on GitHub, not a failure to land
     if after.state in (ItemState.REVIEW, ItemState.NEEDS_ATTENTION):
         return [NOT_LANDED]
     return []

@@ -365,7 +365,22 @@ def item_detail_json(
         ],
         "hand_verifications": hand_verifications_json(by_run.get(None, ())),
         "landing": landing_json(detail, max_fix_turns),
+        "pull_request": pull_request_json(detail),
         "events": [event_json(event) for event in detail.events],
+    }
+
+
+def pull_request_json(detail: ItemDetail) -> dict[str, Any] | None:
+    """An item's pull request in `show --json` (docs/json.md#show): completion.integrate
+    github-pr's; None when it has none."""
+    pull = detail.pull_request
+    if pull is None:
+        return None
+    return {
+        "repo": pull.pull_repo,
+        "number": pull.pull_number,
+        "url": pull.pull_url,
+        "state": pull.pull_state,
     }
 
 

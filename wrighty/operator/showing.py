@@ -89,6 +89,9 @@ def item_fields(
     fields += _retry_fields(known.get("crash_retry"), known.get("usage_retry"))
     fields += _verify_fields(detail, known.get("max_fix_turns"))
     fields += _review_fields(item)
+    pull = detail.pull_request
+    if pull is not None:
+        fields.append(("pull request", f"#{pull.pull_number} {pull.pull_url} ({pull.pull_state})"))
     fields += _landing_fields(detail, known.get("max_fix_turns"))
     fields += _handoff_fields(item)
     total = known.get("total") or Usage(final=True)

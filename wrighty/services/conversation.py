@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from wrighty.domain import suggestions
 from wrighty.domain.conversation import (
     ACTED,
     ANSWERED,
-    PULL_OPEN,
     TAKEN,
     Answer,
     AnswerRecord,
@@ -34,6 +34,7 @@ from wrighty.domain.conversation import (
     answer_reply,
     digest,
     is_ours,
+    item_version,
     may_answer,
     read_answer,
     status_comment,
@@ -41,12 +42,11 @@ from wrighty.domain.conversation import (
 )
 from wrighty.domain.integration import summary
 from wrighty.domain.links import item_link
-from wrighty.domain.model import LANDED, Change, Item, Session
+from wrighty.domain.model import LANDED, PULL_OPEN, Change, Item, Session
 from wrighty.domain.sources import SourceSettings, SourceState
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, printable_line
-from wrighty.domain.times import rfc3339
-from wrighty.domain.transitions import transition
+from wrighty.domain.transitions import restated, transition
 from wrighty.errors import WrightyError
 from wrighty.services.items import apply_change
 from wrighty.sources.github_talk import PER_PAGE, Comment, GitHubTalk, PullRequest
@@ -161,7 +161,7 @@ class Conversation:
                 continue
             record = AnswerRecord(
                 self.settings.name, comment.id, comment.issue, item.id, comment.author,
-                answer.action, TAKEN, rfc3339(item.updated_at), None,
+                answer.action, TAKEN, item_version(item), None,
             )  # fmt: skip
             if self.store.take_answer(record):
                 self._act(record, answer, comment, report)
@@ -210,7 +210,7 @@ class Conversation:
             item = self.store.get_item(record.item_id) if record.item_id is not None else None
             comment = Comment(record.comment_id, record.issue, record.author, "")
             answer = read_answer(self._body_of(record)) if item is not None else None
-            if item is not None and answer is not None and rfc3339(item.updated_at) == record.seen:
+            if item is not None and answer is not None and item_version(item) == record.seen:
                 self._act(record, answer, comment, report)
                 return
             record = dataclasses.replace(
@@ -287,10 +287,11 @@ def pull_finished(
                 item, ItemState.DONE, at=now, actor=ACTOR, reason_code=LANDED,
                 reason=f"pull request #{pull.number} was merged{merged}: {pull.url}",
             )  # fmt: skip
-        return transition(
-            item, ItemState.REVIEW, at=now, actor=ACTOR, reason_code=PULL_CLOSED,
+        return restated(
+            item, at=now, actor=ACTOR, reason_code=PULL_CLOSED,
             reason=f"pull request #{pull.number} was closed without merging: {pull.url}; "
             "accept it again to open another, or reject it",
+            next_action=suggestions.accept(item.id),
         )  # fmt: skip
 
     try:

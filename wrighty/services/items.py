@@ -44,6 +44,7 @@ from wrighty.store.port import Store
 
 if TYPE_CHECKING:  # a check's types: reading an item loads no more (tests/cli/test_import_cost)
     from wrighty.domain.check_evidence import CheckRecord
+    from wrighty.domain.conversation import TrackerItem
     from wrighty.domain.landing import Landing
 
 OPERATOR = "operator"
@@ -86,6 +87,8 @@ class ItemDetail:
     checks: tuple[CheckRecord, ...] = ()  # its check evidence, oldest verification first
     verified: bool | None = None  # its latest ended verification passed (`Store.verified_items`)
     landing: Landing | None = None  # its latest acceptance's landing (docs/landing.md)
+    # Its pull request (completion.integrate github-pr, docs/sources.md), when it has one.
+    pull_request: TrackerItem | None = None
 
 
 def normalized(new: NewItem) -> NewItem:
@@ -251,7 +254,13 @@ def item_detail(
         checks=tuple(store.list_checks(item_id)),
         verified=store.verified_items([item_id]).get(item_id),
         landing=store.get_landing(item_id),
+        pull_request=_pull_request(store, item_id),
     )
+
+
+def _pull_request(store: Store, item_id: int) -> TrackerItem | None:
+    record = store.get_tracker_item(item_id)
+    return record if record is not None and record.pull_url is not None else None
 
 
 @dataclass(frozen=True)
