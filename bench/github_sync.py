@@ -5,9 +5,10 @@ without spending the rate limit).
 
 In a scratch project (SQLite, or the PostgreSQL store ``--store`` names), it runs the real
 `wrighty sources sync --json` three times: the first sync (every issue created), a second with
-nothing changed, and a third after one issue was edited. For each it prints the requests made,
-how many were answered 304, the core rate limit spent, the items created and updated, and the
-command's wall time.
+nothing changed, and a third after one issue was edited. For each it prints the requests made
+(those of the issues' pages, and those of talking on the issues: each item's status comment
+posted or edited, the repository's new comments read), how many were answered 304, the core
+rate limit spent, the items created and updated, and the command's wall time.
 
 Then (unless ``--pickups 0``) a real `wrighty worker start` with `sources.pollSeconds`
 ``--poll``: an issue is labelled (added) at a random moment, ``--pickups`` times, and the time
@@ -61,18 +62,21 @@ def main() -> None:
             sources={"trackers": [tracker]},
         )  # fmt: skip
         print(f"{args.issues} open issues with the label; pages of 100")
-        print(f"{'sync':<22} {'requests':>8} {'304':>5} {'rate spent':>10} {'created':>8} "
-              f"{'updated':>8} {'seconds':>8}")  # fmt: skip
-        for name in ("first", "nothing changed", "one issue edited"):
+        print(f"{'sync':<22} {'requests':>8} {'issues':>7} {'talk':>5} {'304':>5} "
+              f"{'rate spent':>10} {'created':>8} {'updated':>8} {'seconds':>8}")  # fmt: skip
+        for name in ("first", "second", "nothing changed", "one issue edited"):
             if name == "one issue edited":
                 fake.edit_issue(REPO, 1, body="Edited.")
             before_requests, before_rate = fake.counted(), fake.remaining
             report, seconds = sync(project)
             requests = fake.counted() - before_requests
-            not_modified = sum(1 for r in fake.requests[before_requests:] if r.status == 304)
+            made = fake.requests[before_requests:]
+            not_modified = sum(1 for r in made if r.status == 304)
+            issues = sum(1 for r in made if r.path == f"/repos/{REPO}/issues")
             print(
-                f"{name:<22} {requests:>8} {not_modified:>5} {before_rate - fake.remaining:>10} "
-                f"{len(report['created']):>8} {len(report['updated']):>8} {seconds:>8.2f}"  # type: ignore[arg-type]
+                f"{name:<22} {requests:>8} {issues:>7} {requests - issues:>5} {not_modified:>5} "
+                f"{before_rate - fake.remaining:>10} {len(report['created']):>8} "
+                f"{len(report['updated']):>8} {seconds:>8.2f}"  # type: ignore[arg-type]
             )
         print(f"rate limit left: {fake.remaining} of {RATE_LIMIT}")
         if args.pickups:

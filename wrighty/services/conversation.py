@@ -62,6 +62,8 @@ PERMISSION_SECONDS = 600.0
 OVERLAP = timedelta(seconds=60)
 MAX_RESULT_CHARS = 4000
 PULL_CLOSED = "pull-request-closed"
+# What an item's record says while its first status comment is being posted.
+POSTING = "0" * 32
 ACTOR = "tracker"
 
 
@@ -118,10 +120,15 @@ class Conversation:
             if comment_id is not None and self.talk.edit_comment(comment_id, body):
                 report.edited.append(item.id)
             else:
-                comment_id = self._find_ours(number, status_marker(item.id))
+                # A pass that said it was posting may have posted (and died before it
+                # recorded): its comment is found and edited, never posted twice.
+                if comment_id is not None or record.comment_digest == POSTING:
+                    comment_id = self._find_ours(number, status_marker(item.id))
                 if comment_id is not None and self.talk.edit_comment(comment_id, body):
                     report.edited.append(item.id)
                 else:
+                    record = dataclasses.replace(record, comment_id=None, comment_digest=POSTING)
+                    self.store.write_tracker_item(record)
                     comment_id = self.talk.post_comment(number, body)
                     report.posted.append(item.id)
             latest = self.store.get_tracker_item(item.id) or record
@@ -165,9 +172,11 @@ class Conversation:
             )  # fmt: skip
             if self.store.take_answer(record):
                 self._act(record, answer, comment, report)
-        if len(comments) > PER_PAGE:
+        if len(comments) > PER_PAGE:  # more than a page: the next read starts later
             times = [comment.updated for comment in comments if comment.updated is not None]
-            since, etag = max([since, *(moment - OVERLAP for moment in times)]), ""
+            later = max([since, *(moment - OVERLAP for moment in times)])
+            if later != since:  # (the ETag was the earlier read's)
+                since, etag = later, ""
         self._cursor(since, etag or None)
 
     def _cursor(self, since: datetime, etag: str | None) -> None:
