@@ -593,3 +593,23 @@ def test_the_page_says_what_the_item_needs_then_its_checks_failing_first_and_ope
     assert "the answer is 41" in checks[failed:passed]
     assert page.index('<section class="checks"') < page.index('<section class="fields"')
     assert "<code>wrighty show" not in page  # show's text dump left the page
+
+
+def test_an_items_pull_request_is_on_its_page(console: Console, clock: FakeClock) -> None:
+    """completion.integrate github-pr's pull request (docs/sources.md): its number, link and
+    where it stands, among the item's fields; a stored URL that does not read is left out."""
+    from wrighty.domain.conversation import TrackerItem
+
+    review = in_review(console.app_ctx, clock)
+    url = "https://github.com/acme/widgets/pull/7?a=1&b=<2>"
+    with console.app_ctx.store() as store:
+        store.write_tracker_item(
+            TrackerItem(
+                review, pull_repo="acme/widgets", pull_number=7, pull_url=url, pull_state="open"
+            )
+        )
+    console.login()
+    page = console.client.get(f"/items/{review}").text
+    assert "pull request" in page
+    assert "#7 https://github.com/acme/widgets/pull/7?a=1&amp;b=&lt;2&gt; (open)" in page
+    assert "<2>" not in page

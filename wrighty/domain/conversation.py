@@ -198,7 +198,9 @@ def _review(view: StatusView) -> list[str]:
         lines += ["", quoted(view.summary)]
     return [
         *lines, "", "Answer with `/wrighty accept`, or `/wrighty reject <feedback>` to send it "
-        "back to the agent with your words.",
+        "back to the agent with your words. On wrighty's machine: "
+        f"`wrighty diff {view.item_id}`, `wrighty accept {view.item_id}`, "
+        f"`wrighty reject {view.item_id} --feedback TEXT`.",
     ]  # fmt: skip
 
 

@@ -49,6 +49,8 @@ from wrighty.domain.text import clip, printable_line
 from wrighty.domain.transitions import restated, transition
 from wrighty.errors import WrightyError
 from wrighty.services.items import apply_change
+from wrighty.services.sources import failed_state
+from wrighty.sources.github import GitHubError
 from wrighty.sources.github_talk import PER_PAGE, Comment, GitHubTalk, PullRequest
 from wrighty.store.port import Store
 
@@ -94,7 +96,17 @@ class Conversation:
     me: str | None = None  # the login wrighty's token writes as ("": GitHub did not say)
 
     def turn(self, *, now: datetime) -> TalkReport:
-        """One pass: the pull requests, the answers, then every status comment."""
+        """One pass: the pull requests, every status comment, the answers (and the status
+        comments of the items they moved). A tracker's failure stops it, and is recorded in
+        the source's state, as a sync's is (`wrighty sources`, `status`; the back-off)."""
+        try:
+            return self._turn(now=now)
+        except GitHubError as error:
+            state = self.store.get_source(self.settings.name) or SourceState(self.settings.name)
+            self.store.write_source(failed_state(state, error, now))
+            raise
+
+    def _turn(self, *, now: datetime) -> TalkReport:
         report = TalkReport()
         self._pulls(report, now=now)
         if self.settings.status_comments:

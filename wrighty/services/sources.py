@@ -144,7 +144,7 @@ def _read(
         plan = _still_open(client, listing, settings, plan)
     except GitHubError as error:
         if not dry_run:
-            store.write_source(_failed(state, error, now))
+            store.write_source(failed_state(state, error, now))
         raise WrightyError(f"source {settings.name}: {error}") from None
     return state, listing, plan, existing, stored
 
@@ -227,7 +227,7 @@ def _issues(listing: Listing, pages: Pages) -> tuple[list[SourceIssue], list[int
     return issues, kept, tuple(stored)
 
 
-def _failed(state: SourceState, error: GitHubError, now: datetime) -> SourceState:
+def failed_state(state: SourceState, error: GitHubError, now: datetime) -> SourceState:
     """The state after a failed sync: its error, one more failure in a row (the back-off),
     and a spent rate limit's reset, before which no sync asks again."""
     failed = dataclasses.replace(

@@ -92,13 +92,21 @@ class SourceSync:
         return max(wait, MIN_WAIT_SECONDS)
 
     def _sync(self, settings: SourceSettings) -> None:
+        """The source's sync (its new items said, and the claim loop woken, at once), then its
+        conversation."""
         try:
-            report = None
             if settings.labels:  # (a pull requests' watch has none: it lists no issues)
                 report = sync_source(
                     self._store, settings, environ=os.environ, now=self._now(),
                     default_agent=self._default_agent,
                 )  # fmt: skip
+                if report.created or report.updated or report.cancelled:
+                    self._emit(
+                        WorkerEvent.SOURCE_SYNCED, source=settings.name,
+                        created=len(report.created), updated=len(report.updated),
+                        cancelled=len(report.cancelled),
+                    )  # fmt: skip
+                    self._woke()
             talked = self._conversation(settings)
         except (WrightyError, OSError) as error:
             self._failed(settings, str(error))
@@ -108,14 +116,6 @@ class SourceSync:
             self._emit(
                 WorkerEvent.SOURCE_ANSWERED, source=settings.name, answered=talked.answered,
                 pulls=talked.pulls,
-            )  # fmt: skip
-            self._woke()
-        if report is None:
-            return
-        if report.created or report.updated or report.cancelled:
-            self._emit(
-                WorkerEvent.SOURCE_SYNCED, source=settings.name, created=len(report.created),
-                updated=len(report.updated), cancelled=len(report.cancelled),
             )  # fmt: skip
             self._woke()
 
