@@ -36,6 +36,7 @@ class Talk:
     next_id: int = 1000
     next_pull: int = 500
     stamp: str | None = None  # the time comments are written at (None: now)
+    refuse_pulls: bool = False  # a pull request asked to open is answered 502
     hang_after_post: bool = False
     posted: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -192,6 +193,9 @@ def routes(fake: Any) -> list[Route]:
                     and f"{repo.split('/')[0]}:{p['head']['ref']}" == head
                 ]  # fmt: skip
             return answer(request, found)
+        if talk.refuse_pulls:
+            record(request, 502)
+            return JSONResponse({"message": "Server Error"}, status_code=502)
         asked = await request.json()
         with talk.lock:
             talk.next_pull += 1

@@ -201,3 +201,39 @@ def test_a_worker_killed_between_posting_and_recording_leaves_one_comment(
         err = second.stop()
     assert "Traceback" not in err, err
     assert len(ours(github, 3, "<!-- wrighty:status ")) == 1
+
+
+def test_a_pull_request_github_refuses_leaves_the_item_in_review_and_a_new_accept_opens_it(
+    tmp_path: Path, github: ServedGitHub, store_url: str | None
+) -> None:
+    talk = github.fake.talk
+    talk.refuse_pulls = True
+    project = project_on(tmp_path, github, store_url)
+    github.fake.add_issue(REPO, 2, "Answer", "Write the answer in answer.txt.")
+    worker = Worker(project)
+    try:
+        wait_for(lambda: status_saying(github, 2, "ready for review"), "review", worker)
+        refused = subprocess.run(
+            project.command("accept", "1"), cwd=project.root, env=project.env,
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert refused.returncode == 1, refused.stderr
+        assert "item 1 stays in review" in refused.stderr or "did not land" in refused.stderr
+        back = wait_for(
+            lambda: (item := project.get(1)).reason_code == "integration-failed" and item,
+            "the refusal",
+            worker,
+        )
+        assert back.state is ItemState.REVIEW
+        assert "the branch was pushed, but GitHub answered 502" in (back.reason or "")
+        assert "open a pull request: accept it again" in (back.reason or "")
+        assert talk.pulls == {}
+        talk.refuse_pulls = False
+        project.wrighty("accept", "1")
+        pull = wait_for(lambda: list(talk.pulls.values()), "a pull request", worker)[0]
+        assert pull["head"]["ref"] == "wrighty/1-answer"
+        wait_for(lambda: project.get(1).reason_code == "pull-request-open", "waiting", worker)
+    finally:
+        err = worker.stop()
+    assert "Traceback" not in err, err
+    assert len(talk.pulls) == 1

@@ -110,9 +110,14 @@ def _say_accepted(accepted: list[Accepted], *, several: bool, as_json: bool) -> 
 
 
 def _did_not_land(accepted: Accepted) -> bool:
+    """Back with a person (but for a pull request opened: it waits for its merge)."""
+    from wrighty.domain.model import PULL_OPEN
     from wrighty.domain.states import ItemState
 
-    return accepted.landing and accepted.item.state in (ItemState.REVIEW, ItemState.NEEDS_ATTENTION)
+    item = accepted.item
+    if item.state is ItemState.REVIEW and item.reason_code == PULL_OPEN:
+        return False
+    return accepted.landing and item.state in (ItemState.REVIEW, ItemState.NEEDS_ATTENTION)
 
 
 def _print_ready(store: Store, ids: list[int], *, as_json: bool) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Protocol
 
 from wrighty.domain import suggestions
 from wrighty.domain.conversation import (
@@ -69,6 +70,31 @@ POSTING = "0" * 32
 ACTOR = "tracker"
 
 
+class Tracker(Protocol):
+    """What a conversation asks of a tracker: GitHub's `GitHubTalk` (sources/github_talk.py)
+    is one; Linear's or Jira's would be another, with the same promises: every request has a
+    deadline, every failure is a WrightyError in wrighty's words, no message holds the token."""
+
+    @property
+    def requests(self) -> int: ...
+
+    def new_comments(
+        self, since: datetime | None, etag: str | None
+    ) -> tuple[list[Comment], str]: ...
+
+    def issue_comments(self, number: int) -> list[Comment]: ...
+
+    def post_comment(self, number: int, body: str) -> int | None: ...
+
+    def edit_comment(self, comment_id: int, body: str) -> bool: ...
+
+    def whoami(self) -> str | None: ...
+
+    def permission(self, login: str) -> str: ...
+
+    def pull(self, number: int, etag: str | None) -> tuple[PullRequest | None, str]: ...
+
+
 @dataclass
 class TalkReport:
     """What one pass did: comments posted and edited, answers acted on (their lines), the
@@ -88,7 +114,7 @@ class Conversation:
 
     store: Store
     settings: SourceSettings
-    talk: GitHubTalk
+    talk: Tracker
     view_of: Callable[[Item], StatusView]
     act: Act | None = None
     clock: Callable[[], float] = lambda: 0.0
@@ -115,7 +141,7 @@ class Conversation:
             self._answers(report, now=now)
             if report.answered and self.settings.status_comments:  # what they moved, said now
                 self._status_comments(report)
-        report.requests = self.talk.listing.requests
+        report.requests = self.talk.requests
         return report
 
     # -- status comments --------------------------------------------------------------------

@@ -290,7 +290,8 @@ def _pull_request(
             claimed, branch=target.branch or "", target=landing.target, summary=target.summary
         )
     except WrightyError as refused:
-        raise IntegrationError(f"the branch was pushed, but {refused}") from None
+        why = str(refused).removesuffix("; wrighty tries again later")
+        raise IntegrationError(f"the branch was pushed, but {why}: accept it again") from None
     words = f"pull request #{pull.number} is open: {pull.url}{checked}"
     return moves.pull_opened(claimed, landing, words, at=lander.now())
 

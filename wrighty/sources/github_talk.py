@@ -60,6 +60,11 @@ class GitHubTalk:
     def repo(self) -> str:
         return self.client.place.repo
 
+    @property
+    def requests(self) -> int:
+        """The requests made so far."""
+        return self.listing.requests
+
     def _url(self, path: str, query: dict[str, str] | None = None) -> str:
         base = self.client.place.api_url.rstrip("/")
         tail = f"?{urllib.parse.urlencode(query)}" if query else ""
