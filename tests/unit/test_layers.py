@@ -108,7 +108,7 @@ LAYERS: dict[str, set[str]] = {
         "inputs.py",
         "errors.py",
     },
-    "sources/": {"errors.py"},
+    "sources/": {"domain/", "errors.py"},
     "store/": {"domain/", "files.py", "errors.py"},
     "supervisor/": {"domain/", "files.py"},
     "vendors/": {"plugins.py", "domain/"},

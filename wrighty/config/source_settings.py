@@ -12,13 +12,14 @@ from pydantic import Field, field_validator
 
 from wrighty.config.section import ENV_NAME_PATTERN
 from wrighty.config.section import Section as _Section
+from wrighty.domain.conversation import LOGIN, REPO
 
-REPO_PATTERN = r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$"
+REPO_PATTERN = f"^{REPO}$"
 SOURCE_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
 # A GitHub label: any text but a comma (the issues list takes them comma-separated).
 LABEL_TEXT_PATTERN = r"^[^,\x00-\x1f]{1,50}$"
 PRIORITY_NAME_PATTERN = r"^P[0-3]$"
-LOGIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}$"
+LOGIN_PATTERN = f"^{LOGIN}$"
 DEFAULT_POLL_SECONDS = 300
 DEFAULT_API_URL = "https://api.github.com"
 

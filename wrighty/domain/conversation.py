@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from wrighty.domain.model import Item
 from wrighty.domain.text import clip, printable
 
+# A GitHub login (a bot's ends in [bot]) and a repository's owner/name, as every reader of
+# them checks them: the config, the tracker's answers, the store.
+LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?"
+REPO = r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}"
+
 # What a status comment and an answer carry first, so that wrighty finds its own comments (a
 # comment posted but not recorded before a worker died is found, not posted again) and never
 # reads them as answers.

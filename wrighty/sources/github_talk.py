@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from wrighty.domain.conversation import LOGIN as LOGIN_RULE
 from wrighty.sources.github import GitHubClient, GitHubError, Listing
 
 MAX_COMMENT_PAGES = 10  # 1,000 comments in one read: more waits for the next
 PER_PAGE = 100
-LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+LOGIN = re.compile(LOGIN_RULE)
 _NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 MAX_URL_CHARS = 2000
 

@@ -9,6 +9,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from wrighty.domain.conversation import LOGIN, REPO
 from wrighty.errors import UnreadableError
 from wrighty.store.fields import (
     MAX_CLOCK_OFFSET_SECONDS,
@@ -230,8 +231,6 @@ MAX_ETAG_CHARS = 200
 MAX_ANSWER_RESULT_CHARS = 4000
 _HEADER_SAFE = re.compile(r"[\x21-\x7e ]*")
 _DIGEST = re.compile(r"[0-9a-f]{32}")
-_REPO = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
-_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 MAX_GITHUB_ID = 2**53
 
 
@@ -257,7 +256,7 @@ def tracker_item_from_row(row: Any) -> TrackerItem:
         read.refuse("comment_digest", "it is not a digest")
         digest = None
     repo = read.optional_text("pull_repo")
-    if repo is not None and not _REPO.fullmatch(repo):
+    if repo is not None and not re.fullmatch(REPO, repo):
         read.refuse("pull_repo", "it is not a repository's owner/name")
         repo = None
     url = read.optional_text("pull_url")
@@ -300,7 +299,7 @@ def answer_from_row(row: Any) -> AnswerRecord:
 
     read = Fields(row, "answer", row["comment_id"])
     author = read.text("author")
-    if not _LOGIN.fullmatch(author):
+    if not re.fullmatch(LOGIN, author):
         read.refuse("author", "it is not a GitHub login")
     step = read.text("step")
     if step not in (TAKEN, ACTED, ANSWERED):
