@@ -120,6 +120,9 @@ class Conversation:
     clock: Callable[[], float] = lambda: 0.0
     permissions: dict[str, tuple[str, float]] = field(default_factory=dict)
     me: str | None = None  # the login wrighty's token writes as ("": GitHub did not say)
+    # Each item whose comment says what it is, by the item's version then: not made again
+    # until the item moves (a pass over thousands of items reads only those that moved).
+    current: dict[int, str] = field(default_factory=dict)
 
     def turn(self, *, now: datetime) -> TalkReport:
         """One pass: the pull requests, every status comment, the answers (and the status
@@ -148,10 +151,14 @@ class Conversation:
 
     def _status_comments(self, report: TalkReport) -> None:
         for item in self.store.list_imported(self.settings.prefix):
+            version = item_version(item)
+            if self.current.get(item.id) == version:  # said since it last moved
+                continue
             record = self.store.get_tracker_item(item.id) or TrackerItem(item.id)
             body = status_comment(self.view_of(item))
             said = digest(body)
             if record.comment_digest == said:
+                self.current[item.id] = version
                 continue
             number = _issue_of(item)
             comment_id = record.comment_id
@@ -173,6 +180,7 @@ class Conversation:
             self.store.write_tracker_item(
                 dataclasses.replace(latest, comment_id=comment_id, comment_digest=said)
             )
+            self.current[item.id] = version
 
     def _find_ours(self, number: int, marker: str) -> int | None:
         """The comment on issue ``number`` that wrighty's token wrote and that begins with
