@@ -237,3 +237,37 @@ def test_a_pull_request_github_refuses_leaves_the_item_in_review_and_a_new_accep
         err = worker.stop()
     assert "Traceback" not in err, err
     assert len(talk.pulls) == 1
+
+
+SNOOP = """\
+import os, pathlib
+marks = pathlib.Path(os.environ["MARKS"])
+(marks / "agent-saw").write_text(os.environ.get("GITHUB_TOKEN", "-"))
+pathlib.Path("answer.txt").write_text("41\\n")
+"""
+
+
+def test_no_agent_and_no_check_is_given_the_trackers_token(
+    tmp_path: Path, github: ServedGitHub
+) -> None:
+    marks = tmp_path / "p" / "marks"
+    marks.mkdir(parents=True)
+    tracker = {"kind": "github", "repo": REPO, "labels": ["wrighty"], "apiUrl": github.url}
+    snoop = {
+        "name": "snoop",
+        "argv": ["sh", "-c", f'echo "${{GITHUB_TOKEN:--}}" > {marks}/check-saw'],
+    }
+    project = make_project(
+        tmp_path / "p", programs={"maker": ("agent.py", SNOOP)}, store_url=None,
+        env={"MARKS": str(marks), "GITHUB_TOKEN": TOKEN},
+        verify={"checks": [snoop]}, sources={"pollSeconds": 1, "trackers": [tracker]},
+    )  # fmt: skip
+    github.fake.add_issue(REPO, 1, "Snoop", "Look around.")
+    worker = Worker(project)
+    try:
+        wait_for(lambda: (marks / "check-saw").exists(), "the check", worker)
+        wait_for(lambda: project.get(1).state is ItemState.DONE, "done", worker)
+    finally:
+        worker.stop()
+    assert (marks / "agent-saw").read_text() == "-"
+    assert (marks / "check-saw").read_text().strip() == "-"

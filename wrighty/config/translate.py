@@ -53,7 +53,20 @@ def known_secrets(config: WrightyConfig, environ: Mapping[str, str]) -> tuple[st
     ``environ``'s credential variables and every value of every `agents.<name>.env`."""
     from wrighty.domain.redact import secret_values  # a read of the config loads no redaction
 
-    return secret_values(environ, configured=[agent.env for agent in config.agents.values()])
+    tokens = {name: environ[name] for name in tracker_tokens(config) if name in environ}
+    configured = [agent.env for agent in config.agents.values()]
+    return secret_values(environ, configured=[*configured, tokens])
+
+
+def tracker_tokens(config: WrightyConfig) -> frozenset[str]:
+    """The variables that hold the trackers' tokens (each source's tokenEnv, and
+    completion.pullRequest's): withheld from every agent and every check, which run what an
+    agent wrote (docs/sources.md#the-token)."""
+    names = {tracker.token_env for tracker in config.sources.trackers}
+    pull = config.completion.pull_request
+    if pull is not None:
+        names.add(pull.token_env)
+    return frozenset(names)
 
 
 def budgets_of(config: WrightyConfig) -> Budgets:

@@ -21,7 +21,7 @@ import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -94,6 +94,12 @@ class PullRequestPlace:
     token_env: str
     draft: bool = False
     timeout_seconds: float = 30.0
+
+
+def withheld(environ: Mapping[str, str], names: Collection[str]) -> dict[str, str]:
+    """``environ`` without the variables ``names`` (the trackers' tokens): what an agent or a
+    check is given of wrighty's own environment."""
+    return {name: value for name, value in environ.items() if name not in names}
 
 
 class BadIssue(ValueError):

@@ -232,7 +232,8 @@ def verify_now(
     item's checks by its agent's policy in wrighty.json, in its workspace on this
     installation, with this process's environment."""
     from wrighty.config import STATE_DIRNAME
-    from wrighty.config.translate import completion_of, verify_policy
+    from wrighty.config.translate import completion_of, tracker_tokens, verify_policy
+    from wrighty.domain.sources import withheld
     from wrighty.installation import installation_id
     from wrighty.services.verify import verify_by_hand
 
@@ -248,7 +249,7 @@ def verify_now(
         installation_id=installation_id(),
         state_dir=loaded.root / STATE_DIRNAME,
         now=app_ctx.now,
-        environ=os.environ,
+        environ=withheld(os.environ, tracker_tokens(config)),
         completion=completion_of(config),
         told=told,
         known=app_ctx.secrets(),

@@ -28,6 +28,7 @@ from wrighty.domain.integration import summary
 from wrighty.domain.landing import Landing, LandingChange, Step
 from wrighty.domain.model import LANDING_CHECKS_FAILED, LANDING_CONFLICT, Item, Session
 from wrighty.domain.notices import Source, with_notices
+from wrighty.domain.sources import withheld
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import plural
 from wrighty.domain.verify import (
@@ -102,6 +103,7 @@ class Lander:
     checks_in: Callable[[str], SandboxMaker | None] = lambda _: None
     # completion.integrate github-pr: what opens an item's pull request (services/pulls.py).
     pulls: PullOpener | None = None
+    withheld: frozenset[str] = frozenset()  # no check is given these (the trackers' tokens)
 
     def sandbox(self, item: Item) -> SandboxMaker | None:
         return self.checks_in(item.agent or "")
@@ -374,7 +376,8 @@ def _run_checks(
     def one(check: Check, cwd: Path, logs: Path) -> CheckEvidence:
         spec = CheckSpec(
             check, cwd, logs,
-            {**_environ(), "WRIGHTY_ITEM_ID": str(claimed.id), "WRIGHTY_CHECK_NAME": check.name},
+            {**_environ(lander), "WRIGHTY_ITEM_ID": str(claimed.id),
+             "WRIGHTY_CHECK_NAME": check.name},
             secrets=lander.secrets, heartbeat_seconds=lander.heartbeat_seconds,
             sandbox=maker.at(cwd, passed=CHECK_VARIABLES) if maker is not None else None,
         )  # fmt: skip
@@ -428,10 +431,8 @@ def _on_target(
     return kept
 
 
-def _environ() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
+def _environ(lander: Lander) -> dict[str, str]:
+    return withheld(os.environ, lander.withheld)
 
 
 def _conflict_turn(
@@ -544,6 +545,7 @@ def lander_from(
         completion_of,
         lease_terms_of,
         pull_request_of,
+        tracker_tokens,
     )
     from wrighty.domain.verify import select_checks
     from wrighty.domain.verify_limits import DEFAULT_FEEDBACK_BYTES, DEFAULT_FIX_TURNS
@@ -577,6 +579,7 @@ def lander_from(
         told=told,
         checks_in=checks_in,
         pulls=None if place is None else PullOpener(place, store, os.environ),
+        withheld=tracker_tokens(config),
     )
 
 

@@ -24,6 +24,7 @@ from wrighty.domain.claims import LeaseTerms, RenewOutcome
 from wrighty.domain.classify import StopReason
 from wrighty.domain.model import Item
 from wrighty.domain.redact import secret_values
+from wrighty.domain.sources import withheld as withheld_from
 from wrighty.domain.verify import Check, base_run_due, check_key, on_base, unknown_check
 from wrighty.domain.worker_events import Emit, WorkerEvent
 from wrighty.errors import UnreadableError
@@ -77,6 +78,7 @@ class CheckRunner:
         actor: str,
         lost: Callable[[], StopReason],
         environ: Mapping[str, str] = os.environ,
+        withheld: frozenset[str] = frozenset(),
         known: Sequence[str] = (),
         sandbox: SandboxMaker | None = None,
     ) -> None:
@@ -93,7 +95,7 @@ class CheckRunner:
         self._emit = emit
         self._actor = actor
         self._lost = lost  # the claim is gone: tell it, and say why (cancelled or fenced)
-        self._environ = environ
+        self._environ = withheld_from(environ, withheld)
         self._sandbox = sandbox  # where each check runs (None: as the worker)
         self.secrets = tuple(dict.fromkeys((*secret_values(environ), *known)))
         self._claim_time_up = False  # the last check run was stopped as the claim's time ran out

@@ -80,6 +80,8 @@ class Setting:
     # The agent's fallbacks (agents.<name>.fallback), in order, each with its provider circuit
     # (None: it has none); looked at when a run is refused (docs/handoff.md).
     fallbacks: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+    # The variables no agent or check is given (the trackers' tokens: docs/sources.md).
+    withheld: frozenset[str] = frozenset()
     # A new reader of an agent's output, by the agent's name (None: the agent's output is
     # not read, or it is unknown now): what a handoff reads the earlier agent's last message with.
     reader_of: Callable[[str], Reader | None] = lambda _: None

@@ -33,6 +33,7 @@ from wrighty.config import (
     lease_terms_of,
     limits_of,
     pricing_of,
+    tracker_tokens,
     usage_policy_of,
     verify_policy,
 )
@@ -411,35 +412,21 @@ class Worker:
         policy = verify_policy(self._config, plan.name)
         if policy is not None:  # a claim keeps its lease while its run's checks run
             self._terms = dataclasses.replace(self._terms, checks_seconds=policy.checks_seconds)
+        config = self._config
         return Setting(
-            worker_id=self.worker_id,
-            installation_id=self._installation_id,
-            plan=plan,
-            terms=self._terms,
-            crash_policy=crash_policy_of(self._config),
-            usage_policy=usage_policy_of(self._config),
-            circuit=gate,
-            budgets=self._budgets,
-            pricing=pricing_of(self._config),
-            default_agent=self._config.worker.default_agent,
-            notify=self._notify,
-            heartbeat_seconds=self._config.worker.heartbeat_seconds,
-            stop_grace_seconds=options.stop_grace_seconds,
-            workspace_mode=self._mode,
-            project_root=self._project_root,
-            state_dir=self._state_dir,
-            agent_env=self._agent_env,
-            stop_requested=self._stop_requested,
-            now=self._now,
-            emit=self._emit,
-            notify_wake=self._wake_delivery,
-            machine=self._machine,
-            verify=policy,
-            completion=completion_of(self._config),
-            fallbacks=self._fallbacks_of(plan.name),
-            reader_of=self._reader_of,
-            secrets=known_secrets(self._config, os.environ),
-        )
+            worker_id=self.worker_id, installation_id=self._installation_id, plan=plan,
+            terms=self._terms, crash_policy=crash_policy_of(config),
+            usage_policy=usage_policy_of(config), circuit=gate, budgets=self._budgets,
+            pricing=pricing_of(config), default_agent=config.worker.default_agent,
+            notify=self._notify, heartbeat_seconds=config.worker.heartbeat_seconds,
+            stop_grace_seconds=options.stop_grace_seconds, workspace_mode=self._mode,
+            project_root=self._project_root, state_dir=self._state_dir,
+            agent_env=self._agent_env, stop_requested=self._stop_requested, now=self._now,
+            emit=self._emit, notify_wake=self._wake_delivery, machine=self._machine,
+            verify=policy, completion=completion_of(config), withheld=tracker_tokens(config),
+            fallbacks=self._fallbacks_of(plan.name), reader_of=self._reader_of,
+            secrets=known_secrets(config, os.environ),
+        )  # fmt: skip
 
     def _reader_of(self, agent: str) -> Reader | None:
         """A new reader of ``agent``'s output (None: a `command` agent, or one wrighty.json no

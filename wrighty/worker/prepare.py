@@ -23,6 +23,7 @@ from wrighty.domain.model import NewRun, Run, Session
 from wrighty.domain.outcomes import RunKind
 from wrighty.domain.run_kind import RUN_KIND_VARIABLE, AgentRunKind, agent_run_kind, stdin_text
 from wrighty.domain.sandbox import Sandbox
+from wrighty.domain.sources import withheld
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import printable
 from wrighty.domain.transitions import OPERATOR_REQUEUE
@@ -312,7 +313,7 @@ def _launch_spec(
     return LaunchSpec(
         argv=start.argv,
         cwd=start.workspace,
-        env={**os.environ, **given},
+        env={**withheld(os.environ, life.setting.withheld), **given},
         task=task,
         log_dir=logs_of(life.setting.state_dir, claimed.id, run_id),
         marker=("WRIGHTY_RUN_ID", run_id),

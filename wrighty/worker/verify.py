@@ -82,5 +82,5 @@ def _check_runner(life: ClaimLife) -> CheckRunner:
         stop_grace_seconds=setting.stop_grace_seconds,
         stop_requested=setting.stop_requested, wake=life.wake, now=life.now,
         emit=life.emit, actor=f"worker:{setting.worker_id}", lost=life.tell_lost,
-        known=setting.secrets, sandbox=setting.check_sandbox,
+        known=setting.secrets, sandbox=setting.check_sandbox, withheld=setting.withheld,
     )  # fmt: skip
