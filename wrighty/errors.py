@@ -38,6 +38,11 @@ class StoreError(WrightyError):
     """The state store cannot be opened, read or written."""
 
 
+class NoListening(StoreError):
+    """The store cannot tell a worker of new work here (behind a transaction pooler without
+    store.listenUrl): the worker polls, and does not try again."""
+
+
 class NotFoundError(WrightyError):
     """An item id that does not exist."""
 

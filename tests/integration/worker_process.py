@@ -152,7 +152,7 @@ def project_document(
         **sections,
     }  # fmt: skip
     if store_url is not None:
-        document["store"] = {"url": store_url}
+        document["store"] = {**document.get("store", {}), "url": store_url}
     return document
 
 

@@ -62,9 +62,38 @@ def check_config_text(
     except ValidationError as error:
         return None, problems_from(error.errors())
     problems = _store_url_problems(config.store.url) + _cross_checks(config)
+    problems += _listen_url_problems(config.store.url, config.store.listen_url)
     if deep:
         problems.extend(notify_url_problems(config.notify))
     return (None if problems else config), problems
+
+
+def _listen_url_problems(url: str, listen_url: str | None) -> list[Problem]:
+    """store.listenUrl is a PostgreSQL URL of the store's own database (a LISTEN elsewhere
+    would hear nothing), given only with a PostgreSQL store."""
+    from wrighty.store.postgres import read_url
+
+    if listen_url is None:
+        return []
+    where = "store.listenUrl"
+    if not url.startswith(("postgresql://", "postgres://")):
+        return [Problem(where, "is for a PostgreSQL store (store.url is not one): remove it")]
+    if not listen_url.startswith(("postgresql://", "postgres://")):
+        return [Problem(where, "must be a postgresql:// URL: the server's own, past the pooler")]
+    try:
+        listen, store = read_url(listen_url), read_url(url)
+    except StoreError as error:
+        return [Problem(where, str(error))]
+    if (listen.get("dbname") or "") != (store.get("dbname") or ""):
+        return [
+            Problem(
+                where,
+                f"names database {listen.get('dbname')!r}, but the store is in "
+                f"{store.get('dbname')!r}: a LISTEN hears only its own database's NOTIFY; give "
+                "the same database, past the pooler",
+            )
+        ]
+    return []
 
 
 def _store_url_problems(url: str) -> list[Problem]:

@@ -58,6 +58,7 @@ from wrighty.domain.work_product import (
     MAX_IDENTITY,
     MAX_MAX_REJECTIONS,
 )
+from wrighty.store.connections import DEFAULT_POOL_SIZE, MAX_POOL_SIZE
 
 SCHEMA_VERSION: Literal[1] = 1
 MAX_CRASH_RETRY_ATTEMPTS = 20
@@ -74,6 +75,26 @@ class StoreSettings(_Section):
             "Where the state lives: sqlite:///relative/or/absolute.db (relative to this file) "
             "or postgresql://... Overridden by --store and WRIGHTY_STORE."
         ),
+    )
+    pool_size: int = Field(
+        DEFAULT_POOL_SIZE,
+        ge=1,
+        le=MAX_POOL_SIZE,
+        description="PostgreSQL: the server connections one wrighty process keeps for its "
+        "calls, whatever its concurrency (a worker's LISTEN is one more): docs/scale.md.",
+    )
+    pooler: Literal["auto", "transaction", "none"] = Field(
+        "auto",
+        description="PostgreSQL: whether the URL is a transaction pooler's (PgBouncer): "
+        "transaction (session settings in each transaction, no prepared statements, LISTEN "
+        "on listenUrl), none, or auto (a pooler that refuses the `options` startup parameter "
+        "is taken for one).",
+    )
+    listen_url: str | None = Field(
+        None,
+        max_length=2000,
+        description="PostgreSQL: the server's own URL (past the pooler) a worker LISTENs on "
+        "for new work; without it, behind a transaction pooler a worker polls.",
     )
 
 

@@ -77,6 +77,7 @@ class WorkerEvent(StrEnum):
     # Wake-ups and the fleet's clock.
     WAKE_UPS_ON = "wake-ups-on"
     WAKE_UPS_LOST = "wake-ups-lost"
+    WAKE_UPS_OFF = "wake-ups-off"  # the store cannot tell of work here: polling, for good
     CLOCK_SKEWED = "clock-skewed"
     CLOCK_IN_STEP = "clock-in-step"
 

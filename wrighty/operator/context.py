@@ -22,6 +22,7 @@ from wrighty.store import Store, StoreTarget, open_store, parse_store_url
 
 if TYPE_CHECKING:
     from wrighty.config import LoadedConfig
+    from wrighty.config.models import StoreSettings
     from wrighty.services.clock import StoreClock
     from wrighty.services.sandboxes import ChecksIn
     from wrighty.services.settings import ReadSettings
@@ -125,13 +126,21 @@ class AppContext:
         return CheckSandboxes(loaded.config, around).of
 
     def store_target(self) -> StoreTarget:
+        """The store the options and wrighty.json name, with wrighty.json's store settings
+        (its pool, pooler and listen URL; their defaults without a wrighty.json)."""
         if self.store_option is not None:
-            return parse_store_url(self.store_option, base=self.cwd)
+            target = parse_store_url(self.store_option, base=self.cwd)
+            try:
+                settings = self.config().config.store
+            except ConfigError:
+                return target
+            return _with_settings(target, settings)
         quick = self._quick()
         if quick is not None:
             return parse_store_url(quick.store_url, base=quick.root)
         loaded = self.config()
-        return parse_store_url(loaded.config.store.url, base=loaded.root)
+        target = parse_store_url(loaded.config.store.url, base=loaded.root)
+        return _with_settings(target, loaded.config.store)
 
     @contextmanager
     def store(self, target: StoreTarget | None = None) -> Iterator[Store]:
@@ -169,3 +178,12 @@ def tell_unreadable(error: UnreadableError) -> None:
 
 # What a person does about a row that does not read (docs/storage.md).
 UNREADABLE_FIX = "left out; see docs/storage.md (a row that does not read)"
+
+
+def _with_settings(target: StoreTarget, settings: StoreSettings) -> StoreTarget:
+    import dataclasses
+
+    return dataclasses.replace(
+        target, pool_size=settings.pool_size, pooler=settings.pooler,
+        listen_url=settings.listen_url,
+    )  # fmt: skip

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wrighty.errors import StoreError
+from wrighty.store.connections import DEFAULT_POOL_SIZE
 from wrighty.store.port import Store
 
 if TYPE_CHECKING:
@@ -30,6 +31,11 @@ class StoreTarget:
 
     sqlite_path: Path | None = None
     postgres_url: str | None = None
+    # PostgreSQL (docs/scale.md): the connections kept for calls, whether the URL is a
+    # transaction pooler's (auto: detected), and where a worker LISTENs past one.
+    pool_size: int = DEFAULT_POOL_SIZE
+    pooler: str = "auto"
+    listen_url: str | None = None
 
     def describe(self) -> str:
         """A printable name; never contains credentials."""
@@ -109,7 +115,10 @@ def _open_sql_store(target: StoreTarget, *, create: bool) -> SqlStore:
     if target.postgres_url is not None:
         from wrighty.store.postgres import PostgresStore
 
-        return PostgresStore.open(target.postgres_url, create=create)
+        return PostgresStore.open(
+            target.postgres_url, create=create, pool_size=target.pool_size,
+            pooler=target.pooler, listen_url=target.listen_url,
+        )  # fmt: skip
     from wrighty.store.sqlite import SqliteStore
 
     assert target.sqlite_path is not None

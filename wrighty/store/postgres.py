@@ -32,7 +32,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from wrighty.domain.model import Item
 from wrighty.domain.redact import redact_known
-from wrighty.errors import StoreError
+from wrighty.errors import NoListening, StoreError
+from wrighty.store.connections import (
+    DEFAULT_POOL_SIZE,
+    per_transaction,
+    refused_options,
+    settings_of,
+)
 from wrighty.store.deadlines import DEFAULT_CALL_SECONDS, seconds_left
 from wrighty.store.rows import wake_params
 from wrighty.store.sqlbase import Tx
@@ -44,7 +50,6 @@ from wrighty.store.sqlstore import SqlStore
 logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 DIALECT = "postgresql"
-POOL_MAX_SIZE = 8
 
 # What wrighty waits for at most (docs/fleet.md, "What wrighty waits for"). A store call gives
 # up at its caller's deadline (wrighty/store/deadlines.py: at most DEFAULT_CALL_SECONDS), on
@@ -145,40 +150,74 @@ class PostgresStore(SqlStore):
         pool: ConnectionPool[BoundedConnection],
         name: str,
         secrets: list[str],
-        conninfo: str,
+        conninfo: str | None,
+        *,
+        in_each_transaction: str | None = None,
+        listen_problem: str | None = None,
     ) -> None:
         self._pool = pool
-        self._conninfo = conninfo  # the pool's, for a connection of its own (a listener)
+        # Where a worker LISTENs: a connection of its own (None: nowhere, ``listen_problem``
+        # says why: behind a transaction pooler without store.listenUrl).
+        self._conninfo = conninfo
+        self._listen_problem = listen_problem
+        # Behind a transaction pooler: the statement that gives each transaction the session
+        # settings (docs/scale.md); None: the server's sessions have them from the start.
+        self._in_each = in_each_transaction
         self._name = name
         self._secrets = secrets
         self._sql = {key: _psycopg_sql(text) for key, text in queries(DIALECT).items()}
         self._closed = threading.Event()
 
     @classmethod
-    def open(cls, url: str, *, create: bool = False) -> PostgresStore:
-        """Connect to the database at ``url``; migrate it (``create``: also build a new one)."""
+    def open(
+        cls,
+        url: str,
+        *,
+        create: bool = False,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        pooler: str = "auto",
+        listen_url: str | None = None,
+    ) -> PostgresStore:
+        """Connect to the database at ``url``; migrate it (``create``: also build a new one).
+        ``pool_size`` connections at most for calls; ``pooler``: whether ``url`` is a
+        transaction pooler's (auto: one that refuses the `options` startup parameter is);
+        ``listen_url``: where a worker LISTENs past the pooler (docs/scale.md)."""
         name = describe_url(url)
         given = read_url(url)
-        conninfo = make_conninfo(
-            url,
-            connect_timeout=given.get("connect_timeout") or CONNECT_TIMEOUT_SECONDS,
-            application_name=given.get("application_name") or "wrighty",
-            options=_with_session_settings(given.get("options")),
-            **{key: value for key, value in TCP_SETTINGS.items() if key not in given},
-        )
+        options = _with_session_settings(given.get("options"))
+        direct = _conninfo(url, given, options=options)
+        behind = pooler == "transaction"
+        if pooler == "auto":
+            behind = _refuses_options(direct, name, secrets_of(url))
+        conninfo, in_each = direct, None
+        if behind:
+            conninfo, in_each = _behind_pooler(url, given, options, name)
+        listen: str | None = conninfo
+        problem = None
+        if listen_url is not None:
+            listen = _listen_conninfo(listen_url, options)
+        elif behind:
+            listen, problem = None, LISTEN_BEHIND_POOLER
+        kwargs: dict[str, Any] = {"row_factory": dict_row}
+        if behind:  # a pooler may hand the next statement to another session
+            kwargs["prepare_threshold"] = None
         pool: ConnectionPool[BoundedConnection] = ConnectionPool(
             conninfo,
             connection_class=BoundedConnection,
             min_size=1,
-            max_size=POOL_MAX_SIZE,
-            kwargs={"row_factory": dict_row},
+            max_size=pool_size,
+            kwargs=kwargs,
             open=False,
             name="wrighty",
         )
-        store = cls(pool, name, secrets_of(url), conninfo)
+        store = cls(
+            pool, name, secrets_of(url) + secrets_of(listen_url or ""), listen,
+            in_each_transaction=in_each, listen_problem=problem,
+        )  # fmt: skip
         try:
             with store._errors():
-                psycopg.connect(conninfo).close()  # the precise reason if it cannot connect
+                if pooler != "auto" or behind:  # (auto connected once already, to detect)
+                    psycopg.connect(conninfo, **kwargs).close()  # the precise reason
                 pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
             store._migrate(create=create)
         except BaseException:
@@ -204,7 +243,7 @@ class PostgresStore(SqlStore):
             ) from None
         except (psycopg.OperationalError, pg_errors.IdleInTransactionSessionTimeout) as error:
             why = redact_known(_reason(error), self._secrets)
-            raise StoreError(f"{self._name}: {why}") from None
+            raise StoreError(f"{self._name}: {_too_many_or(why)}") from None
 
     @contextmanager
     def _borrow(self) -> Iterator[BoundedConnection]:
@@ -218,7 +257,8 @@ class PostgresStore(SqlStore):
             connection = self._pool.getconn(timeout=limit)
         except PoolTimeout:
             raise StoreError(
-                f"{self._name}: no connection to the database within {_seconds(limit)}"
+                f"{self._name}: no connection to the database within {_seconds(limit)} (this "
+                f"process's {self._pool.max_size} are all busy: store.poolSize, docs/scale.md)"
             ) from None
         try:
             with connection:
@@ -233,6 +273,8 @@ class PostgresStore(SqlStore):
             self._borrow() as connection,
             connection.transaction(),
         ):
+            if self._in_each is not None:
+                connection.execute(self._in_each)
             yield _PostgresTx(connection, self._sql)
 
     @contextmanager
@@ -243,6 +285,8 @@ class PostgresStore(SqlStore):
             connection.transaction(),
         ):
             connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            if self._in_each is not None:
+                connection.execute(self._in_each)
             yield _PostgresTx(connection, self._sql)
 
     def _rows(self, name: str, params: Mapping[str, Any]) -> list[Any]:
@@ -337,7 +381,10 @@ class PostgresStore(SqlStore):
         """LISTEN on a connection of its own, outside the pool: a LISTEN belongs to its
         session, so a pooled connection would carry it to whoever borrows it next, and the
         pool would discard it when it broke; this one lives and breaks alone, and the worker
-        opens it again. TCP keepalives (unless the URL sets them) notice a silent drop."""
+        opens it again. TCP keepalives (unless the URL sets them) notice a silent drop. Behind
+        a transaction pooler, on store.listenUrl; NoListening without one."""
+        if self._conninfo is None:
+            raise NoListening(f"{self._name}: {self._listen_problem}")
         return Listening(self._conninfo, self._errors)
 
 
@@ -388,6 +435,82 @@ class BoundedConnection(psycopg.Connection[dict[str, Any]]):
 
 def _seconds(value: float) -> str:
     return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
+
+
+LISTEN_BEHIND_POOLER = (
+    "behind a transaction pooler a LISTEN hears nothing: set store.listenUrl to the server's "
+    "own URL (docs/scale.md); the worker polls meanwhile"
+)
+TOO_MANY = re.compile(
+    r"too many clients|remaining connection slots are reserved|no more connections allowed",
+    re.IGNORECASE,
+)
+
+
+def _conninfo(url: str, given: Mapping[str, str], *, options: str | None) -> str:
+    """``url`` as libpq connects: wrighty's connect timeout, name and keepalives unless the URL
+    sets them, and ``options`` (None: none at all, for a pooler that refuses them)."""
+    settings: dict[str, Any] = {
+        "connect_timeout": given.get("connect_timeout") or CONNECT_TIMEOUT_SECONDS,
+        "application_name": given.get("application_name") or "wrighty",
+        **{key: value for key, value in TCP_SETTINGS.items() if key not in given},
+    }
+    if options is None:
+        kept = {key: value for key, value in given.items() if key != "options"}
+        return make_conninfo("", **{**kept, **settings})
+    return make_conninfo(url, options=options, **settings)
+
+
+def _listen_conninfo(listen_url: str, store_options: str) -> str:
+    """store.listenUrl as a worker's LISTEN connects: its own options, and the store's schema
+    when it names none (a notification names the schema it is about)."""
+    given = read_url(listen_url)
+    options = given.get("options") or ""
+    if "search_path" not in options:
+        path = settings_of_or_none(store_options).get("search_path")
+        if path is not None:
+            options = f"{options} -c search_path={path.replace(' ', chr(92) + ' ')}".strip()
+    return _conninfo(listen_url, given, options=_with_session_settings(options))
+
+
+def settings_of_or_none(options: str) -> dict[str, str]:
+    try:
+        return settings_of(options)
+    except ValueError:
+        return {}
+
+
+def _refuses_options(conninfo: str, name: str, secrets: list[str]) -> bool:
+    """Connect once as wrighty would: whether the server refused the `options` startup
+    parameter (a transaction pooler's answer); any other failure is said as it is."""
+    try:
+        psycopg.connect(conninfo).close()
+    except psycopg.OperationalError as error:
+        if refused_options(str(error)):
+            return True
+        raise StoreError(f"{name}: {_too_many_or(redact_known(_reason(error), secrets))}") from None
+    return False
+
+
+def _behind_pooler(url: str, given: Mapping[str, str], options: str, name: str) -> tuple[str, str]:
+    """The connection (no `options`) and the statement that gives each transaction the
+    session settings, behind a transaction pooler."""
+    try:
+        settings = settings_of(options)
+    except ValueError as error:
+        raise StoreError(f"{name}: {error}; give only -c name=value in the URL's options") from None
+    return _conninfo(url, given, options=None), per_transaction(settings)
+
+
+def _too_many_or(why: str) -> str:
+    """A server (or a pooler) out of connections, said with what to turn; else ``why``."""
+    if TOO_MANY.search(why) is None:
+        return why
+    return (
+        f"the server has no connection left for wrighty ({why}): raise its max_connections "
+        "(or the pooler's max_client_conn), lower store.poolSize, or put PgBouncer in front "
+        "(docs/scale.md)"
+    )
 
 
 def _with_session_settings(options: str | None) -> str:

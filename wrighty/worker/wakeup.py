@@ -25,7 +25,7 @@ from datetime import datetime
 
 from wrighty.domain.decisions import describe_error
 from wrighty.domain.worker_events import Emit, WorkerEvent
-from wrighty.errors import StoreError
+from wrighty.errors import NoListening, StoreError
 from wrighty.store.port import Store, WorkListener
 
 # A line that broke is opened again after this long, doubling up to the most.
@@ -59,6 +59,7 @@ class WakeUps:
         self._line: WorkListener | None = None  # the listening thread's, once it runs
         self._said_lost = False
         self._stopping = threading.Event()
+        self._off = False  # the store cannot tell of work here at all (NoListening)
         self._stop_read, self._stop_write = os.pipe()
         self._thread: threading.Thread | None = None
 
@@ -102,6 +103,10 @@ class WakeUps:
     def _open(self) -> bool:
         try:
             line = self._store.listen_for_work(self._name)
+        except NoListening as error:  # never here: polling it is, said once
+            self._emit(WorkerEvent.WAKE_UPS_OFF, cause=str(error))
+            self._off = True
+            return False
         except Exception as error:  # the worker polls meanwhile
             self._lost(error)
             return False
@@ -112,7 +117,7 @@ class WakeUps:
 
     def _hear(self) -> None:
         delay = REOPEN_FIRST_SECONDS
-        while not self._stopping.is_set():
+        while not self._stopping.is_set() and not self._off:
             line = self._line
             if line is not None:
                 self._listen(line)
