@@ -2947,6 +2947,69 @@ CASES: list[Case] = [
         setup=config_json({"store": {"url": f"mysql://u:{SECRET}@db/x"}}),
     ),
     Case(
+        "config-store-pool-size-zero",
+        ("list",),
+        "store.poolSize: ",
+        setup=config_json({"store": {"url": "sqlite:///.wrighty/wrighty.db", "poolSize": 0}}),
+    ),
+    Case(
+        "config-store-pool-size-huge",
+        ("list",),
+        "store.poolSize: ",
+        setup=config_json({"store": {"url": "sqlite:///.wrighty/wrighty.db", "poolSize": 1000}}),
+    ),
+    Case(
+        "config-store-pool-size-not-a-number",
+        ("list",),
+        "store.poolSize: ",
+        setup=config_json({"store": {"url": "sqlite:///.wrighty/wrighty.db", "poolSize": "2"}}),
+    ),
+    Case(
+        "config-store-pooler-unknown",
+        ("list",),
+        "store.pooler: ",
+        setup=config_json({"store": {"url": "sqlite:///.wrighty/wrighty.db", "pooler": "bouncy"}}),
+    ),
+    Case(
+        "config-store-listen-url-for-sqlite",
+        ("list",),
+        "store.listenUrl: is for a PostgreSQL store",
+        setup=config_json(
+            {
+                "store": {
+                    "url": "sqlite:///.wrighty/wrighty.db",
+                    "listenUrl": "postgresql://postgres@127.0.0.1/test",
+                }
+            }
+        ),
+    ),
+    Case(
+        "config-store-listen-url-other-database",
+        ("list",),
+        "store.listenUrl: names database 'other', but the store is in 'test'",
+        setup=config_json(
+            {
+                "store": {
+                    "url": "postgresql://postgres@127.0.0.1:6432/test",
+                    "listenUrl": f"postgresql://postgres:{SECRET}@127.0.0.1:5432/other",
+                }
+            }
+        ),
+    ),
+    Case(
+        "config-store-listen-url-not-postgresql",
+        ("list",),
+        "store.listenUrl: must be a postgresql:// URL",
+        setup=config_json(
+            {
+                "store": {
+                    "url": "postgresql://postgres@127.0.0.1:6432/test",
+                    "listenUrl": f"mysql://u:{SECRET}@db/test",
+                }
+            }
+        ),
+    ),
+    Case(
         "validate-store-mysql",
         ("config", "validate"),
         "1 problem",

@@ -83,12 +83,12 @@ class StoreSettings(_Section):
         description="PostgreSQL: the server connections one wrighty process keeps for its "
         "calls, whatever its concurrency (a worker's LISTEN is one more): docs/scale.md.",
     )
-    pooler: Literal["auto", "transaction", "none"] = Field(
+    pooler: Literal["auto", "transaction", "session", "none"] = Field(
         "auto",
-        description="PostgreSQL: whether the URL is a transaction pooler's (PgBouncer): "
-        "transaction (session settings in each transaction, no prepared statements, LISTEN "
-        "on listenUrl), none, or auto (a pooler that refuses the `options` startup parameter "
-        "is taken for one).",
+        description="PostgreSQL: whether the URL is a pooler's (PgBouncer): transaction "
+        "(session settings in each transaction, no prepared statements, LISTEN on listenUrl), "
+        "session (settings in each transaction, LISTEN on the URL itself), none, or auto (one "
+        "that refuses the `options` startup parameter is taken for a transaction pooler).",
     )
     listen_url: str | None = Field(
         None,

@@ -16,7 +16,7 @@ import re
 
 DEFAULT_POOL_SIZE = 1
 MAX_POOL_SIZE = 64
-POOLERS = ("auto", "transaction", "none")
+POOLERS = ("auto", "transaction", "session", "none")
 # What PgBouncer (and poolers like it) answer to a startup parameter they do not pass on.
 _REFUSED_PARAMETER = re.compile(r"unsupported startup parameter", re.IGNORECASE)
 _SETTING = re.compile(r"(?:-c\s*|--)([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*((?:\\\s|[^\s])*)")

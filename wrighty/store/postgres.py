@@ -186,7 +186,7 @@ class PostgresStore(SqlStore):
         given = read_url(url)
         options = _with_session_settings(given.get("options"))
         direct = _conninfo(url, given, options=options)
-        behind = pooler == "transaction"
+        behind = pooler in ("transaction", "session")
         if pooler == "auto":
             behind = _refuses_options(direct, name, secrets_of(url))
         conninfo, in_each = direct, None
@@ -196,10 +196,10 @@ class PostgresStore(SqlStore):
         problem = None
         if listen_url is not None:
             listen = _listen_conninfo(listen_url, options)
-        elif behind:
+        elif behind and pooler != "session":
             listen, problem = None, LISTEN_BEHIND_POOLER
         kwargs: dict[str, Any] = {"row_factory": dict_row}
-        if behind:  # a pooler may hand the next statement to another session
+        if behind and pooler != "session":  # the next statement may go to another session
             kwargs["prepare_threshold"] = None
         pool: ConnectionPool[BoundedConnection] = ConnectionPool(
             conninfo,
