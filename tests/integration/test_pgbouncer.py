@@ -185,3 +185,17 @@ def test_a_worker_running_four_agents_holds_at_most_two_connections(
         code, err = worker.finish()
     assert code == 0, err
     assert 1 <= max(seen) <= 2, seen
+
+
+def test_options_a_pooler_cannot_carry_are_one_line(
+    tmp_path: Path, bouncer: Bouncer, direct: str
+) -> None:
+    url = bouncer.url(direct).replace("options=", "options=-e%20")  # not a -c setting
+    project = make_project(tmp_path / "p", store_url=url, create_store=False)
+    done = subprocess.run(
+        project.command("list"), cwd=project.root, env=project.env, capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1
+    assert "give only -c name=value in the URL's options" in done.stderr
