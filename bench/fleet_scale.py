@@ -137,7 +137,7 @@ def run_size(args: argparse.Namespace, via: str, workers: int, port: int | None)
             root = Path(scratch)
             project(args, root, url, env, behind=port is not None)
             total = int(workers * args.concurrency * args.rounds)
-            plant(schema, total)
+            plant(schema, total, env)
             before = commits(admin)
             watch = Watch(root, env, WRIGHTY)
             started = time.perf_counter()
@@ -151,7 +151,10 @@ def run_size(args: argparse.Namespace, via: str, workers: int, port: int | None)
                 time.sleep(0.2)
             backlog_seconds = time.perf_counter() - started
             transactions = commits(admin) - before
-            pickups = pickup_times(admin, schema, args.pickups)
+            try:
+                pickups = pickup_times(admin, schema, args.pickups, env)
+            except subprocess.CalledProcessError:  # the server refused the bench a connection
+                pickups = []
             watch.stop()
             said = said_by(procs)
     finally:
@@ -183,24 +186,26 @@ def said_by(procs: list[subprocess.Popen[str]]) -> list[str]:
     return said
 
 
-def plant(schema: str, count: int) -> None:
-    """``count`` queued items, written as `wrighty create --queue` writes them (the store API,
-    in one process)."""
-    from datetime import UTC, datetime
+PLANT = """
+import sys
+from datetime import UTC, datetime
+from wrighty.domain.model import NewItem
+from wrighty.domain.states import ItemState
+from wrighty.store.postgres import PostgresStore
+store = PostgresStore.open(sys.argv[1])
+for n in range(int(sys.argv[2])):
+    store.create_item(NewItem(f"item {n}", "sleep", None, None, None, ItemState.QUEUED),
+                      at=datetime.now(UTC), actor="bench")
+store.close()
+"""
 
-    from wrighty.domain.model import NewItem
-    from wrighty.domain.states import ItemState
-    from wrighty.store.postgres import PostgresStore
 
-    store = PostgresStore.open(f"{POSTGRES_URL}?options=-csearch_path%3D{schema}")
-    try:
-        for n in range(count):
-            store.create_item(
-                NewItem(f"item {n}", "sleep", None, None, None, ItemState.QUEUED),
-                at=datetime.now(UTC), actor="bench",
-            )  # fmt: skip
-    finally:
-        store.close()
+def plant(schema: str, count: int, env: dict[str, str]) -> None:
+    """``count`` queued items, written as `wrighty create --queue` writes them, by the
+    wrighty under test (its PYTHONPATH in ``env``: an older one must not meet a newer schema)."""
+    url = f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+    # (from "/": "-c" puts the working folder first on sys.path, before PYTHONPATH)
+    subprocess.run([sys.executable, "-c", PLANT, url, str(count)], env=env, check=True, cwd="/")
 
 
 def remaining(admin: psycopg.Connection[Any], schema: str) -> int:
@@ -208,13 +213,15 @@ def remaining(admin: psycopg.Connection[Any], schema: str) -> int:
     return int(row[0]) if row else 0
 
 
-def pickup_times(admin: psycopg.Connection[Any], schema: str, count: int) -> list[float]:
+def pickup_times(
+    admin: psycopg.Connection[Any], schema: str, count: int, env: dict[str, str]
+) -> list[float]:
     """Queue ``count`` items one at a time while the workers idle; each one's seconds from its
     queueing to its claim, as the store recorded them."""
     times = []
     for _ in range(count):
         time.sleep(random.uniform(0.2, 1.0))
-        plant(schema, 1)
+        plant(schema, 1, env)
         item = admin.execute(f"SELECT max(id) FROM {schema}.items").fetchone()[0]
         while True:
             row = admin.execute(
