@@ -199,3 +199,18 @@ def test_options_a_pooler_cannot_carry_are_one_line(
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1
     assert "give only -c name=value in the URL's options" in done.stderr
+
+
+def test_a_pooler_in_session_mode_keeps_its_listen_on_the_url(tmp_path: Path, direct: str) -> None:
+    with pgbouncer(mode="session", server_pool=5) as session:  # a session holds one
+        project = make_project(
+            tmp_path / "p", store_url=session.url(direct), worker={"pollSeconds": 3600},
+            store={"pooler": "session"},
+        )  # fmt: skip
+        worker = LiveWorker(project, "--max-items", "1")
+        on = worker.until("wake-ups-on")
+        assert on["via"] == "listen"
+        project.wrighty("create", "--title", "Heard", "--body", "b", "--queue")
+        worker.until("settled")  # only the NOTIFY, heard through the pooler, brings it in
+        code, err = worker.finish()
+        assert code == 0, err

@@ -43,10 +43,12 @@ def settings_of(options: str) -> dict[str, str]:
     return found
 
 
-def per_transaction(settings: dict[str, str]) -> str:
+def per_transaction(settings: dict[str, str], *, local: bool = True) -> str:
     """One statement that gives the current transaction ``settings`` (set_config's third
-    argument, true: for this transaction only), quoted as literals."""
-    calls = ", ".join(f"set_config({_literal(name)}, {_literal(value)}, true)"
+    argument, true: for this transaction only; ``local`` false: for the session, as a session
+    pooler's LISTEN connection keeps them), quoted as literals."""
+    scope = "true" if local else "false"
+    calls = ", ".join(f"set_config({_literal(name)}, {_literal(value)}, {scope})"
                       for name, value in settings.items())  # fmt: skip
     return f"SELECT {calls}"
 

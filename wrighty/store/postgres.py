@@ -154,12 +154,14 @@ class PostgresStore(SqlStore):
         *,
         in_each_transaction: str | None = None,
         listen_problem: str | None = None,
+        listen_setup: str | None = None,
     ) -> None:
         self._pool = pool
         # Where a worker LISTENs: a connection of its own (None: nowhere, ``listen_problem``
         # says why: behind a transaction pooler without store.listenUrl).
         self._conninfo = conninfo
         self._listen_problem = listen_problem
+        self._listen_setup = listen_setup  # a session pooler's LISTEN: the settings, first
         # Behind a transaction pooler: the statement that gives each transaction the session
         # settings (docs/scale.md); None: the server's sessions have them from the start.
         self._in_each = in_each_transaction
@@ -210,9 +212,12 @@ class PostgresStore(SqlStore):
             open=False,
             name="wrighty",
         )
+        setup = None
+        if behind and pooler == "session" and listen_url is None:
+            setup = per_transaction(settings_of_or_none(options), local=False)
         store = cls(
             pool, name, secrets_of(url) + secrets_of(listen_url or ""), listen,
-            in_each_transaction=in_each, listen_problem=problem,
+            in_each_transaction=in_each, listen_problem=problem, listen_setup=setup,
         )  # fmt: skip
         try:
             with store._errors():
@@ -385,7 +390,7 @@ class PostgresStore(SqlStore):
         a transaction pooler, on store.listenUrl; NoListening without one."""
         if self._conninfo is None:
             raise NoListening(f"{self._name}: {self._listen_problem}")
-        return Listening(self._conninfo, self._errors)
+        return Listening(self._conninfo, self._errors, self._listen_setup)
 
 
 RV = TypeVar("RV")
@@ -529,7 +534,12 @@ class Listening:
     via = "listen"
     channel = "wrighty_work"
 
-    def __init__(self, conninfo: str, errors: Callable[[], AbstractContextManager[None]]) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        errors: Callable[[], AbstractContextManager[None]],
+        setup: str | None = None,
+    ) -> None:
         self._errors = errors
         with self._errors():
             self._connection = BoundedConnection.connect(
@@ -537,6 +547,8 @@ class Listening:
             )
         try:
             with self._errors():
+                if setup is not None:  # (a session pooler's: the URL's settings, its schema)
+                    self._connection.execute(setup)
                 row = self._connection.execute("SELECT current_schema() AS schema").fetchone()
                 self._schema = row["schema"] if row else None
                 self._connection.execute(f"LISTEN {self.channel}")
