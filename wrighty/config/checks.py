@@ -71,10 +71,10 @@ def check_config_text(
 def _listen_url_problems(url: str, listen_url: str | None) -> list[Problem]:
     """store.listenUrl is a PostgreSQL URL of the store's own database (a LISTEN elsewhere
     would hear nothing), given only with a PostgreSQL store."""
-    from wrighty.store.postgres import read_url
-
     if listen_url is None:
         return []
+    from wrighty.store.postgres import read_url  # (psycopg: only where a listenUrl is given)
+
     where = "store.listenUrl"
     if not url.startswith(("postgresql://", "postgres://")):
         return [Problem(where, "is for a PostgreSQL store (store.url is not one): remove it")]
