@@ -47,7 +47,8 @@ def program_or_skip() -> str:
     return found
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port of 127.0.0.1 nobody listens on now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -69,7 +70,7 @@ def pgbouncer(
 def _run(
     program: str, server: SplitResult, folder: Path, mode: str, server_pool: int, max_clients: int
 ) -> Iterator[Bouncer]:
-    port = _free_port()
+    port = free_port()
     (folder / "users.txt").write_text('"postgres" ""\n')
     config = folder / "pgbouncer.ini"
     config.write_text(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -16,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.pgbouncer import free_port
 
 BIN = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
 
@@ -27,12 +28,6 @@ def _binaries_or_skip() -> Path:
     if os.environ.get("WRIGHTY_REQUIRE_POSTGRES") == "1":
         pytest.fail("no initdb/pg_ctl under /usr/lib/postgresql, and CI requires them")
     pytest.skip("no initdb/pg_ctl under /usr/lib/postgresql")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager
@@ -52,7 +47,7 @@ def own_server(**settings: str) -> Iterator[str]:
              "--auth=trust", "-E", "UTF8", "--no-sync"],
             check=True, capture_output=True,
         )  # fmt: skip
-        port = _free_port()
+        port = free_port()
         options = " ".join(
             [f"-p {port}", "-c listen_addresses=127.0.0.1", f"-k {folder}", "-c fsync=off"]
             + [f"-c {name}={value}" for name, value in settings.items()]
