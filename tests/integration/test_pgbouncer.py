@@ -93,8 +93,12 @@ def test_the_settings_are_in_force_inside_each_transaction(bouncer: Bouncer, dir
         assert said["schema"] in direct
         assert timeout is not None
         assert timeout["statement_timeout"] == "1s"
-        with pytest.raises(StoreError, match="statement timeout"), store._write() as tx:
-            tx._connection.execute("SELECT pg_sleep(3)")  # type: ignore[attr-defined]
+        # A statement that waits on a lock another session holds runs until its timeout (1 s,
+        # before lock_timeout's 5 s) stops it.
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as holder:
+            holder.execute("SELECT pg_advisory_lock(4646)")
+            with pytest.raises(StoreError, match="statement timeout"), store._write() as tx:
+                tx._connection.execute("SELECT pg_advisory_xact_lock(4646)")  # type: ignore[attr-defined]
     finally:
         store.close()
 

@@ -47,7 +47,7 @@ def workspaces(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         found = list_workspaces(store, project, installation_id=installation_id())
     if as_json:
         from wrighty.cli.documents import print_json
-        from wrighty.operator.documents import workspace_json
+        from wrighty.operator.workspace_documents import workspace_json
 
         print_json([workspace_json(workspace) for workspace in found])
     elif found:
@@ -132,7 +132,7 @@ def clean(
     results = service.clean(chosen, request, project)
     if as_json:
         from wrighty.cli.documents import print_json
-        from wrighty.operator.documents import cleaned_json
+        from wrighty.operator.workspace_documents import cleaned_json
 
         print_json({"dry_run": dry_run, "results": [cleaned_json(done) for done in results]})
     else:

@@ -130,6 +130,8 @@ class AppContext:
         (its pool, pooler and listen URL; their defaults without a wrighty.json)."""
         if self.store_option is not None:
             target = parse_store_url(self.store_option, base=self.cwd)
+            if target.postgres_url is None:  # (SQLite has no such settings)
+                return target
             try:
                 settings = self.config().config.store
             except ConfigError:

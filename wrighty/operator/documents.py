@@ -32,13 +32,11 @@ if TYPE_CHECKING:
     from wrighty.domain.sandbox import SandboxStatus
     from wrighty.domain.scheduling import Wait
     from wrighty.domain.usage import Limit, Usage
-    from wrighty.domain.workspaces import Workspace
     from wrighty.services.circuits import CircuitView
     from wrighty.services.items import ItemDetail, WaitingItem
     from wrighty.services.show import RetryStanding
     from wrighty.services.status import StatusReport, WorkerView
     from wrighty.services.usage import UsageReport
-    from wrighty.services.workspaces import Cleaned
 
 
 def json_text(document: object, *, indent: int | None = None, ascii_only: bool = False) -> str:
@@ -668,41 +666,4 @@ def notice_json(stored: StoredNotice) -> dict[str, Any]:
         "claim_expires_at": rfc3339(stored.claim_expires_at),
         "finished_at": rfc3339(stored.finished_at),
         "payload": notice.payload,
-    }
-
-
-def workspace_json(workspace: Workspace) -> dict[str, Any]:
-    """One workspace, as `wrighty workspaces --json` lists it (docs/json.md)."""
-    return {
-        "item_id": workspace.item_id,
-        "state": workspace.state.value,
-        "mode": workspace.mode.value,
-        "path": workspace.path,
-        "exists": workspace.exists,
-        "branch": workspace.branch,
-        "branch_exists": workspace.branch_exists,
-        "base": workspace.base,
-        "ahead": workspace.ahead,
-        "behind": workspace.behind,
-        "dirty": workspace.dirty,
-        "merged": workspace.merged,
-        "size_bytes": workspace.size_bytes,
-        "size_complete": workspace.size_complete,
-        "note": workspace.note,
-    }
-
-
-def cleaned_json(cleaned: Cleaned) -> dict[str, Any]:
-    """What `wrighty workspaces clean --json` did with one workspace (docs/json.md)."""
-    workspace = cleaned.workspace
-    return {
-        "item_id": workspace.item_id,
-        "mode": workspace.mode.value,
-        "path": workspace.path,
-        "branch": workspace.branch,
-        "outcome": cleaned.outcome.value,
-        "removed_workspace": cleaned.removed_workspace,
-        "deleted_branch": cleaned.deleted_branch,
-        "removed_logs": cleaned.removed_logs,
-        "reason": cleaned.reason,
     }

@@ -50,7 +50,7 @@ from wrighty.domain.text import clip, printable_line
 from wrighty.domain.transitions import restated, transition
 from wrighty.errors import WrightyError
 from wrighty.services.items import apply_change
-from wrighty.services.sources import failed_state
+from wrighty.services.sources import failed_state, github_client
 from wrighty.sources.github import GitHubError
 from wrighty.sources.github_talk import PER_PAGE, Comment, GitHubTalk, PullRequest
 from wrighty.store.port import Store
@@ -315,23 +315,17 @@ class Conversation:
             if pull.state == "open":
                 self.store.write_tracker_item(dataclasses.replace(record, pull_etag=etag))
                 continue
-            said, moved = pull_finished(self.store, record.item_id, pull, now=now)
-            if not moved:  # the item no longer waits for it (rejected, accepted again)
-                state = "closed" if record.pull_state == "open" and not pull.merged else "merged"
-            else:
-                state = "merged" if pull.merged else "closed"
+            said = pull_finished(self.store, record.item_id, pull, now=now)
+            state = "merged" if pull.merged else "closed"
             self.store.write_tracker_item(
                 dataclasses.replace(record, pull_state=state, pull_etag=etag)
             )
             report.pulls.append(said)
 
 
-def pull_finished(
-    store: Store, item_id: int, pull: PullRequest, *, now: datetime
-) -> tuple[str, bool]:
+def pull_finished(store: Store, item_id: int, pull: PullRequest, *, now: datetime) -> str:
     """A pull request merged (the item is done) or closed without merging (back to review,
-    saying so); the line that says it, and whether the item moved (it did not when it no
-    longer waits for the pull request)."""
+    saying so); the line that says it (or that the item no longer waited for it)."""
 
     def plan(item: Item) -> Change:
         if item.state is not ItemState.REVIEW or item.reason_code != PULL_OPEN:
@@ -352,9 +346,9 @@ def pull_finished(
     try:
         apply_change(store, item_id, plan)
     except (ValueError, WrightyError) as refused:
-        return f"item {item_id}: {printable_line(str(refused))}", False
+        return f"item {item_id}: {printable_line(str(refused))}"
     how = "merged: done" if pull.merged else "closed without merging: back in review"
-    return f"item {item_id}: pull request #{pull.number} {how}", True
+    return f"item {item_id}: pull request #{pull.number} {how}"
 
 
 @dataclass(frozen=True)
@@ -410,8 +404,6 @@ def conversation_of(
     clock: Callable[[], float],
 ) -> Conversation:
     """A source's conversation, its token from its variable (WrightyError when unset)."""
-    from wrighty.services.sources import github_client
-
     token = environ.get(settings.token_env, "")
     if not token:
         raise WrightyError(f"${settings.token_env} is not set: {settings.name} cannot be talked on")

@@ -43,6 +43,14 @@ def settings_of(options: str) -> dict[str, str]:
     return found
 
 
+def settings_or_none(options: str) -> dict[str, str]:
+    """The settings ``options`` gives, or none when it holds anything else."""
+    try:
+        return settings_of(options)
+    except ValueError:
+        return {}
+
+
 def per_transaction(settings: dict[str, str], *, local: bool = True) -> str:
     """One statement that gives the current transaction ``settings`` (set_config's third
     argument, true: for this transaction only; ``local`` false: for the session, as a session

@@ -38,6 +38,7 @@ from wrighty.store.connections import (
     per_transaction,
     refused_options,
     settings_of,
+    settings_or_none,
 )
 from wrighty.store.deadlines import DEFAULT_CALL_SECONDS, seconds_left
 from wrighty.store.rows import wake_params
@@ -214,7 +215,7 @@ class PostgresStore(SqlStore):
         )
         setup = None
         if behind and pooler == "session" and listen_url is None:
-            setup = per_transaction(settings_of_or_none(options), local=False)
+            setup = per_transaction(settings_or_none(options), local=False)
         store = cls(
             pool, name, secrets_of(url) + secrets_of(listen_url or ""), listen,
             in_each_transaction=in_each, listen_problem=problem, listen_setup=setup,
@@ -472,17 +473,10 @@ def _listen_conninfo(listen_url: str, store_options: str) -> str:
     given = read_url(listen_url)
     options = given.get("options") or ""
     if "search_path" not in options:
-        path = settings_of_or_none(store_options).get("search_path")
+        path = settings_or_none(store_options).get("search_path")
         if path is not None:
             options = f"{options} -c search_path={path.replace(' ', chr(92) + ' ')}".strip()
     return _conninfo(listen_url, given, options=_with_session_settings(options))
-
-
-def settings_of_or_none(options: str) -> dict[str, str]:
-    try:
-        return settings_of(options)
-    except ValueError:
-        return {}
 
 
 def _refuses_options(conninfo: str, name: str, secrets: list[str]) -> bool:
