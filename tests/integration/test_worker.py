@@ -693,3 +693,37 @@ def test_a_vendor_cli_missing_from_the_agents_path_puts_the_item_back_unspent(
     assert "'claude' not found" in run.diagnostic
     [failure] = [e for e in project.events if e["event"] == "machine-failure"]
     assert (failure["item_id"], failure["failures"]) == (item.id, 1)
+
+
+def test_the_claims_of_a_worker_renew_together(project: Project) -> None:
+    """Three agents at once: at a heartbeat their three leases are renewed in one transaction
+    (docs/scale.md), and all three end done."""
+    _use_mode(project, "directory")
+    gate = project.root / "gate"
+    batches: list[list[int]] = []
+    renew_many = project.store.renew_many
+
+    def recorded(renewals):  # type: ignore[no-untyped-def]
+        batches.append(sorted(renewal.claimed.id for renewal in renewals))
+        return renew_many(renewals)
+
+    project.store.renew_many = recorded  # type: ignore[method-assign]
+    code = f"""
+        import time
+        deadline = time.monotonic() + 30
+        while not os.path.exists({str(gate)!r}) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sys.exit(0 if os.path.exists({str(gate)!r}) else 7)
+    """
+    ids = sorted(project.item(code).id for _ in range(3))
+
+    def open_gate() -> None:
+        poll(lambda: ids in batches, timeout=30)
+        gate.touch()
+
+    opener = threading.Thread(target=open_gate)
+    opener.start()
+    project.worker().run(WorkerOptions(concurrency=3, max_items=3, stop_grace_seconds=1))
+    opener.join()
+    assert ids in batches
+    assert [project.get(item_id).state for item_id in ids] == [ItemState.DONE] * 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -15,7 +15,9 @@ from tests.store.txhooks import InjectedFault, execute_raw, fail_after, statemen
 from wrighty.domain.claims import (
     ClaimRequest,
     LeaseTerms,
+    Renewal,
     RenewOutcome,
+    RenewResult,
     Settlement,
     settle,
 )
@@ -211,44 +213,72 @@ def test_claim_filters_by_item_and_agent(store: Store, clock: FakeClock) -> None
 # -- renew ------------------------------------------------------------------------------------
 
 
-def test_renewal_extends_the_lease_from_now(store: Store, clock: FakeClock) -> None:
+Renew = Callable[..., RenewResult]
+
+
+def alone(store: Store, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
+    return store.renew(claimed, now=now, terms=terms)
+
+
+def among_others(store: Store, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
+    """Renewed in a worker's batch, between two claims of another worker's."""
+    others = [queued(store, FakeClock(now), f"other {n}") for n in range(2)]
+    held = [acquire(store, FakeClock(now), "w-other", item_id=item.id) for item in others]
+    batch = [
+        Renewal(held[0], now, terms),
+        Renewal(claimed, now, terms),
+        Renewal(held[1], now, terms),
+    ]
+    results = store.renew_many(batch)
+    assert [r.outcome for r in results[::2]] == [RenewOutcome.RENEWED] * 2
+    return results[1]
+
+
+@pytest.fixture(params=[alone, among_others], ids=["alone", "batched"])
+def renew(request: pytest.FixtureRequest) -> Renew:
+    return request.param  # type: ignore[no-any-return]
+
+
+def test_renewal_extends_the_lease_from_now(store: Store, clock: FakeClock, renew: Renew) -> None:
     queued(store, clock)
     claimed = acquire(store, clock)
     clock.advance(20)
-    result = store.renew(claimed, now=clock(), terms=TERMS)
+    result = renew(store, claimed, now=clock(), terms=TERMS)
     assert result.outcome is RenewOutcome.RENEWED
     assert result.lease_expires_at == clock() + timedelta(seconds=LEASE)
     assert store.get_item(claimed.id).lease_expires_at == result.lease_expires_at  # type: ignore[union-attr]
 
 
-def test_renewal_stops_at_the_budget_edge(store: Store, clock: FakeClock) -> None:
+def test_renewal_stops_at_the_budget_edge(store: Store, clock: FakeClock, renew: Renew) -> None:
     queued(store, clock)
     claimed = acquire(store, clock)
     deadline = claimed.renew_deadline
     assert deadline is not None
     clock.current = deadline - timedelta(seconds=LEASE)  # now + lease == deadline exactly
-    edge = store.renew(claimed, now=clock(), terms=TERMS)
+    edge = renew(store, claimed, now=clock(), terms=TERMS)
     assert (edge.outcome, edge.lease_expires_at) == (RenewOutcome.RENEWED, deadline)
     clock.advance(1)
-    spent = store.renew(claimed, now=clock(), terms=TERMS)
+    spent = renew(store, claimed, now=clock(), terms=TERMS)
     assert (spent.outcome, spent.lease_expires_at) == (RenewOutcome.BUDGET_EXHAUSTED, deadline)
 
 
-def test_a_renewal_past_the_edge_is_capped_at_the_deadline(store: Store, clock: FakeClock) -> None:
+def test_a_renewal_past_the_edge_is_capped_at_the_deadline(
+    store: Store, clock: FakeClock, renew: Renew
+) -> None:
     queued(store, clock)
     claimed = acquire(store, clock)
     clock.current = claimed.renew_deadline - timedelta(seconds=LEASE / 2)  # type: ignore[operator]
-    result = store.renew(claimed, now=clock(), terms=TERMS)
+    result = renew(store, claimed, now=clock(), terms=TERMS)
     assert (result.outcome, result.lease_expires_at) == (
         RenewOutcome.RENEWED,
         claimed.renew_deadline,
     )
 
 
-def test_a_renewal_never_shortens_a_lease(store: Store, clock: FakeClock) -> None:
+def test_a_renewal_never_shortens_a_lease(store: Store, clock: FakeClock, renew: Renew) -> None:
     queued(store, clock)
     claimed = acquire(store, clock)
-    result = store.renew(claimed, now=clock() - timedelta(seconds=30), terms=TERMS)
+    result = renew(store, claimed, now=clock() - timedelta(seconds=30), terms=TERMS)
     assert result.lease_expires_at == claimed.lease_expires_at
 
 
@@ -256,14 +286,45 @@ def test_a_renewal_never_shortens_a_lease(store: Store, clock: FakeClock) -> Non
     "stale", [{"generation": 0}, {"claimed_by": "w-impostor"}], ids=["generation", "claimed_by"]
 )
 def test_a_renewal_by_a_non_owner_is_lost_and_changes_nothing(
-    store: Store, clock: FakeClock, stale: dict[str, object]
+    store: Store, clock: FakeClock, stale: dict[str, object], renew: Renew
 ) -> None:
     queued(store, clock)
     claimed = acquire(store, clock)
     clock.advance(30)
-    result = store.renew(dataclasses.replace(claimed, **stale), now=clock(), terms=TERMS)
+    result = renew(store, dataclasses.replace(claimed, **stale), now=clock(), terms=TERMS)
     assert result.outcome is RenewOutcome.LOST
     assert store.get_item(claimed.id) == claimed
+
+
+def test_a_batch_tells_each_claim_its_own_outcome(store: Store, clock: FakeClock) -> None:
+    """Renewed, out of budget, lost, and an item's earlier claim beside its current one: each
+    gets the answer it would get alone, in the order asked."""
+    fresh, spent, gone = (queued(store, clock, title) for title in ("fresh", "spent", "gone"))
+    held = {item.title: acquire(store, clock, item_id=item.id) for item in (fresh, spent, gone)}
+    clock.advance(20)
+    edge = held["spent"].renew_deadline
+    assert edge is not None
+    assert renew_until_spent(store, held["spent"], edge)
+    earlier = dataclasses.replace(held["fresh"], generation=held["fresh"].generation - 1)
+    results = store.renew_many(
+        [
+            Renewal(held["fresh"], clock(), TERMS),
+            Renewal(held["spent"], clock(), TERMS),
+            Renewal(dataclasses.replace(held["gone"], claimed_by="w-impostor"), clock(), TERMS),
+            Renewal(earlier, clock(), TERMS),
+        ]
+    )
+    assert [r.outcome for r in results] == [
+        RenewOutcome.RENEWED, RenewOutcome.BUDGET_EXHAUSTED, RenewOutcome.LOST, RenewOutcome.LOST,
+    ]  # fmt: skip
+    assert results[0].lease_expires_at == clock() + timedelta(seconds=LEASE)
+    assert results[1].lease_expires_at == edge
+    assert store.get_item(gone.id) == held["gone"]  # the impostor changed nothing
+
+
+def renew_until_spent(store: Store, claimed: Item, edge: datetime) -> bool:
+    """Carry the claim's lease to its renewal deadline: its next renewal finds it spent."""
+    return store.renew(claimed, now=edge, terms=TERMS).lease_expires_at == edge
 
 
 # -- runs and sessions under a claim -----------------------------------------------------------
@@ -326,6 +387,8 @@ def test_a_claim_that_moved_on_takes_no_write_from_its_old_holder(
     clock.advance(10)
 
     assert store.renew(claimed, now=clock(), terms=TERMS).outcome is RenewOutcome.LOST
+    lost = RenewResult(RenewOutcome.LOST)
+    assert store.renew_many([Renewal(claimed, clock(), TERMS)]) == [lost]
     late = NewRun("r-2", RunKind.FRESH, "w1", "inst-a", clock(), None)
     assert store.start_run(claimed, late) is None
     assert store.record_process(claimed, "r-1", pid=4242, process_started_at=1.5) is False

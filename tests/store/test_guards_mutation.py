@@ -45,9 +45,13 @@ MOVED_ON = CLAIMS + "test_a_claim_that_moved_on_takes_no_write_from_its_old_hold
 FINAL_PORT = CONTRACT + "test_a_final_item_is_never_written_again[{backend}-%s]"
 FINAL_RAW = CONTRACT + "test_the_database_refuses_any_update_of_a_final_item[{backend}-%s]"
 HISTORY = CONTRACT + "test_the_database_keeps_the_history_append_only[{backend}-%s]"
-NON_OWNER = CLAIMS + "test_a_renewal_by_a_non_owner_is_lost_and_changes_nothing[{backend}-%s]"
+NON_OWNER = CLAIMS + "test_a_renewal_by_a_non_owner_is_lost_and_changes_nothing[alone-{backend}-%s]"
+NON_OWNER_BATCHED = (
+    CLAIMS + "test_a_renewal_by_a_non_owner_is_lost_and_changes_nothing[batched-{backend}-%s]"
+)
 REAP_RACE = CLAIMS + "test_a_renewal_between_the_reapers_read_and_its_write_wins[{backend}]"
-BUDGET = CLAIMS + "test_renewal_stops_at_the_budget_edge[{backend}]"
+BUDGET = CLAIMS + "test_renewal_stops_at_the_budget_edge[alone-{backend}]"
+BUDGET_BATCHED = CLAIMS + "test_renewal_stops_at_the_budget_edge[batched-{backend}]"
 HELD_ONLY = CLAIMS + "test_runs_and_sessions_are_recorded_only_under_the_held_claim[{backend}]"
 NO_REQUEUE = CLAIMS + "test_the_store_refuses_queued_after_an_agent_process_was_recorded[{backend}]"
 REPORT = CLAIMS + "test_an_agent_report_lands_only_under_the_runs_live_claim[{backend}]"
@@ -175,6 +179,17 @@ GUARDS: list[Guard] = [
              MOVED_ON % "claimed_by", NON_OWNER % "claimed_by"),
     *_guards("renewal: budget", BOTH, "renew_lease",
              "AND lease_expires_at < renew_deadline", "AND 1 = 1", BUDGET),
+    # A worker's renewals, gathered (the same guards, each claim's own).
+    *_guards("renewals: state", BOTH, "renew_leases",
+             "AND items.state IN ('running', 'landing')", "AND 1 = 1", MOVED_ON % "state"),
+    *_guards("renewals: generation", BOTH, "renew_leases",
+             "AND items.generation = wanted.generation", "AND 1 = 1",
+             MOVED_ON % "generation", NON_OWNER_BATCHED % "generation"),
+    *_guards("renewals: owner", BOTH, "renew_leases",
+             "AND items.claimed_by = wanted.claimed_by", "AND 1 = 1",
+             MOVED_ON % "claimed_by", NON_OWNER_BATCHED % "claimed_by"),
+    *_guards("renewals: budget", BOTH, "renew_leases",
+             "AND items.lease_expires_at < items.renew_deadline", "AND 1 = 1", BUDGET_BATCHED),
     # The records written under a claim (invariant 2).
     *_guards("run start: state", BOTH, "insert_run_guarded",
              "AND state = 'running'", "AND 1 = 1", MOVED_ON % "state"),

@@ -211,6 +211,22 @@ class RenewResult:
 
 
 @dataclass(frozen=True)
+class Renewal:
+    """One claim's renewal among a worker's: the claim as its run holds it, and the moment its
+    lease is measured from (each run reads its own clocks before it asks)."""
+
+    claimed: Item
+    now: datetime
+    terms: LeaseTerms
+
+    @property
+    def key(self) -> tuple[int, int, str | None]:
+        """Which claim this is: an item, its generation, its owner. Two claims on one item
+        (a lost one whose run has not noticed yet, and the item's next) never share one."""
+        return (self.claimed.id, self.claimed.generation, self.claimed.claimed_by)
+
+
+@dataclass(frozen=True)
 class Settlement:
     """How a worker ends its claim: where the item goes and how the run ended."""
 

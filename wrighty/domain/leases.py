@@ -31,3 +31,10 @@ def heartbeat_limit(lease_seconds: float) -> float:
     """The heartbeat must come sooner than this, so that a renewal lands before the lease
     guard's moment: the lease less the guard's margin."""
     return lease_seconds - stop_margin(lease_seconds)
+
+
+def until_beat(interval: float, clock: float) -> float:
+    """Seconds from ``clock`` (a monotonic reading) to the next heartbeat of a grid every
+    ``interval`` seconds: the claims of one worker that wait for it renew together, in one
+    transaction (docs/scale.md)."""
+    return interval - clock % interval

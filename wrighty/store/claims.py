@@ -3,8 +3,10 @@ recorded under it, and the reaper's settling of a claim whose lease expired."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wrighty.domain.states import ItemState
 from wrighty.store.fields import aggregate, to_db_time
@@ -26,12 +28,27 @@ from wrighty.store.rows import (
 from wrighty.store.sqlbase import Refused, Tx
 
 if TYPE_CHECKING:  # the claim's types, for a worker: a read of items loads none of them
-    from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
+    from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, Renewal, RenewResult
     from wrighty.domain.model import Change, Item, NewRun, Run, Session
     from wrighty.domain.notices import Source
     from wrighty.store.port import Rows
 
 _CLAIM_ATTEMPTS = 3
+
+
+def claim_key(claimed: Item) -> dict[str, object]:
+    """The claim ``claimed`` holds, as select_claim and renew_lease name it."""
+    return {"id": claimed.id, "generation": claimed.generation, "claimed_by": claimed.claimed_by}
+
+
+def _renew_result(row: Any, item_id: int, *, renewed: bool) -> RenewResult:
+    """What a renewal came to: ``row``, the claim as read after it (None: not held)."""
+    from wrighty.domain.claims import RenewOutcome, RenewResult
+
+    if row is None:
+        return RenewResult(RenewOutcome.LOST)
+    lease = lease_from_row(row, item_id)
+    return RenewResult(RenewOutcome.RENEWED if renewed else RenewOutcome.BUDGET_EXHAUSTED, lease)
 
 
 class ClaimsSql(ItemsSql):
@@ -70,23 +87,42 @@ class ClaimsSql(ItemsSql):
         return None
 
     def renew(self, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
-        from wrighty.domain.claims import RenewOutcome, RenewResult
-
-        guard = {
-            "id": claimed.id,
-            "generation": claimed.generation,
-            "claimed_by": claimed.claimed_by,
-        }
+        guard = claim_key(claimed)
         with self._write() as tx:
             proposed = to_db_time(terms.lease_from(now))
             renewed = tx.run("renew_lease", {**guard, "proposed": proposed})
             row = tx.run("select_claim", guard).fetchone()
-        if row is None:
-            return RenewResult(RenewOutcome.LOST)
-        lease = lease_from_row(row, claimed.id)
-        if renewed.rowcount != 1:
-            return RenewResult(RenewOutcome.BUDGET_EXHAUSTED, lease)
-        return RenewResult(RenewOutcome.RENEWED, lease)
+        return _renew_result(row, claimed.id, renewed=renewed.rowcount == 1)
+
+    def renew_many(self, renewals: Sequence[Renewal]) -> list[RenewResult]:
+        """One statement renews every claim that can be (in the common case, all of them);
+        only a claim it did not renew is read again, to tell lost from out of budget."""
+        batch = json.dumps(
+            [
+                {
+                    "id": asked.claimed.id,
+                    "generation": asked.claimed.generation,
+                    "claimed_by": asked.claimed.claimed_by,
+                    "proposed": to_db_time(asked.terms.lease_from(asked.now)),
+                }
+                for asked in renewals
+            ]
+        )
+        with self._write() as tx:
+            renewed = {
+                (row["id"], row["generation"], row["claimed_by"]): row
+                for row in tx.run("renew_leases", {"batch": batch}).fetchall()
+            }
+            left = {
+                asked.key: tx.run("select_claim", claim_key(asked.claimed)).fetchone()
+                for asked in renewals
+                if asked.key not in renewed
+            }
+        return [
+            _renew_result(renewed.get(asked.key) or left[asked.key], asked.claimed.id,
+                          renewed=asked.key in renewed)
+            for asked in renewals
+        ]  # fmt: skip
 
     def start_run(
         self, claimed: Item, run: NewRun, *, session: Session | None = None

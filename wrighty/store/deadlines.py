@@ -32,6 +32,13 @@ def call_deadline(at: float) -> Iterator[None]:
         _local.at = outer
 
 
+def current_deadline() -> float | None:
+    """The calling thread's deadline (time.monotonic), if it set one: for a call it hands to
+    another thread."""
+    at: float | None = getattr(_local, "at", None)
+    return at
+
+
 def seconds_left(default: float = DEFAULT_CALL_SECONDS) -> float:
     """How long the calling thread's store call may still take: what its deadline leaves, at
     most ``default``; never below zero."""

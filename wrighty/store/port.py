@@ -8,7 +8,7 @@ circuit is written the same way, on the version the caller read.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the contract names every aggregate; a read imports only wha
     from wrighty.domain.board import OpenItem
     from wrighty.domain.check_evidence import BaseCheck, CheckRecord
     from wrighty.domain.circuits import Circuit
-    from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, RenewResult
+    from wrighty.domain.claims import Claim, ClaimRequest, LeaseTerms, Renewal, RenewResult
     from wrighty.domain.conversation import AnswerRecord, TrackerItem
     from wrighty.domain.health import QueueFigures, WorkerRow
     from wrighty.domain.landing import Landing, LandingChange
@@ -170,6 +170,11 @@ class Store(Protocol):
 
     def renew(self, claimed: Item, *, now: datetime, terms: LeaseTerms) -> RenewResult:
         """Extend the lease of a claim still held, never past its renewal deadline."""
+        ...
+
+    def renew_many(self, renewals: Sequence[Renewal]) -> list[RenewResult]:
+        """Renew several claims in one transaction, each exactly as ``renew`` would (fenced
+        by its own generation and owner); the results in the same order."""
         ...
 
     def start_run(

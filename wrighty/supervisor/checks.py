@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wrighty.domain.check_evidence import CheckEvidence
+from wrighty.domain.leases import until_beat
 from wrighty.domain.output import tails_text
 from wrighty.domain.redact import redact_known, tail_window_bytes
 from wrighty.domain.sandbox import Sandbox
@@ -46,7 +47,7 @@ class CheckSpec:
     env: Mapping[str, str]
     secrets: tuple[str, ...] = ()  # values its evidence never shows
     grace_seconds: float = 5.0  # SIGTERM, this long, then SIGKILL
-    heartbeat_seconds: float = 10.0  # how often ``keep`` is asked
+    heartbeat_seconds: float = 10.0  # how often ``keep`` is asked (on the grid of until_beat)
     marker: tuple[str, str] | None = None  # as LaunchSpec's (None: one of its own)
     sandbox: Sandbox | None = None  # as LaunchSpec's (docs/sandbox.md)
 
@@ -126,7 +127,9 @@ def _watch(
     deadline = began + spec.check.timeout_seconds
     while True:
         remaining = deadline - time.monotonic()
-        wake.wait(timeout=max(0.0, min(spec.heartbeat_seconds, remaining)))
+        wake.wait(
+            timeout=max(0.0, min(until_beat(spec.heartbeat_seconds, time.monotonic()), remaining))
+        )
         wake.clear()
         if process.status is not None:
             return False

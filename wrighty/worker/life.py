@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +26,7 @@ from wrighty.domain.check_evidence import CheckEvidence
 from wrighty.domain.claims import Claim, LeaseTerms, RenewOutcome, settle
 from wrighty.domain.classify import StopReason
 from wrighty.domain.decide import Policies
+from wrighty.domain.leases import until_beat
 from wrighty.domain.model import LANDING_FIX_TURNS, Change, Item, RunEnd, Session
 from wrighty.domain.notices import Source, with_notices
 from wrighty.domain.outcomes import Confidence, OutcomeClass, RunKind
@@ -212,7 +214,7 @@ class ClaimLife:
                 finished.set()
 
         threading.Thread(target=run, name=f"{name}-{self.claimed.id}", daemon=True).start()
-        while not finished.wait(self.setting.heartbeat_seconds):
+        while not finished.wait(until_beat(self.setting.heartbeat_seconds, time.monotonic())):
             result = self.store.renew(self.claimed, terms=self.setting.terms)
             if result.outcome is RenewOutcome.LOST:
                 return None

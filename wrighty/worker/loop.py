@@ -70,6 +70,7 @@ from wrighty.worker.life import ClaimLife, Setting, claim_lost
 from wrighty.worker.machine import MachineWatch
 from wrighty.worker.patient import LeaseGone, PatientStore
 from wrighty.worker.registry import Presence
+from wrighty.worker.renewals import Renewals
 from wrighty.worker.run import work
 from wrighty.worker.set_aside import SetAside
 from wrighty.worker.sources import Act, source_sync
@@ -169,6 +170,7 @@ class Worker:
         self._last_beat: tuple[WorkerState, tuple[int, ...]] | None = None
         self._slot_lock = threading.Lock()
         self._terms = lease_terms_of(self._config)
+        self._renewals = Renewals(store, heartbeat_seconds=self._config.worker.heartbeat_seconds)
         self._presence = self._presence_for(self._config.worker)
         # Runs its machine could not start: the back-off and hold (docs/worker.md).
         self._machine = MachineWatch(self._emit, self._say_held)
@@ -590,12 +592,13 @@ class Worker:
             guard = self._guard(taken)
             patient = PatientStore(
                 self._store, guard=guard, now=self._now, emit=self._emit,
-                stop_requested=self._stop_requested,
+                stop_requested=self._stop_requested, renewals=self._renewals,
             )  # fmt: skip
             run = ClaimLife(setting, patient, taken.claim, wake, guard)
             guard.start()
             try:
-                self._run_to_the_end(run, claimed)
+                with self._renewals.member():
+                    self._run_to_the_end(run, claimed)
             finally:
                 guard.close()
                 with self._slot_lock:

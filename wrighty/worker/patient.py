@@ -36,6 +36,7 @@ from wrighty.errors import StoreError
 from wrighty.store.deadlines import call_deadline
 from wrighty.store.port import Store
 from wrighty.worker.lease import Clock, LeaseGuard, read_clocks
+from wrighty.worker.renewals import Renewals
 
 T = TypeVar("T")
 
@@ -85,8 +86,11 @@ class PatientStore:
         stop_requested: threading.Event,
         sleep: Callable[[float], None] = time.sleep,
         clock: Clock = time.monotonic,
+        renewals: Renewals | None = None,
     ) -> None:
         self._store = store
+        # The worker's gathered renewals (worker/renewals.py), else this claim's alone.
+        self._renewals: Renewals | Store = renewals or store
         self._guard = guard
         self._now = now
         self._emit = emit
@@ -181,7 +185,7 @@ class PatientStore:
 
         def attempt() -> RenewResult:
             reading = read_clocks(self._now, self._clock)
-            result = self._store.renew(claimed, now=reading.now, terms=terms)
+            result = self._renewals.renew(claimed, now=reading.now, terms=terms)
             if result.outcome is not RenewOutcome.LOST:
                 self._guard.extend(reading, result.lease_expires_at)
             return result

@@ -28,6 +28,7 @@ from wrighty.domain.classify import (
     classify_exit,
 )
 from wrighty.domain.decide import BudgetFacts, ClaimEnding
+from wrighty.domain.leases import until_beat
 from wrighty.domain.model import Run, RunEnd, Session, Stream
 from wrighty.domain.outcomes import USAGE_CLASSES
 from wrighty.domain.retry import AGENT_REPORTED, Fallback, ResetHint
@@ -196,7 +197,8 @@ def _watch(life: ClaimLife, agent: AgentProcess, output: Output, run_id: str) ->
     deadline = time.monotonic() + terms.time_limit(claimed.timeout_seconds)
     while True:
         remaining = deadline - time.monotonic()
-        life.wake.wait(timeout=max(0.0, min(life.setting.heartbeat_seconds, remaining)))
+        beat = until_beat(life.setting.heartbeat_seconds, time.monotonic())
+        life.wake.wait(timeout=max(0.0, min(beat, remaining)))
         life.wake.clear()
         if agent.status is not None:
             return None

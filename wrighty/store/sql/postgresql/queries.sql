@@ -179,6 +179,22 @@ WHERE id = :id
   AND claimed_by = :claimed_by
   AND lease_expires_at < renew_deadline;
 
+-- name: renew_leases
+-- renew_lease for a worker's claims at once (:batch, a JSON array of id, generation,
+-- claimed_by and proposed), in one round trip: the claims it renewed, each with its new lease.
+UPDATE items
+SET lease_expires_at = greatest(items.lease_expires_at,
+                                least(wanted.proposed, items.renew_deadline))
+FROM (SELECT * FROM jsonb_to_recordset(CAST(:batch AS jsonb))
+          AS asked(id bigint, generation bigint, claimed_by text, proposed text)
+      ORDER BY id) AS wanted
+WHERE items.id = wanted.id
+  AND items.state IN ('running', 'landing')
+  AND items.generation = wanted.generation
+  AND items.claimed_by = wanted.claimed_by
+  AND items.lease_expires_at < items.renew_deadline
+RETURNING items.id, items.generation, items.claimed_by, items.lease_expires_at;
+
 -- name: create_migrations_table
 CREATE TABLE IF NOT EXISTS wrighty_migrations (
     version    INTEGER PRIMARY KEY,

@@ -158,6 +158,23 @@ WHERE id = :id
   AND claimed_by = :claimed_by
   AND lease_expires_at < renew_deadline;
 
+-- name: renew_leases
+-- renew_lease for a worker's claims at once (:batch, a JSON array of id, generation,
+-- claimed_by and proposed): the claims it renewed, each with its new lease.
+UPDATE items
+SET lease_expires_at = max(items.lease_expires_at, min(wanted.proposed, items.renew_deadline))
+FROM (SELECT json_extract(value, '$.id') AS id,
+             json_extract(value, '$.generation') AS generation,
+             json_extract(value, '$.claimed_by') AS claimed_by,
+             json_extract(value, '$.proposed') AS proposed
+      FROM json_each(:batch)) AS wanted
+WHERE items.id = wanted.id
+  AND items.state IN ('running', 'landing')
+  AND items.generation = wanted.generation
+  AND items.claimed_by = wanted.claimed_by
+  AND items.lease_expires_at < items.renew_deadline
+RETURNING items.id, items.generation, items.claimed_by, items.lease_expires_at;
+
 -- name: create_migrations_table
 CREATE TABLE IF NOT EXISTS wrighty_migrations (
     version    INTEGER PRIMARY KEY,
