@@ -277,6 +277,24 @@ def test_status_and_workers_name_a_live_worker_whose_clock_is_off(
     assert "warning: worker w-0000000000fa's clock is 600.2 s ahead" in wrighty("status").stdout
 
 
+def test_workers_say_what_a_worker_waits_for(initialised: Path, clock: FakeClock) -> None:
+    """docs/scale.md#what-a-worker-waits-for: below the table, in `--json` and in
+    `status --json`; nothing for a worker that waits for nothing."""
+    waits = "its wake-up line (too many clients already): it polls meanwhile, and opens it again"
+    register(initialised, clock, worker_id="w-00000000a1e5", waiting_for=waits)
+    register(initialised, clock, worker_id="w-0000000000c0")
+    table = wrighty("workers").stdout
+    assert f"waiting w-00000000a1e5: {waits}" in " ".join(table.split())
+    assert "waiting w-0000000000c0" not in table
+    listed = json.loads(wrighty("workers", "--json").stdout)
+    assert {row["worker_id"]: row["waiting_for"] for row in listed} == {
+        "w-00000000a1e5": waits,
+        "w-0000000000c0": None,
+    }
+    _, document = status()
+    assert [row["waiting_for"] for row in document["workers"]].count(waits) == 1
+
+
 def test_watch_redraws_until_stopped(initialised: Path, clock: FakeClock) -> None:
     drawn: list[int] = []
     console = Console(record=True, width=100)

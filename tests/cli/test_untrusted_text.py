@@ -238,7 +238,7 @@ def test_any_text_renders_with_no_control_character_left(
     )
     standing = Standing(resumable=False, has_logs=True, lease_expired=False)
     row = WorkerRow(other, other, other, 1, 0.0, other, WorkerState.IDLE, (1,), START, START,
-                    agent=other, held_reason=other or "x")  # fmt: skip
+                    agent=other, held_reason=other or "x", waiting_for=other or "x")  # fmt: skip
     outputs = [
         rendered(lambda console: console.print(items_table([detail.item]))),
         rendered(
@@ -249,7 +249,7 @@ def test_any_text_renders_with_no_control_character_left(
         rendered(
             lambda console: console.print(workers_table([WorkerView(row, Liveness.LIVE, 1.0)]))
         ),
-        # Why a worker holds, read back from its row (`wrighty workers`).
+        # Why a worker holds, and what it waits for, read back from its row (`wrighty workers`).
         rendered(lambda console: console.print(*held_lines([WorkerView(row, Liveness.LIVE, 1.0)]))),
     ]
     # A provider circuit whose name, reason and probe holder are outside text, half-open with

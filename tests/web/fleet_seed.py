@@ -35,6 +35,7 @@ def register(
     label: str | None = None,
     agent: str | None = None,
     held_reason: str | None = None,
+    waiting_for: str | None = None,
 ) -> None:
     """A worker whose last heartbeat was ``at``; ``here``: of this installation, with a
     process that is not running (this test's pid, started at another time): dead."""
@@ -52,6 +53,7 @@ def register(
             last_heartbeat_at=at,
             agent=agent,
             held_reason=held_reason,
+            waiting_for=waiting_for,
         )
     )
 

@@ -138,7 +138,7 @@ def test_hostile_fleet_text_on_the_operations_page_stays_inert(
 
     with console.app_ctx.store() as store:
         register(store, HOSTILE[:100], at=clock(), label=HOSTILE, agent=HOSTILE,
-                 held_reason=HOSTILE)  # fmt: skip
+                 held_reason=HOSTILE, waiting_for=HOSTILE)  # fmt: skip
         until = clock() + timedelta(minutes=5)
         open_circuit(store, "account:x" + HOSTILE[:100], at=clock(), until=until,
                      reason=HOSTILE, notice_reason=HOSTILE)  # fmt: skip

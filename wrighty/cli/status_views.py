@@ -62,13 +62,15 @@ def _clock_text(view: WorkerView) -> Text:
 
 
 def held_lines(views: list[WorkerView]) -> list[Text]:
-    """Why each held worker claims nothing (its reason is outside text)."""
+    """Why each held worker claims nothing, and what each waiting one waits for (outside
+    text, both: they are read back from the store)."""
     lines = []
     for view in views:
-        if view.row.held_reason:
-            line = Text("held ", style="yellow")
-            line.append_text(outside(f"{view.row.worker_id}: {view.row.held_reason}"))
-            lines.append(line)
+        for word, said in (("held", view.row.held_reason), ("waiting", view.row.waiting_for)):
+            if said:
+                line = Text(f"{word} ", style="yellow")
+                line.append_text(outside(f"{view.row.worker_id}: {said}"))
+                lines.append(line)
     return lines
 
 

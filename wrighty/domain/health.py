@@ -66,6 +66,9 @@ class WorkerRow:
     clock_offset_seconds: float | None = None
     # Why it stopped claiming: its own machine cannot run items (None while it claims).
     held_reason: str | None = None
+    # What it waits for while it goes on: its wake-up line refused (it polls meanwhile), the
+    # store's calls failing (docs/scale.md#what-a-worker-waits-for); None: nothing.
+    waiting_for: str | None = None
 
 
 def liveness(

@@ -537,6 +537,7 @@ def worker_json(view: WorkerView) -> dict[str, Any]:
         "clock_offset_seconds": None if offset is None else round(offset, 3),
         "clock_skewed": view.clock_skewed,
         "held_reason": row.held_reason,
+        "waiting_for": row.waiting_for,
     }
 
 

@@ -47,6 +47,7 @@ def worker_params(row: WorkerRow) -> dict[str, Any]:
         "agent": row.agent,
         "clock_offset_seconds": row.clock_offset_seconds,
         "held_reason": row.held_reason,
+        "waiting_for": row.waiting_for,
     }
 
 
@@ -70,6 +71,7 @@ def worker_from_row(row: Any) -> WorkerRow:
             "clock_offset_seconds", MAX_CLOCK_OFFSET_SECONDS, low=-MAX_CLOCK_OFFSET_SECONDS
         ),
         held_reason=read.optional_text("held_reason"),
+        waiting_for=read.optional_text("waiting_for"),
     )
 
 

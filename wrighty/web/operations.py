@@ -22,7 +22,7 @@ NOT_SET = "not set"
 # What of a worker a live Operations page compares: not its heartbeat's age or its clock's
 # offset, which change at every beat.
 WORKER_KEYS = ("worker_id", "label", "agent", "state", "items", "liveness", "held_reason",
-               "clock_skewed")  # fmt: skip
+               "waiting_for", "clock_skewed")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -460,7 +460,7 @@ class Worker:
         if self._wake_ups is None and self._config.worker.wake_ups and looked_at is not None:
             self._wake_ups = WakeUps(
                 self._store, name=self.worker_id, wake=self._wake.set, emit=self._emit,
-                now=self._now,
+                now=self._now, waiting=lambda said: self._presence.waiting("wake-ups", said),
             )  # fmt: skip
             self._wake_ups.start()
             return  # listening from now on: claim once more, so nothing told before is missed
@@ -518,6 +518,7 @@ class Worker:
                     self._wake_delivery()
                 reading = read_clocks(self._now)  # before the call: the lease's end by it
                 taken = self._store.acquire(request, now=reading.now)
+                self._presence.waiting("store", None)
                 return None if taken is None else _Taken(taken, reading)
             except UnreadableError as error:  # a row that does not read: that item's problem
                 self._emit(
@@ -540,6 +541,7 @@ class Worker:
         return None
 
     def _store_unreachable(self, operation: str, error: StoreError) -> None:
+        self._presence.waiting("store", f"the store ({error}): it claims again once it answers")
         self._emit(
             WorkerEvent.STORE_UNREACHABLE,
             operation=operation,

@@ -54,6 +54,7 @@ class Presence:
         self._clock = clock
         self._emit = emit
         self._told_skewed = False
+        self._waits: dict[str, str] = {}  # topic -> what the worker waits for (``waiting``)
 
     def beat(
         self,
@@ -127,6 +128,19 @@ class Presence:
         throttled)."""
         if self._row is not None:
             self._row = dataclasses.replace(self._row, held_reason=reason)
+            self._last_attempt = None
+
+    def waiting(self, topic: str, said: str | None) -> None:
+        """Say what the worker waits for about ``topic`` (None: nothing any more), at the next
+        beat (not throttled): the row's ``waiting_for`` holds every topic's, in order."""
+        if said is None:
+            self._waits.pop(topic, None)
+        else:
+            self._waits[topic] = said
+        row = self._row
+        waiting_for = "; ".join(self._waits.values()) or None
+        if row is not None and row.waiting_for != waiting_for:
+            self._row = dataclasses.replace(row, waiting_for=waiting_for)
             self._last_attempt = None
 
     def stop(self) -> None:

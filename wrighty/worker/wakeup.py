@@ -50,8 +50,12 @@ class WakeUps:
         wake: Callable[[], None],
         emit: Emit,
         now: Callable[[], datetime],
+        waiting: Callable[[str | None], None] = lambda said: None,
     ) -> None:
+        """``waiting``: told what the worker waits for while its line is lost (the registry's
+        ``waiting_for``), and None once it is open again."""
         self._store = store
+        self._waiting = waiting
         self._name = name
         self._wake = wake
         self._emit = emit
@@ -112,6 +116,7 @@ class WakeUps:
             return False
         self._line = line
         self._said_lost = False
+        self._waiting(None)
         self._emit(WorkerEvent.WAKE_UPS_ON, via=line.via)
         return True
 
@@ -156,6 +161,7 @@ class WakeUps:
         self._said_lost = True
         cause = str(error) if isinstance(error, StoreError) else describe_error(error)
         self._emit(WorkerEvent.WAKE_UPS_LOST, error=type(error).__name__, cause=cause)
+        self._waiting(f"its wake-up line ({cause}): it polls meanwhile, and opens it again")
 
     @staticmethod
     def _close(line: WorkListener) -> None:

@@ -212,15 +212,17 @@ SELECT
 -- name: upsert_worker
 INSERT INTO workers (worker_id, label, installation_id, pid, process_started_at, version, state,
                      items, started_at, last_heartbeat_at, agent, clock_offset_seconds,
-                     held_reason)
+                     held_reason, waiting_for)
 VALUES (:worker_id, :label, :installation_id, :pid, :process_started_at, :version, :state,
-        :items, :started_at, :last_heartbeat_at, :agent, :clock_offset_seconds, :held_reason)
+        :items, :started_at, :last_heartbeat_at, :agent, :clock_offset_seconds, :held_reason,
+        :waiting_for)
 ON CONFLICT (worker_id) DO UPDATE
 SET state = excluded.state,
     items = excluded.items,
     last_heartbeat_at = excluded.last_heartbeat_at,
     clock_offset_seconds = excluded.clock_offset_seconds,
-    held_reason = excluded.held_reason;
+    held_reason = excluded.held_reason,
+    waiting_for = excluded.waiting_for;
 
 -- name: delete_worker
 DELETE FROM workers WHERE worker_id = :worker_id;

@@ -141,7 +141,8 @@ CREATE TABLE workers (
     last_heartbeat_at  TEXT NOT NULL,
     agent              TEXT,
     clock_offset_seconds DOUBLE PRECISION,
-    held_reason        TEXT
+    held_reason        TEXT,
+    waiting_for        TEXT
 );
 
 CREATE INDEX workers_by_heartbeat ON workers (last_heartbeat_at);

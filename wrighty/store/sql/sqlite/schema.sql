@@ -142,7 +142,8 @@ CREATE TABLE workers (
     last_heartbeat_at  TEXT NOT NULL,
     agent              TEXT,
     clock_offset_seconds REAL,
-    held_reason        TEXT
+    held_reason        TEXT,
+    waiting_for        TEXT
 ) STRICT;
 
 CREATE INDEX workers_by_heartbeat ON workers (last_heartbeat_at);
