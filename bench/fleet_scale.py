@@ -1,7 +1,9 @@
 """A fleet on one PostgreSQL server (issue 46, docs/scale.md): N real `wrighty worker start`
 processes with C agents each (command agents that sleep), straight to the server or through
 PgBouncer in transaction mode (tests/pgbouncer.py starts it; the workers LISTEN on the server
-through store.listenUrl).
+through store.listenUrl). The server is the bench's own (tests/pgserver.py: PostgreSQL 15,
+`max_connections` 100, `pg_stat_statements` loaded to count the lease renewals); the workers
+heartbeat every ``--heartbeat`` seconds (lease ten times that), so that agents renew.
 
 For each size it plants N x C x ``--rounds`` queued items in a schema of its own and starts the
 workers (each stops after ``--idle`` seconds without work), while a sampler reads
@@ -9,12 +11,10 @@ workers (each stops after ``--idle`` seconds without work), while a sampler read
 left out) and a script calls `wrighty status --json` once a second (its latency, and how many
 calls failed). Once the backlog is done, ``--pickups`` items are queued one at a time while the
 workers idle, each timed from its queueing to its claim (the store's own times). It reports:
-peak server connections, claims per second and server transactions per second during the
-backlog, pickup p50 and p99, `status --json` p50 and max latency and its failures, and whether
-any worker said wake-ups-lost or a server refusal.
-
-Usage: python bench/fleet_scale.py [--workers 1,10,40] [--concurrency 8] [--via direct,pgbouncer]
-       [--sleep 2] [--rounds 1.5] [--pickups 20] [--wrighty PATH (another checkout: "before")]
+peak server connections, claims per second, server transactions per second, renewal
+statements per second and the leases they renewed per second during the backlog, pickup p50
+and p99, `status --json` p50 and max latency and its failures, and whether any worker said
+wake-ups-lost or a server refusal.
 """
 
 from __future__ import annotations
@@ -37,11 +37,15 @@ from typing import Any
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.conftest import POSTGRES_URL
 from tests.pgbouncer import pgbouncer
+from tests.pgserver import own_server
 
 BENCH = "fleet-bench"  # the application_name of the bench's own connections (not counted)
 WRIGHTY = [sys.executable, "-m", "wrighty"]
+SERVER = ""  # the bench's own server's URL (main starts it)
+# The statement of a lease renewal, one claim's (renew_lease) or a worker's claims' at once
+# (renew_leases), as pg_stat_statements keeps its text.
+RENEWAL = "%lease_expires_at = greatest(%"
 
 
 def count_connections(admin: psycopg.Connection[Any]) -> int:
@@ -76,7 +80,7 @@ class Watch:
             thread.join()
 
     def _sample(self) -> None:
-        with psycopg.connect(POSTGRES_URL, autocommit=True, application_name=BENCH) as sampler:
+        with psycopg.connect(SERVER, autocommit=True, application_name=BENCH) as sampler:
             while not self._done.is_set():
                 self.peak = max(self.peak, count_connections(sampler))
                 time.sleep(0.2)
@@ -94,6 +98,17 @@ class Watch:
             self._done.wait(max(0.0, 1.0 - (time.perf_counter() - started)))
 
 
+def renewals(admin: psycopg.Connection[Any]) -> tuple[int, int]:
+    """The renewal statements the server ran since the last reset, and the leases they
+    renewed."""
+    row = admin.execute(
+        "SELECT coalesce(sum(calls), 0), coalesce(sum(rows), 0) FROM pg_stat_statements "
+        "WHERE query LIKE %s",
+        (RENEWAL,),
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
 def commits(admin: psycopg.Connection[Any]) -> int:
     row = admin.execute(
         "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
@@ -108,11 +123,12 @@ def project(
     workers LISTEN on the server itself)."""
     store: dict[str, Any] = {"url": url}
     if behind and not args.wrighty:
-        store["listenUrl"] = POSTGRES_URL
+        store["listenUrl"] = SERVER
     config = {
         "store": store,
         "worker": {"defaultAgent": "sleeper", "concurrency": args.concurrency,
-                   "workspaceMode": "directory", "pollSeconds": 5},
+                   "workspaceMode": "directory", "pollSeconds": 5,
+                   "heartbeatSeconds": args.heartbeat, "leaseSeconds": 10 * args.heartbeat},
         "agents": {"sleeper": {"adapter": "command", "command": ["sleep", str(args.sleep)]}},
     }  # fmt: skip
     subprocess.run(
@@ -125,10 +141,10 @@ def project(
 def run_size(args: argparse.Namespace, via: str, workers: int, port: int | None) -> dict[str, Any]:
     schema = f"fleet_{uuid.uuid4().hex[:10]}"
     options = f"options=-csearch_path%3D{schema}"
-    url = f"{POSTGRES_URL}?{options}"
+    url = f"{SERVER}?{options}"
     if port is not None:
         url = f"postgresql://postgres@127.0.0.1:{port}/test?{options}"
-    admin = psycopg.connect(POSTGRES_URL, autocommit=True, application_name=BENCH)
+    admin = psycopg.connect(SERVER, autocommit=True, application_name=BENCH)
     admin.execute(f"CREATE SCHEMA {schema}")
     env = {**os.environ, "PYTHONPATH": args.wrighty or str(Path(__file__).resolve().parent.parent)}
     env.pop("WRIGHTY_STORE", None)
@@ -139,6 +155,7 @@ def run_size(args: argparse.Namespace, via: str, workers: int, port: int | None)
             total = int(workers * args.concurrency * args.rounds)
             plant(schema, total, env)
             before = commits(admin)
+            admin.execute("SELECT pg_stat_statements_reset()")
             watch = Watch(root, env, WRIGHTY)
             started = time.perf_counter()
             command = [*WRIGHTY, "worker", "start", "--json", "--idle-timeout", f"{args.idle}s"]
@@ -151,6 +168,7 @@ def run_size(args: argparse.Namespace, via: str, workers: int, port: int | None)
                 time.sleep(0.2)
             backlog_seconds = time.perf_counter() - started
             transactions = commits(admin) - before
+            renewed = renewals(admin)
             try:
                 pickups = pickup_times(admin, schema, args.pickups, env)
             except subprocess.CalledProcessError:  # the server refused the bench a connection
@@ -164,6 +182,7 @@ def run_size(args: argparse.Namespace, via: str, workers: int, port: int | None)
         "via": via, "workers": workers, "agents": workers * args.concurrency, "items": total,
         "peak": watch.peak, "claims_s": total / backlog_seconds,
         "tx_s": transactions / backlog_seconds,
+        "renew_s": renewed[0] / backlog_seconds, "leases_s": renewed[1] / backlog_seconds,
         "pickup_p50": statistics.median(pickups) if pickups else None,
         "pickup_p99": max(pickups) if pickups else None,
         "status_p50": statistics.median(watch.status_times),
@@ -203,7 +222,7 @@ store.close()
 def plant(schema: str, count: int, env: dict[str, str]) -> None:
     """``count`` queued items, written as `wrighty create --queue` writes them, by the
     wrighty under test (its PYTHONPATH in ``env``: an older one must not meet a newer schema)."""
-    url = f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+    url = f"{SERVER}?options=-csearch_path%3D{schema}"
     # (from "/": "-c" puts the working folder first on sys.path, before PYTHONPATH)
     subprocess.run([sys.executable, "-c", PLANT, url, str(count)], env=env, check=True, cwd="/")
 
@@ -253,13 +272,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=float, default=1.5)
     parser.add_argument("--pickups", type=int, default=20)
     parser.add_argument("--idle", type=float, default=40.0)
+    parser.add_argument("--heartbeat", type=float, default=1.0)
     parser.add_argument("--wrighty", default=None, help="run this checkout's wrighty (before)")
     args = parser.parse_args()
     rows = []
+    global SERVER
     with ExitStack() as stack:
+        SERVER = stack.enter_context(
+            own_server(max_connections="100", shared_preload_libraries="pg_stat_statements")
+        )
+        with psycopg.connect(SERVER, autocommit=True) as admin:
+            admin.execute("CREATE EXTENSION pg_stat_statements")
         port = None
         if "pgbouncer" in args.via.split(","):
-            port = stack.enter_context(pgbouncer(server_pool=20, max_clients=2000)).port
+            bouncer = pgbouncer(server_pool=20, max_clients=2000, server_url=SERVER)
+            port = stack.enter_context(bouncer).port
         for via in args.via.split(","):
             for workers in (int(n) for n in args.workers.split(",")):
                 row = run_size(args, via, workers, port if via == "pgbouncer" else None)
@@ -267,13 +294,15 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
     print()
     print(f"{'via':<10} {'workers':>7} {'agents':>6} {'items':>5} {'peak conn':>9} {'claims/s':>8} "
-          f"{'tx/s':>6} {'pickup p50':>10} {'p99':>6} {'status p50':>10} {'max':>6} "
+          f"{'tx/s':>6} {'renew/s':>7} {'leases/s':>8} {'pickup p50':>10} {'p99':>6} "
+          f"{'status p50':>10} {'max':>6} "
           f"{'failed':>8} {'lost':>4}")  # fmt: skip
     for r in rows:
         p50 = f"{r['pickup_p50'] * 1000:.0f} ms" if r["pickup_p50"] is not None else "-"
         p99 = f"{r['pickup_p99'] * 1000:.0f}" if r["pickup_p99"] is not None else "-"
         print(f"{r['via']:<10} {r['workers']:>7} {r['agents']:>6} {r['items']:>5} {r['peak']:>9} "
-              f"{r['claims_s']:>8.1f} {r['tx_s']:>6.0f} {p50:>10} {p99:>6} "
+              f"{r['claims_s']:>8.1f} {r['tx_s']:>6.0f} {r['renew_s']:>7.1f} {r['leases_s']:>8.1f} "
+              f"{p50:>10} {p99:>6} "
               f"{r['status_p50'] * 1000:>7.0f} ms {r['status_max'] * 1000:>6.0f} "
               f"{r['status_failed']:>3}/{r['status_calls']:<4} {r['lost']:>4}")  # fmt: skip
 

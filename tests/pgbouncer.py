@@ -56,13 +56,18 @@ def free_port() -> int:
 
 @contextmanager
 def pgbouncer(
-    *, mode: str = "transaction", server_pool: int = 2, max_clients: int = 200
+    *,
+    mode: str = "transaction",
+    server_pool: int = 2,
+    max_clients: int = 200,
+    server_url: str | None = None,
 ) -> Iterator[Bouncer]:
-    """PgBouncer in ``mode`` in front of the tests' server, ``server_pool`` server connections
-    per database and user at most, ``max_clients`` clients at most; its files in a folder of
-    its own that the user it runs as (postgres, when the tests run as root) can reach."""
+    """PgBouncer in ``mode`` in front of the tests' server (or ``server_url``'s),
+    ``server_pool`` server connections per database and user at most, ``max_clients`` clients
+    at most; its files in a folder of its own that the user it runs as (postgres, when the
+    tests run as root) can reach."""
     program = program_or_skip()
-    server = urlsplit(postgres_or_skip())
+    server = urlsplit(server_url or postgres_or_skip())
     with tempfile.TemporaryDirectory(prefix="wrighty-pgbouncer-") as made:
         yield from _run(program, server, Path(made), mode, server_pool, max_clients)
 
