@@ -5,8 +5,8 @@ Each claim's run renews its own lease, fenced by its own generation, and hears i
 share (``until_beat``), so they ask at about the same moment; the first to ask waits for the
 others (every claim the worker holds, or a quarter of a heartbeat, at most ``GATHER_SECONDS``)
 and sends them all as one ``renew_many``. A renewal asked while one is on its way goes with the
-next. So a worker running eight agents renews them in one round trip instead of eight
-(docs/scale.md).
+next. So a worker running eight agents renews them in one statement, in one transaction,
+instead of eight (docs/scale.md).
 
 A store error reaches every run of the batch, and each retries as its lease allows
 (worker/patient.py). Any other failure is one claim's: the batch is then asked again a claim at a

@@ -181,7 +181,7 @@ WHERE id = :id
 
 -- name: renew_leases
 -- renew_lease for a worker's claims at once (:batch, a JSON array of id, generation,
--- claimed_by and proposed), in one round trip: the claims it renewed, each with its new lease.
+-- claimed_by and proposed), in one statement: the claims it renewed, each with its new lease.
 UPDATE items
 SET lease_expires_at = greatest(items.lease_expires_at,
                                 least(wanted.proposed, items.renew_deadline))
