@@ -253,7 +253,8 @@ def answer_reply(comment_id: int, author: str, said: str) -> str:
 class TrackerItem:
     """What wrighty wrote about an item on a tracker: its status comment (its id, and the
     digest of what it says as last posted) and its pull request (the repository, number,
-    page, where it stands: open, merged, closed; the ETag it was read with)."""
+    page, where it stands: open, merged, closed; the ETag it was read with). Its fields are
+    the columns of `tracker_items`, as the store writes them."""
 
     item_id: int
     comment_id: int | None = None
@@ -275,7 +276,8 @@ PULL_STATES = ("open", "merged", "closed")
 class AnswerRecord:
     """One `/wrighty` comment as the store keeps it, by the comment's id: acted on once.
     ``seen``: the item's updated_at when it was taken (a worker that died between taking
-    and acting acts again only when the item has not moved since)."""
+    and acting acts again only when the item has not moved since). Its fields are the
+    columns of `tracker_answers`, as the store writes them."""
 
     source: str
     comment_id: int

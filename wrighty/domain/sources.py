@@ -165,6 +165,12 @@ class IssueItem:
         return hashlib.sha256(said.encode()).hexdigest()[:16]
 
 
+def issue_number(item: Item) -> int:
+    """The issue number at the end of an imported item's key (``github:owner/name#12`` ->
+    12); 0 for an item of no issue."""
+    return int((item.import_key or "#0").rsplit("#", 1)[-1])
+
+
 def issue_key(prefix: str, number: int) -> str:
     """``github:owner/name`` and 12 -> ``github:owner/name#12``: the import key."""
     return f"{prefix}#{number}"

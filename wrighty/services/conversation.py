@@ -44,7 +44,7 @@ from wrighty.domain.conversation import (
 from wrighty.domain.integration import summary
 from wrighty.domain.links import item_link
 from wrighty.domain.model import LANDED, PULL_OPEN, Change, Item, Session
-from wrighty.domain.sources import SourceSettings, SourceState
+from wrighty.domain.sources import SourceSettings, SourceState, issue_number
 from wrighty.domain.states import ItemState
 from wrighty.domain.text import clip, printable_line
 from wrighty.domain.transitions import restated, transition
@@ -160,27 +160,31 @@ class Conversation:
             if record.comment_digest == said:
                 self.current[item.id] = version
                 continue
-            number = _issue_of(item)
-            comment_id = record.comment_id
-            if comment_id is not None and self.talk.edit_comment(comment_id, body):
-                report.edited.append(item.id)
-            else:
-                # A pass that said it was posting may have posted (and died before it
-                # recorded): its comment is found and edited, never posted twice.
-                if comment_id is not None or record.comment_digest == POSTING:
-                    comment_id = self._find_ours(number, status_marker(item.id))
-                if comment_id is not None and self.talk.edit_comment(comment_id, body):
-                    report.edited.append(item.id)
-                else:
-                    record = dataclasses.replace(record, comment_id=None, comment_digest=POSTING)
-                    self.store.write_tracker_item(record)
-                    comment_id = self.talk.post_comment(number, body)
-                    report.posted.append(item.id)
+            comment_id = self._put(item, record, body, report)
             latest = self.store.get_tracker_item(item.id) or record
             self.store.write_tracker_item(
                 dataclasses.replace(latest, comment_id=comment_id, comment_digest=said)
             )
             self.current[item.id] = version
+
+    def _put(self, item: Item, record: TrackerItem, body: str, report: TalkReport) -> int | None:
+        """The item's status comment edited to say ``body`` where it is, or posted; its id."""
+        if record.comment_id is not None and self.talk.edit_comment(record.comment_id, body):
+            report.edited.append(item.id)
+            return record.comment_id
+        number = issue_number(item)
+        # A pass that said it was posting may have posted (and died before it recorded): its
+        # comment is found and edited, never posted twice.
+        if record.comment_id is not None or record.comment_digest == POSTING:
+            found = self._find_ours(number, status_marker(item.id))
+            if found is not None and self.talk.edit_comment(found, body):
+                report.edited.append(item.id)
+                return found
+        posting = dataclasses.replace(record, comment_id=None, comment_digest=POSTING)
+        self.store.write_tracker_item(posting)
+        posted = self.talk.post_comment(number, body)
+        report.posted.append(item.id)
+        return posted
 
     def _find_ours(self, number: int, marker: str) -> int | None:
         """The comment on issue ``number`` that wrighty's token wrote and that begins with
@@ -206,7 +210,9 @@ class Conversation:
         # 304 (no rate limit); a longer one moves the time on.
         since = state.answers_since or now
         comments, etag = self.talk.new_comments(since, state.answers_etag)
-        items = {_issue_of(item): item for item in self.store.list_imported(self.settings.prefix)}
+        items = {
+            issue_number(item): item for item in self.store.list_imported(self.settings.prefix)
+        }
         for comment in sorted(comments, key=lambda comment: comment.id):
             answer = read_answer(comment.body)
             item = items.get(comment.issue)
@@ -409,11 +415,6 @@ def conversation_of(
         raise WrightyError(f"${settings.token_env} is not set: {settings.name} cannot be talked on")
     talk = GitHubTalk(github_client(settings, token))
     return Conversation(store, settings, talk, view_of, act, clock)
-
-
-def _issue_of(item: Item) -> int:
-    """The issue number at the end of an item's import key (github:owner/name#N)."""
-    return int((item.import_key or "#0").rsplit("#", 1)[1])
 
 
 __all__ = ["Act", "Conversation", "TalkReport", "is_ours", "pull_finished"]

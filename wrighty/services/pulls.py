@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from wrighty.domain.conversation import TrackerItem, quoted
 from wrighty.domain.model import Item
-from wrighty.domain.sources import PullRequestPlace, SourceSettings
+from wrighty.domain.sources import PullRequestPlace, SourceSettings, issue_number
 from wrighty.domain.text import clip, printable_line
 from wrighty.errors import WrightyError
 from wrighty.sources.github import GitHubClient, GitHubPlace
@@ -80,9 +80,8 @@ def pull_body(item: Item, summary: str, *, repo: str) -> str:
         "",
         quoted(summary, MAX_BODY_CHARS),
     ]
-    key = item.import_key or ""
-    if key.startswith(f"github:{repo}#"):
-        lines += ["", f"Closes #{key.rsplit('#', 1)[1]}"]
+    if (item.import_key or "").startswith(f"github:{repo}#"):
+        lines += ["", f"Closes #{issue_number(item)}"]
     return "\n".join(lines) + "\n"
 
 

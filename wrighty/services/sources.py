@@ -34,6 +34,7 @@ from wrighty.domain.sources import (
     close,
     issue_item,
     issue_key,
+    issue_number,
     issue_of,
     plan_sync,
     rewrite,
@@ -91,8 +92,8 @@ def sync_source(
     report.unchanged, report.left_alone = plan.unchanged, plan.started_changed
     if dry_run:
         report.created = [(issue.number, None) for issue in plan.create]
-        report.updated = [(_number(u.item), u.item.id) for u in plan.update]
-        report.cancelled = [(_number(item), item.id) for item in plan.cancel]
+        report.updated = [(issue_number(u.item), u.item.id) for u in plan.update]
+        report.cancelled = [(issue_number(item), item.id) for item in plan.cancel]
         return report
     _write(store, settings, plan, existing, report, agent=settings.agent or default_agent,
            now=now)  # fmt: skip
@@ -157,7 +158,7 @@ def _still_open(
     them. One request per item to cancel, before anything is written."""
     cancel = []
     for item in plan.cancel:
-        document = client.issue(_number(item), listing)
+        document = client.issue(issue_number(item), listing)
         try:
             issue = issue_of(document) if isinstance(document, dict) else None
         except BadIssue:
@@ -194,7 +195,7 @@ def _write(
             report.left_alone += 1
     for item in plan.cancel:
         if _apply(store, item, partial(close, at=now, actor=actor)):
-            report.cancelled.append((_number(item), item.id))
+            report.cancelled.append((issue_number(item), item.id))
         else:
             report.left_alone += 1
     for issue in (*plan.create, *(u.wanted for u in plan.update)):
@@ -236,10 +237,6 @@ def failed_state(state: SourceState, error: GitHubError, now: datetime) -> Sourc
     if error.until is None:
         return failed
     return dataclasses.replace(failed, rate_remaining=0, rate_reset=error.until)
-
-
-def _number(item: Item) -> int:
-    return int((item.import_key or "#0").rsplit("#", 1)[-1])
 
 
 def _create(

@@ -236,19 +236,6 @@ _DIGEST = re.compile(r"[0-9a-f]{32}")
 MAX_GITHUB_ID = 2**53
 
 
-def tracker_item_params(record: TrackerItem) -> dict[str, Any]:
-    return {
-        "item_id": record.item_id,
-        "comment_id": record.comment_id,
-        "comment_digest": record.comment_digest,
-        "pull_repo": record.pull_repo,
-        "pull_number": record.pull_number,
-        "pull_url": record.pull_url,
-        "pull_state": record.pull_state,
-        "pull_etag": record.pull_etag,
-    }
-
-
 def tracker_item_from_row(row: Any) -> TrackerItem:
     from wrighty.domain.conversation import PULL_STATES, TrackerItem
 
@@ -280,20 +267,6 @@ def tracker_item_from_row(row: Any) -> TrackerItem:
         pull_state=state,
         pull_etag=_etag(read, "pull_etag"),
     )
-
-
-def answer_params(record: AnswerRecord) -> dict[str, Any]:
-    return {
-        "source": record.source,
-        "comment_id": record.comment_id,
-        "issue": record.issue,
-        "item_id": record.item_id,
-        "author": record.author,
-        "action": record.action,
-        "step": record.step,
-        "seen": record.seen,
-        "result": record.result,
-    }
 
 
 def answer_from_row(row: Any) -> AnswerRecord:

@@ -195,14 +195,16 @@ class PostgresStore(SqlStore):
         conninfo, in_each = direct, None
         if behind:
             conninfo, in_each = _behind_pooler(url, given, options, name)
+        # Each transaction, each statement even, may go to another server session.
+        per_transaction_sessions = behind and pooler != "session"
         listen: str | None = conninfo
         problem = None
         if listen_url is not None:
             listen = _listen_conninfo(listen_url, options)
-        elif behind and pooler != "session":
+        elif per_transaction_sessions:
             listen, problem = None, LISTEN_BEHIND_POOLER
         kwargs: dict[str, Any] = {"row_factory": dict_row}
-        if behind and pooler != "session":  # the next statement may go to another session
+        if per_transaction_sessions:  # a statement prepared in one session is not in the next
             kwargs["prepare_threshold"] = None
         pool: ConnectionPool[BoundedConnection] = ConnectionPool(
             conninfo,
@@ -248,8 +250,7 @@ class PostgresStore(SqlStore):
                 f"{LOCK_TIMEOUT_SECONDS} s (lock_timeout); try again"
             ) from None
         except (psycopg.OperationalError, pg_errors.IdleInTransactionSessionTimeout) as error:
-            why = redact_known(_reason(error), self._secrets)
-            raise StoreError(f"{self._name}: {_too_many_or(why)}") from None
+            raise _failed(self._name, error, self._secrets) from None
 
     @contextmanager
     def _borrow(self) -> Iterator[BoundedConnection]:
@@ -487,7 +488,7 @@ def _refuses_options(conninfo: str, name: str, secrets: list[str]) -> bool:
     except psycopg.OperationalError as error:
         if refused_options(str(error)):
             return True
-        raise StoreError(f"{name}: {_too_many_or(redact_known(_reason(error), secrets))}") from None
+        raise _failed(name, error, secrets) from None
     return False
 
 
@@ -501,15 +502,17 @@ def _behind_pooler(url: str, given: Mapping[str, str], options: str, name: str) 
     return _conninfo(url, given, options=None), per_transaction(settings)
 
 
-def _too_many_or(why: str) -> str:
-    """A server (or a pooler) out of connections, said with what to turn; else ``why``."""
-    if TOO_MANY.search(why) is None:
-        return why
-    return (
-        f"the server has no connection left for wrighty ({why}): raise its max_connections "
-        "(or the pooler's max_client_conn), lower store.poolSize, or put PgBouncer in front "
-        "(docs/scale.md)"
-    )
+def _failed(name: str, error: Exception, secrets: list[str]) -> StoreError:
+    """A connection or database failure as one line that names no secret; a server (or a
+    pooler) out of connections said with what to turn."""
+    why = redact_known(_reason(error), secrets)
+    if TOO_MANY.search(why) is not None:
+        why = (
+            f"the server has no connection left for wrighty ({why}): raise its max_connections "
+            "(or the pooler's max_client_conn), lower store.poolSize, or put PgBouncer in front "
+            "(docs/scale.md)"
+        )
+    return StoreError(f"{name}: {why}")
 
 
 def _with_session_settings(options: str | None) -> str:

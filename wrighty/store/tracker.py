@@ -5,16 +5,12 @@ again), and where the reading of a source's comments stands (two columns of `sou
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from wrighty.store.fields import to_db_time
-from wrighty.store.fleet_rows import (
-    answer_from_row,
-    answer_params,
-    tracker_item_from_row,
-    tracker_item_params,
-)
+from wrighty.store.fleet_rows import answer_from_row, tracker_item_from_row
 from wrighty.store.sqlbase import SqlBase
 
 if TYPE_CHECKING:
@@ -34,16 +30,16 @@ class TrackerSql(SqlBase):
 
     def write_tracker_item(self, record: TrackerItem) -> None:
         with self._write() as tx:
-            tx.run("upsert_tracker_item", tracker_item_params(record))
+            tx.run("upsert_tracker_item", dataclasses.asdict(record))
 
     def take_answer(self, record: AnswerRecord) -> bool:
         with self._write() as tx:
-            cursor = tx.run("insert_answer", answer_params(record))
+            cursor = tx.run("insert_answer", dataclasses.asdict(record))
         return cursor.rowcount == 1
 
     def update_answer(self, record: AnswerRecord) -> None:
         with self._write() as tx:
-            tx.run("update_answer", answer_params(record))
+            tx.run("update_answer", dataclasses.asdict(record))
 
     def unfinished_answers(self, source: str) -> Rows[AnswerRecord]:
         return self._read_all(

@@ -134,7 +134,9 @@ class Presence:
         """Say what the worker waits for about ``topic`` (None: nothing any more), at the next
         beat (not throttled): the row's ``waiting_for`` holds every topic's, in order."""
         if said is None:
-            self._waits.pop(topic, None)
+            if topic not in self._waits:
+                return  # (the claim loop says so at every pass: nothing to do)
+            self._waits.pop(topic)
         else:
             self._waits[topic] = said
         row = self._row

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from wrighty.domain.claims import LeaseTerms, Renewal, RenewResult
@@ -39,7 +39,7 @@ class _Asked:
     deadline: float | None  # its run's deadline for the call (store/deadlines.py)
     result: RenewResult | None = None
     error: BaseException | None = None
-    done: bool = field(default=False)
+    done: bool = False
 
 
 class Renewals:
